@@ -1,0 +1,114 @@
+#pragma once
+// The native trace format (docs/FORMAT.md): magic, version, then append-only
+// chunks, each with a checksum. Written while recording, so a killed process
+// leaves a file that loads up to its last complete chunk.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "memscope/plugin.h"
+#include "memscope/result.h"
+#include "memscope/trace.h"
+
+namespace memscope {
+
+struct NativeWriterOptions {
+    size_t events_per_chunk = 64 * 1024;  // an events chunk is written when this many are pending
+};
+
+// Streaming writer. Not thread-safe: one thread calls it (BackgroundTraceWriter
+// wraps it for producers on other threads). Ids it returns are the ids the
+// reader will give back, so producers can keep them.
+class NativeTraceWriter {
+public:
+    static Result<std::unique_ptr<NativeTraceWriter>> create(const std::string& path,
+                                                             const TraceMetadata& metadata,
+                                                             const NativeWriterOptions& options = {});
+    ~NativeTraceWriter();  // closes; errors are lost, call close() to see them
+
+    StringId internString(std::string_view text);
+    FrameId internFrame(const Frame& frame);
+    StackId internStack(std::span<const FrameId> frames);
+    uint32_t internStream(uint64_t stream);
+    PhaseId addPhase(const Phase& phase);
+    void endPhase(PhaseId id, int64_t end);
+    void addAnnotation(const Annotation& annotation);
+    void addAttribute(uint64_t event, StringId key, StringId value);
+    void setProperty(std::string key, std::string value);  // last value wins
+    void setAllocatorState(const AllocatorState& state);
+
+    uint64_t append(const Event& event);  // returns the event's index in the trace
+    uint64_t eventCount() const;
+
+    // Writes everything pending as complete chunks and flushes the OS buffer.
+    Result<void> flush();
+    Result<void> close();
+
+    struct Impl;
+
+private:
+    explicit NativeTraceWriter(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+// Thread-safe front for producers (the CUPTI tracer, the trainer's memory hook):
+// calls are cheap (a mutex and a vector push); a background thread writes
+// chunks and flushes every flush_period, so a killed process loses at most
+// about that much.
+class BackgroundTraceWriter {
+public:
+    static Result<std::unique_ptr<BackgroundTraceWriter>> create(
+        const std::string& path, const TraceMetadata& metadata,
+        const NativeWriterOptions& options = {},
+        std::chrono::milliseconds flush_period = std::chrono::milliseconds(1000));
+    ~BackgroundTraceWriter();  // close()
+
+    StringId internString(std::string_view text);
+    FrameId internFrame(const Frame& frame);
+    StackId internStack(std::span<const FrameId> frames);
+    uint32_t internStream(uint64_t stream);
+    PhaseId addPhase(const Phase& phase);
+    void endPhase(PhaseId id, int64_t end);
+    void addAnnotation(const Annotation& annotation);
+    void addAttribute(uint64_t event, StringId key, StringId value);
+    void setProperty(std::string key, std::string value);
+    void setAllocatorState(const AllocatorState& state);
+    uint64_t append(const Event& event);
+
+    Result<void> flush();  // synchronous: returns when the data is in the file
+    Result<void> close();  // stops the thread; idempotent
+
+    struct Impl;
+
+private:
+    explicit BackgroundTraceWriter(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+// Writes a whole Trace (used by `convert` and the tests).
+Result<void> writeNativeTrace(const Trace& trace, const std::string& path,
+                              const NativeWriterOptions& options = {});
+
+struct NativeReadReport {
+    uint64_t chunks_read = 0;
+    uint64_t bytes_total = 0;
+    uint64_t bytes_lost = 0;  // after the last good chunk
+    std::string problem;      // empty when the whole file was good
+};
+
+// Loads every good chunk. A truncated or corrupt tail is not an error: the trace
+// up to the last good chunk is returned and `report` says what was lost. A file
+// that is not a native trace, or whose header is damaged, is an error.
+Result<Trace> readNativeTrace(const std::string& path, const TaskContext& ctx = {},
+                              NativeReadReport* report = nullptr);
+// Same, from memory (fuzzing, tests).
+Result<Trace> readNativeTrace(std::span<const std::byte> bytes, const TaskContext& ctx = {},
+                              NativeReadReport* report = nullptr);
+
+inline constexpr std::string_view kNativeMagic = "MEMSCOPE";  // 8 bytes at offset 0
+
+}  // namespace memscope

@@ -1,0 +1,68 @@
+#pragma once
+// Small vocabulary types shared by every component: event kinds, categories and
+// strong integer ids for everything that is interned (heaptrack's indices.h idea).
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace memscope {
+
+template <typename Tag>
+struct StrongId {
+    uint32_t value = 0;
+    constexpr StrongId() = default;
+    constexpr explicit StrongId(uint32_t v) : value(v) {}
+    constexpr bool isNull() const { return value == 0; }
+    friend constexpr bool operator==(StrongId, StrongId) = default;
+    friend constexpr auto operator<=>(StrongId, StrongId) = default;
+};
+
+// Id 0 is always the empty string / empty stack / "no phase".
+using StringId = StrongId<struct StringTag>;
+using FrameId = StrongId<struct FrameTag>;
+using StackId = StrongId<struct StackTag>;
+using PhaseId = StrongId<struct PhaseTag>;
+
+// The order matches the allocator's own trace actions (PyTorch snapshot), plus a
+// generic marker. Values are stored on disk: append only, never reorder.
+enum class EventKind : uint8_t {
+    Alloc = 0,
+    FreeRequested = 1,
+    FreeCompleted = 2,
+    SegmentAlloc = 3,
+    SegmentFree = 4,
+    SegmentMap = 5,
+    SegmentUnmap = 6,
+    Oom = 7,
+    Snapshot = 8,
+    Marker = 9,
+};
+inline constexpr int kEventKindCount = 10;
+
+// torch.profiler's category order (REFERENCES.md §2); stored on disk: append only.
+enum class Category : uint8_t {
+    Parameter = 0,
+    OptimizerState = 1,
+    Input = 2,
+    Temporary = 3,
+    Activation = 4,
+    Gradient = 5,
+    AutogradDetail = 6,
+    Unknown = 7,
+};
+inline constexpr int kCategoryCount = 8;
+inline constexpr std::array<Category, kCategoryCount> kAllCategories = {
+    Category::Parameter, Category::OptimizerState, Category::Input,
+    Category::Temporary, Category::Activation,     Category::Gradient,
+    Category::AutogradDetail, Category::Unknown};
+
+std::string_view toString(EventKind kind);
+std::string_view toString(Category category);
+std::optional<EventKind> eventKindFromString(std::string_view name);
+std::optional<Category> categoryFromString(std::string_view name);
+
+constexpr int index(Category c) { return static_cast<int>(c); }
+
+}  // namespace memscope

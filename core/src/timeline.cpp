@@ -1,0 +1,282 @@
+#include <algorithm>
+#include <numeric>
+#include <unordered_map>
+
+#include "memscope/timeline.h"
+
+namespace memscope {
+namespace {
+
+constexpr uint64_t kProgressEvery = 1u << 20;
+
+bool addsSegment(EventKind k) { return k == EventKind::SegmentAlloc || k == EventKind::SegmentMap; }
+bool removesSegment(EventKind k) {
+    return k == EventKind::SegmentFree || k == EventKind::SegmentUnmap;
+}
+
+// Trace::events indexes of one device, in time order (stable for equal times).
+std::vector<std::vector<uint64_t>> eventsByDevice(const Trace& trace,
+                                                  const std::vector<int16_t>& devices) {
+    std::vector<int> slot(size_t(1) << 16, -1);
+    for (size_t i = 0; i < devices.size(); ++i) slot[size_t(uint16_t(devices[i]))] = int(i);
+    std::vector<std::vector<uint64_t>> out(devices.size());
+    for (uint64_t i = 0; i < trace.events.size(); ++i)
+        out[size_t(slot[size_t(uint16_t(trace.events[i].device))])].push_back(i);
+    for (auto& indexes : out) {
+        auto byTime = [&](uint64_t a, uint64_t b) {
+            return trace.events[a].time < trace.events[b].time;
+        };
+        if (!std::is_sorted(indexes.begin(), indexes.end(), byTime))
+            std::stable_sort(indexes.begin(), indexes.end(), byTime);
+    }
+    return out;
+}
+
+class DeviceBuilder {
+public:
+    DeviceBuilder(const Trace& trace, int16_t device, std::vector<uint64_t> events,
+                  const TimelineOptions& options)
+        : trace_(trace), options_(options) {
+        tl_.device = device;
+        tl_.trace_events = std::move(events);
+        if (!tl_.trace_events.empty()) {
+            tl_.start = trace.events[tl_.trace_events.front()].time;
+            tl_.end = trace.events[tl_.trace_events.back()].time;
+        }
+    }
+
+    Result<DeviceTimeline> build(const TaskContext& ctx, uint64_t& done, uint64_t total) {
+        walkEvents(ctx, done, total);
+        if (ctx.cancelled()) return cancelledError();
+        addEndStateGhosts();
+        applyInitialValues();
+        mergeIntervals();
+        computeReservedStart();
+        tl_.live.finalize();
+        for (auto& s : tl_.live_by_category) s.finalize();
+        tl_.reserved.finalize();
+        describePeak();
+        return std::move(tl_);
+    }
+
+private:
+    // One pass: pair allocs with frees by address, record relative values (the
+    // ghosts' starting bytes are only known at the end and added afterwards).
+    void walkEvents(const TaskContext& ctx, uint64_t& done, uint64_t total) {
+        const auto& events = trace_.events;
+        tl_.live.reserve(tl_.trace_events.size());
+        int64_t live = 0;
+        std::array<int64_t, kCategoryCount> byCat{};
+        int64_t reservedDelta = 0;
+        for (uint64_t local = 0; local < tl_.trace_events.size(); ++local) {
+            if (++done % kProgressEvery == 0) {
+                if (ctx.cancelled()) return;
+                ctx.report(done, total);
+            }
+            const uint64_t ti = tl_.trace_events[local];
+            const Event& e = events[ti];
+            switch (e.kind) {
+                case EventKind::Alloc: {
+                    live += int64_t(e.size);
+                    byCat[index(e.category)] += int64_t(e.size);
+                    // A second alloc at a live address replaces it, as memory_viz does.
+                    open_[e.address] = uint32_t(allocs_.size());
+                    allocs_.push_back(AllocationInterval{e.time, tl_.end, e.address, e.size, ti,
+                                                         kNoEvent, e.stack, e.phase, e.category});
+                    allocSpans_.push_back({int64_t(local), kNever});
+                    tl_.live.append(e.time, live);
+                    tl_.live_by_category[index(e.category)].append(e.time, byCat[index(e.category)]);
+                    break;
+                }
+                case EventKind::FreeCompleted: {
+                    Category cat = e.category;
+                    int64_t size = int64_t(e.size);
+                    if (auto it = open_.find(e.address); it != open_.end()) {
+                        AllocationInterval& a = allocs_[it->second];
+                        a.end = e.time;
+                        a.free_event = ti;
+                        allocSpans_[it->second].freed = int64_t(local);
+                        cat = a.category;
+                        size = int64_t(a.size);
+                        open_.erase(it);
+                    } else {
+                        ghosts_.push_back(AllocationInterval{tl_.start, e.time, e.address, e.size,
+                                                             kNoEvent, ti, e.stack, e.phase,
+                                                             e.category});
+                        ghostSpans_.push_back({-1, int64_t(local)});
+                        initialByCat_[index(cat)] += size;
+                    }
+                    live -= size;
+                    byCat[index(cat)] -= size;
+                    tl_.live.append(e.time, live);
+                    tl_.live_by_category[index(cat)].append(e.time, byCat[index(cat)]);
+                    break;
+                }
+                default:
+                    if (addsSegment(e.kind) || removesSegment(e.kind)) {
+                        reservedDelta += addsSegment(e.kind) ? int64_t(e.size) : -int64_t(e.size);
+                        tl_.reserved.append(e.time, reservedDelta);
+                    }
+                    continue;
+            }
+            // First strict maximum wins: ties keep the earlier moment.
+            if (live > peakRelative_) {
+                peakRelative_ = live;
+                peakLocal_ = int64_t(local);
+            }
+        }
+        reservedDelta_ = reservedDelta;
+    }
+
+    // Blocks active at the end that the trace never allocated were live all along.
+    void addEndStateGhosts() {
+        if (!trace_.allocator_state) return;
+        const AllocatorState& state = *trace_.allocator_state;
+        for (const Segment& s : state.segments) {
+            if (s.device != tl_.device) continue;
+            for (const Block& b : state.blocksOf(s)) {
+                if (b.state != BlockState::ActiveAllocated || open_.count(b.address)) continue;
+                ghosts_.push_back(AllocationInterval{tl_.start, tl_.end, b.address, b.size,
+                                                     kNoEvent, kNoEvent, b.stack, PhaseId(),
+                                                     Category::Unknown});
+                ghostSpans_.push_back({-1, kNever});
+                initialByCat_[index(Category::Unknown)] += int64_t(b.size);
+            }
+        }
+    }
+
+    void applyInitialValues() {
+        const int64_t initial = std::accumulate(initialByCat_.begin(), initialByCat_.end(), int64_t(0));
+        tl_.initial_live = initial;
+        shift(tl_.live, initial);
+        for (int c = 0; c < kCategoryCount; ++c) shift(tl_.live_by_category[c], initialByCat_[c]);
+        tl_.peak.bytes = initial + peakRelative_;
+        tl_.peak.event_index = peakLocal_;
+        tl_.peak.by_category = {};
+    }
+
+    static void shift(StepSeries& s, int64_t by) {
+        // StepSeries is append-only: rebuild it with the offset applied.
+        StepSeries shifted;
+        shifted.initial = s.initial + by;
+        shifted.reserve(s.size());
+        for (size_t i = 0; i < s.size(); ++i) shifted.append(s.xs()[i], s.ys()[i] + by);
+        s = std::move(shifted);
+    }
+
+    void mergeIntervals() {
+        tl_.intervals.reserve(ghosts_.size() + allocs_.size());
+        tl_.intervals.insert(tl_.intervals.end(), ghosts_.begin(), ghosts_.end());
+        tl_.intervals.insert(tl_.intervals.end(), allocs_.begin(), allocs_.end());
+        spans_ = std::move(ghostSpans_);
+        spans_.insert(spans_.end(), allocSpans_.begin(), allocSpans_.end());
+        std::vector<AllocationInterval>().swap(ghosts_);
+        std::vector<AllocationInterval>().swap(allocs_);
+        std::vector<LocalSpan>().swap(allocSpans_);
+    }
+
+    // Reserved bytes before recording = end-state reserved minus what the trace
+    // added; without an end state the trace starts from zero.
+    void computeReservedStart() {
+        int64_t initial = 0;
+        if (trace_.allocator_state) {
+            int64_t finalReserved = 0;
+            for (const Segment& s : trace_.allocator_state->segments)
+                if (s.device == tl_.device) finalReserved += int64_t(s.total_size);
+            initial = std::max<int64_t>(0, finalReserved - reservedDelta_);
+        }
+        shift(tl_.reserved, initial);
+    }
+
+    void describePeak() {
+        Peak& p = tl_.peak;
+        if (p.event_index >= 0) {
+            p.trace_event = tl_.trace_events[size_t(p.event_index)];
+            const Event& e = trace_.events[p.trace_event];
+            p.time = e.time;
+            p.phase = e.phase;
+        } else {
+            p.time = tl_.start;
+        }
+        // An interval is live at the peak if it began at or before the peak
+        // event and ended after it (ghosts began before everything).
+        const int64_t peakLocal = p.event_index;
+        std::unordered_map<uint32_t, StackBytes> stacks;
+        for (uint32_t i = 0; i < tl_.intervals.size(); ++i) {
+            const AllocationInterval& a = tl_.intervals[i];
+            if (spans_[i].allocated > peakLocal || spans_[i].freed <= peakLocal) continue;
+            p.by_category[index(a.category)] += int64_t(a.size);
+            p.live_intervals.push_back(i);
+            StackBytes& sb = stacks[a.stack.value];
+            sb.stack = a.stack;
+            sb.bytes += a.size;
+            sb.count += 1;
+        }
+        std::sort(p.live_intervals.begin(), p.live_intervals.end(), [&](uint32_t x, uint32_t y) {
+            return tl_.intervals[x].size > tl_.intervals[y].size;
+        });
+        for (auto& [id, sb] : stacks) p.by_stack.push_back(sb);
+        std::sort(p.by_stack.begin(), p.by_stack.end(),
+                  [](const StackBytes& x, const StackBytes& y) { return x.bytes > y.bytes; });
+        if (p.by_stack.size() > options_.peak_top_stacks) p.by_stack.resize(options_.peak_top_stacks);
+    }
+
+    const Trace& trace_;
+    const TimelineOptions& options_;
+    DeviceTimeline tl_;
+    std::unordered_map<uint64_t, uint32_t> open_;  // address -> index into allocs_
+    std::vector<AllocationInterval> allocs_;
+    std::vector<AllocationInterval> ghosts_;
+    std::array<int64_t, kCategoryCount> initialByCat_{};
+    // Device-local event positions of each interval's alloc and free, parallel
+    // to allocs_/ghosts_ and then to tl_.intervals (kept out of the public type).
+    struct LocalSpan {
+        int64_t allocated;  // -1 for ghosts
+        int64_t freed;      // kNever while live at the end
+    };
+    static constexpr int64_t kNever = INT64_MAX;
+    std::vector<LocalSpan> allocSpans_;
+    std::vector<LocalSpan> ghostSpans_;
+    std::vector<LocalSpan> spans_;
+    int64_t peakRelative_ = 0;
+    int64_t peakLocal_ = -1;
+    int64_t reservedDelta_ = 0;
+};
+
+}  // namespace
+
+std::vector<uint32_t> DeviceTimeline::liveAt(int64_t x) const {
+    std::vector<uint32_t> out;
+    for (uint32_t i = 0; i < intervals.size(); ++i) {
+        const AllocationInterval& a = intervals[i];
+        if (a.start <= x && (a.free_event == kNoEvent || x < a.end)) out.push_back(i);
+    }
+    std::sort(out.begin(), out.end(),
+              [&](uint32_t a, uint32_t b) { return intervals[a].size > intervals[b].size; });
+    return out;
+}
+
+Result<std::shared_ptr<const Timeline>> Timeline::build(const Trace& trace, const TaskContext& ctx,
+                                                        const TimelineOptions& options) {
+    auto timeline = std::make_shared<Timeline>();
+    const std::vector<int16_t> devices = trace.devices();
+    auto perDevice = eventsByDevice(trace, devices);
+    uint64_t done = 0;
+    const uint64_t total = trace.events.size();
+    for (size_t d = 0; d < devices.size(); ++d) {
+        DeviceBuilder builder(trace, devices[d], std::move(perDevice[d]), options);
+        auto device = builder.build(ctx, done, total);
+        if (!device) return device.error();
+        timeline->devices_.push_back(std::move(device.value()));
+    }
+    ctx.report(total, total);
+    return std::shared_ptr<const Timeline>(std::move(timeline));
+}
+
+const DeviceTimeline* Timeline::device(int16_t id) const {
+    for (const auto& d : devices_)
+        if (d.device == id) return &d;
+    return nullptr;
+}
+
+}  // namespace memscope

@@ -1,0 +1,38 @@
+#include "memscope/types.h"
+
+namespace memscope {
+namespace {
+
+// Names as PyTorch writes them (snapshot actions, torch.profiler categories).
+constexpr std::array<std::string_view, kEventKindCount> kKindNames = {
+    "alloc",         "free_requested", "free_completed", "segment_alloc", "segment_free",
+    "segment_map",   "segment_unmap",  "oom",            "snapshot",      "marker"};
+constexpr std::array<std::string_view, kCategoryCount> kCategoryNames = {
+    "parameter", "optimizer_state", "input",           "temporary",
+    "activation", "gradient",       "autograd_detail", "unknown"};
+
+}  // namespace
+
+std::string_view toString(EventKind kind) {
+    const auto i = static_cast<size_t>(kind);
+    return i < kKindNames.size() ? kKindNames[i] : std::string_view("invalid");
+}
+
+std::string_view toString(Category category) {
+    const auto i = static_cast<size_t>(category);
+    return i < kCategoryNames.size() ? kCategoryNames[i] : std::string_view("invalid");
+}
+
+std::optional<EventKind> eventKindFromString(std::string_view name) {
+    for (size_t i = 0; i < kKindNames.size(); ++i)
+        if (kKindNames[i] == name) return static_cast<EventKind>(i);
+    return std::nullopt;
+}
+
+std::optional<Category> categoryFromString(std::string_view name) {
+    for (size_t i = 0; i < kCategoryNames.size(); ++i)
+        if (kCategoryNames[i] == name) return static_cast<Category>(i);
+    return std::nullopt;
+}
+
+}  // namespace memscope

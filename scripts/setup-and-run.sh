@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The main job: set up a fresh Debian 12 machine, build memscope, record the four
+# checkpoint policies with the reference trainer on CPU, and open their
+# comparison in the GUI (without a display: write it as an image and print the
+# table).
+#   scripts/setup-and-run.sh [--model mlp|gpt] [--out DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+model=mlp
+out=runs
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --model) model=$2; shift 2;;
+    --out) out=$2; shift 2;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0;;
+    *) echo "unknown argument: $1" >&2; exit 1;;
+  esac
+done
+
+scripts/install-deps.sh
+scripts/build.sh
+
+bin=build/bin
+if [ ! -x "$bin/memscope-train" ]; then
+  echo "memscope: the reference trainer was not built (see the feature summary above)" >&2
+  exit 1
+fi
+rm -rf "$out"
+"$bin/memscope-train" --model "$model" --policy all --preset quick --out "$out"
+traces=("$out"/*.memscope)
+
+if [ -x "$bin/memscope" ]; then
+  if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+    exec "$bin/memscope" --compare "${traces[@]}"
+  fi
+  QT_QPA_PLATFORM=offscreen "$bin/memscope" --screenshot "$out/compare.png" --compare "${traces[@]}"
+  echo "memscope: no display; the comparison is in $out/compare.png"
+else
+  echo "memscope: the GUI was not built; summary of the runs:"
+  "$bin/memscope-cli" summary "${traces[@]}"
+fi

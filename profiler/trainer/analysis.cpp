@@ -1,0 +1,120 @@
+#include "analysis.h"
+
+#include <algorithm>
+
+#include "memscope/native_format.h"
+
+namespace memscope::trainer {
+
+Result<LoadedTrace> loadTrace(const std::string& path) {
+    auto trace = readNativeTrace(path);
+    if (!trace) return makeError("cannot read " + path + ": " + trace.message());
+    LoadedTrace t;
+    t.trace = std::make_shared<const Trace>(std::move(trace.value()));
+    auto timeline = Timeline::build(*t.trace);
+    if (!timeline)
+        return makeError("cannot build the timeline of " + path + ": " + timeline.message());
+    t.timeline = timeline.value();
+    t.device = t.timeline->device(0);
+    if (!t.device) return makeError(path + " has no events on device 0");
+    return t;
+}
+
+PeakInfo peakOf(const LoadedTrace& t) {
+    PeakInfo p;
+    const Peak& peak = t.device->peak;
+    p.bytes = peak.bytes;
+    p.time_us = (peak.time - t.device->start) / 1000;
+    p.by_category = peak.by_category;
+    if (const Phase* ph = t.trace->phase(peak.phase)) {
+        p.phase = std::string(t.trace->string(ph->name));
+        p.kind = ph->kind;
+        p.step = ph->step;
+    }
+    return p;
+}
+
+std::optional<PhaseId> findPhase(const Trace& trace, PhaseKind kind, int step) {
+    for (size_t i = 0; i < trace.phases.size(); ++i)
+        if (trace.phases[i].kind == kind && trace.phases[i].step == step)
+            return PhaseId(static_cast<uint32_t>(i + 1));
+    return std::nullopt;
+}
+
+bool within(const Trace& trace, PhaseId phase, PhaseId ancestor) {
+    for (int guard = 0; !phase.isNull() && guard < 64; ++guard) {
+        if (phase == ancestor) return true;
+        const Phase* p = trace.phase(phase);
+        if (!p) return false;
+        phase = p->parent;
+    }
+    return false;
+}
+
+std::optional<PhaseId> enclosing(const Trace& trace, PhaseId phase, PhaseKind kind) {
+    for (int guard = 0; !phase.isNull() && guard < 64; ++guard) {
+        const Phase* p = trace.phase(phase);
+        if (!p) return std::nullopt;
+        if (p->kind == kind) return phase;
+        phase = p->parent;
+    }
+    return std::nullopt;
+}
+
+std::map<int, int64_t> activationByBlockAtForwardEnd(const LoadedTrace& t, int step) {
+    std::map<int, int64_t> out;
+    auto forward = findPhase(*t.trace, PhaseKind::Forward, step);
+    if (!forward) return out;
+    const int64_t end = t.trace->phase(*forward)->end;
+    for (const AllocationInterval& iv : t.device->intervals) {
+        if (iv.category != Category::Activation || iv.start > end) continue;
+        if (iv.free_event != kNoEvent && iv.end <= end) continue;
+        if (!within(*t.trace, iv.phase, *forward)) continue;
+        auto block = enclosing(*t.trace, iv.phase, PhaseKind::Block);
+        out[block ? t.trace->phase(*block)->block : -1] += static_cast<int64_t>(iv.size);
+    }
+    return out;
+}
+
+int64_t liveAt(const LoadedTrace& t, Category category, int64_t x) {
+    return t.device->live_by_category[index(category)].valueAt(x);
+}
+
+int64_t maxLive(const LoadedTrace& t, Category category) {
+    const StepSeries& s = t.device->live_by_category[index(category)];
+    int64_t best = s.initial;
+    for (int64_t y : s.ys()) best = std::max(best, y);
+    return best;
+}
+
+int64_t liveAtEnd(const LoadedTrace& t, PhaseId phase, Category category) {
+    const Phase* p = t.trace->phase(phase);
+    return p ? liveAt(t, category, p->end) : 0;
+}
+
+namespace {
+double layerFormula(const ModelConfig& m, Recompute recompute, double e) {
+    const double s = static_cast<double>(m.seq), b = static_cast<double>(m.batch),
+                 h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
+    const double sbh = s * b * h, as2b = a * s * s * b;
+    const double masks = m.dropout > 0.0 ? 1.0 : 0.0;
+    switch (recompute) {
+        case Recompute::None:
+            return e * (16 * sbh + 2 * as2b) + masks * (2 * sbh + as2b);
+        case Recompute::Selective:
+            return e * 16 * sbh + masks * 2 * sbh;
+        case Recompute::Block:
+            return e * sbh;
+    }
+    return 0;
+}
+}  // namespace
+
+double gptLayerFormula(const ModelConfig& m, Recompute recompute) {
+    return layerFormula(m, recompute, static_cast<double>(dtypeBytes(m.dtype)));
+}
+double gptLayerFormula16(const ModelConfig& m, Recompute recompute) {
+    return layerFormula(m, recompute, 2.0);
+}
+
+}  // namespace memscope::trainer

@@ -1,0 +1,63 @@
+#pragma once
+// Figures derived from a recorded trace through core's Timeline: the peak and
+// its composition for the report, and the per-block activation accounting the
+// theory tests and the benchmark compare against the formulas.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "config.h"
+#include "memscope/timeline.h"
+#include "memscope/trace.h"
+
+namespace memscope::trainer {
+
+struct LoadedTrace {
+    std::shared_ptr<const Trace> trace;
+    std::shared_ptr<const Timeline> timeline;
+    const DeviceTimeline* device = nullptr;  // device 0: the run's memory
+};
+Result<LoadedTrace> loadTrace(const std::string& path);
+
+struct PeakInfo {
+    int64_t bytes = 0;
+    int64_t time_us = 0;  // since the first event
+    std::string phase;    // innermost phase's name, "" if none
+    PhaseKind kind = PhaseKind::Range;
+    int step = -1;
+    std::array<int64_t, kCategoryCount> by_category{};
+};
+PeakInfo peakOf(const LoadedTrace& t);
+
+// The first phase of `kind` in training step `step`.
+std::optional<PhaseId> findPhase(const Trace& trace, PhaseKind kind, int step);
+// True if `phase` is `ancestor` or nested in it.
+bool within(const Trace& trace, PhaseId phase, PhaseId ancestor);
+// The innermost phase of `kind` enclosing `phase` (itself included).
+std::optional<PhaseId> enclosing(const Trace& trace, PhaseId phase, PhaseKind kind);
+
+// Activation bytes alive when step's forward ends, by the forward block that
+// allocated them (-1: outside any block: embedding, head, loss).
+std::map<int, int64_t> activationByBlockAtForwardEnd(const LoadedTrace& t, int step);
+// Bytes of `category` alive at time x.
+int64_t liveAt(const LoadedTrace& t, Category category, int64_t x);
+// The largest live value of `category` over the trace.
+int64_t maxLive(const LoadedTrace& t, Category category);
+// Live bytes of `category` at the end of a phase (by its end time).
+int64_t liveAtEnd(const LoadedTrace& t, PhaseId phase, Category category);
+
+// Bytes per gpt layer predicted by Korthikanti et al. (REFERENCES.md §4),
+// generalized to element size e (2 for bf16, 4 for fp32): with 1-byte masks,
+//   none:      e·(16·sbh + 2·as²b) + (2·sbh + as²b)   (= sbh(34 + 5as/h) for e = 2)
+//   selective: e·16·sbh + 2·sbh                       (= 34·sbh)
+//   block:     e·sbh                                  (= 2·sbh)
+// Without dropout the mask terms go.
+double gptLayerFormula(const ModelConfig& m, Recompute recompute);
+// The paper's 16-bit number, for reporting next to the e-adjusted one.
+double gptLayerFormula16(const ModelConfig& m, Recompute recompute);
+
+}  // namespace memscope::trainer

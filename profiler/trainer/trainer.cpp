@@ -1,0 +1,210 @@
+#include "trainer.h"
+
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+#include <unistd.h>
+
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <sstream>
+
+#include "capture.h"
+#include "cuda_snapshot.h"
+#include "model.h"
+#include "optimizer.h"
+#include "run_context.h"
+#include "torch_api.h"
+
+namespace memscope::trainer {
+namespace {
+
+const void* storageOf(const at::Tensor& t) {
+    return t.defined() && t.has_storage() ? t.storage().data() : nullptr;
+}
+
+std::string joinMs(const std::vector<int64_t>& ns) {
+    std::ostringstream os;
+    for (size_t i = 0; i < ns.size(); ++i) os << (i ? "," : "") << static_cast<double>(ns[i]) / 1e6;
+    return os.str();
+}
+
+TraceMetadata metadataFor(const TrainConfig& c, const Policy& p, const RunOptions& o) {
+    TraceMetadata m;
+    m.source_format = "memscope-train";
+    m.name = std::string(modelName(c.model.kind)) + "-" + policyName(p);
+    m.pid = static_cast<int64_t>(::getpid());
+    m.rank = 0;
+    m.setProperty("source", "memscope-train");
+    m.setProperty("model", std::string(modelName(c.model.kind)));
+    m.setProperty("config", describe(c.model));
+    m.setProperty("preset", o.preset);
+    m.setProperty("policy", policyName(p));
+    m.setProperty("dtype", std::string(dtypeName(c.model.dtype)));
+    m.setProperty("device", c.device);
+    m.setProperty("memory_device", c.device == "cpu"
+                                       ? "host allocations are device 0"
+                                       : "host allocations are device -1, GPUs their ordinal");
+    m.setProperty("layers", std::to_string(c.model.layers));
+    m.setProperty("hidden", std::to_string(c.model.hidden));
+    m.setProperty("heads", std::to_string(c.model.heads));
+    m.setProperty("seq", std::to_string(c.model.seq));
+    m.setProperty("batch", std::to_string(c.model.batch));
+    m.setProperty("vocab", std::to_string(c.model.vocab));
+    m.setProperty("dropout", std::to_string(c.model.dropout));
+    m.setProperty("steps", std::to_string(c.steps));
+    m.setProperty("seed", std::to_string(c.seed));
+    m.setProperty("optimizer", p.optimizer_in_backward ? "adam (in backward)" : "adam (foreach)");
+    m.setProperty("torch_version", torchVersion());
+    return m;
+}
+
+// Dropout masks come from a generator of the run's own (never the global one),
+// so that checkpointed regions can replay it; on CUDA a clone of the device's
+// default generator, reseeded.
+at::Generator dropoutGenerator(const at::Device& device, uint64_t seed) {
+    if (device.is_cpu()) return at::make_generator<at::CPUGeneratorImpl>(seed);
+    at::Generator g = at::globalContext().defaultGenerator(device).clone();
+    std::lock_guard<std::mutex> lock(g.mutex());
+    g.set_current_seed(seed);
+    return g;
+}
+
+// The body of a run; `writer`, `ledger` are null when not recording.
+RunResult train(const TrainConfig& config, const Policy& policy, const RunOptions& options,
+                BackgroundTraceWriter* writer, AllocationLedger* ledger) {
+    RunResult result;
+    result.policy = policy;
+    result.trace_path = options.trace_path;
+    const at::Device device(config.device);
+    const bool cuda = device.is_cuda();
+    auto sync = [&] {
+        if (cuda) torch::cuda::synchronize();
+    };
+
+    RunContext ctx(writer, ledger);
+    std::optional<CaptureScope> capture;
+    if (ledger) capture.emplace(*ledger, ctx.clock(), CaptureOptions{!cuda});
+    if (cuda && !options.cuda_snapshot_path.empty()) {
+        auto started = startCudaHistory();
+        result.cuda_snapshot = started ? "" : started.message();
+    }
+
+    std::unique_ptr<Model> model;
+    {
+        PhaseScope setup(ctx, PhaseKind::Range, "setup");
+        model = makeModel(config.model, config.seed, device);
+        for (const auto& p : model->parameters()) ctx.tag(storageOf(p.tensor), Category::Parameter);
+        // Model constants (the causal mask) count with the parameters, as in
+        // the model's state.
+        for (const auto& b : model->buffers()) ctx.tag(storageOf(b), Category::Parameter);
+    }
+    ctx.commit();
+
+    Adam adam(model->parameters(), AdamOptions{config.lr, 0.9, 0.999, 1e-8}, ctx);
+    if (policy.optimizer_in_backward) adam.runInBackward();
+    at::Generator dropout = dropoutGenerator(device, config.seed + 1);
+
+    for (int step = 0; step < config.steps; ++step) {
+        sync();
+        const int64_t t0 = ctx.now();
+        const int64_t r0 = ctx.recomputeNs();
+        {
+            PhaseScope step_scope(ctx, PhaseKind::Step, "step " + std::to_string(step), step);
+            Batch batch = model->makeBatch(step);
+            ctx.tag(storageOf(batch.input), Category::Input);
+            ctx.tag(storageOf(batch.target), Category::Input);
+            at::Tensor loss;
+            {
+                PhaseScope forward(ctx, PhaseKind::Forward, "forward");
+                const uint64_t mark = ctx.mark();
+                loss = model->loss(batch, policy, dropout, ctx);
+                // Allocated in forward and still alive: what autograd saved for
+                // backward, plus the outputs (ledger.h).
+                ctx.classifyLiveSince(mark, Category::Activation);
+            }
+            result.losses.push_back(loss.item<double>());
+            {
+                PhaseScope backward(ctx, PhaseKind::Backward, "backward");
+                loss.backward();
+                if (!policy.optimizer_in_backward) adam.tagGradients();
+            }
+            loss.reset();
+            {
+                PhaseScope opt(ctx, PhaseKind::Optimizer, "optimizer");
+                if (!policy.optimizer_in_backward) adam.step();
+            }
+            batch = Batch{};
+            sync();
+        }
+        ctx.commit();
+        result.step_ns.push_back(ctx.now() - t0);
+        result.recompute_ns.push_back(ctx.recomputeNs() - r0);
+    }
+
+    if (cuda && !options.cuda_snapshot_path.empty() && result.cuda_snapshot.empty()) {
+        auto dumped = dumpCudaSnapshot(options.cuda_snapshot_path);
+        result.cuda_snapshot = dumped ? options.cuda_snapshot_path : dumped.message();
+    }
+    if (options.keep_parameters) {
+        for (const auto& p : model->parameters()) {
+            at::Tensor flat = p.tensor.detach().to(at::kCPU, at::kFloat).contiguous().view(-1);
+            const float* data = flat.data_ptr<float>();
+            result.parameters.insert(result.parameters.end(), data, data + flat.numel());
+        }
+    }
+    capture.reset();
+    if (ledger) result.counts = ledger->counts();
+    return result;
+}
+
+}  // namespace
+
+bool cudaAvailable() {
+    return torch::cuda::is_available();
+}
+
+std::string torchVersion() {
+    return TORCH_VERSION;
+}
+
+Result<RunResult> runPolicy(const TrainConfig& config, const Policy& policy,
+                            const RunOptions& options) {
+    if (config.threads > 0) at::set_num_threads(config.threads);
+    std::unique_ptr<BackgroundTraceWriter> writer;
+    std::unique_ptr<AllocationLedger> ledger;
+    if (!options.trace_path.empty()) {
+        auto created =
+            BackgroundTraceWriter::create(options.trace_path, metadataFor(config, policy, options));
+        if (!created)
+            return makeError("cannot write " + options.trace_path + ": " + created.message());
+        writer = std::move(created.value());
+        ledger = std::make_unique<AllocationLedger>(*writer);
+    }
+    RunResult result;
+    try {
+        result = train(config, policy, options, writer.get(), ledger.get());
+    } catch (const std::exception& e) {
+        if (writer) (void)writer->close();
+        return makeError(policyName(policy) + ": training failed: " + e.what());
+    }
+    if (writer) {
+        writer->setProperty("step_times_ms", joinMs(result.step_ns));
+        writer->setProperty("recompute_ms", joinMs(result.recompute_ns));
+        std::ostringstream losses;
+        losses.precision(9);
+        for (size_t i = 0; i < result.losses.size(); ++i)
+            losses << (i ? "," : "") << result.losses[i];
+        writer->setProperty("losses", losses.str());
+        writer->setProperty("unmatched_frees", std::to_string(result.counts.unmatched_frees));
+        if (!result.cuda_snapshot.empty())
+            writer->setProperty("cuda_snapshot", result.cuda_snapshot);
+        auto closed = writer->close();
+        if (!closed)
+            return makeError("cannot finish " + options.trace_path + ": " + closed.message());
+    }
+    return result;
+}
+
+}  // namespace memscope::trainer

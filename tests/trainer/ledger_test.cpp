@@ -1,0 +1,63 @@
+// The ledger's categorization rules on hand-made allocation sequences, read
+// back through core's native reader.
+
+#include "ledger.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "memscope/native_format.h"
+
+using namespace memscope;
+using namespace memscope::trainer;
+
+namespace {
+
+std::string tempPath(const char* name) {
+    return (std::filesystem::temp_directory_path() /
+            (std::string("memscope-ledger-") + name + ".memscope"))
+        .string();
+}
+
+}  // namespace
+
+TEST(AllocationLedger, CategoriesFromTagsAndHindsight) {
+    const std::string path = tempPath("categories");
+    {
+        auto writer = BackgroundTraceWriter::create(path, TraceMetadata{});
+        ASSERT_TRUE(writer.ok()) << writer.message();
+        AllocationLedger ledger(**writer);
+        ledger.onAlloc(0x1000, 100, 0, 1);  // a parameter
+        ledger.tag(0x1000, Category::Parameter);
+        const uint64_t mark = ledger.mark();
+        ledger.onAlloc(0x2000, 200, 0, 2);  // saved for backward
+        ledger.onAlloc(0x3000, 300, 0, 3);  // freed within forward
+        ledger.onFree(0x3000, 300, 0, 4);
+        ledger.classifyLiveSince(mark, Category::Activation);
+        ledger.onAlloc(0x4000, 400, 0, 5);  // backward scratch
+        ledger.onFree(0x2000, 200, 0, 6);
+        ledger.onFree(0x4000, 400, 0, 7);
+        ledger.onFree(0x9000, 50, 0, 8);  // allocated before recording
+        ledger.commit();
+        ledger.onFree(0x1000, 100, 0, 9);  // after the commit: keeps its category
+        ledger.commit();
+        EXPECT_EQ(ledger.counts().unmatched_frees, 1u);
+        ASSERT_TRUE((*writer)->close().ok());
+    }
+    auto trace = readNativeTrace(path);
+    ASSERT_TRUE(trace.ok()) << trace.message();
+    ASSERT_EQ(trace->events.size(), 9u);
+    const auto cat = [&](size_t i) { return trace->events[i].category; };
+    EXPECT_EQ(cat(0), Category::Parameter);
+    EXPECT_EQ(cat(1), Category::Activation);
+    EXPECT_EQ(cat(2), Category::Temporary);
+    EXPECT_EQ(cat(3), Category::Temporary);  // the free carries its alloc's category
+    EXPECT_EQ(cat(4), Category::Temporary);
+    EXPECT_EQ(cat(5), Category::Activation);
+    EXPECT_EQ(cat(6), Category::Temporary);
+    EXPECT_EQ(cat(7), Category::Unknown);
+    EXPECT_EQ(cat(8), Category::Parameter);
+    EXPECT_EQ(trace->events[3].kind, EventKind::FreeCompleted);
+    std::filesystem::remove(path);
+}

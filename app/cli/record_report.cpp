@@ -1,0 +1,132 @@
+#include "record_report.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <set>
+
+#include "../../profiler/cupti/include/memscope_cupti/record_env.h"
+#include "cli_common.h"
+#include "memscope/summary.h"
+#include "memscope/timeline.h"
+
+namespace memscope::cli {
+namespace {
+
+namespace fs = std::filesystem;
+namespace env = memscope::cupti::env;
+
+bool isTraceName(const std::string& name) {
+    const std::string_view prefix = env::kFilePrefix, suffix = env::kFileSuffix;
+    return name.size() > prefix.size() + suffix.size() && name.starts_with(prefix) &&
+           name.ends_with(suffix);
+}
+
+uint64_t toNumber(std::string_view text) {
+    uint64_t n = 0;
+    std::from_chars(text.data(), text.data() + text.size(), n);
+    return n;
+}
+
+// Sums a numeric attribute over the whole trace ("dropped_records", ...).
+uint64_t attributeTotal(const Trace& trace, std::string_view key) {
+    uint64_t total = 0;
+    for (const EventAttribute& a : trace.attributes)
+        if (trace.string(a.key) == key) total += toNumber(trace.string(a.value));
+    return total;
+}
+
+int64_t seriesMax(const StepSeries& s) {
+    int64_t best = s.initial;
+    for (int64_t y : s.ys()) best = std::max(best, y);
+    return best;
+}
+
+std::string bytesBoth(int64_t bytes) {
+    return formatBytes(bytes) + " (" + std::to_string(bytes) + " B)";
+}
+
+void printPhases(const Trace& trace) {
+    // Distinct names in order of first appearance: "step 0..9" would be ten.
+    std::vector<std::string_view> names;
+    std::set<std::string_view> seen;
+    for (const Phase& p : trace.phases)
+        if (seen.insert(trace.string(p.name)).second) names.push_back(trace.string(p.name));
+    if (names.empty()) return;
+    std::printf("    phase names    ");
+    const size_t shown = std::min<size_t>(names.size(), 12);
+    for (size_t i = 0; i < shown; ++i)
+        std::printf("%s%.*s", i ? ", " : "", int(names[i].size()), names[i].data());
+    if (shown < names.size()) std::printf(", ... (%zu distinct)", names.size());
+    std::printf("\n");
+}
+
+}  // namespace
+
+DirectoryState traceFilesIn(const fs::path& dir) {
+    DirectoryState state;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (isTraceName(name)) state[name] = it->last_write_time(ec);
+    }
+    return state;
+}
+
+std::vector<fs::path> newTraceFiles(const fs::path& dir, const DirectoryState& before) {
+    std::vector<fs::path> files;
+    for (const auto& [name, time] : traceFilesIn(dir)) {
+        auto it = before.find(name);
+        if (it == before.end() || it->second != time) files.push_back(dir / name);
+    }
+    return files;  // the map kept them sorted by name
+}
+
+bool printRecordedTrace(const fs::path& file) {
+    auto trace = loadWithProgress(file.string());
+    if (!trace) {
+        std::fprintf(stderr, "memscope-cli record: %s\n", trace.message().c_str());
+        return false;
+    }
+    auto timeline = Timeline::build(*trace);
+    if (!timeline) {
+        std::fprintf(stderr, "memscope-cli record: %s: %s\n", file.c_str(),
+                     timeline.message().c_str());
+        return false;
+    }
+    const Trace& t = *trace;
+    std::printf("  %s\n", file.c_str());
+    std::printf("    pid %lld%s, %zu events, %zu phases, %zu annotations\n",
+                (long long)t.metadata.pid,
+                t.metadata.rank >= 0 ? (", rank " + std::to_string(t.metadata.rank)).c_str() : "",
+                t.events.size(), t.phases.size(), t.annotations.size());
+    if (const uint64_t dropped = attributeTotal(t, "dropped_records"))
+        std::printf(
+            "    GAPS           %llu records dropped by CUPTI (markers \"dropped_records\")\n",
+            (unsigned long long)dropped);
+    if (const uint64_t lost = attributeTotal(t, "undecodable_bytes"))
+        std::printf("    GAPS           %llu bytes of CUPTI records could not be decoded\n",
+                    (unsigned long long)lost);
+    if (t.events.empty()) std::printf("    no CUDA memory events in this process\n");
+
+    const TraceSummary summary = summarize(t, **timeline);
+    for (const DeviceTimeline& d : (*timeline)->devices()) {
+        auto s = summary.devices.find(d.device);
+        std::printf("    device %d%s\n", d.device, d.device < 0 ? " (host)" : "");
+        std::printf("      peak reserved  %s\n", bytesBoth(seriesMax(d.reserved)).c_str());
+        if (s != summary.devices.end()) {
+            const DeviceSummary& ds = s->second;
+            if (ds.alloc_count > 0)
+                std::printf("      peak live      %s\n", bytesBoth(ds.peak_active_bytes).c_str());
+            std::printf(
+                "      events         %llu  (segment_alloc %llu, alloc %llu, free_completed "
+                "%llu)\n",
+                (unsigned long long)ds.trace_entries, (unsigned long long)ds.segment_alloc_count,
+                (unsigned long long)ds.alloc_count, (unsigned long long)ds.free_completed_count);
+        }
+    }
+    printPhases(t);
+    return true;
+}
+
+}  // namespace memscope::cli

@@ -1,0 +1,43 @@
+#pragma once
+// Which phase was innermost at a given time. CUPTI delivers allocation records
+// up to a second after they happened, when the NVTX stack has moved on, so
+// the phase of an event is looked up by its timestamp, not taken from "now".
+// Thread-safe: NVTX threads add and end phases, the CUPTI thread looks up.
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+
+#include "memscope/types.h"
+
+namespace memscope::cupti {
+
+class PhaseIndex {
+public:
+    // Phases must be opened in (roughly) increasing start order, which holds
+    // for NVTX: start is "now" when the range is pushed.
+    void open(PhaseId id, int64_t start);
+    void close(PhaseId id, int64_t end);
+
+    // The phase with the latest start among those containing `time`
+    // (start <= time < end, or still open); null when none is found within a
+    // bounded backward scan (keeps a lookup cheap under millions of ranges).
+    PhaseId innermostAt(int64_t time) const;
+
+    // Forgets closed phases that ended before `horizon` (records older than
+    // that are not expected any more); keeps memory bounded on long runs.
+    void forgetBefore(int64_t horizon);
+
+    size_t size() const;
+
+private:
+    struct Entry {
+        int64_t start;
+        int64_t end;  // INT64_MAX while open
+        PhaseId id;
+    };
+    mutable std::mutex mutex_;
+    std::deque<Entry> entries_;  // ordered by start (ties: insertion order)
+};
+
+}  // namespace memscope::cupti

@@ -1,0 +1,29 @@
+#pragma once
+// One trace file per traced process: its name (pid, and RANK / LOCAL_RANK when
+// a launcher such as torchrun sets them) and its header (clocks, run facts).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "memscope/trace.h"
+#include "options.h"
+
+namespace memscope::cupti {
+
+struct ProcessIdentity {
+    int64_t pid = 0;
+    std::optional<int32_t> rank;        // $RANK
+    std::optional<int32_t> local_rank;  // $LOCAL_RANK
+};
+
+ProcessIdentity currentProcess();
+
+// "memscope-<pid>[-rank<R>][-local<L>].memscope"
+std::string traceFileName(const ProcessIdentity& process);
+
+// The header: clocks sampled together (so that CUPTI time can be mapped to
+// wall time), options, host and command line.
+TraceMetadata traceMetadata(const ProcessIdentity& process, const TracerOptions& options);
+
+}  // namespace memscope::cupti

@@ -1,0 +1,247 @@
+// The injection library in a real process, without a GPU: NVTX ranges become
+// phases, a killed or terminated process leaves a loadable trace, a forked
+// child neither records nor hangs, no driver means one line on stderr, and
+// `memscope-cli record` passes the command's exit code through.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "memscope/native_format.h"
+#include "process_runner.h"
+
+namespace memscope {
+namespace {
+
+namespace fs = std::filesystem;
+using test::EnvList;
+using test::Process;
+using test::ProcessResult;
+using namespace std::chrono_literals;
+
+class InjectionTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        std::string pattern = (fs::temp_directory_path() / "memscope-cupti-test-XXXXXX").string();
+        ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+        dir_ = pattern;
+    }
+    void TearDown() override {
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+
+    EnvList nvtxEnv() const {
+        return {{"NVTX_INJECTION64_PATH", MEMSCOPE_CUPTI_LIBRARY},
+                {"MEMSCOPE_OUTPUT_DIR", dir_.string()}};
+    }
+
+    std::vector<fs::path> traces() const {
+        std::vector<fs::path> files;
+        for (const auto& entry : fs::directory_iterator(dir_))
+            if (entry.path().extension() == ".memscope") files.push_back(entry.path());
+        return files;
+    }
+
+    Trace loadOnly(NativeReadReport* report = nullptr) const {
+        const auto files = traces();
+        EXPECT_EQ(files.size(), 1u);
+        if (files.empty()) return Trace{};
+        auto loaded = readNativeTrace(files.front().string(), {}, report);
+        EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : loaded.message());
+        return loaded.ok() ? std::move(loaded.value()) : Trace{};
+    }
+
+    static const Phase* phaseNamed(const Trace& trace, std::string_view name) {
+        for (const Phase& p : trace.phases)
+            if (trace.string(p.name) == name) return &p;
+        return nullptr;
+    }
+
+    fs::path dir_;
+};
+
+TEST_F(InjectionTest, NvtxRangesBecomePhasesAndMarksAnnotations) {
+    Process process({MEMSCOPE_TEST_DRIVER, "phases"}, nvtxEnv());
+    const int pid = process.pid();
+    const ProcessResult r = process.finish(20s);
+    ASSERT_TRUE(WIFEXITED(r.status)) << r.err;
+    EXPECT_EQ(WEXITSTATUS(r.status), 0);
+    EXPECT_EQ(r.out, "done\n");
+    EXPECT_EQ(r.err, "");  // a working tracer is silent
+
+    ASSERT_EQ(traces().size(), 1u);
+    EXPECT_EQ(traces().front().filename().string(),
+              "memscope-" + std::to_string(pid) + ".memscope");
+    const Trace trace = loadOnly();
+    EXPECT_EQ(trace.metadata.pid, pid);
+    EXPECT_NE(trace.metadata.property("clock.cupti_ns"), nullptr);
+    EXPECT_NE(trace.metadata.property("clock.wall_ns"), nullptr);
+
+    const Phase* step = phaseNamed(trace, "step 1");
+    const Phase* forward = phaseNamed(trace, "forward");
+    const Phase* backward = phaseNamed(trace, "backward");
+    const Phase* loading = phaseNamed(trace, "data loading");
+    const Phase* step2 = phaseNamed(trace, "step 2");
+    const Phase* optimizer = phaseNamed(trace, "optimizer");
+    ASSERT_TRUE(step && forward && backward && loading && step2 && optimizer);
+    EXPECT_EQ(trace.phases.size(), 6u);
+    EXPECT_EQ(step->kind, PhaseKind::Step);
+    EXPECT_EQ(step->step, 1);
+    EXPECT_EQ(forward->kind, PhaseKind::Forward);
+    EXPECT_EQ(backward->kind, PhaseKind::Backward);
+    EXPECT_EQ(optimizer->kind, PhaseKind::Optimizer);
+    EXPECT_EQ(loading->kind, PhaseKind::Range);
+    EXPECT_EQ(step2->step, 2);
+    // Nesting: pushed ranges know their parent, started ranges have none.
+    EXPECT_EQ(trace.phase(forward->parent), step);
+    EXPECT_EQ(trace.phase(backward->parent), step);
+    EXPECT_TRUE(step->parent.isNull());
+    EXPECT_TRUE(loading->parent.isNull());
+    // All ended, in order.
+    EXPECT_LE(step->start, forward->start);
+    EXPECT_LE(forward->end, backward->start);
+    EXPECT_LE(backward->end, step->end);
+    EXPECT_GT(step->end, step->start);
+
+    ASSERT_EQ(trace.annotations.size(), 1u);
+    EXPECT_EQ(trace.string(trace.annotations[0].name), "checkpoint");
+    EXPECT_GE(trace.annotations[0].time, forward->start);
+    EXPECT_LE(trace.annotations[0].time, forward->end);
+}
+
+TEST_F(InjectionTest, RankAndLocalRankAreInTheFileName) {
+    EnvList env = nvtxEnv();
+    env.push_back({"RANK", "3"});
+    env.push_back({"LOCAL_RANK", "1"});
+    Process process({MEMSCOPE_TEST_DRIVER, "phases"}, env);
+    const int pid = process.pid();
+    const ProcessResult r = process.finish(20s);
+    ASSERT_TRUE(WIFEXITED(r.status));
+    ASSERT_EQ(traces().size(), 1u);
+    EXPECT_EQ(traces().front().filename().string(),
+              "memscope-" + std::to_string(pid) + "-rank3-local1.memscope");
+    EXPECT_EQ(loadOnly().metadata.rank, 3);
+}
+
+TEST_F(InjectionTest, KilledMidRunLeavesALoadableTrace) {
+    Process process({MEMSCOPE_TEST_DRIVER, "hang"}, nvtxEnv());
+    ASSERT_TRUE(process.waitForOutput("ready", 10s));
+    // The periodic flush (about every 500 ms) writes what happened without any
+    // close; wait for it (generously: CI machines are busy), then kill.
+    bool flushed = false;
+    for (auto waited = 0ms; !flushed && waited < 10s; waited += 100ms) {
+        std::this_thread::sleep_for(100ms);
+        const auto files = traces();
+        if (files.size() != 1) continue;
+        auto partial = readNativeTrace(files.front().string());
+        flushed = partial.ok() && phaseNamed(*partial, "forward") && !partial->annotations.empty();
+    }
+    EXPECT_TRUE(flushed);
+    kill(process.pid(), SIGKILL);
+    const ProcessResult r = process.finish(10s);
+    ASSERT_TRUE(WIFSIGNALED(r.status));
+
+    const Trace trace = loadOnly();
+    EXPECT_NE(phaseNamed(trace, "step 1"), nullptr);
+    EXPECT_NE(phaseNamed(trace, "forward"), nullptr);
+    ASSERT_EQ(trace.annotations.size(), 1u);
+    EXPECT_EQ(trace.string(trace.annotations[0].name), "before the kill");
+}
+
+TEST_F(InjectionTest, SigtermClosesTheTraceAndTheProcessStillDiesOfIt) {
+    Process process({MEMSCOPE_TEST_DRIVER, "hang"}, nvtxEnv());
+    ASSERT_TRUE(process.waitForOutput("ready", 10s));
+    kill(process.pid(), SIGTERM);  // at once: no periodic flush has run yet
+    const ProcessResult r = process.finish(10s);
+    ASSERT_TRUE(WIFSIGNALED(r.status)) << r.err;
+    EXPECT_EQ(WTERMSIG(r.status), SIGTERM);
+
+    NativeReadReport report;
+    const Trace trace = loadOnly(&report);
+    EXPECT_EQ(report.bytes_lost, 0u) << report.problem;
+    EXPECT_NE(phaseNamed(trace, "forward"), nullptr);
+    EXPECT_EQ(trace.annotations.size(), 1u);
+}
+
+TEST_F(InjectionTest, ForkedChildNeitherRecordsNorHangs) {
+    const ProcessResult r = test::runProcess({MEMSCOPE_TEST_DRIVER, "fork"}, nvtxEnv(), 20s);
+    ASSERT_TRUE(WIFEXITED(r.status)) << r.err;
+    EXPECT_EQ(WEXITSTATUS(r.status), 0);
+    EXPECT_EQ(r.out, "child 0\n");
+    const Trace trace = loadOnly();  // the parent's only
+    EXPECT_NE(phaseNamed(trace, "parent"), nullptr);
+    EXPECT_EQ(phaseNamed(trace, "child"), nullptr);
+}
+
+TEST_F(InjectionTest, WithoutADriverItSaysSoOnceAndTheProgramRunsOn) {
+    const ProcessResult r =
+        test::runProcess({MEMSCOPE_TEST_DRIVER, "driver", MEMSCOPE_CUPTI_LIBRARY},
+                         {{"MEMSCOPE_OUTPUT_DIR", dir_.string()}}, 20s);
+    ASSERT_TRUE(WIFEXITED(r.status)) << r.err;
+    EXPECT_EQ(WEXITSTATUS(r.status), 7);
+    EXPECT_EQ(r.out, "still running 0 1\n");
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find("memscope: CUPTI is not available"), std::string::npos) << r.err;
+    EXPECT_TRUE(traces().empty());
+}
+
+TEST_F(InjectionTest, RecordPassesTheExitCodeThroughWithANote) {
+    const ProcessResult r = test::runProcess(
+        {MEMSCOPE_CLI, "record", "-o", dir_.string(), "--", "/bin/sh", "-c", "exit 3"}, {}, 20s);
+    ASSERT_TRUE(WIFEXITED(r.status)) << r.err;
+    EXPECT_EQ(WEXITSTATUS(r.status), 3);
+    EXPECT_NE((r.out + r.err).find("no CUDA activity was recorded"), std::string::npos)
+        << r.out << r.err;
+}
+
+TEST_F(InjectionTest, RecordFindsTheLibraryAndSummarizesTheTrace) {
+    const ProcessResult r = test::runProcess(
+        {MEMSCOPE_CLI, "record", "-o", dir_.string(), "--", MEMSCOPE_TEST_DRIVER, "phases"}, {},
+        30s);
+    ASSERT_TRUE(WIFEXITED(r.status)) << r.err;
+    EXPECT_EQ(WEXITSTATUS(r.status), 0) << r.err;
+    ASSERT_EQ(traces().size(), 1u) << r.out << r.err;
+    const std::string all = r.out + r.err;
+    EXPECT_NE(all.find(traces().front().filename().string()), std::string::npos) << all;
+    EXPECT_NE(all.find("6 phases"), std::string::npos) << all;
+}
+
+TEST_F(InjectionTest, RecordForwardsSigtermAndReportsTheSignal) {
+    Process record(
+        {MEMSCOPE_CLI, "record", "-o", dir_.string(), "--", MEMSCOPE_TEST_DRIVER, "hang"}, {});
+    ASSERT_TRUE(record.waitForOutput("ready", 10s));
+    kill(record.pid(), SIGTERM);  // as a batch scheduler would: to the recorder only
+    const ProcessResult r = record.finish(20s);
+    ASSERT_TRUE(WIFEXITED(r.status)) << r.err;
+    EXPECT_EQ(WEXITSTATUS(r.status), 128 + SIGTERM);
+    // The command closed its trace on the way out and the recorder summarized it.
+    EXPECT_NE(r.out.find("2 phases, 1 annotations"), std::string::npos) << r.out << r.err;
+    NativeReadReport report;
+    loadOnly(&report);
+    EXPECT_EQ(report.bytes_lost, 0u) << report.problem;
+}
+
+TEST_F(InjectionTest, RecordHelp) {
+    const ProcessResult r = test::runProcess({MEMSCOPE_CLI, "record", "--help"}, {}, 10s);
+    ASSERT_TRUE(WIFEXITED(r.status));
+    EXPECT_EQ(WEXITSTATUS(r.status), 0);
+    EXPECT_NE(r.out.find("--tensor-level"), std::string::npos);
+}
+
+TEST_F(InjectionTest, RecordWithoutACommandIsAUsageError) {
+    const ProcessResult r =
+        test::runProcess({MEMSCOPE_CLI, "record", "-o", dir_.string()}, {}, 10s);
+    ASSERT_TRUE(WIFEXITED(r.status));
+    EXPECT_EQ(WEXITSTATUS(r.status), 1);
+}
+
+}  // namespace
+}  // namespace memscope

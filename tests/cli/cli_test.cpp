@@ -14,16 +14,16 @@ using namespace memscope;
 
 namespace {
 
-struct Run {
+struct CliRun {
     int exit_code = -1;
     std::string out;
     std::string err;
 };
 
-Run runCli(const std::string& args) {
+CliRun runCli(const std::string& args) {
     const auto errPath = std::filesystem::temp_directory_path() / "memscope_cli_test.err";
     const std::string cmd = std::string(MEMSCOPE_CLI) + " " + args + " 2>" + errPath.string();
-    Run r;
+    CliRun r;
     FILE* p = popen(cmd.c_str(), "r");
     if (!p) return r;
     std::array<char, 4096> buf;
@@ -59,7 +59,7 @@ std::string writeSampleTrace() {
 
 TEST(CliSummary, JsonOfANativeTraceWrittenByTheTest) {
     const std::string path = writeSampleTrace();
-    const Run r = runCli("summary --json " + path);
+    const CliRun r = runCli("summary --json " + path);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
     ASSERT_EQ(j["files"].size(), 1u);
@@ -89,7 +89,7 @@ TEST(CliSummary, BadFileIsNamedAndTheOthersStillSummarized) {
     const std::string good = writeSampleTrace();
     const auto bad = (std::filesystem::temp_directory_path() / "memscope_cli_bad.bin").string();
     std::ofstream(bad) << "this is not a trace";
-    const Run r = runCli("summary --json " + bad + " " + good + " /nonexistent/x.pickle");
+    const CliRun r = runCli("summary --json " + bad + " " + good + " /nonexistent/x.pickle");
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("/nonexistent/x.pickle"), std::string::npos) << r.err;
@@ -100,7 +100,7 @@ TEST(CliSummary, BadFileIsNamedAndTheOthersStillSummarized) {
 
 TEST(CliSummary, TableHelpAndUsageErrors) {
     const std::string path = writeSampleTrace();
-    const Run table = runCli("summary " + path);
+    const CliRun table = runCli("summary " + path);
     EXPECT_EQ(table.exit_code, 0);
     EXPECT_NE(table.out.find("peak active"), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("400 B"), std::string::npos) << table.out;

@@ -1,0 +1,254 @@
+// The chunk reader. Events chunks are about 95% of a file's bytes and of its
+// decoding time, and they are independent of each other (every chunk restarts
+// its deltas), so they are decoded in parallel: a first pass checks every
+// chunk, applies the small table chunks in order and notes where each events
+// chunk's events go; worker threads then decompress and decode the events
+// chunks straight into their place. Only a chunk that passes its checksum but
+// does not decode (a buggy or hostile writer) can fail in the second pass;
+// then the whole read is redone one chunk after the other, which stops at
+// exactly that chunk, as the recovery rule says.
+#include "native_chunk_reader.h"
+
+#include <zstd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "native_crc32c.h"
+#include "native_event_codec.h"
+#include "native_layout.h"
+#include "native_table_codec.h"
+
+namespace memscope::native {
+namespace {
+
+constexpr uint64_t kProgressBytes = 4u << 20;
+// Below this many events threads cost more than they save.
+constexpr uint64_t kParallelMinEvents = 256 * 1024;
+constexpr unsigned kMaxThreads = 8;
+
+std::string hex(uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+// Gives a chunk's raw payload, decompressing into its own buffer when needed.
+class Decompressor {
+public:
+    Decompressor() : ctx_(ZSTD_createDCtx()) {}
+    ~Decompressor() { ZSTD_freeDCtx(ctx_); }
+    Decompressor(const Decompressor&) = delete;
+    Decompressor& operator=(const Decompressor&) = delete;
+
+    // Empty string and `payload` set, or the reason.
+    std::string open(const ChunkHeader& h, const unsigned char* stored,
+                     std::span<const unsigned char>& payload) {
+        if (!(h.flags & kFlagZstd)) {
+            if (h.raw_size != h.stored_size)
+                return "raw size differs from stored size in an uncompressed chunk";
+            payload = std::span<const unsigned char>(stored, h.stored_size);
+            return {};
+        }
+        if (!ctx_) return "cannot allocate a zstd decompressor";
+        if (raw_.size() < h.raw_size) raw_.resize(h.raw_size);
+        const size_t n = ZSTD_decompressDCtx(ctx_, raw_.data(), h.raw_size, stored, h.stored_size);
+        if (ZSTD_isError(n) || n != h.raw_size) return "bad compressed payload";
+        payload = std::span<const unsigned char>(raw_.data(), h.raw_size);
+        return {};
+    }
+
+private:
+    ZSTD_DCtx* ctx_;
+    std::vector<unsigned char> raw_;
+};
+
+struct EventJob {
+    ChunkHeader header;
+    const unsigned char* stored;
+    uint64_t first;  // index of the chunk's first event
+    EventLimits limits;
+};
+
+// The first pass (and, with defer_events false, the whole read).
+class ChunkScan {
+public:
+    ChunkScan(const unsigned char* data, size_t size, const TaskContext& ctx,
+              NativeReadReport& report, bool defer_events)
+        : data_(data), size_(size), ctx_(ctx), report_(report), defer_(defer_events) {}
+
+    ReadOutcome run(Trace& trace) {
+        size_t offset = kFileHeaderSize;
+        uint64_t next_progress = kProgressBytes;
+        while (offset < size_) {
+            if (ctx_.cancelled()) return ReadOutcome::Cancelled;
+            if (!defer_ && offset >= next_progress) {
+                ctx_.report(offset, size_);
+                next_progress = offset + kProgressBytes;
+            }
+            const std::string problem = readChunk(offset, trace);
+            if (!problem.empty()) {
+                report_.problem = "chunk " + std::to_string(report_.chunks_read) + " at offset " +
+                                  hex(offset) + ": " + problem;
+                break;
+            }
+        }
+        report_.bytes_lost = size_ - offset;
+        return ReadOutcome::Done;
+    }
+
+    std::vector<EventJob> jobs;
+    uint64_t event_count = 0;  // events in the chunks read so far
+
+private:
+    // Handles the chunk at `offset` and advances past it, or returns why not.
+    std::string readChunk(size_t& offset, Trace& trace) {
+        const size_t left = size_ - offset;
+        if (left < kChunkHeaderSize) return "chunk header cut short (file truncated)";
+        const ChunkHeader h = unpackChunkHeader(data_ + offset);
+        const size_t body_left = left - kChunkHeaderSize;
+        if (h.stored_size > body_left)
+            return "chunk declares " + std::to_string(h.stored_size) + " bytes, " +
+                   std::to_string(body_left) + " left (file truncated)";
+        const unsigned char* stored = data_ + offset + kChunkHeaderSize;
+        const uint32_t crc = crc32c(stored, h.stored_size, crc32c(data_ + offset, 16));
+        if (crc != h.crc) return "checksum mismatch (corrupt data)";
+        if (h.flags & ~kFlagZstd) return "unknown chunk flags " + std::to_string(h.flags);
+        if (h.raw_size > kMaxRawChunkBytes) return "chunk too large";
+
+        std::string problem;
+        if (h.type == ChunkType::Events) {
+            problem = readEvents(h, stored, trace);
+        } else if (h.type >= ChunkType::Metadata && h.type <= ChunkType::AllocatorState) {
+            std::span<const unsigned char> payload;
+            problem = decompressor_.open(h, stored, payload);
+            if (problem.empty())
+                problem = decodeTableChunk(h.type, h.count, payload, event_count, trace);
+        }
+        // Other types come from a later minor version: skipped, as FORMAT.md promises.
+        if (!problem.empty()) return std::string(chunkTypeName(h.type)) + ": " + problem;
+        offset += kChunkHeaderSize + h.stored_size;
+        ++report_.chunks_read;
+        return {};
+    }
+
+    std::string readEvents(const ChunkHeader& h, const unsigned char* stored, Trace& trace) {
+        EventLimits limits;
+        limits.stack_count = trace.stackCount();
+        limits.phase_count = trace.phases.size();
+        limits.stream_count = trace.streams.size();
+        if (defer_) {
+            // Checked again by the decoder; here so that the events vector's
+            // size stays bounded by what the chunks can hold.
+            if (h.count > kMaxEventsPerChunk) return "too many events in one chunk";
+            jobs.push_back({h, stored, event_count, limits});
+            event_count += h.count;
+            return {};
+        }
+        std::span<const unsigned char> payload;
+        std::string problem = decompressor_.open(h, stored, payload);
+        if (problem.empty())
+            problem = decodeEvents(payload, h.count, event_count, limits, trace.events);
+        if (problem.empty()) event_count += h.count;
+        return problem;
+    }
+
+    const unsigned char* data_;
+    size_t size_;
+    const TaskContext& ctx_;
+    NativeReadReport& report_;
+    bool defer_;
+    Decompressor decompressor_;
+};
+
+// Decodes the jobs into `events` on up to kMaxThreads threads (this one
+// included, which alone reports progress). False if a job failed.
+bool decodeJobs(const std::vector<EventJob>& jobs, std::span<Event> events, const TaskContext& ctx,
+                size_t file_size, bool& cancelled) {
+    std::atomic<size_t> next{0};
+    std::atomic<bool> failed{false};
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> done_bytes{0};
+    const auto work = [&](bool reports) {
+        Decompressor decompressor;
+        uint64_t next_progress = kProgressBytes;
+        while (!failed.load(std::memory_order_relaxed) && !stop.load(std::memory_order_relaxed)) {
+            const size_t i = next.fetch_add(1);
+            if (i >= jobs.size()) break;
+            if (ctx.cancelled()) {
+                stop = true;
+                break;
+            }
+            const EventJob& job = jobs[i];
+            std::span<const unsigned char> payload;
+            std::string problem = decompressor.open(job.header, job.stored, payload);
+            if (problem.empty())
+                problem = decodeEvents(payload, job.header.count, job.first, job.limits,
+                                       events.subspan(job.first, job.header.count));
+            if (!problem.empty()) failed = true;
+            const uint64_t done =
+                done_bytes.fetch_add(job.header.stored_size) + job.header.stored_size;
+            if (reports && done >= next_progress) {
+                ctx.report(done, file_size);
+                next_progress = done + kProgressBytes;
+            }
+        }
+    };
+    const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+    const size_t helpers = std::min<size_t>({hardware, kMaxThreads, jobs.size()}) - 1;
+    std::vector<std::thread> threads;
+    try {
+        for (size_t t = 0; t < helpers; ++t) threads.emplace_back(work, false);
+    } catch (const std::system_error&) {
+        // Fewer threads than wished: the ones running (and this one) do it all.
+    }
+    work(true);
+    for (auto& t : threads) t.join();
+    cancelled = stop.load();
+    return !failed.load();
+}
+
+}  // namespace
+
+ReadOutcome readChunks(const unsigned char* data, size_t size, const TaskContext& ctx, Trace& trace,
+                       NativeReadReport& report) {
+    // The events the chunk headers declare, unchecked: enough to choose the
+    // parallel path, which is only taken while that number is plausible for
+    // the file's size (so lying headers cannot make it allocate much).
+    uint64_t declared = 0;
+    for (size_t offset = kFileHeaderSize; size - offset >= kChunkHeaderSize;) {
+        const ChunkHeader h = unpackChunkHeader(data + offset);
+        if (h.stored_size > size - offset - kChunkHeaderSize) break;
+        if (h.type == ChunkType::Events) declared += h.count;
+        offset += kChunkHeaderSize + h.stored_size;
+    }
+    const bool plausible = declared <= size / 2;
+
+    if (plausible && declared >= kParallelMinEvents && std::thread::hardware_concurrency() > 1) {
+        ChunkScan scan(data, size, ctx, report, /*defer_events=*/true);
+        if (scan.run(trace) == ReadOutcome::Cancelled) return ReadOutcome::Cancelled;
+        trace.events.resize(scan.event_count);
+        bool cancelled = false;
+        const bool ok = decodeJobs(scan.jobs, trace.events, ctx, size, cancelled);
+        if (cancelled) return ReadOutcome::Cancelled;
+        if (ok) {
+            ctx.report(size, size);
+            return ReadOutcome::Done;
+        }
+        trace = Trace();  // a chunk that does not decode: start over, one by one
+        report.chunks_read = 0;
+        report.problem.clear();
+    }
+    if (plausible) trace.events.reserve(declared);
+    ChunkScan scan(data, size, ctx, report, /*defer_events=*/false);
+    const ReadOutcome outcome = scan.run(trace);
+    if (outcome == ReadOutcome::Done) ctx.report(size, size);
+    return outcome;
+}
+
+}  // namespace memscope::native

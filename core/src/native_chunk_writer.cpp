@@ -1,0 +1,142 @@
+#include "native_chunk_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "native_crc32c.h"
+#include "native_table_codec.h"
+
+namespace memscope::native {
+namespace {
+
+// zstd level 1: the columns are already small, and higher levels cost write
+// speed (the tracer's background thread) for a few percent of file size.
+constexpr int kZstdLevel = 1;
+// Below this a zstd frame's own header eats the gain.
+constexpr size_t kMinCompressBytes = 128;
+// Chunks are handed to the OS in writes of about this size.
+constexpr size_t kWriteBytes = 4u << 20;
+
+}  // namespace
+
+struct ChunkWriter::Compressor {
+    ZSTD_CCtx* ctx = ZSTD_createCCtx();
+    ~Compressor() { ZSTD_freeCCtx(ctx); }
+};
+
+Result<std::unique_ptr<ChunkWriter>> ChunkWriter::open(const std::string& path,
+                                                       uint32_t events_per_chunk) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return makeError(path + ": cannot create: " + std::strerror(errno));
+    events_per_chunk = std::clamp<uint32_t>(events_per_chunk, 1, kMaxEventsPerChunk);
+    std::unique_ptr<ChunkWriter> w(new ChunkWriter(fd, path, events_per_chunk));
+
+    unsigned char header[kFileHeaderSize];
+    std::memcpy(header, "MEMSCOPE", 8);
+    storeLE16(header + 8, kVersionMajor);
+    storeLE16(header + 10, kVersionMinor);
+    storeLE32(header + 12, crc32c(header, 12));
+    w->buffer_.assign(header, header + sizeof header);
+    if (auto r = w->flush(); !r) return r.error();
+    return w;
+}
+
+ChunkWriter::ChunkWriter(int fd, std::string path, uint32_t events_per_chunk)
+    : fd_(fd),
+      path_(std::move(path)),
+      events_per_chunk_(events_per_chunk),
+      compressor_(std::make_unique<Compressor>()) {}
+
+ChunkWriter::~ChunkWriter() {
+    (void)close();
+}
+
+void ChunkWriter::write(const PendingTables& pending, std::span<const Event> events,
+                        uint64_t first_event) {
+    const ChunkEmitter emit_fn = [this](ChunkType type, uint32_t count,
+                                        std::vector<unsigned char>& raw) {
+        emit(type, count, raw);
+    };
+    encodeDefinitions(pending, emit_fn);
+    for (size_t i = 0; i < events.size(); i += events_per_chunk_) {
+        const size_t n = std::min<size_t>(events_per_chunk_, events.size() - i);
+        raw_.clear();
+        encoder_.encode(events.subspan(i, n), first_event + i, raw_);
+        emit(ChunkType::Events, static_cast<uint32_t>(n), raw_);
+    }
+    encodeUpdates(pending, emit_fn);
+}
+
+void ChunkWriter::emit(ChunkType type, uint32_t count, std::vector<unsigned char>& raw) {
+    if (!error_.empty() || fd_ < 0) return;
+    std::span<const unsigned char> stored(raw);
+    uint8_t flags = 0;
+    if (raw.size() >= kMinCompressBytes && compressor_->ctx) {
+        packed_.resize(ZSTD_compressBound(raw.size()));
+        const size_t n = ZSTD_compressCCtx(compressor_->ctx, packed_.data(), packed_.size(),
+                                           raw.data(), raw.size(), kZstdLevel);
+        if (!ZSTD_isError(n) && n < raw.size()) {
+            stored = std::span<const unsigned char>(packed_.data(), n);
+            flags = kFlagZstd;
+        }
+    }
+    ChunkHeader h;
+    h.type = type;
+    h.flags = flags;
+    h.count = count;
+    h.stored_size = static_cast<uint32_t>(stored.size());
+    h.raw_size = static_cast<uint32_t>(raw.size());
+    unsigned char header[kChunkHeaderSize];
+    packChunkHeader(h, header);
+    const uint32_t crc = crc32c(stored.data(), stored.size(), crc32c(header, 16));
+    storeLE32(header + 16, crc);
+    buffer_.insert(buffer_.end(), header, header + kChunkHeaderSize);
+    buffer_.insert(buffer_.end(), stored.begin(), stored.end());
+    if (buffer_.size() >= kWriteBytes) (void)writeOut();
+}
+
+Result<void> ChunkWriter::writeOut() {
+    if (!error_.empty()) return makeError(error_);
+    size_t done = 0;
+    while (done < buffer_.size()) {
+        const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            error_ = path_ + ": write failed: " + std::strerror(errno);
+            break;
+        }
+        done += static_cast<size_t>(n);
+    }
+    buffer_.clear();
+    if (!error_.empty()) return makeError(error_);
+    return {};
+}
+
+Result<void> ChunkWriter::flush() {
+    if (fd_ < 0) return error_.empty() ? Result<void>() : Result<void>(makeError(error_));
+    return writeOut();
+}
+
+Result<void> ChunkWriter::close() {
+    if (fd_ < 0) return error_.empty() ? Result<void>() : Result<void>(makeError(error_));
+    Result<void> r = writeOut();
+    if (::close(fd_) != 0 && r.ok()) {
+        error_ = path_ + ": close failed: " + std::strerror(errno);
+        r = makeError(error_);
+    }
+    fd_ = -1;
+    return r;
+}
+
+void ChunkWriter::abandon() {
+    buffer_.clear();
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+}
+
+}  // namespace memscope::native

@@ -1,0 +1,469 @@
+// Table chunk payloads. Every table chunk starts with the id of its first item,
+// so a reader can tell that nothing was skipped; the item encodings are listed
+// in docs/FORMAT.md. Decoders parse a whole chunk before applying any of it.
+#include "native_table_codec.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "native_bytes.h"
+
+namespace memscope::native {
+namespace {
+
+// Longer text is cut: one item must fit a chunk (kMaxRawChunkBytes).
+constexpr size_t kMaxTextBytes = 16u << 20;
+
+void putText(ByteWriter& w, std::string_view s) {
+    w.text(s.substr(0, kMaxTextBytes));
+}
+
+// Emits items [0, n) in chunks of about kTargetChunkBytes: `first` is the id of
+// item 0 (written at the start of each chunk when `with_first_id`).
+template <typename PutItem>
+void emitSplit(ChunkType type, size_t n, uint64_t first, bool with_first_id, PutItem put,
+               const ChunkEmitter& emit) {
+    size_t i = 0;
+    while (i < n) {
+        std::vector<unsigned char> buf;
+        ByteWriter w(buf);
+        if (with_first_id) w.varint(first + i);
+        uint32_t count = 0;
+        while (i < n && (count == 0 || buf.size() < kTargetChunkBytes)) {
+            put(w, i);
+            ++i;
+            ++count;
+        }
+        emit(type, count, buf);
+    }
+}
+
+std::string checkFirst(ByteReader& r, uint64_t expected, const char* what) {
+    const uint64_t first = r.varint();
+    if (r.failed()) return std::string(what) + " chunk cut short";
+    if (first != expected)
+        return std::string(what) + " chunk starts at id " + std::to_string(first) + ", expected " +
+               std::to_string(expected);
+    return {};
+}
+
+// Every item takes at least one byte, so a count larger than the payload is a lie.
+bool plausibleCount(uint32_t count, const ByteReader& r) {
+    return count <= r.remaining();
+}
+
+bool fitsInt32(int64_t v) {
+    return v >= INT32_MIN && v <= INT32_MAX;
+}
+bool fitsInt16(int64_t v) {
+    return v >= INT16_MIN && v <= INT16_MAX;
+}
+
+std::string decodeStrings(uint32_t count, ByteReader& r, Trace& trace) {
+    if (auto e = checkFirst(r, trace.strings.size(), "strings"); !e.empty()) return e;
+    if (!plausibleCount(count, r)) return "strings count larger than the chunk";
+    std::vector<std::string_view> texts;
+    texts.reserve(count);
+    for (uint32_t i = 0; i < count; ++i) texts.push_back(r.text());
+    if (r.failed()) return "strings chunk cut short";
+    for (std::string_view t : texts) {
+        const size_t expected = trace.strings.size();
+        if (trace.internString(t).value != expected) return "duplicate string in strings chunk";
+    }
+    return {};
+}
+
+std::string decodeFrames(uint32_t count, ByteReader& r, Trace& trace) {
+    if (auto e = checkFirst(r, trace.frames().size() + 1, "frames"); !e.empty()) return e;
+    if (!plausibleCount(count, r)) return "frames count larger than the chunk";
+    const uint64_t strings = trace.strings.size();
+    std::vector<Frame> frames;
+    frames.reserve(count);
+    for (uint32_t i = 0; i < count; ++i) {
+        Frame f;
+        const uint64_t function = r.varint();
+        const uint64_t file = r.varint();
+        const uint64_t line = r.varintAtMost(UINT32_MAX);
+        if (r.failed()) return "frames chunk cut short";
+        if (function >= strings || file >= strings) return "frame refers to an unknown string";
+        f.function = StringId(static_cast<uint32_t>(function));
+        f.file = StringId(static_cast<uint32_t>(file));
+        f.line = static_cast<uint32_t>(line);
+        frames.push_back(f);
+    }
+    for (const Frame& f : frames) {
+        const size_t expected = trace.frames().size() + 1;
+        if (trace.internFrame(f).value != expected) return "duplicate frame in frames chunk";
+    }
+    return {};
+}
+
+std::string decodeStacks(uint32_t count, ByteReader& r, Trace& trace) {
+    if (auto e = checkFirst(r, trace.stackCount(), "stacks"); !e.empty()) return e;
+    if (!plausibleCount(count, r)) return "stacks count larger than the chunk";
+    const uint64_t frame_count = trace.frames().size();
+    std::vector<uint32_t> sizes;
+    std::vector<FrameId> frames;
+    sizes.reserve(count);
+    for (uint32_t i = 0; i < count; ++i) {
+        const uint64_t depth = r.varint();
+        if (r.failed() || depth == 0 || depth > r.remaining()) return "bad stack depth";
+        sizes.push_back(static_cast<uint32_t>(depth));
+        for (uint64_t k = 0; k < depth; ++k) {
+            const uint64_t f = r.varint();
+            if (r.failed()) return "stacks chunk cut short";
+            if (f == 0 || f > frame_count) return "stack refers to an unknown frame";
+            frames.emplace_back(static_cast<uint32_t>(f));
+        }
+    }
+    size_t offset = 0;
+    for (uint32_t depth : sizes) {
+        const size_t expected = trace.stackCount();
+        const StackId id =
+            trace.internStack(std::span<const FrameId>(frames).subspan(offset, depth));
+        if (id.value != expected) return "duplicate stack in stacks chunk";
+        offset += depth;
+    }
+    return {};
+}
+
+std::string decodeStreams(uint32_t count, ByteReader& r, Trace& trace) {
+    if (auto e = checkFirst(r, trace.streams.size(), "streams"); !e.empty()) return e;
+    if (!plausibleCount(count, r)) return "streams count larger than the chunk";
+    std::vector<uint64_t> values;
+    values.reserve(count);
+    for (uint32_t i = 0; i < count; ++i) values.push_back(r.varint());
+    if (r.failed()) return "streams chunk cut short";
+    for (uint64_t v : values) {
+        const size_t expected = trace.streams.size();
+        if (trace.internStream(v) != expected) return "duplicate stream in streams chunk";
+    }
+    return {};
+}
+
+std::string decodePhases(uint32_t count, ByteReader& r, Trace& trace) {
+    if (auto e = checkFirst(r, trace.phases.size() + 1, "phases"); !e.empty()) return e;
+    if (!plausibleCount(count, r)) return "phases count larger than the chunk";
+    const uint64_t strings = trace.strings.size();
+    std::vector<Phase> phases;
+    phases.reserve(count);
+    for (uint32_t i = 0; i < count; ++i) {
+        const uint64_t own_id = trace.phases.size() + 1 + i;
+        const uint64_t name = r.varint();
+        const uint8_t kind = r.byte();
+        const uint64_t parent = r.varint();
+        const int64_t step = r.svarint();
+        const int64_t block = r.svarint();
+        const int64_t device = r.svarint();
+        const auto start = static_cast<uint64_t>(r.svarint());
+        const auto length = static_cast<uint64_t>(r.svarint());
+        if (r.failed()) return "phases chunk cut short";
+        if (name >= strings) return "phase refers to an unknown string";
+        if (kind > static_cast<uint8_t>(PhaseKind::Range)) return "unknown phase kind";
+        if (parent >= own_id) return "phase parent is not an earlier phase";
+        if (!fitsInt32(step) || !fitsInt32(block) || !fitsInt16(device))
+            return "phase field out of range";
+        Phase p;
+        p.name = StringId(static_cast<uint32_t>(name));
+        p.kind = static_cast<PhaseKind>(kind);
+        p.parent = PhaseId(static_cast<uint32_t>(parent));
+        p.step = static_cast<int32_t>(step);
+        p.block = static_cast<int32_t>(block);
+        p.device = static_cast<int16_t>(device);
+        p.start = static_cast<int64_t>(start);
+        p.end = static_cast<int64_t>(start + length);  // wraps, as the writer's subtraction did
+        phases.push_back(p);
+    }
+    for (const Phase& p : phases) trace.addPhase(p);
+    return {};
+}
+
+std::string decodePhaseEnds(uint32_t count, ByteReader& r, Trace& trace) {
+    if (!plausibleCount(count, r)) return "phase ends count larger than the chunk";
+    std::vector<std::pair<uint32_t, int64_t>> ends;
+    ends.reserve(count);
+    for (uint32_t i = 0; i < count; ++i) {
+        const uint64_t id = r.varint();
+        const int64_t end = r.svarint();
+        if (r.failed()) return "phase ends chunk cut short";
+        if (id == 0 || id > trace.phases.size()) return "phase end refers to an unknown phase";
+        ends.emplace_back(static_cast<uint32_t>(id), end);
+    }
+    for (auto [id, end] : ends) trace.phases[id - 1].end = end;
+    return {};
+}
+
+std::string decodeAnnotations(uint32_t count, ByteReader& r, Trace& trace) {
+    if (!plausibleCount(count, r)) return "annotations count larger than the chunk";
+    const uint64_t strings = trace.strings.size();
+    std::vector<Annotation> annotations;
+    annotations.reserve(count);
+    uint64_t time = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+        time += static_cast<uint64_t>(r.svarint());
+        const uint64_t name = r.varint();
+        const int64_t device = r.svarint();
+        const uint8_t stage = r.byte();
+        if (r.failed()) return "annotations chunk cut short";
+        if (name >= strings) return "annotation refers to an unknown string";
+        if (!fitsInt16(device)) return "annotation device out of range";
+        if (stage > static_cast<uint8_t>(AnnotationStage::Instant))
+            return "unknown annotation stage";
+        annotations.push_back({static_cast<int64_t>(time), StringId(static_cast<uint32_t>(name)),
+                               static_cast<int16_t>(device), static_cast<AnnotationStage>(stage)});
+    }
+    trace.annotations.insert(trace.annotations.end(), annotations.begin(), annotations.end());
+    return {};
+}
+
+std::string decodeAttributes(uint32_t count, ByteReader& r, uint64_t event_count, Trace& trace) {
+    if (!plausibleCount(count, r)) return "attributes count larger than the chunk";
+    const uint64_t strings = trace.strings.size();
+    std::vector<EventAttribute> attributes;
+    attributes.reserve(count);
+    for (uint32_t i = 0; i < count; ++i) {
+        const uint64_t event = r.varint();
+        const uint64_t key = r.varint();
+        const uint64_t value = r.varint();
+        if (r.failed()) return "attributes chunk cut short";
+        if (event >= event_count) return "attribute refers to an unknown event";
+        if (key >= strings || value >= strings) return "attribute refers to an unknown string";
+        attributes.push_back(
+            {event, StringId(static_cast<uint32_t>(key)), StringId(static_cast<uint32_t>(value))});
+    }
+    trace.attributes.insert(trace.attributes.end(), attributes.begin(), attributes.end());
+    return {};
+}
+
+std::string decodeMetadata(uint32_t count, ByteReader& r, Trace& trace) {
+    TraceMetadata m;
+    m.source_format = std::string(r.text());
+    m.name = std::string(r.text());
+    const uint8_t time_base = r.byte();
+    m.pid = r.svarint();
+    const int64_t rank = r.svarint();
+    const uint64_t n = r.varint();
+    if (r.failed()) return "metadata chunk cut short";
+    if (time_base > static_cast<uint8_t>(TimeBase::EventIndex)) return "unknown time base";
+    if (!fitsInt32(rank)) return "rank out of range";
+    if (n != count || n > r.remaining()) return "bad property count";
+    m.time_base = static_cast<TimeBase>(time_base);
+    m.rank = static_cast<int32_t>(rank);
+    m.properties.reserve(n);
+    for (uint64_t i = 0; i < n; ++i) {
+        std::string key(r.text());
+        std::string value(r.text());
+        if (r.failed()) return "metadata chunk cut short";
+        m.properties.emplace_back(std::move(key), std::move(value));
+    }
+    trace.metadata = std::move(m);  // the last metadata chunk wins
+    return {};
+}
+
+std::string decodeAllocatorState(uint32_t count, ByteReader& r, Trace& trace) {
+    const uint64_t segment_count = r.varint();
+    const uint64_t block_count = r.varint();
+    if (r.failed()) return "allocator state cut short";
+    // A segment takes at least 10 bytes, a block at least 5.
+    if (segment_count != count || segment_count > r.remaining() / 10 ||
+        block_count > r.remaining() / 5)
+        return "allocator state counts larger than the chunk";
+    const uint64_t stacks = trace.stackCount();
+    AllocatorState state;
+    state.segments.reserve(segment_count);
+    state.blocks.reserve(block_count);
+    for (uint64_t i = 0; i < segment_count; ++i) {
+        Segment s;
+        s.address = r.varint();
+        s.total_size = r.varint();
+        s.stream = r.varint();
+        s.pool_id_first = r.varint();
+        s.pool_id_second = r.varint();
+        const uint64_t stack = r.varint();
+        const uint64_t first_block = r.varint();
+        const uint64_t blocks = r.varint();
+        const int64_t device = r.svarint();
+        const uint8_t flags = r.byte();
+        if (r.failed()) return "allocator state cut short";
+        if (stack >= stacks) return "segment refers to an unknown stack";
+        if (first_block > block_count || blocks > block_count - first_block)
+            return "segment's blocks out of range";
+        if (!fitsInt16(device)) return "segment device out of range";
+        s.stack = StackId(static_cast<uint32_t>(stack));
+        s.first_block = static_cast<uint32_t>(first_block);
+        s.block_count = static_cast<uint32_t>(blocks);
+        s.device = static_cast<int16_t>(device);
+        s.expandable = flags & 1;
+        s.large = flags & 2;
+        state.segments.push_back(s);
+    }
+    for (uint64_t i = 0; i < block_count; ++i) {
+        Block b;
+        b.address = r.varint();
+        b.size = r.varint();
+        b.requested_size = r.varint();
+        const uint64_t stack = r.varint();
+        const uint8_t block_state = r.byte();
+        if (r.failed()) return "allocator state cut short";
+        if (stack >= stacks) return "block refers to an unknown stack";
+        if (block_state > static_cast<uint8_t>(BlockState::Inactive)) return "unknown block state";
+        b.stack = StackId(static_cast<uint32_t>(stack));
+        b.state = static_cast<BlockState>(block_state);
+        state.blocks.push_back(b);
+    }
+    trace.allocator_state = std::move(state);  // the last one wins
+    return {};
+}
+
+}  // namespace
+
+void encodeDefinitions(const PendingTables& p, const ChunkEmitter& emit) {
+    emitSplit(
+        ChunkType::Strings, p.strings.size(), p.first_string, true,
+        [&](ByteWriter& w, size_t i) { putText(w, p.strings[i]); }, emit);
+    emitSplit(
+        ChunkType::Frames, p.frames.size(), p.first_frame, true,
+        [&](ByteWriter& w, size_t i) {
+            w.varint(p.frames[i].function.value);
+            w.varint(p.frames[i].file.value);
+            w.varint(p.frames[i].line);
+        },
+        emit);
+    // Stacks are variable length: walk them with a running offset.
+    size_t offset = 0;
+    emitSplit(
+        ChunkType::Stacks, p.stack_sizes.size(), p.first_stack, true,
+        [&](ByteWriter& w, size_t i) {
+            w.varint(p.stack_sizes[i]);
+            for (uint32_t k = 0; k < p.stack_sizes[i]; ++k)
+                w.varint(p.stack_frames[offset + k].value);
+            offset += p.stack_sizes[i];
+        },
+        emit);
+    emitSplit(
+        ChunkType::Streams, p.streams.size(), p.first_stream, true,
+        [&](ByteWriter& w, size_t i) { w.varint(p.streams[i]); }, emit);
+    emitSplit(
+        ChunkType::Phases, p.phases.size(), p.first_phase, true,
+        [&](ByteWriter& w, size_t i) {
+            const Phase& ph = p.phases[i];
+            w.varint(ph.name.value);
+            w.byte(static_cast<uint8_t>(ph.kind));
+            w.varint(ph.parent.value);
+            w.svarint(ph.step);
+            w.svarint(ph.block);
+            w.svarint(ph.device);
+            w.svarint(ph.start);
+            // Wrapping subtraction: no overflow for any pair of times.
+            w.svarint(static_cast<int64_t>(static_cast<uint64_t>(ph.end) -
+                                           static_cast<uint64_t>(ph.start)));
+        },
+        emit);
+}
+
+void encodeUpdates(const PendingTables& p, const ChunkEmitter& emit) {
+    emitSplit(
+        ChunkType::PhaseEnds, p.phase_ends.size(), 0, false,
+        [&](ByteWriter& w, size_t i) {
+            w.varint(p.phase_ends[i].first.value);
+            w.svarint(p.phase_ends[i].second);
+        },
+        emit);
+    uint64_t prev_time = 0;
+    emitSplit(
+        ChunkType::Annotations, p.annotations.size(), 0, false,
+        [&](ByteWriter& w, size_t i) {
+            const Annotation& a = p.annotations[i];
+            // Each chunk restarts the time deltas at 0.
+            if (w.size() == 0) prev_time = 0;
+            w.svarint(static_cast<int64_t>(static_cast<uint64_t>(a.time) - prev_time));
+            prev_time = static_cast<uint64_t>(a.time);
+            w.varint(a.name.value);
+            w.svarint(a.device);
+            w.byte(static_cast<uint8_t>(a.stage));
+        },
+        emit);
+    emitSplit(
+        ChunkType::Attributes, p.attributes.size(), 0, false,
+        [&](ByteWriter& w, size_t i) {
+            w.varint(p.attributes[i].event);
+            w.varint(p.attributes[i].key.value);
+            w.varint(p.attributes[i].value.value);
+        },
+        emit);
+    if (p.metadata) {
+        const TraceMetadata& m = *p.metadata;
+        std::vector<unsigned char> buf;
+        ByteWriter w(buf);
+        putText(w, m.source_format);
+        putText(w, m.name);
+        w.byte(static_cast<uint8_t>(m.time_base));
+        w.svarint(m.pid);
+        w.svarint(m.rank);
+        w.varint(m.properties.size());
+        for (const auto& [key, value] : m.properties) {
+            putText(w, key);
+            putText(w, value);
+        }
+        emit(ChunkType::Metadata, static_cast<uint32_t>(m.properties.size()), buf);
+    }
+    if (p.allocator_state) {
+        const AllocatorState& s = *p.allocator_state;
+        std::vector<unsigned char> buf;
+        ByteWriter w(buf);
+        w.varint(s.segments.size());
+        w.varint(s.blocks.size());
+        for (const Segment& seg : s.segments) {
+            w.varint(seg.address);
+            w.varint(seg.total_size);
+            w.varint(seg.stream);
+            w.varint(seg.pool_id_first);
+            w.varint(seg.pool_id_second);
+            w.varint(seg.stack.value);
+            w.varint(seg.first_block);
+            w.varint(seg.block_count);
+            w.svarint(seg.device);
+            w.byte(static_cast<uint8_t>((seg.expandable ? 1 : 0) | (seg.large ? 2 : 0)));
+        }
+        for (const Block& b : s.blocks) {
+            w.varint(b.address);
+            w.varint(b.size);
+            w.varint(b.requested_size);
+            w.varint(b.stack.value);
+            w.byte(static_cast<uint8_t>(b.state));
+        }
+        emit(ChunkType::AllocatorState, static_cast<uint32_t>(s.segments.size()), buf);
+    }
+}
+
+std::string decodeTableChunk(ChunkType type, uint32_t count, std::span<const unsigned char> payload,
+                             uint64_t event_count, Trace& trace) {
+    ByteReader r(payload.data(), payload.data() + payload.size());
+    switch (type) {
+        case ChunkType::Strings:
+            return decodeStrings(count, r, trace);
+        case ChunkType::Frames:
+            return decodeFrames(count, r, trace);
+        case ChunkType::Stacks:
+            return decodeStacks(count, r, trace);
+        case ChunkType::Streams:
+            return decodeStreams(count, r, trace);
+        case ChunkType::Phases:
+            return decodePhases(count, r, trace);
+        case ChunkType::PhaseEnds:
+            return decodePhaseEnds(count, r, trace);
+        case ChunkType::Annotations:
+            return decodeAnnotations(count, r, trace);
+        case ChunkType::Attributes:
+            return decodeAttributes(count, r, event_count, trace);
+        case ChunkType::Metadata:
+            return decodeMetadata(count, r, trace);
+        case ChunkType::AllocatorState:
+            return decodeAllocatorState(count, r, trace);
+        case ChunkType::Events:
+            break;
+    }
+    return "not a table chunk";
+}
+
+}  // namespace memscope::native

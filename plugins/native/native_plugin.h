@@ -1,0 +1,13 @@
+#pragma once
+// The native format's importer and exporter (docs/FORMAT.md).
+
+#include <memory>
+
+#include "memscope/plugin.h"
+
+namespace memscope {
+
+std::unique_ptr<Importer> makeNativeImporter();
+std::unique_ptr<Exporter> makeNativeExporter();
+
+}  // namespace memscope

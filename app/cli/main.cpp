@@ -15,7 +15,7 @@ constexpr std::array kCommands = {
             memscope::cli::runSummary},
     Command{"convert", "convert IN OUT [--to FORMAT]   any importer to any exporter",
             memscope::cli::runConvert},
-    Command{"record", "record [-o DIR] [--tensor-level] [--stacks] -- CMD ARGS...   trace a CUDA program",
+    Command{"record", "record [-o DIR] [--tensor-level] [--stacks] [--vmm] -- CMD ARGS...   trace a CUDA program",
             memscope::cli::runRecord},
 };
 

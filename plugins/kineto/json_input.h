@@ -1,0 +1,78 @@
+#pragma once
+// Byte sources for the JSON importers: a file, memory, or gzip inflated on the
+// fly (zlib, streaming: a 1 GB .json.gz is read in 256 KiB pieces), wrapped as
+// a RapidJSON input stream so its SAX reader never sees the whole document.
+
+#include <zlib.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "memscope/result.h"
+
+namespace memscope::json_input {
+
+class Source {
+public:
+    virtual ~Source() = default;
+    // Up to cap bytes into buf; 0 at the end or on error (see error()).
+    virtual size_t read(char* buf, size_t cap) = 0;
+    virtual uint64_t consumed() const = 0;  // raw (compressed) bytes read so far
+    virtual uint64_t total() const = 0;     // raw size, for progress
+    const std::string& error() const { return error_; }
+
+protected:
+    std::string error_;
+};
+
+// Opens a file; gzip (by its magic bytes) is inflated transparently.
+Result<std::unique_ptr<Source>> openFile(const std::string& path);
+// Same for bytes in memory (fuzzing, tests); the bytes must outlive the source.
+std::unique_ptr<Source> openMemory(std::span<const std::byte> bytes);
+
+// The first bytes of the JSON text, inflating a gzip head if need be (probes).
+std::string headText(std::span<const std::byte> head, size_t max = 2048);
+
+// RapidJSON's input stream concept over a Source.
+class Stream {
+public:
+    using Ch = char;
+    explicit Stream(Source& source) : source_(source), buf_(256 * 1024) { refill(); }
+    Ch Peek() const { return pos_ < end_ ? buf_[pos_] : '\0'; }
+    Ch Take() {
+        if (pos_ >= end_) return '\0';
+        const Ch c = buf_[pos_++];
+        if (pos_ == end_) refill();
+        return c;
+    }
+    size_t Tell() const { return size_t(offset_ + pos_); }
+    // Output half of the concept: unused (we never parse in place).
+    Ch* PutBegin() { return nullptr; }
+    void Put(Ch) {}
+    void Flush() {}
+    size_t PutEnd(Ch*) { return 0; }
+
+private:
+    void refill() {
+        offset_ += end_;
+        pos_ = 0;
+        end_ = source_.read(buf_.data(), buf_.size());
+    }
+    Source& source_;
+    std::vector<char> buf_;
+    size_t pos_ = 0, end_ = 0;
+    uint64_t offset_ = 0;
+};
+
+// "1669783687464300.125" (µs, as chrome traces write ts) -> ns, exactly.
+bool microsToNanos(const char* s, size_t n, int64_t& out);
+bool parseInt(const char* s, size_t n, int64_t& out);
+bool parseUInt(const char* s, size_t n, uint64_t& out);
+bool parseDouble(const char* s, size_t n, double& out);
+
+}  // namespace memscope::json_input

@@ -1,0 +1,135 @@
+#include "timeline_reader.h"
+
+#include <algorithm>
+
+#include <rapidjson/reader.h>
+
+namespace memscope::memory_timeline {
+namespace {
+
+constexpr uint64_t kReportEvery = 16ull << 20;
+constexpr size_t kMaxRowValues = 64;  // a row of sizes has 9 values; more is not this format
+
+class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> {
+public:
+    Handler(TimelineRows& out, json_input::Source& src, const TaskContext& ctx)
+        : out_(out), src_(src), ctx_(ctx) {}
+
+    bool StartObject() { return fail("an object where the memory timeline has only lists"); }
+    bool StartArray() {
+        ++depth_;
+        if (depth_ > 3) return fail("lists nested deeper than a memory timeline's");
+        if (depth_ == 2) {
+            row_.clear();
+            ++top_items_;
+        } else if (depth_ == 3) {
+            out_.coalesced = true;
+            row_.clear();
+        }
+        return true;
+    }
+    bool EndArray(rapidjson::SizeType) {
+        if (depth_ == 3) {
+            out_.sizes.push_back(row_);
+        } else if (depth_ == 2) {
+            if (top_items_ == 1) first_ = row_;  // the times, if this is the coalesced shape
+            else if (!out_.coalesced && row_.empty() && top_items_ == 2) out_.coalesced = true;  // [[], []]
+            else if (!out_.coalesced) addRaw();
+            if (top_items_ == 1 && !out_.coalesced && row_.size() == 4) first_is_row_ = true;
+        }
+        --depth_;
+        return progress();
+    }
+    bool RawNumber(const char* s, rapidjson::SizeType n, bool) {
+        if (depth_ < 2) return fail("a number outside the timeline's lists");
+        int64_t v;
+        if (!json_input::parseInt(s, n, v)) return fail("a number out of range: " + std::string(s, n));
+        if (depth_ == 2 && top_items_ == 1) {
+            row_.push_back(v);  // times can be long
+            return true;
+        }
+        if (row_.size() >= kMaxRowValues) return fail("a row longer than a memory timeline's");
+        row_.push_back(v);
+        return true;
+    }
+    bool String(const char*, rapidjson::SizeType, bool) { return fail("a string where numbers belong"); }
+    bool Null() { return fail("null where numbers belong"); }
+    bool Bool(bool) { return fail("a boolean where numbers belong"); }
+    bool Key(const char*, rapidjson::SizeType, bool) { return true; }
+
+    bool finish() {
+        if (!out_.coalesced && !first_.empty() && !first_is_row_)
+            return fail("a raw event with " + std::to_string(first_.size()) + " values instead of 4");
+        if (out_.coalesced) {
+            out_.times = std::move(first_);
+        } else if (first_is_row_) {
+            row_ = first_;
+            addRaw();
+            // first_ came before the others: rotate it to the front.
+            std::rotate(out_.raw.begin(), out_.raw.end() - 1, out_.raw.end());
+        }
+        return true;
+    }
+    const std::string& error() const { return error_; }
+    bool cancelled() const { return cancelled_; }
+
+private:
+    bool fail(std::string m) {
+        if (error_.empty()) error_ = "not a torch.profiler memory timeline: " + std::move(m);
+        return false;
+    }
+    void addRaw() {
+        if (row_.size() != 4) {
+            fail("a raw event with " + std::to_string(row_.size()) + " values instead of 4");
+            bad_ = true;
+            return;
+        }
+        out_.raw.push_back({row_[0], row_[1], row_[2], row_[3]});
+    }
+    bool progress() {
+        if (bad_) return false;
+        const uint64_t at = src_.consumed();
+        if (at >= next_report_) {
+            next_report_ = at + kReportEvery;
+            if (ctx_.cancelled()) {
+                cancelled_ = true;
+                return false;
+            }
+            ctx_.report(at, src_.total());
+        }
+        return true;
+    }
+
+    TimelineRows& out_;
+    json_input::Source& src_;
+    const TaskContext& ctx_;
+    int depth_ = 0;
+    uint64_t top_items_ = 0;
+    std::vector<int64_t> row_, first_;
+    bool first_is_row_ = false, bad_ = false, cancelled_ = false;
+    std::string error_;
+    uint64_t next_report_ = kReportEvery;
+};
+
+}  // namespace
+
+Result<TimelineRows> readRows(json_input::Source& src, const TaskContext& ctx) {
+    TimelineRows rows;
+    Handler handler(rows, src, ctx);
+    json_input::Stream stream(src);
+    rapidjson::Reader reader;
+    constexpr unsigned kFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseNumbersAsStringsFlag;
+    const rapidjson::ParseResult ok = reader.Parse<kFlags>(stream, handler);
+    if (handler.cancelled()) return cancelledError();
+    if (!src.error().empty()) return makeError(src.error());
+    if (!handler.error().empty()) return makeError(handler.error());
+    if (!ok) return makeError("not valid JSON at byte " + std::to_string(ok.Offset()) + " (error " +
+                              std::to_string(int(ok.Code())) + ")");
+    if (!handler.finish()) return makeError(handler.error());
+    if (rows.coalesced && rows.times.size() != rows.sizes.size())
+        return makeError("not a torch.profiler memory timeline: " + std::to_string(rows.times.size()) +
+                         " times but " + std::to_string(rows.sizes.size()) + " size rows");
+    return rows;
+}
+
+}  // namespace memscope::memory_timeline

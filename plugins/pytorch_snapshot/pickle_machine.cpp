@@ -1,0 +1,465 @@
+#include "pickle_machine.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "pickle_opcodes.h"
+
+namespace memscope::pickle {
+namespace {
+
+constexpr uint64_t kReportEvery = 16ull << 20;
+
+uint64_t readLE(const uint8_t* p, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; --i) v = (v << 8) | p[i];
+    return v;
+}
+
+std::string hexByte(uint8_t b) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "0x%02x", b);
+    return buf;
+}
+
+}  // namespace
+
+double Value::asDouble() const {
+    if (tag == Tag::Float) {
+        double d;
+        std::memcpy(&d, &bits, sizeof d);
+        return d;
+    }
+    if (tag == Tag::Int) return double(int64_t(bits));
+    return double(bits);
+}
+
+Machine::Machine(std::span<const std::byte> input, Handler& handler, Limits limits)
+    : data_(reinterpret_cast<const uint8_t*>(input.data())),
+      size_(input.size()),
+      handler_(handler),
+      limits_(limits) {}
+
+bool Machine::fail(std::string message) {
+    if (error_.empty())
+        error_ = "pickle: " + message + " (at offset " + std::to_string(op_offset_) + ")";
+    return false;
+}
+
+bool Machine::needSlow(uint64_t n) {
+    return fail("truncated: opcode " + std::string(opName(data_[op_offset_])) + " needs " +
+                std::to_string(n) + " more bytes, the file has " + std::to_string(size_ - pos_));
+}
+
+bool Machine::popMark(size_t& mark) {
+    if (marks_.empty()) return fail(std::string(opName(data_[op_offset_])) + " without a MARK");
+    mark = marks_.back();
+    marks_.pop_back();
+    if (mark > stack_.size()) return fail("MARK above the stack");
+    return true;
+}
+
+Value Machine::newContainer(Kind kind) {
+    // Over the limit: the next step sees the error and stops.
+    if (live_containers_ >= limits_.max_live_containers) fail("more live containers than the limit");
+    uint32_t index;
+    if (!free_.empty()) {
+        index = free_.back();
+        free_.pop_back();
+    } else {
+        index = uint32_t(containers_.size());
+        containers_.emplace_back();
+    }
+    Container& c = containers_[index];
+    c.kind = kind;
+    c.live = true;
+    ++live_containers_;
+    return Value{Tag::Ref, c.generation, index};
+}
+
+void Machine::release(uint32_t index) {
+    if (index >= containers_.size()) return;
+    Container& c = containers_[index];
+    if (!c.live) return;
+    if (c.memo >= 0 && uint64_t(c.memo) < memo_.size()) {
+        Value& slot = memo_[size_t(c.memo)];
+        if (slot.tag == Tag::Ref && slot.bits == index && slot.aux == c.generation)
+            slot = c.replacement.tag == Tag::None ? Value{Tag::Dead, 0, 0} : c.replacement;
+    }
+    live_items_ -= c.items.size();
+    if (c.items.capacity() > 256) std::vector<Value>().swap(c.items);
+    else c.items.clear();
+    c.replacement = Value{};
+    c.memo = -1;
+    c.sink = 0;
+    c.live = false;
+    c.folded = false;
+    ++c.generation;
+    --live_containers_;
+    free_.push_back(index);
+}
+
+void Machine::unfold(uint32_t list) {
+    const size_t before = containers_[list].items.size();
+    handler_.unfold(*this, list);
+    Container& c = containers_[list];
+    c.folded = false;
+    live_items_ += c.items.size() - before;
+}
+
+bool Machine::appendTo(uint32_t list, Value item) {
+    if (containers_[list].folded) unfold(list);
+    bool keep = true;
+    if (!handler_.onAppend(*this, list, item, keep)) return false;
+    // The handler may have created containers: take the reference afterwards.
+    return keep ? addItem(containers_[list], item) : true;
+}
+
+Container* Machine::containerAt(size_t stack_index, Kind kind, const char* what) {
+    Container* c = stack_index < stack_.size() ? deref(stack_[stack_index]) : nullptr;
+    if (!c || c->kind != kind) {
+        fail(std::string(what) + " on something that is not a live " +
+             (kind == Kind::Dict ? "dict" : kind == Kind::Set ? "set" : "list"));
+        return nullptr;
+    }
+    return c;
+}
+
+bool Machine::memoPut(uint64_t index) {
+    if (stack_.empty()) return fail("memo store with an empty stack");
+    if (index >= limits_.max_memo) return fail("memo index " + std::to_string(index) + " beyond the limit");
+    if (index == memo_.size()) {
+        memo_.push_back(Value{Tag::Unset, 0, 0});
+    } else if (index > memo_.size()) {
+        // Python writes memo indexes densely; a huge gap is an attempt to make us allocate.
+        if (index > memo_.size() + 65536) return fail("memo index " + std::to_string(index) + " far beyond the memo");
+        memo_.resize(size_t(index) + 1, Value{Tag::Unset, 0, 0});
+    }
+    const Value& v = stack_.back();
+    memo_[size_t(index)] = v;
+    if (Container* c = deref(v)) c->memo = int64_t(index);
+    return true;
+}
+
+bool Machine::memoMissing(uint64_t index) {
+    return fail("memo index " + std::to_string(index) + " was never stored");
+}
+
+// Items that are not containers cannot be trace entries, segments or frames:
+// they go straight in; only containers are shown to the handler.
+bool Machine::appendAll(uint32_t list, size_t from) {
+    const size_t n = stack_.size() - from;
+    live_items_ += n;
+    if (live_items_ > limits_.max_live_items) return fail("more live objects than the limit");
+    live_items_ -= n;
+    if (containers_[list].folded) unfold(list);
+    if (containers_[list].items.empty()) {
+        bool plain = true;
+        for (size_t k = from; k < stack_.size() && plain; ++k) plain = stack_[k].tag != Tag::Ref;
+        if (plain && n > 0) {
+            bool consumed = false;
+            if (!handler_.onPlainBatch(*this, list, std::span<const Value>(stack_).subspan(from), consumed)) return false;
+            if (consumed) {
+                stack_.resize(from);
+                handler_.onBatchEnd(*this);
+                return true;
+            }
+        }
+    }
+    size_t i = from;
+    while (i < stack_.size()) {
+        if (stack_[i].tag == Tag::Ref) {
+            if (!appendTo(list, stack_[i])) return false;
+            ++i;
+            continue;
+        }
+        size_t j = i + 1;  // a run of plain values (e.g. interned frames): one insert
+        while (j < stack_.size() && stack_[j].tag != Tag::Ref) ++j;
+        auto& items = containers_[list].items;
+        items.insert(items.end(), stack_.begin() + std::ptrdiff_t(i), stack_.begin() + std::ptrdiff_t(j));
+        live_items_ += j - i;
+        i = j;
+    }
+    stack_.resize(from);
+    handler_.onBatchEnd(*this);
+    return true;
+}
+
+bool Machine::pushString(Tag tag, uint64_t length) {
+    if (length > limits_.max_string)
+        return fail("string of " + std::to_string(length) + " bytes exceeds the limit of " +
+                    std::to_string(limits_.max_string));
+    if (!need(length)) return false;
+    Value v{tag, uint32_t(length), pos_};
+    pos_ += length;
+    return push(v);
+}
+
+bool Machine::pushLong(uint64_t n) {
+    // Snapshot integers are at most 64-bit (pointers >= 2^63 take 9 bytes).
+    if (n > 9) return fail("integer of " + std::to_string(n) + " bytes does not fit 64 bits");
+    if (!need(n)) return false;
+    const uint8_t* p = data_ + pos_;
+    pos_ += n;
+    if (n == 0) return push(Value{Tag::Int, 0, 0});
+    if (n == 9) {
+        const uint64_t low = readLE(p, 8);
+        if (p[8] == 0x00) return push(Value{int64_t(low) < 0 ? Tag::UInt : Tag::Int, 0, low});
+        if (p[8] == 0xff && int64_t(low) < 0) return push(Value{Tag::Int, 0, low});
+        return fail("integer does not fit 64 bits");
+    }
+    uint64_t v = readLE(p, int(n));
+    if (n < 8 && (p[n - 1] & 0x80)) v |= ~uint64_t(0) << (8 * n);  // sign-extend
+    return push(Value{Tag::Int, 0, v});
+}
+
+bool Machine::buildTuple(size_t from) {
+    Value t = newContainer(Kind::Tuple);
+    Container& c = containers_[t.bits];
+    for (size_t i = from; i < stack_.size(); ++i)
+        if (!addItem(c, stack_[i])) return false;
+    stack_.resize(from);
+    return push(t);
+}
+
+Result<Value> Machine::run(const TaskContext& ctx, const std::function<void(uint64_t)>& consumed) {
+    uint64_t next_report = kReportEvery;
+    while (!stopped_) {
+        if (pos_ >= next_report) {
+            if (ctx.cancelled()) return cancelledError();
+            ctx.report(pos_, size_);
+            if (consumed) consumed(pos_);
+            next_report = pos_ + kReportEvery;
+        }
+        op_offset_ = pos_;
+        if (pos_ >= size_) {
+            fail("truncated: the file ends before the STOP opcode");
+            break;
+        }
+        const uint8_t op = data_[pos_++];
+        if (!step(op) || !error_.empty()) break;
+    }
+    if (!error_.empty()) return makeError(error_);
+    ctx.report(size_, size_);
+    return stack_.back();
+}
+
+bool Machine::step(uint8_t op) {
+    switch (op) {
+        case PROTO: {
+            if (!need(1)) return false;
+            protocol_ = data_[pos_++];
+            if (protocol_ < 2 || protocol_ > 5)
+                return fail("pickle protocol " + std::to_string(protocol_) + " is not supported (2 to 5 are)");
+            return true;
+        }
+        case FRAME: {
+            if (!need(8)) return false;
+            const uint64_t len = readLE(data_ + pos_, 8);
+            pos_ += 8;
+            if (len > size_ - pos_) return fail("truncated: a FRAME of " + std::to_string(len) + " bytes runs past the end");
+            return true;
+        }
+        case STOP:
+            if (stack_.empty()) return fail("STOP with an empty stack");
+            stopped_ = true;
+            return true;
+        case MARK:
+            if (marks_.size() >= limits_.max_marks) return fail("MARKs nested deeper than the limit");
+            marks_.push_back(stack_.size());
+            return true;
+        case POP:
+            if (!marks_.empty() && marks_.back() == stack_.size()) {
+                marks_.pop_back();
+                return true;
+            }
+            if (stack_.empty()) return fail("POP from an empty stack");
+            stack_.pop_back();
+            return true;
+        case POP_MARK: {
+            size_t m;
+            if (!popMark(m)) return false;
+            stack_.resize(m);
+            return true;
+        }
+        case DUP:
+            if (stack_.empty()) return fail("DUP on an empty stack");
+            return push(stack_.back());
+        case MEMOIZE: return memoPut(memo_.size());
+        case BINPUT:
+            if (!need(1)) return false;
+            return memoPut(data_[pos_++]);
+        case LONG_BINPUT:
+            if (!need(4)) return false;
+            pos_ += 4;
+            return memoPut(readLE(data_ + pos_ - 4, 4));
+        case BINGET:
+            if (!need(1)) return false;
+            return memoGet(data_[pos_++]);
+        case LONG_BINGET:
+            if (!need(4)) return false;
+            pos_ += 4;
+            return memoGet(readLE(data_ + pos_ - 4, 4));
+        case NONE: return push(Value{Tag::None, 0, 0});
+        case NEWTRUE: return push(Value{Tag::Bool, 0, 1});
+        case NEWFALSE: return push(Value{Tag::Bool, 0, 0});
+        case BININT:
+            if (!need(4)) return false;
+            pos_ += 4;
+            return push(Value{Tag::Int, 0, uint64_t(int64_t(int32_t(uint32_t(readLE(data_ + pos_ - 4, 4)))))});
+        case BININT1:
+            if (!need(1)) return false;
+            return push(Value{Tag::Int, 0, data_[pos_++]});
+        case BININT2:
+            if (!need(2)) return false;
+            pos_ += 2;
+            return push(Value{Tag::Int, 0, readLE(data_ + pos_ - 2, 2)});
+        case LONG1:
+            if (!need(1)) return false;
+            return pushLong(data_[pos_++]);
+        case LONG4: {
+            if (!need(4)) return false;
+            const int32_t n = int32_t(uint32_t(readLE(data_ + pos_, 4)));
+            pos_ += 4;
+            if (n < 0) return fail("LONG4 with a negative length");
+            return pushLong(uint64_t(n));
+        }
+        case BINFLOAT: {
+            if (!need(8)) return false;
+            uint64_t bits = 0;
+            for (int i = 0; i < 8; ++i) bits = (bits << 8) | data_[pos_ + i];  // big-endian
+            pos_ += 8;
+            return push(Value{Tag::Float, 0, bits});
+        }
+        case SHORT_BINUNICODE:
+            if (!need(1)) return false;
+            return pushString(Tag::Str, data_[pos_++]);
+        case SHORT_BINSTRING:
+            if (!need(1)) return false;
+            return pushString(Tag::Str, data_[pos_++]);
+        case SHORT_BINBYTES:
+            if (!need(1)) return false;
+            return pushString(Tag::Bytes, data_[pos_++]);
+        case BINUNICODE:
+        case BINBYTES:
+            if (!need(4)) return false;
+            pos_ += 4;
+            return pushString(op == BINUNICODE ? Tag::Str : Tag::Bytes, readLE(data_ + pos_ - 4, 4));
+        case BINSTRING: {
+            if (!need(4)) return false;
+            const int32_t n = int32_t(uint32_t(readLE(data_ + pos_, 4)));
+            pos_ += 4;
+            if (n < 0) return fail("BINSTRING with a negative length");
+            return pushString(Tag::Str, uint64_t(n));
+        }
+        case BINUNICODE8:
+        case BINBYTES8:
+        case BYTEARRAY8:
+            if (!need(8)) return false;
+            pos_ += 8;
+            return pushString(op == BINUNICODE8 ? Tag::Str : Tag::Bytes, readLE(data_ + pos_ - 8, 8));
+        case EMPTY_LIST: return push(newContainer(Kind::List));
+        case EMPTY_DICT: return push(newContainer(Kind::Dict));
+        case EMPTY_TUPLE: return push(newContainer(Kind::Tuple));
+        case EMPTY_SET: return push(newContainer(Kind::Set));
+        case TUPLE1:
+        case TUPLE2:
+        case TUPLE3: {
+            const size_t n = size_t(op - TUPLE1 + 1);
+            if (stack_.size() < n) return fail(std::string(opName(op)) + " with too few values on the stack");
+            if (!marks_.empty() && marks_.back() > stack_.size() - n) return fail(std::string(opName(op)) + " across a MARK");
+            return buildTuple(stack_.size() - n);
+        }
+        case TUPLE:
+        case FROZENSET: {
+            size_t m;
+            if (!popMark(m)) return false;
+            if (op == TUPLE) return buildTuple(m);
+            Value s = newContainer(Kind::Set);
+            for (size_t i = m; i < stack_.size(); ++i)
+                if (!addItem(containers_[s.bits], stack_[i])) return false;
+            stack_.resize(m);
+            return push(s);
+        }
+        case LIST: {
+            size_t m;
+            if (!popMark(m)) return false;
+            const Value l = newContainer(Kind::List);
+            if (!appendAll(uint32_t(l.bits), m)) return false;
+            return push(l);
+        }
+        case DICT: {
+            size_t m;
+            if (!popMark(m)) return false;
+            if ((stack_.size() - m) % 2) return fail("DICT with an odd number of values");
+            const Value d = newContainer(Kind::Dict);
+            for (size_t i = m; i < stack_.size(); ++i)
+                if (!addItem(containers_[d.bits], stack_[i])) return false;
+            stack_.resize(m);
+            return push(d);
+        }
+        case APPEND: {
+            if (stack_.size() < 2) return fail("APPEND with too few values on the stack");
+            if (!marks_.empty() && marks_.back() > stack_.size() - 2) return fail("APPEND across a MARK");
+            if (!containerAt(stack_.size() - 2, Kind::List, "APPEND")) return false;
+            const Value item = stack_.back();
+            stack_.pop_back();
+            if (!appendTo(uint32_t(stack_.back().bits), item)) return false;
+            handler_.onBatchEnd(*this);
+            return true;
+        }
+        case APPENDS: {
+            size_t m;
+            if (!popMark(m)) return false;
+            if (m == 0 || !containerAt(m - 1, Kind::List, "APPENDS")) return m == 0 ? fail("APPENDS with no list") : false;
+            return appendAll(uint32_t(stack_[m - 1].bits), m);
+        }
+        case ADDITEMS: {
+            size_t m;
+            if (!popMark(m)) return false;
+            if (m == 0) return fail("ADDITEMS with no set");
+            Container* s = containerAt(m - 1, Kind::Set, "ADDITEMS");
+            if (!s) return false;
+            for (size_t i = m; i < stack_.size(); ++i)
+                if (!addItem(*s, stack_[i])) return false;
+            stack_.resize(m);
+            return true;
+        }
+        case SETITEM: {
+            if (stack_.size() < 3) return fail("SETITEM with too few values on the stack");
+            if (!marks_.empty() && marks_.back() > stack_.size() - 3) return fail("SETITEM across a MARK");
+            Container* d = containerAt(stack_.size() - 3, Kind::Dict, "SETITEM");
+            if (!d) return false;
+            if (!addItem(*d, stack_[stack_.size() - 2]) || !addItem(*d, stack_.back())) return false;
+            stack_.resize(stack_.size() - 2);
+            return true;
+        }
+        case SETITEMS: {
+            size_t m;
+            if (!popMark(m)) return false;
+            if (m == 0) return fail("SETITEMS with no dict");
+            if ((stack_.size() - m) % 2) return fail("SETITEMS with an odd number of values");
+            Container* d = containerAt(m - 1, Kind::Dict, "SETITEMS");
+            if (!d) return false;
+            live_items_ += stack_.size() - m;
+            if (live_items_ > limits_.max_live_items) return fail("more live objects than the limit");
+            d->items.insert(d->items.end(), stack_.begin() + std::ptrdiff_t(m), stack_.end());
+            stack_.resize(m);
+            return true;
+        }
+        case NEXT_BUFFER:
+        case READONLY_BUFFER:
+            return fail(std::string("opcode ") + std::string(opName(op)) +
+                        " needs out-of-band buffers, which snapshots never use: refused");
+        case INT: case LONG: case FLOAT: case STRING: case UNICODE: case GET: case PUT:
+            return fail("protocol-0 text opcode " + std::string(opName(op)) + " (" + hexByte(op) +
+                        ") is not supported");
+        default:
+            if (runsCode(op))
+                return fail("refused opcode " + std::string(opName(op)) + " (" + hexByte(op) +
+                            "): it would make Python import or call code, which a memory snapshot never needs");
+            return fail("unknown opcode " + hexByte(op));
+    }
+}
+
+}  // namespace memscope::pickle

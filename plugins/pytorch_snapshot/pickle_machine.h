@@ -1,0 +1,166 @@
+#pragma once
+// A safe pickle virtual machine over bytes in memory. It understands the data
+// opcodes of protocols 2 to 5 and refuses everything that would make Python
+// import or call code. It keeps no object tree of its own: a Handler sees every
+// item appended to a list and may consume it (the snapshot mapper turns trace
+// entries into Events on the spot), after which the machine frees the item's
+// containers and the memo keeps only a compact replacement (a FrameId or
+// StackId) or nothing. Limits on string length, memo size, stack depth and live
+// objects keep a hostile file from exhausting memory.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "memscope/plugin.h"
+#include "memscope/result.h"
+
+namespace memscope::pickle {
+
+enum class Tag : uint8_t {
+    None, Bool, Int, UInt, Float, Str, Bytes,
+    Ref,    // a container: bits = index, aux = generation
+    Frame,  // a frame dict already interned: bits = FrameId
+    Stack,  // a frames list already interned: bits = StackId
+    Dead,   // an object that was consumed and freed
+    Unset,  // memo slot never written (never on the stack)
+};
+
+struct Value {
+    Tag tag = Tag::None;
+    uint32_t aux = 0;   // Str/Bytes: length; Ref: generation
+    uint64_t bits = 0;  // Int/UInt/Bool: the value; Float: IEEE bits; Str/Bytes: input offset
+
+    bool isInt() const { return tag == Tag::Int || tag == Tag::UInt || tag == Tag::Bool; }
+    // Integers as the unsigned 64-bit pattern: the C++ pickler writes addresses as
+    // signed, so a negative value maps back to the pointer it was.
+    uint64_t asU64() const { return bits; }
+    int64_t asI64() const { return int64_t(bits); }
+    bool isNegative() const { return tag == Tag::Int && int64_t(bits) < 0; }
+    double asDouble() const;
+};
+static_assert(sizeof(Value) == 16);
+
+enum class Kind : uint8_t { List, Dict, Tuple, Set };
+
+struct Container {
+    std::vector<Value> items;  // Dict: key, value, key, value, ...
+    Value replacement;         // what the memo holds once freed (Frame/Stack); None = Dead
+    int64_t memo = -1;         // latest memo slot holding this container
+    uint32_t generation = 0;
+    uint32_t sink = 0;         // for the handler (0 = none)
+    Kind kind = Kind::List;
+    bool live = false;
+    bool folded = false;  // the handler keeps the items elsewhere (see onPlainBatch)
+};
+
+struct Limits {
+    uint64_t max_string = 64ull << 20;         // bytes in one string
+    uint64_t max_memo = 64ull << 20;           // memo slots
+    uint64_t max_stack = 4ull << 20;           // values on the stack
+    uint64_t max_marks = 1ull << 16;           // nesting of MARKs (depth)
+    uint64_t max_live_containers = 4ull << 20; // lists/dicts/tuples alive at once
+    uint64_t max_live_items = 32ull << 20;     // values held by live containers
+};
+
+class Machine;
+
+class Handler {
+public:
+    virtual ~Handler() = default;
+    // `item` is about to be appended to list `list`. The handler may rewrite it,
+    // or clear `keep` when it consumed the item. Return false after m.fail().
+    virtual bool onAppend(Machine& m, uint32_t list, Value& item, bool& keep) = 0;
+    // After each APPEND/APPENDS/LIST: the batch's items are off the stack, so
+    // containers the handler consumed can be freed now.
+    virtual void onBatchEnd(Machine& m) = 0;
+    // A whole batch of plain values (no containers) for an empty list. The
+    // handler may keep them in its own form (a frames list as a StackId: the
+    // hot path of every snapshot) and set `consumed`; it then marks the list
+    // `folded` and must give the items back in unfold() if more are appended.
+    virtual bool onPlainBatch(Machine& m, uint32_t list, std::span<const Value> items, bool& consumed) {
+        (void)m, (void)list, (void)items, (void)consumed;
+        return true;
+    }
+    virtual void unfold(Machine& m, uint32_t list) { (void)m, (void)list; }
+};
+
+class Machine {
+public:
+    Machine(std::span<const std::byte> input, Handler& handler, Limits limits = {});
+
+    // Runs to STOP and returns the top-level value (containers stay alive).
+    // `consumed` (optional) is called every few MB with the input offset reached.
+    Result<Value> run(const TaskContext& ctx, const std::function<void(uint64_t)>& consumed = {});
+
+    std::string_view str(const Value& v) const {
+        return {reinterpret_cast<const char*>(data_) + v.bits, v.aux};
+    }
+    // nullptr unless v refers to a container that is still alive.
+    Container* deref(const Value& v) {
+        if (v.tag != Tag::Ref || v.bits >= containers_.size()) return nullptr;
+        Container& c = containers_[v.bits];
+        return c.live && c.generation == v.aux ? &c : nullptr;
+    }
+    Container& at(uint32_t index) { return containers_[index]; }
+    // Frees a container; its memo slot then holds c.replacement (or Dead).
+    void release(uint32_t index);
+
+    bool fail(std::string message);  // records the first error; returns false
+    uint64_t offset() const { return op_offset_; }
+    int protocol() const { return protocol_; }
+
+private:
+    bool step(uint8_t op);
+    bool needSlow(uint64_t n);
+    bool need(uint64_t n) { return size_ - pos_ >= n || needSlow(n); }
+    bool push(Value v) {
+        if (stack_.size() >= limits_.max_stack) return fail("stack deeper than the limit");
+        stack_.push_back(v);
+        return true;
+    }
+    bool popMark(size_t& mark);
+    Value newContainer(Kind kind);
+    bool appendTo(uint32_t list, Value item);
+    bool addItem(Container& c, Value v) {
+        if (++live_items_ > limits_.max_live_items) return fail("more live objects than the limit");
+        c.items.push_back(v);
+        return true;
+    }
+    bool appendAll(uint32_t list, size_t from);
+    void unfold(uint32_t list);
+    bool memoPut(uint64_t index);
+    bool memoGet(uint64_t index) {
+        if (index >= memo_.size() || memo_[size_t(index)].tag == Tag::Unset) return memoMissing(index);
+        return push(memo_[size_t(index)]);
+    }
+    bool memoMissing(uint64_t index);
+    bool pushString(Tag tag, uint64_t length);
+    bool pushLong(uint64_t nbytes);
+    bool buildTuple(size_t from);
+    Container* containerAt(size_t stack_index, Kind kind, const char* what);
+
+    const uint8_t* data_;
+    uint64_t size_;
+    uint64_t pos_ = 0;
+    uint64_t op_offset_ = 0;
+    Handler& handler_;
+    Limits limits_;
+    int protocol_ = 0;
+    bool stopped_ = false;
+    std::string error_;
+
+    std::vector<Value> stack_;
+    std::vector<size_t> marks_;
+    std::vector<Value> memo_;
+    std::vector<Container> containers_;
+    std::vector<uint32_t> free_;
+    uint64_t live_containers_ = 0;
+    uint64_t live_items_ = 0;
+};
+
+}  // namespace memscope::pickle

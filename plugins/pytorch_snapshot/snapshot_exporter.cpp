@@ -1,0 +1,415 @@
+// Writes any Trace as a memory snapshot pickle (protocol 4) that memory_viz and
+// torch's own tooling open: the keys of torch.cuda.memory._snapshot().
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "memscope/plugins/pytorch_snapshot.h"
+#include "pickle_writer.h"
+
+namespace memscope::pytorch_snapshot {
+namespace {
+
+constexpr std::string_view kCategoryNames[kCategoryCount] = {
+    "parameter", "optimizer_state", "input", "temporary",
+    "activation", "gradient", "autograd_detail", "unknown"};
+
+std::string_view actionOf(EventKind k) {
+    switch (k) {
+        case EventKind::Alloc: return "alloc";
+        case EventKind::FreeRequested: return "free_requested";
+        case EventKind::FreeCompleted: return "free_completed";
+        case EventKind::SegmentAlloc: return "segment_alloc";
+        case EventKind::SegmentFree: return "segment_free";
+        case EventKind::SegmentMap: return "segment_map";
+        case EventKind::SegmentUnmap: return "segment_unmap";
+        case EventKind::Oom: return "oom";
+        case EventKind::Snapshot: return "snapshot";
+        case EventKind::Marker: return "annotate";
+    }
+    return "annotate";
+}
+
+std::string_view stateName(BlockState s) {
+    switch (s) {
+        case BlockState::ActiveAllocated: return "active_allocated";
+        case BlockState::ActivePendingFree: return "active_pending_free";
+        case BlockState::Inactive: return "inactive";
+    }
+    return "inactive";
+}
+
+class SnapshotWriter {
+public:
+    SnapshotWriter(const Trace& trace, std::FILE* out, const TaskContext& ctx)
+        : t_(trace), w_(out), ctx_(ctx) {}
+
+    Result<void> write() {
+        prepareCategories();
+        w_.begin();
+        w_.emptyDict();
+        w_.memoize();
+        pickle::Batcher top(w_, true);
+        top.item();
+        key("segments");
+        writeSegments();
+        top.item();
+        key("device_traces");
+        if (auto r = writeTraces(); !r) return r;
+        if (!host_events_.empty()) {
+            top.item();
+            key("host_traces");
+            if (auto r = writeEntries(host_events_); !r) return r;
+        }
+        writeSettings(top);
+        if (!t_.annotations.empty()) {
+            top.item();
+            key("external_annotations");
+            writeAnnotations();
+        }
+        if (!t_.allocator_state) {
+            // Not PyTorch's: says that the empty 'segments' above means "unknown",
+            // so that a kineto or native trace comes back without an end state.
+            top.item();
+            key(kNoAllocatorStateKey);
+            w_.boolean(true);
+        }
+        for (const auto& [k, v] : t_.metadata.properties) {
+            if (!k.starts_with("snapshot.") || k.size() == 9) continue;
+            top.item();
+            key(k.substr(9));
+            json(v);
+        }
+        top.finish();
+        w_.end();
+        return w_.status();
+    }
+
+private:
+    // Strings that repeat are written once and then fetched from the memo.
+    void key(std::string_view s) {
+        auto it = keys_.find(s);
+        if (it != keys_.end()) return w_.get(it->second);
+        w_.string(s);
+        keys_.emplace(std::string(s), w_.memoize());
+    }
+    void interned(StringId id) {
+        if (id.value < string_memo_.size() && string_memo_[id.value] != kNone) return w_.get(string_memo_[id.value]);
+        w_.string(t_.string(id));
+        if (id.value >= string_memo_.size()) string_memo_.resize(id.value + 1, kNone);
+        string_memo_[id.value] = w_.memoize();
+    }
+
+    void writeJson(const nlohmann::ordered_json& j, int depth) {
+        using T = nlohmann::ordered_json::value_t;
+        switch (j.type()) {
+            case T::null: case T::discarded: return w_.none();
+            case T::boolean: return w_.boolean(j.get<bool>());
+            case T::number_integer: return w_.integer(j.get<int64_t>());
+            case T::number_unsigned: return w_.unsignedInteger(j.get<uint64_t>());
+            case T::number_float: return w_.floating(j.get<double>());
+            case T::string: return w_.string(j.get_ref<const std::string&>());
+            case T::binary: return w_.none();
+            case T::array: {
+                w_.emptyList();
+                pickle::Batcher b(w_, false);
+                for (const auto& e : j) {
+                    b.item();
+                    depth > 0 ? writeJson(e, depth - 1) : w_.none();
+                }
+                return b.finish();
+            }
+            case T::object: {
+                w_.emptyDict();
+                pickle::Batcher b(w_, true);
+                for (const auto& [k, v] : j.items()) {
+                    b.item();
+                    key(k);
+                    depth > 0 ? writeJson(v, depth - 1) : w_.none();
+                }
+                return b.finish();
+            }
+        }
+    }
+    // Metadata values are JSON text (the importer rendered them); anything that
+    // does not parse is written back as the string it is.
+    void json(const std::string& text) {
+        const nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, false);
+        if (j.is_discarded()) return w_.string(text);
+        writeJson(j, 16);
+    }
+
+    void frame(FrameId id) {
+        if (id.value < frame_memo_.size() && frame_memo_[id.value] != kNone) return w_.get(frame_memo_[id.value]);
+        const Frame& f = t_.frame(id);
+        w_.emptyDict();
+        const uint32_t memo = w_.memoize();
+        w_.mark();
+        key("name");
+        interned(f.function);
+        key("filename");
+        interned(f.file);
+        key("line");
+        w_.integer(f.line);
+        w_.setItems();
+        if (id.value >= frame_memo_.size()) frame_memo_.resize(id.value + 1, kNone);
+        frame_memo_[id.value] = memo;
+    }
+    void stack(StackId id) {
+        if (id.isNull()) return w_.emptyList();
+        if (id.value < stack_memo_.size() && stack_memo_[id.value] != kNone) return w_.get(stack_memo_[id.value]);
+        w_.emptyList();
+        const uint32_t memo = w_.memoize();
+        pickle::Batcher b(w_, false);
+        for (FrameId f : t_.stack(id)) {
+            b.item();
+            frame(f);
+        }
+        b.finish();
+        if (id.value >= stack_memo_.size()) stack_memo_.resize(id.value + 1, kNone);
+        stack_memo_[id.value] = memo;
+    }
+
+    void writeSegments() {
+        w_.emptyList();
+        w_.memoize();
+        if (!t_.allocator_state) return;
+        pickle::Batcher list(w_, false);
+        for (const Segment& s : t_.allocator_state->segments) {
+            list.item();
+            uint64_t allocated = 0, active = 0, requested = 0;
+            for (const Block& b : t_.allocator_state->blocksOf(s)) {
+                if (b.state == BlockState::Inactive) continue;
+                active += b.size;
+                if (b.state == BlockState::ActiveAllocated) {
+                    allocated += b.size;
+                    requested += b.requested_size;
+                }
+            }
+            w_.emptyDict();
+            w_.memoize();
+            w_.mark();
+            key("device"); w_.integer(s.device);
+            key("address"); w_.unsignedInteger(s.address);
+            key("total_size"); w_.unsignedInteger(s.total_size);
+            key("allocated_size"); w_.unsignedInteger(allocated);
+            key("active_size"); w_.unsignedInteger(active);
+            key("requested_size"); w_.unsignedInteger(requested);
+            key("stream"); w_.unsignedInteger(s.stream);
+            key("segment_type"); key(s.large ? "large" : "small");
+            key("segment_pool_id");
+            w_.unsignedInteger(s.pool_id_first);
+            w_.unsignedInteger(s.pool_id_second);
+            w_.tuple2();
+            key("is_expandable"); w_.boolean(s.expandable);
+            key("frames"); stack(s.stack);
+            key("blocks");
+            w_.emptyList();
+            pickle::Batcher blocks(w_, false);
+            for (const Block& b : t_.allocator_state->blocksOf(s)) {
+                blocks.item();
+                w_.emptyDict();
+                w_.mark();
+                key("address"); w_.unsignedInteger(b.address);
+                key("size"); w_.unsignedInteger(b.size);
+                key("requested_size"); w_.unsignedInteger(b.requested_size);
+                key("state"); key(stateName(b.state));
+                key("frames"); stack(b.stack);
+                w_.setItems();
+            }
+            blocks.finish();
+            w_.setItems();
+            w_.boundary();
+        }
+        list.finish();
+    }
+
+    // memory_viz colours entries by 'category' when any has one, and then needs
+    // 'unknown' among them (it pushes to a misspelt array otherwise).
+    void prepareCategories() {
+        bool known = false, unknown = false, other = false;
+        for (const Event& e : t_.events) {
+            (e.category == Category::Unknown ? unknown : known) = true;
+            other |= e.kind != EventKind::Alloc && e.kind != EventKind::FreeCompleted;
+        }
+        unknown_on_other_kinds_ = known && !unknown;
+        with_categories_ = known && (unknown || other);
+    }
+
+    Result<void> writeTraces() {
+        int16_t max_device = -1;
+        for (const Event& e : t_.events) max_device = std::max(max_device, e.device);
+        std::vector<std::vector<uint64_t>> by_device(size_t(max_device + 2));  // [0] = host
+        for (uint64_t i = 0; i < t_.events.size(); ++i) by_device[size_t(t_.events[i].device + 1)].push_back(i);
+        for (auto& v : by_device)
+            std::stable_sort(v.begin(), v.end(), [&](uint64_t a, uint64_t b) { return t_.events[a].time < t_.events[b].time; });
+        defaults_ = nlohmann::ordered_json::parse(
+            t_.metadata.property("pytorch.entry_defaults") ? *t_.metadata.property("pytorch.entry_defaults") : "{}",
+            nullptr, false);
+        w_.emptyList();
+        w_.memoize();
+        pickle::Batcher devices(w_, false);
+        for (size_t d = 1; d < by_device.size(); ++d) {
+            devices.item();
+            if (auto r = writeEntries(by_device[d]); !r) return r;
+        }
+        devices.finish();
+        if (!by_device[0].empty()) {
+            host_events_ = std::move(by_device[0]);
+        }
+        return {};
+    }
+
+    Result<void> writeEntries(const std::vector<uint64_t>& events) {
+        w_.emptyList();
+        w_.memoize();
+        pickle::Batcher list(w_, false);
+        for (uint64_t i : events) {
+            if (++written_ % (1u << 20) == 0) {
+                if (ctx_.cancelled()) return cancelledError();
+                ctx_.report(written_, t_.events.size());
+            }
+            list.item();
+            entry(i);
+            w_.boundary();
+        }
+        list.finish();
+        return {};
+    }
+
+    void entry(uint64_t i) {
+        const Event& e = t_.events[i];
+        // This event's attributes (sorted by event index).
+        auto lo = std::lower_bound(t_.attributes.begin(), t_.attributes.end(), i,
+                                   [](const EventAttribute& a, uint64_t v) { return a.event < v; });
+        auto hi = lo;
+        while (hi != t_.attributes.end() && hi->event == i) ++hi;
+        std::string_view action = actionOf(e.kind);
+        bool has_cc = false, has_um = false;
+        for (auto a = lo; a != hi; ++a) {
+            const std::string_view k = t_.string(a->key);
+            if (k == "action" && e.kind == EventKind::Marker) action = t_.string(a->value);
+            has_cc |= k == "compile_context";
+            has_um |= k == "user_metadata";
+        }
+        w_.emptyDict();
+        w_.memoize();
+        w_.mark();
+        key("action"); key(action);
+        if (e.kind != EventKind::Oom) {
+            key("addr");
+            w_.unsignedInteger(e.address);
+        }
+        key("size"); w_.unsignedInteger(e.size);
+        key("stream"); w_.unsignedInteger(e.stream < t_.streams.size() ? t_.streams[e.stream] : 0);
+        if (t_.metadata.time_base == TimeBase::Nanoseconds) {
+            key("time_us");
+            w_.integer(e.time >= 0 ? e.time / 1000 : -((-e.time + 999) / 1000));
+        }
+        key("frames"); stack(e.stack);
+        for (auto a = lo; a != hi; ++a) {
+            const std::string_view k = t_.string(a->key);
+            if (k == "action") continue;
+            key(k);
+            const std::string_view v = t_.string(a->value);
+            if (k == "compile_context" || k == "user_metadata") w_.string(v);
+            else if (k == "pool_id") {
+                const nlohmann::ordered_json j = nlohmann::ordered_json::parse(v, nullptr, false);
+                if (j.is_array() && j.size() == 2 && j[0].is_number_integer() && j[1].is_number_integer()) {
+                    w_.unsignedInteger(j[0].get<uint64_t>());
+                    w_.unsignedInteger(j[1].get<uint64_t>());
+                    w_.tuple2();
+                } else {
+                    json(std::string(v));
+                }
+            } else json(std::string(v));
+        }
+        if (!has_cc && defaults_.is_object() && defaults_.contains("compile_context")) {
+            key("compile_context");
+            key("N/A");
+        }
+        if (!has_um && defaults_.is_object() && defaults_.contains("user_metadata")) {
+            key("user_metadata");
+            key("");
+        }
+        if (with_categories_) {
+            const bool other = e.kind != EventKind::Alloc && e.kind != EventKind::FreeCompleted;
+            key("category");
+            key(unknown_on_other_kinds_ && other ? std::string_view("unknown") : kCategoryNames[index(e.category)]);
+        }
+        w_.setItems();
+    }
+
+    void writeSettings(pickle::Batcher& top) {
+        constexpr std::string_view prefix = "allocator_settings.";
+        bool any = false;
+        for (const auto& [k, v] : t_.metadata.properties) any |= k.starts_with(prefix);
+        if (!any) return;
+        top.item();
+        key("allocator_settings");
+        w_.emptyDict();
+        w_.memoize();
+        pickle::Batcher b(w_, true);
+        for (const auto& [k, v] : t_.metadata.properties) {
+            if (!k.starts_with(prefix)) continue;
+            b.item();
+            key(k.substr(prefix.size()));
+            json(v);
+        }
+        b.finish();
+    }
+
+    void writeAnnotations() {
+        w_.emptyList();
+        w_.memoize();
+        pickle::Batcher list(w_, false);
+        for (const Annotation& a : t_.annotations) {
+            list.item();
+            w_.emptyDict();
+            w_.mark();
+            key("stage");
+            key(a.stage == AnnotationStage::Start ? "START" : a.stage == AnnotationStage::End ? "END" : "INSTANT");
+            key("name"); interned(a.name);
+            key("device"); w_.integer(a.device);
+            key("time_us"); w_.integer(a.time >= 0 ? a.time / 1000 : -((-a.time + 999) / 1000));
+            w_.setItems();
+            w_.boundary();
+        }
+        list.finish();
+    }
+
+    static constexpr uint32_t kNone = UINT32_MAX;
+    const Trace& t_;
+    pickle::Writer w_;
+    const TaskContext& ctx_;
+    struct Hash {
+        using is_transparent = void;
+        size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> keys_;
+    std::vector<uint64_t> host_events_;  // device -1: written as 'host_traces'
+    std::vector<uint32_t> string_memo_, frame_memo_, stack_memo_;
+    nlohmann::ordered_json defaults_;
+    bool with_categories_ = false;
+    bool unknown_on_other_kinds_ = false;
+    uint64_t written_ = 0;
+};
+
+}  // namespace
+
+Result<void> exportFile(const Trace& trace, const std::string& path, const TaskContext& ctx) {
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> out(std::fopen(path.c_str(), "wb"), &std::fclose);
+    if (!out) return makeError("cannot write " + path + ": " + std::strerror(errno));
+    std::setvbuf(out.get(), nullptr, _IOFBF, 1 << 20);
+    SnapshotWriter writer(trace, out.get(), ctx);
+    if (auto r = writer.write(); !r) return makeError("cannot write " + path + ": " + r.message());
+    if (std::fclose(out.release()) != 0) return makeError("cannot write " + path + ": " + std::strerror(errno));
+    return {};
+}
+
+}  // namespace memscope::pytorch_snapshot

@@ -1,0 +1,614 @@
+#include "snapshot_mapper.h"
+
+#include "memscope/plugins/pytorch_snapshot.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+namespace memscope::pytorch_snapshot {
+
+using pickle::Container;
+using pickle::Kind;
+using pickle::Machine;
+using pickle::Tag;
+using pickle::Value;
+
+namespace {
+
+constexpr uint32_t kEventSink = 0;
+constexpr uint32_t kSegmentSink = 1;
+
+std::optional<EventKind> kindOf(std::string_view action) {
+    if (action == "alloc") return EventKind::Alloc;
+    if (action == "free_requested") return EventKind::FreeRequested;
+    if (action == "free_completed") return EventKind::FreeCompleted;
+    if (action == "segment_alloc") return EventKind::SegmentAlloc;
+    if (action == "segment_free") return EventKind::SegmentFree;
+    if (action == "segment_map") return EventKind::SegmentMap;
+    if (action == "segment_unmap") return EventKind::SegmentUnmap;
+    if (action == "oom") return EventKind::Oom;
+    if (action == "snapshot") return EventKind::Snapshot;
+    return std::nullopt;  // 'annotate' and unknown actions become markers
+}
+
+BlockState stateOf(std::string_view s) {
+    if (s == "active_allocated") return BlockState::ActiveAllocated;
+    if (s == "active_pending_free") return BlockState::ActivePendingFree;
+    return BlockState::Inactive;
+}
+
+void appendEscaped(std::string& out, std::string_view s) {
+    out += '"';
+    for (char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += ch;
+        } else if (c < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+        } else {
+            out += ch;
+        }
+    }
+    out += '"';
+}
+
+void renderInto(Machine& m, const Value& v, int depth, std::string& out) {
+    constexpr size_t kMaxText = 64 * 1024;
+    if (out.size() > kMaxText) return;
+    char buf[40];
+    switch (v.tag) {
+        case Tag::None: case Tag::Dead: case Tag::Unset: out += "null"; return;
+        case Tag::Bool: out += v.bits ? "true" : "false"; return;
+        case Tag::Int: std::snprintf(buf, sizeof buf, "%" PRId64, v.asI64()); out += buf; return;
+        case Tag::UInt: std::snprintf(buf, sizeof buf, "%" PRIu64, v.asU64()); out += buf; return;
+        case Tag::Float: {
+            std::snprintf(buf, sizeof buf, "%.17g", v.asDouble());
+            out += buf;
+            // Keep it a float when read back ("0" would come back as an int).
+            if (!std::strpbrk(buf, ".eEn")) out += ".0";
+            return;
+        }
+        case Tag::Str: case Tag::Bytes: appendEscaped(out, m.str(v)); return;
+        case Tag::Frame: case Tag::Stack: out += "null"; return;
+        case Tag::Ref: break;
+    }
+    Container* c = m.deref(v);
+    if (!c || depth <= 0) {
+        out += "null";
+        return;
+    }
+    if (c->kind == Kind::Dict) {
+        out += '{';
+        for (size_t i = 0; i + 1 < c->items.size(); i += 2) {
+            if (i) out += ',';
+            const Value& k = c->items[i];
+            if (k.tag == Tag::Str || k.tag == Tag::Bytes) appendEscaped(out, m.str(k));
+            else {
+                std::string key;
+                renderInto(m, k, depth - 1, key);
+                appendEscaped(out, key);
+            }
+            out += ':';
+            renderInto(m, c->items[i + 1], depth - 1, out);
+        }
+        out += '}';
+    } else {
+        out += '[';
+        for (size_t i = 0; i < c->items.size(); ++i) {
+            if (i) out += ',';
+            renderInto(m, c->items[i], depth - 1, out);
+        }
+        out += ']';
+    }
+}
+
+}  // namespace
+
+std::string renderJson(Machine& m, const Value& v, int depth) {
+    std::string out;
+    renderInto(m, v, depth, out);
+    return out;
+}
+
+SnapshotMapper::SnapshotMapper(Trace& trace) : trace_(trace) {
+    key_device_free_ = trace_.internString("device_free");
+    key_compile_context_ = trace_.internString("compile_context");
+    key_user_metadata_ = trace_.internString("user_metadata");
+    key_action_ = trace_.internString("action");
+    key_pool_id_ = trace_.internString("pool_id");
+}
+
+void SnapshotMapper::attribute(StringId key, std::string_view value) {
+    trace_.attributes.push_back(EventAttribute{trace_.events.size(), key, trace_.internString(value)});
+}
+
+uint32_t SnapshotMapper::sinkFor(Machine& m, uint32_t list, uint32_t type) {
+    Container& c = m.at(list);
+    if (c.sink == 0) {
+        const size_t index = type == kEventSink ? event_sinks_.size() : segment_sinks_.size();
+        if (type == kEventSink) event_sinks_.emplace_back();
+        else segment_sinks_.emplace_back();
+        c.sink = uint32_t((index + 1) << 1) | type;
+    }
+    if ((c.sink & 1) != type) {
+        m.fail("a list mixes trace entries and segments");
+        return UINT32_MAX;
+    }
+    return (c.sink >> 1) - 1;
+}
+
+void SnapshotMapper::releaseTree(Machine& m, const Value& v, int depth, bool tuples) {
+    Container* c = m.deref(v);
+    if (!c || (c->kind == Kind::Tuple && !tuples)) return;
+    if (depth > 0)
+        for (size_t i = 0; i < c->items.size(); ++i)
+            if (c->items[i].tag == Tag::Ref) releaseTree(m, c->items[i], depth - 1, tuples);
+    pending_release_.push_back(uint32_t(v.bits));
+}
+
+void SnapshotMapper::onBatchEnd(Machine& m) {
+    for (uint32_t index : pending_release_) m.release(index);
+    pending_release_.clear();
+}
+
+bool SnapshotMapper::onAppend(Machine& m, uint32_t list, Value& item, bool& keep) {
+    Container* c = m.deref(item);
+    if (!c || c->kind != Kind::Dict) return true;
+    if (c->replacement.tag == Tag::Frame) {  // the same frame dict twice in one batch
+        item = c->replacement;
+        return true;
+    }
+    bool action = false, filename = false, name = false, segment = false;
+    for (size_t i = 0; i + 1 < c->items.size(); i += 2) {
+        if (c->items[i].tag != Tag::Str) continue;
+        const std::string_view k = m.str(c->items[i]);
+        if (k == "action") {
+            action = true;  // torch writes it first: no need to look further
+            break;
+        }
+        else if (k == "filename") filename = true;
+        else if (k == "name") name = true;
+        else if (k == "total_size" || k == "blocks") segment = true;
+    }
+    const uint32_t dict = uint32_t(item.bits);
+    if (action) {
+        keep = false;
+        return convertEntry(m, list, dict);
+    }
+    if (segment) {
+        keep = false;
+        return convertSegment(m, list, dict);
+    }
+    if (filename && name) return convertFrame(m, dict, item);
+    return true;
+}
+
+// A frames list written by CPython is one batch of memo references to frame
+// dicts already interned: intern the stack now, without storing the items.
+bool SnapshotMapper::onPlainBatch(Machine& m, uint32_t list, std::span<const Value> items, bool& consumed) {
+    frame_buf_.clear();
+    for (const Value& v : items) {
+        if (v.tag != Tag::Frame) return true;
+        frame_buf_.push_back(FrameId(uint32_t(v.bits)));
+    }
+    Container& c = m.at(list);
+    c.replacement = Value{Tag::Stack, 0, trace_.internStack(frame_buf_).value};
+    c.folded = true;
+    consumed = true;
+    return true;
+}
+
+void SnapshotMapper::unfold(Machine& m, uint32_t list) {
+    Container& c = m.at(list);
+    if (c.replacement.tag != Tag::Stack) return;
+    for (FrameId f : trace_.stack(StackId(uint32_t(c.replacement.bits))))
+        c.items.push_back(Value{Tag::Frame, 0, f.value});
+    c.replacement = Value{};
+}
+
+bool SnapshotMapper::convertFrame(Machine& m, uint32_t dict, Value& out) {
+    Container& d = m.at(dict);
+    if (d.replacement.tag != Tag::Frame) {
+        Frame f;
+        for (size_t i = 0; i + 1 < d.items.size(); i += 2) {
+            if (d.items[i].tag != Tag::Str) continue;
+            const std::string_view k = m.str(d.items[i]);
+            const Value& v = d.items[i + 1];
+            if (k == "name" && v.tag == Tag::Str) f.function = trace_.internString(m.str(v));
+            else if (k == "filename" && v.tag == Tag::Str) f.file = trace_.internString(m.str(v));
+            else if (k == "line" && v.isInt() && !v.isNegative())
+                f.line = uint32_t(std::min<uint64_t>(v.asU64(), UINT32_MAX));
+        }
+        d.replacement = Value{Tag::Frame, 0, trace_.internFrame(f).value};
+        pending_release_.push_back(dict);
+    }
+    out = d.replacement;
+    return true;
+}
+
+StackId SnapshotMapper::stackOf(Machine& m, const Value& frames) {
+    if (frames.tag == Tag::Stack) return StackId(uint32_t(frames.bits));
+    Container* c = m.deref(frames);
+    if (!c || c->kind == Kind::Dict) return {};
+    if (c->replacement.tag == Tag::Stack) return StackId(uint32_t(c->replacement.bits));
+    frame_buf_.clear();
+    for (size_t i = 0; i < c->items.size(); ++i) {
+        Value f = c->items[i];
+        if (f.tag == Tag::Ref) {
+            Container* fd = m.deref(f);
+            if (!fd || fd->kind != Kind::Dict) continue;
+            convertFrame(m, uint32_t(f.bits), f);
+        }
+        if (f.tag == Tag::Frame) frame_buf_.push_back(FrameId(uint32_t(f.bits)));
+    }
+    const StackId id = trace_.internStack(frame_buf_);
+    c = m.deref(frames);
+    c->replacement = Value{Tag::Stack, 0, id.value};
+    return id;
+}
+
+bool SnapshotMapper::convertEntry(Machine& m, uint32_t list, uint32_t dict) {
+    Container& d = m.at(dict);
+    Event ev;
+    bool has_time = false;
+    Value frames;
+    std::string_view action;
+    bool has_action = false;
+    for (size_t i = 0; i + 1 < d.items.size(); i += 2) {
+        const Value& k = d.items[i];
+        const Value& v = d.items[i + 1];
+        if (k.tag != Tag::Str) continue;
+        const std::string_view key = m.str(k);
+        if (key == "action") {
+            if (v.tag != Tag::Str) return m.fail("a trace entry's 'action' is not a string");
+            action = m.str(v);
+            has_action = true;
+        } else if (key == "addr") {
+            if (v.isInt()) ev.address = v.asU64();
+        } else if (key == "size") {
+            if (!v.isInt() || v.isNegative()) return m.fail("a trace entry's 'size' is not a non-negative integer");
+            ev.size = v.asU64();
+        } else if (key == "stream") {
+            if (v.isInt()) ev.stream = trace_.internStream(v.asU64());
+        } else if (key == "time_us") {
+            if (v.tag == Tag::Int || v.tag == Tag::Bool) {
+                int64_t ns;
+                if (__builtin_mul_overflow(v.asI64(), int64_t(1000), &ns))
+                    return m.fail("a trace entry's 'time_us' is out of range");
+                ev.time = ns;
+                has_time = true;
+            } else if (v.tag == Tag::UInt) {
+                return m.fail("a trace entry's 'time_us' is out of range");
+            }
+        } else if (key == "frames") {
+            frames = v;
+        } else if (key == "device_free") {
+            attribute(key_device_free_, renderJson(m, v, 1));
+        } else if (key == "compile_context") {
+            saw_compile_context_ = true;
+            // "N/A" is PyTorch's "none"; storing it per event would cost more than the event.
+            if (v.tag == Tag::Str) {
+                const std::string_view s = m.str(v);
+                if (!s.empty() && s != "N/A") attribute(key_compile_context_, s);
+            } else if (v.tag != Tag::None) {
+                attribute(key_compile_context_, renderJson(m, v, 4));
+            }
+        } else if (key == "user_metadata") {
+            saw_user_metadata_ = true;
+            if (v.tag == Tag::Str) {
+                if (v.aux) attribute(key_user_metadata_, m.str(v));
+            } else if (v.tag != Tag::None) {
+                attribute(key_user_metadata_, renderJson(m, v, 4));
+            }
+        } else if (key == "pool_id") {
+            const std::string s = renderJson(m, v, 2);
+            if (s != "[0,0]" && s != "null") attribute(key_pool_id_, s);
+        } else {
+            attribute(trace_.internString(key), renderJson(m, v, 4));
+        }
+    }
+    if (!has_action) return m.fail("a trace entry without 'action'");
+    const std::optional<EventKind> kind = kindOf(action);
+    ev.kind = kind.value_or(EventKind::Marker);
+    if (!kind && action != "annotate") attribute(key_action_, action);
+    ev.stack = stackOf(m, frames);
+
+    const uint32_t sink = sinkFor(m, list, kEventSink);
+    if (sink == UINT32_MAX) return false;
+    auto& ranges = event_sinks_[sink].ranges;
+    const uint64_t index = trace_.events.size();
+    if (!ranges.empty() && ranges.back().second == index) ++ranges.back().second;
+    else ranges.emplace_back(index, index + 1);
+    trace_.events.push_back(ev);
+    has_time_.push_back(has_time);
+    if (!has_time) ++events_without_time_;
+    releaseTree(m, Value{Tag::Ref, m.at(dict).generation, dict}, 2, true);
+    return true;
+}
+
+bool SnapshotMapper::convertSegment(Machine& m, uint32_t list, uint32_t dict) {
+    const uint32_t sink = sinkFor(m, list, kSegmentSink);
+    if (sink == UINT32_MAX) return false;
+    SegmentSink& out = segment_sinks_[sink];
+    Container& d = m.at(dict);
+    Segment s;
+    Value frames, blocks;
+    for (size_t i = 0; i + 1 < d.items.size(); i += 2) {
+        if (d.items[i].tag != Tag::Str) continue;
+        const std::string_view key = m.str(d.items[i]);
+        const Value& v = d.items[i + 1];
+        if (key == "device") {
+            if (!v.isInt() || v.asI64() < -1 || v.asI64() > INT16_MAX) return m.fail("a segment's 'device' is out of range");
+            s.device = int16_t(v.asI64());
+        } else if (key == "address") {
+            if (v.isInt()) s.address = v.asU64();
+        } else if (key == "total_size") {
+            if (!v.isInt() || v.isNegative()) return m.fail("a segment's 'total_size' is not a non-negative integer");
+            s.total_size = v.asU64();
+        } else if (key == "stream") {
+            if (v.isInt()) s.stream = v.asU64();
+        } else if (key == "segment_type") {
+            if (v.tag == Tag::Str) s.large = m.str(v) != "small";
+        } else if (key == "segment_pool_id") {
+            if (Container* t = m.deref(v); t && t->items.size() == 2 && t->items[0].isInt() && t->items[1].isInt()) {
+                s.pool_id_first = t->items[0].asU64();
+                s.pool_id_second = t->items[1].asU64();
+            }
+        } else if (key == "is_expandable") {
+            s.expandable = v.isInt() && v.bits != 0;
+        } else if (key == "frames") {
+            frames = v;
+        } else if (key == "blocks") {
+            blocks = v;
+        }
+    }
+    s.stack = stackOf(m, frames);
+    s.first_block = uint32_t(out.blocks.size());
+    if (Container* bl = m.deref(blocks); bl && bl->kind != Kind::Dict) {
+        uint64_t next = s.address;  // legacy blocks have no address: they tile the segment
+        for (size_t bi = 0; bi < bl->items.size(); ++bi) {
+            Container* b = m.deref(bl->items[bi]);
+            if (!b || b->kind != Kind::Dict) continue;
+            Block blk;
+            bool has_address = false, has_requested = false;
+            Value bframes, history;
+            for (size_t i = 0; i + 1 < b->items.size(); i += 2) {
+                if (b->items[i].tag != Tag::Str) continue;
+                const std::string_view key = m.str(b->items[i]);
+                const Value& v = b->items[i + 1];
+                if (key == "address" && v.isInt()) {
+                    blk.address = v.asU64();
+                    has_address = true;
+                } else if (key == "size" && v.isInt() && !v.isNegative()) {
+                    blk.size = v.asU64();
+                } else if (key == "requested_size" && v.isInt() && !v.isNegative()) {
+                    blk.requested_size = v.asU64();
+                    has_requested = true;
+                } else if (key == "state" && v.tag == Tag::Str) {
+                    blk.state = stateOf(m.str(v));
+                } else if (key == "frames") {
+                    bframes = v;
+                } else if (key == "history") {
+                    history = v;
+                }
+            }
+            if (!has_address) blk.address = next;
+            next = blk.address + blk.size;
+            if (bframes.tag != Tag::None) {
+                blk.stack = stackOf(m, bframes);
+            } else if (Container* h = m.deref(history); h && !h->items.empty()) {
+                // memory_viz shows the first history record of a legacy block.
+                if (Container* h0 = m.deref(h->items[0]); h0 && h0->kind == Kind::Dict) {
+                    for (size_t i = 0; i + 1 < h0->items.size(); i += 2) {
+                        if (h0->items[i].tag != Tag::Str) continue;
+                        const std::string_view key = m.str(h0->items[i]);
+                        const Value& v = h0->items[i + 1];
+                        if (key == "frames") blk.stack = stackOf(m, v);
+                        else if (key == "real_size" && v.isInt() && !v.isNegative() && !has_requested) {
+                            blk.requested_size = v.asU64();
+                            has_requested = true;
+                        }
+                    }
+                }
+            }
+            if (!has_requested) blk.requested_size = blk.size;
+            out.blocks.push_back(blk);
+        }
+    }
+    if (out.blocks.size() - s.first_block > UINT32_MAX) return m.fail("too many blocks in one segment");
+    s.block_count = uint32_t(out.blocks.size() - s.first_block);
+    out.segments.push_back(s);
+    releaseTree(m, Value{Tag::Ref, m.at(dict).generation, dict}, 4, false);
+    return true;
+}
+
+Result<void> SnapshotMapper::placeDevices(Machine& m, const Value& traces, bool host) {
+    const char* what = host ? "host_traces" : "device_traces";
+    Container* l = m.deref(traces);
+    if (!l || l->kind == Kind::Dict) return makeError(std::string("not a memory snapshot: '") + what + "' is not a list");
+    auto assign = [&](uint32_t sink_tag, int32_t device) -> Result<void> {
+        if ((sink_tag & 1) != kEventSink) return makeError(std::string("'") + what + "' holds segments");
+        EventSink& s = event_sinks_[(sink_tag >> 1) - 1];
+        if (s.device != kUnassigned) return makeError(std::string("a device trace appears twice in '") + what + "'");
+        s.device = device;
+        return {};
+    };
+    if (host && l->sink) return assign(l->sink, -1);  // a flat list of host entries
+    for (size_t i = 0; i < l->items.size(); ++i) {
+        Container* d = m.deref(l->items[i]);
+        if (!d || d->kind == Kind::Dict)
+            return makeError(std::string("not a memory snapshot: '") + what + "'[" + std::to_string(i) + "] is not a list");
+        if (i > size_t(INT16_MAX)) return makeError(std::string("too many devices in '") + what + "'");
+        if (d->sink) {
+            if (auto r = assign(d->sink, host ? -1 : int32_t(i)); !r) return r;
+        } else if (!d->items.empty()) {
+            return makeError(std::string("'") + what + "'[" + std::to_string(i) + "] holds something other than trace entries");
+        }
+    }
+    return {};
+}
+
+Result<void> SnapshotMapper::addSegments(Machine& m, const Value& list, bool host) {
+    Container* l = m.deref(list);
+    if (!l || l->kind == Kind::Dict) return makeError("not a memory snapshot: 'segments' is not a list");
+    if (!trace_.allocator_state) trace_.allocator_state.emplace();
+    AllocatorState& state = *trace_.allocator_state;
+    if (l->sink == 0) {
+        if (!l->items.empty()) return makeError("'segments' holds something other than segment dicts");
+        return {};
+    }
+    if ((l->sink & 1) != kSegmentSink) return makeError("'segments' holds trace entries");
+    SegmentSink& sink = segment_sinks_[(l->sink >> 1) - 1];
+    const uint64_t offset = state.blocks.size();
+    if (offset + sink.blocks.size() > UINT32_MAX) return makeError("too many blocks");
+    for (Segment s : sink.segments) {
+        s.first_block += uint32_t(offset);
+        if (host) s.device = -1;
+        state.segments.push_back(s);
+    }
+    state.blocks.insert(state.blocks.end(), sink.blocks.begin(), sink.blocks.end());
+    sink = SegmentSink{};
+    return {};
+}
+
+void SnapshotMapper::addAnnotations(Machine& m, const Value& list) {
+    Container* l = m.deref(list);
+    if (!l) return;
+    for (size_t i = 0; i < l->items.size(); ++i) {
+        Container* a = m.deref(l->items[i]);
+        if (!a || a->kind != Kind::Dict) continue;
+        Annotation ann;
+        for (size_t j = 0; j + 1 < a->items.size(); j += 2) {
+            if (a->items[j].tag != Tag::Str) continue;
+            const std::string_view key = m.str(a->items[j]);
+            const Value& v = a->items[j + 1];
+            if (key == "stage" && v.tag == Tag::Str) {
+                const std::string_view s = m.str(v);
+                ann.stage = s == "START" ? AnnotationStage::Start : s == "END" ? AnnotationStage::End : AnnotationStage::Instant;
+            } else if (key == "name") {
+                ann.name = trace_.internString(v.tag == Tag::Str ? std::string(m.str(v)) : renderJson(m, v, 2));
+            } else if (key == "device" && v.isInt() && v.asI64() >= -1 && v.asI64() <= INT16_MAX) {
+                ann.device = int16_t(v.asI64());
+            } else if (key == "time_us" && v.tag == Tag::Int) {
+                int64_t ns;
+                ann.time = __builtin_mul_overflow(v.asI64(), int64_t(1000), &ns) ? 0 : ns;
+            }
+        }
+        trace_.annotations.push_back(ann);
+    }
+}
+
+void SnapshotMapper::finishEvents() {
+    auto& events = trace_.events;
+    std::vector<uint8_t> keep(events.size(), 0);
+    uint64_t kept = 0;
+    for (const EventSink& s : event_sinks_) {
+        if (s.device == kUnassigned) continue;
+        for (auto [b, e] : s.ranges)
+            for (uint64_t i = b; i < e; ++i) {
+                events[i].device = int16_t(s.device);
+                keep[i] = 1;
+                ++kept;
+            }
+    }
+    if (kept != events.size()) {
+        // Entries in lists that are not a device's trace: not part of the timeline.
+        std::vector<uint64_t> remap(events.size(), UINT64_MAX);
+        uint64_t w = 0;
+        events_without_time_ = 0;
+        for (uint64_t i = 0; i < events.size(); ++i) {
+            if (!keep[i]) continue;
+            remap[i] = w;
+            events[w] = events[i];
+            has_time_[w] = has_time_[i];
+            if (!has_time_[w]) ++events_without_time_;
+            ++w;
+        }
+        events.resize(w);
+        has_time_.resize(w);
+        auto& attrs = trace_.attributes;
+        size_t aw = 0;
+        for (size_t i = 0; i < attrs.size(); ++i) {
+            const uint64_t to = attrs[i].event < remap.size() ? remap[attrs[i].event] : UINT64_MAX;
+            if (to == UINT64_MAX) continue;
+            attrs[aw] = attrs[i];
+            attrs[aw++].event = to;
+        }
+        attrs.resize(aw);
+    }
+    if (!events.empty() && events_without_time_ == 0) {
+        trace_.metadata.time_base = TimeBase::Nanoseconds;
+        trace_.metadata.setProperty("pytorch.time_source", "time_us");
+        return;
+    }
+    // No clock (2.1-era files): each device's events are numbered in order.
+    trace_.metadata.time_base = TimeBase::EventIndex;
+    trace_.metadata.setProperty("pytorch.time_source",
+                                events.empty() ? "none (no trace entries)"
+                                               : "event index (the snapshot has no time_us)");
+    std::vector<int64_t> next(size_t(1) << 16, 0);
+    for (Event& e : events) e.time = next[uint16_t(e.device)]++;
+}
+
+Result<void> SnapshotMapper::finish(Machine& m, const Value& root) {
+    Container* r = m.deref(root);
+    if (!r || r->kind == Kind::Tuple || r->kind == Kind::Set)
+        return makeError("not a memory snapshot: the pickle holds no dict or list at the top level");
+    if (r->kind == Kind::List) {
+        // torch.cuda.memory_snapshot() and very old dumps: a bare list of segments.
+        if (auto s = addSegments(m, root, false); !s) return s;
+    } else {
+        bool known = false, no_state = false;
+        for (size_t i = 0; i + 1 < r->items.size(); i += 2) {
+            if (r->items[i].tag != Tag::Str) continue;
+            const std::string key(m.str(r->items[i]));
+            const Value& v = r->items[i + 1];
+            Result<void> ok;
+            if (key == "segments") {
+                known = true;
+                ok = addSegments(m, v, false);
+            } else if (key == "device_traces") {
+                known = true;
+                ok = placeDevices(m, v, false);
+            } else if (key == "host_segments") {
+                ok = addSegments(m, v, true);
+            } else if (key == "host_traces") {
+                ok = placeDevices(m, v, true);
+            } else if (key == kNoAllocatorStateKey) {
+                no_state = v.isInt() && v.bits != 0;
+            } else if (key == "external_annotations") {
+                addAnnotations(m, v);
+            } else if (key == "allocator_settings") {
+                if (Container* s = m.deref(v); s && s->kind == Kind::Dict) {
+                    for (size_t j = 0; j + 1 < s->items.size(); j += 2) {
+                        const Value& k = s->items[j];
+                        const std::string name = k.tag == Tag::Str ? std::string(m.str(k)) : renderJson(m, k, 1);
+                        trace_.metadata.setProperty("allocator_settings." + name, renderJson(m, s->items[j + 1]));
+                    }
+                } else {
+                    trace_.metadata.setProperty("allocator_settings", renderJson(m, v));
+                }
+            } else {
+                trace_.metadata.setProperty("snapshot." + key, renderJson(m, v));
+            }
+            if (!ok) return ok;
+        }
+        if (!known) return makeError("not a memory snapshot: the top-level dict has neither 'segments' nor 'device_traces'");
+        if (no_state && trace_.allocator_state && trace_.allocator_state->segments.empty()) trace_.allocator_state.reset();
+    }
+    finishEvents();
+    std::string defaults;
+    if (saw_compile_context_) defaults += "\"compile_context\":\"N/A\"";
+    if (saw_user_metadata_) defaults += std::string(defaults.empty() ? "" : ",") + "\"user_metadata\":\"\"";
+    if (!defaults.empty()) trace_.metadata.setProperty("pytorch.entry_defaults", "{" + defaults + "}");
+    trace_.metadata.setProperty("pytorch.pickle_protocol", std::to_string(m.protocol()));
+    return {};
+}
+
+}  // namespace memscope::pytorch_snapshot

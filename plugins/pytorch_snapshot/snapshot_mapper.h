@@ -1,0 +1,70 @@
+#pragma once
+// Maps the pickle of a memory snapshot straight into a Trace: the unpickler's
+// Handler. Trace entries and segments are converted the moment they are appended
+// to their list, so only the entry being read exists as pickle values; frames
+// and stacks are interned once per pickle memo slot.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "memscope/trace.h"
+#include "pickle_machine.h"
+
+namespace memscope::pytorch_snapshot {
+
+class SnapshotMapper final : public pickle::Handler {
+public:
+    explicit SnapshotMapper(Trace& trace);
+
+    bool onAppend(pickle::Machine& m, uint32_t list, pickle::Value& item, bool& keep) override;
+    void onBatchEnd(pickle::Machine& m) override;
+    bool onPlainBatch(pickle::Machine& m, uint32_t list, std::span<const pickle::Value> items, bool& consumed) override;
+    void unfold(pickle::Machine& m, uint32_t list) override;
+
+    // After the machine stopped: places events on devices, sets the allocator
+    // state, annotations and metadata from the top-level value.
+    Result<void> finish(pickle::Machine& m, const pickle::Value& root);
+
+private:
+    struct EventSink {
+        std::vector<std::pair<uint64_t, uint64_t>> ranges;  // [begin, end) in trace.events
+        int32_t device = kUnassigned;
+    };
+    struct SegmentSink {
+        std::vector<Segment> segments;
+        std::vector<Block> blocks;
+    };
+    static constexpr int32_t kUnassigned = INT32_MIN;
+
+    bool convertEntry(pickle::Machine& m, uint32_t list, uint32_t dict);
+    bool convertSegment(pickle::Machine& m, uint32_t list, uint32_t dict);
+    bool convertFrame(pickle::Machine& m, uint32_t dict, pickle::Value& out);
+    StackId stackOf(pickle::Machine& m, const pickle::Value& frames);
+    uint32_t sinkFor(pickle::Machine& m, uint32_t list, uint32_t type);
+    void releaseTree(pickle::Machine& m, const pickle::Value& v, int depth, bool tuples);
+    void attribute(StringId key, std::string_view value);
+
+    Result<void> placeDevices(pickle::Machine& m, const pickle::Value& traces, bool host);
+    Result<void> addSegments(pickle::Machine& m, const pickle::Value& list, bool host);
+    void addAnnotations(pickle::Machine& m, const pickle::Value& list);
+    void finishEvents();
+
+    Trace& trace_;
+    std::vector<EventSink> event_sinks_;
+    std::vector<SegmentSink> segment_sinks_;
+    std::vector<uint32_t> pending_release_;
+    std::vector<FrameId> frame_buf_;
+    std::vector<uint8_t> has_time_;  // per event: time_us was present
+    uint64_t events_without_time_ = 0;
+    bool saw_compile_context_ = false;
+    bool saw_user_metadata_ = false;
+    std::string scratch_;
+    StringId key_device_free_, key_compile_context_, key_user_metadata_, key_action_, key_pool_id_;
+};
+
+// Renders a pickle value as JSON text (depth and length limited), for metadata.
+std::string renderJson(pickle::Machine& m, const pickle::Value& v, int depth = 8);
+
+}  // namespace memscope::pytorch_snapshot

@@ -1,0 +1,199 @@
+#include "allocator_view.h"
+
+#include <QMouseEvent>
+#include <QPainter>
+#include <QToolTip>
+#include <QtConcurrent/QtConcurrentRun>
+#include <cmath>
+
+#include "category_colors.h"
+#include "format.h"
+
+namespace memscope::gui {
+
+namespace {
+constexpr int kHeader = 40;      // px of text above the map
+constexpr int kRowHeight = 14;
+constexpr double kSegmentGap = 2;  // px between segments, in row space
+}  // namespace
+
+struct AllocatorView::Layout {
+    QRectF area;
+    double bytesPerPx = 1;
+    double gapBytes = 0;  // a segment gap expressed in bytes
+    int rows = 1;
+};
+
+AllocatorView::AllocatorView(QWidget* parent) : QWidget(parent) {
+    setMouseTracking(true);
+    setMinimumHeight(120);
+    debounce_.setSingleShot(true);
+    debounce_.setInterval(40);
+    connect(&debounce_, &QTimer::timeout, this, &AllocatorView::start);
+    connect(&watcher_, &QFutureWatcher<std::shared_ptr<AllocatorSnapshotAt>>::finished, this, [this] {
+        auto r = watcher_.result();
+        if (!r) return;  // cancelled or failed: keep the last picture
+        snapshot_ = std::move(r);
+        update();
+        emit snapshotReady();
+    });
+}
+
+AllocatorView::~AllocatorView() {
+    if (cancel_) cancel_->store(true);
+    watcher_.waitForFinished();
+}
+
+void AllocatorView::setSource(RunPtr run, DeviceRef ref) {
+    if (run == run_ && ref == ref_) return;
+    run_ = std::move(run);
+    ref_ = ref;
+    snapshot_.reset();
+    if (const DeviceTimeline* tl = run_ ? run_->timeline(ref_) : nullptr) setTime(tl->end);
+    update();
+}
+
+void AllocatorView::setTime(int64_t runX) {
+    pending_ = runX;
+    debounce_.start();
+}
+
+void AllocatorView::waitForIdle() {
+    if (debounce_.isActive()) {
+        debounce_.stop();
+        start();
+    }
+    watcher_.waitForFinished();
+    // Deliver the finished signal now rather than on the next event-loop pass.
+    if (watcher_.isFinished() && watcher_.future().isValid() && watcher_.future().resultCount() > 0) {
+        auto r = watcher_.result();
+        if (r && r != snapshot_) {
+            snapshot_ = std::move(r);
+            update();
+        }
+    }
+}
+
+void AllocatorView::start() {
+    const DeviceTimeline* tl = run_ ? run_->timeline(ref_) : nullptr;
+    const Trace* trace = run_ ? run_->trace(ref_) : nullptr;
+    if (!tl || !trace) return;
+    if (cancel_) cancel_->store(true);
+    cancel_ = std::make_shared<std::atomic<bool>>(false);
+    watcher_.setFuture(QtConcurrent::run([run = run_, tl, trace, t = pending_, cancel = cancel_] {
+        TaskContext ctx;
+        ctx.cancel = cancel.get();
+        auto r = allocatorStateAt(*trace, *tl, t, ctx);
+        return r.ok() ? std::make_shared<AllocatorSnapshotAt>(std::move(*r)) : std::shared_ptr<AllocatorSnapshotAt>();
+    }));
+}
+
+QString AllocatorView::headline() const {
+    if (!snapshot_) return QStringLiteral("Allocator state: move the cursor over a timeline.");
+    const AllocatorSnapshotAt& s = *snapshot_;
+    const double frag = s.reserved_bytes > 0 ? 100.0 * double(s.reserved_bytes - std::min(s.reserved_bytes, s.active_bytes)) /
+                                                   double(s.reserved_bytes)
+                                             : 0.0;
+    QString t = QStringLiteral("%1 segments, reserved %2, active %3, inactive %4%, largest free gap %5")
+                    .arg(s.segments.size())
+                    .arg(formatBytes(double(s.reserved_bytes)), formatBytes(double(s.active_bytes)))
+                    .arg(frag, 0, 'f', 1)
+                    .arg(formatBytes(double(s.largest_free_gap)));
+    if (!s.loose_blocks.empty()) t += QStringLiteral(", %1 blocks outside known segments").arg(s.loose_blocks.size());
+    return t;
+}
+
+AllocatorView::Layout AllocatorView::layout() const {
+    Layout l;
+    l.area = QRectF(4, kHeader, std::max(10, width() - 8), std::max(kRowHeight, height() - kHeader - 4));
+    l.rows = std::max(1, int(l.area.height()) / kRowHeight);
+    if (!snapshot_) return l;
+    double total = 0;
+    for (const ReplaySegment& s : snapshot_->segments) total += double(s.size);
+    for (const ReplayBlock& b : snapshot_->loose_blocks) total += double(b.size);
+    const size_t pieces = snapshot_->segments.size() + snapshot_->loose_blocks.size();
+    // Bytes per pixel such that the map, gaps included, fills the rows.
+    const double px = l.area.width() * l.rows - kSegmentGap * double(pieces);
+    l.bytesPerPx = std::max(1.0, total / std::max(1.0, px));
+    l.gapBytes = kSegmentGap * l.bytesPerPx;
+    return l;
+}
+
+template <typename F>
+void AllocatorView::forEachPiece(const Layout& l, double offset, double len, F&& f) const {
+    const double rowBytes = l.area.width() * l.bytesPerPx;
+    double pos = offset;
+    const double end = offset + len;
+    while (pos < end) {
+        const int row = int(pos / rowBytes);
+        if (row >= l.rows) return;
+        const double rowEnd = double(row + 1) * rowBytes;
+        const double stop = std::min(end, rowEnd);
+        const double x0 = l.area.left() + (pos - double(row) * rowBytes) / l.bytesPerPx;
+        const double w = std::max(1.0, (stop - pos) / l.bytesPerPx);
+        f(QRectF(x0, l.area.top() + row * kRowHeight, w, kRowHeight - 2));
+        pos = stop;
+    }
+}
+
+void AllocatorView::paintEvent(QPaintEvent*) {
+    QPainter p(this);
+    const QPalette pal = palette();
+    p.fillRect(rect(), pal.color(QPalette::Window));
+    p.setPen(pal.color(QPalette::WindowText));
+    QString head = headline();
+    if (snapshot_ && run_) {
+        const Trace* trace = run_->trace(ref_);
+        const DeviceTimeline* tl = run_->timeline(ref_);
+        if (trace && tl)
+            head = QStringLiteral("At %1 (%2): ").arg(formatRunTime(*trace, *tl, snapshot_->time),
+                                                     snapshot_->backwards ? QStringLiteral("replayed back from the end state")
+                                                                          : QStringLiteral("replayed from the start")) +
+                   head;
+        if (!snapshot_->note.empty()) head += QStringLiteral("\n") + toQString(snapshot_->note);
+    }
+    p.drawText(QRect(4, 2, width() - 8, kHeader - 4), Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, head);
+    if (!snapshot_) return;
+    const Layout l = layout();
+    const QColor segColor = isDarkPalette(pal) ? QColor(0x3a, 0x3a, 0x40) : QColor(0xe4, 0xe4, 0xea);
+    double offset = 0;
+    for (const ReplaySegment& s : snapshot_->segments) {
+        forEachPiece(l, offset, double(s.size), [&](const QRectF& r) { p.fillRect(r, segColor); });
+        for (const ReplayBlock& b : s.blocks) {
+            QColor c = categoryColor(b.category);
+            if (b.state == BlockState::ActivePendingFree) c = c.lighter(140);
+            forEachPiece(l, offset + double(b.address - s.address), double(b.size), [&](const QRectF& r) { p.fillRect(r, c); });
+        }
+        offset += double(s.size) + l.gapBytes;
+    }
+    for (const ReplayBlock& b : snapshot_->loose_blocks) {
+        forEachPiece(l, offset, double(b.size), [&](const QRectF& r) { p.fillRect(r, categoryColor(b.category)); });
+        offset += double(b.size) + l.gapBytes;
+    }
+}
+
+void AllocatorView::mouseMoveEvent(QMouseEvent* event) {
+    if (!snapshot_) return;
+    const Layout l = layout();
+    const QPointF pos = event->position();
+    const int row = int((pos.y() - l.area.top()) / kRowHeight);
+    if (pos.y() < l.area.top() || row >= l.rows) return;
+    const double at = double(row) * l.area.width() * l.bytesPerPx + (pos.x() - l.area.left()) * l.bytesPerPx;
+    double offset = 0;
+    for (const ReplaySegment& s : snapshot_->segments) {
+        if (at >= offset && at < offset + double(s.size)) {
+            const uint64_t addr = s.address + uint64_t(at - offset);
+            QString text = QStringLiteral("segment %1, %2").arg(formatAddress(s.address), formatBytes(double(s.size)));
+            for (const ReplayBlock& b : s.blocks)
+                if (addr >= b.address && addr < b.address + b.size)
+                    text += QStringLiteral("\nblock %1, %2, %3")
+                                .arg(formatAddress(b.address), formatBytes(double(b.size)), categoryLabel(b.category));
+            QToolTip::showText(event->globalPosition().toPoint(), text, this);
+            return;
+        }
+        offset += double(s.size) + l.gapBytes;
+    }
+    QToolTip::hideText();
+}
+
+}  // namespace memscope::gui

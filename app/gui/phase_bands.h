@@ -1,0 +1,41 @@
+#pragma once
+// The phase strip under a timeline: steps, forward/backward/optimizer, blocks
+// and recomputation, and annotations, one row each. Built once per run; painted
+// with a plain QPainter so that it draws the same in the plot, in exports and
+// in screenshots.
+
+#include <QColor>
+#include <QPalette>
+#include <QPainter>
+#include <QString>
+#include <vector>
+
+#include "memscope/compare.h"
+#include "memscope/trace.h"
+
+namespace memscope::gui {
+
+struct PhaseBandItem {
+    int64_t start = 0;
+    int64_t end = 0;  // == start for instant annotations
+    int row = 0;
+    QColor color;
+    QString name;
+};
+
+struct PhaseBandData {
+    static constexpr int kRows = 4;  // step, pass, block/recompute, ranges+annotations
+    std::vector<PhaseBandItem> items;  // sorted by start
+    bool empty() const { return items.empty(); }
+};
+
+PhaseBandData buildPhaseBands(const Trace& trace, int16_t device);
+
+// Paints the items visible in [x0, x1] (shared axis) into `area`.
+void paintPhaseBands(QPainter& painter, const QRectF& area, const PhaseBandData& data, const AxisMap& map,
+                     double x0, double x1, const QPalette& palette);
+
+// The names of the phases under shared x (innermost row last), for hover text.
+QString phasesAt(const PhaseBandData& data, const AxisMap& map, double x);
+
+}  // namespace memscope::gui

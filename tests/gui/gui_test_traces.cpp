@@ -1,0 +1,148 @@
+#include "gui_test_traces.h"
+
+#include <QFile>
+#include <array>
+
+#include "memscope/native_format.h"
+
+namespace memscope::guitest {
+
+namespace {
+
+Event ev(int64_t t, EventKind k, uint64_t addr, uint64_t size, Category c, StackId stack = {}, PhaseId phase = {}) {
+    Event e;
+    e.time = t;
+    e.kind = k;
+    e.address = addr;
+    e.size = size;
+    e.category = c;
+    e.stack = stack;
+    e.phase = phase;
+    return e;
+}
+
+}  // namespace
+
+Trace makeSimpleTrace() {
+    Trace t;
+    t.metadata.name = "simple";
+    t.metadata.source_format = "test";
+    const FrameId fwd = t.internFrame({t.internString("forward"), t.internString("model.py"), 12});
+    const FrameId noise = t.internFrame({t.internString("PyEval_EvalFrame"), t.internString("ceval.c"), 1});
+    const FrameId bwd = t.internFrame({t.internString("backward"), t.internString("engine.py"), 7});
+    const std::array fa{fwd, noise};
+    const StackId sa = t.internStack(fa);
+    const std::array fb{bwd};
+    const StackId sb = t.internStack(fb);
+    const PhaseId step = t.addPhase({t.internString("step 0"), PhaseKind::Step, {}, 0, -1, -1, 5, 60});
+    const PhaseId f = t.addPhase({t.internString("forward"), PhaseKind::Forward, step, 0, -1, -1, 5, 25});
+    const PhaseId b = t.addPhase({t.internString("backward"), PhaseKind::Backward, step, 0, -1, -1, 25, 55});
+    t.events = {
+        ev(5, EventKind::SegmentAlloc, 0x1000, 0x4000, Category::Unknown, {}, step),
+        ev(10, EventKind::Alloc, 0x1000, 100, Category::Activation, sa, f),
+        ev(20, EventKind::Alloc, 0x2000, 300, Category::Gradient, sb, f),
+        ev(30, EventKind::FreeCompleted, 0x1000, 100, Category::Activation, sa, b),
+        ev(40, EventKind::Alloc, 0x3000, 50, Category::Temporary, {}, b),
+        ev(50, EventKind::FreeCompleted, 0x2000, 300, Category::Gradient, sb, b),
+    };
+    return t;
+}
+
+Trace makeTrainerLikeTrace(const std::string& policy, int steps) {
+    Trace t;
+    t.metadata.name = policy;
+    t.metadata.source_format = "test";
+    t.metadata.setProperty("policy", policy);
+    constexpr int kBlocks = 4;
+    constexpr uint64_t kParam = 1 << 20;  // per block
+    // Bytes saved per block in forward, and whether backward recomputes.
+    uint64_t saved = 4 * kParam;
+    bool recompute = false;
+    double overhead = 0.0;
+    if (policy == "block") {
+        saved = kParam / 2;
+        recompute = true;
+        overhead = 0.33;
+    } else if (policy == "selective") {
+        saved = 2 * kParam;
+        recompute = true;
+        overhead = 0.05;
+    }
+    const bool optInBwd = policy == "opt-in-bwd";
+    t.metadata.setProperty("recompute_overhead", std::to_string(overhead));
+    const FrameId fr = t.internFrame({t.internString("Block.forward"), t.internString("model.cpp"), 40});
+    const std::array frames{fr};
+    const StackId st = t.internStack(frames);
+
+    int64_t now = 1'000'000'000;  // ns
+    uint64_t next = 0x7f0000000000;
+    auto alloc = [&](uint64_t size, Category c, PhaseId ph) {
+        const uint64_t a = next;
+        next += (size + 511) / 512 * 512;
+        t.events.push_back(ev(now++, EventKind::Alloc, a, size, c, st, ph));
+        return a;
+    };
+    auto release = [&](uint64_t a, uint64_t size, Category c, PhaseId ph) {
+        t.events.push_back(ev(now++, EventKind::FreeCompleted, a, size, c, st, ph));
+    };
+    for (int b = 0; b < kBlocks; ++b) alloc(kParam, Category::Parameter, {});
+    std::vector<uint64_t> grads, optState;
+    const int64_t blockNs = recompute ? 1'300'000 : 1'000'000;
+    for (int s = 0; s < steps; ++s) {
+        const int64_t stepStart = now;
+        const PhaseId step = t.addPhase({t.internString("step " + std::to_string(s)), PhaseKind::Step, {}, s, -1, -1, now, now});
+        const PhaseId fwd = t.addPhase({t.internString("forward"), PhaseKind::Forward, step, s, -1, -1, now, now});
+        std::vector<uint64_t> acts;
+        for (int b = 0; b < kBlocks; ++b) {
+            const PhaseId blk = t.addPhase({t.internString("block " + std::to_string(b)), PhaseKind::Block, fwd, s, b, -1, now, now});
+            acts.push_back(alloc(saved, Category::Activation, blk));
+            const uint64_t tmp = alloc(kParam / 4, Category::Temporary, blk);
+            now += 1'000'000;
+            release(tmp, kParam / 4, Category::Temporary, blk);
+            t.phases[blk.value - 1].end = now;
+        }
+        t.phases[fwd.value - 1].end = now;
+        const PhaseId bwd = t.addPhase({t.internString("backward"), PhaseKind::Backward, step, s, -1, -1, now, now});
+        for (int b = kBlocks - 1; b >= 0; --b) {
+            const PhaseId blk = t.addPhase({t.internString("block " + std::to_string(b)), PhaseKind::Block, bwd, s, b, -1, now, now});
+            uint64_t re = 0;
+            if (recompute) {
+                const PhaseId rc = t.addPhase({t.internString("recompute"), PhaseKind::Recompute, blk, s, b, -1, now, now});
+                re = alloc(4 * kParam - saved, Category::Activation, rc);
+                now += blockNs - 1'000'000;
+                t.phases[rc.value - 1].end = now;
+            }
+            if (s == 0 || optInBwd) grads.push_back(alloc(kParam, Category::Gradient, blk));
+            now += 1'000'000;
+            if (re) release(re, 4 * kParam - saved, Category::Activation, blk);
+            release(acts[size_t(b)], saved, Category::Activation, blk);
+            if (optInBwd) {
+                // The optimizer step runs as soon as the gradient exists, then frees it.
+                if (s == 0) optState.push_back(alloc(2 * kParam, Category::OptimizerState, blk));
+                release(grads.back(), kParam, Category::Gradient, blk);
+                grads.pop_back();
+            }
+            t.phases[blk.value - 1].end = now;
+        }
+        t.phases[bwd.value - 1].end = now;
+        if (!optInBwd) {
+            const PhaseId opt = t.addPhase({t.internString("optimizer"), PhaseKind::Optimizer, step, s, -1, -1, now, now});
+            if (s == 0)
+                for (int b = 0; b < kBlocks; ++b) optState.push_back(alloc(2 * kParam, Category::OptimizerState, opt));
+            const uint64_t tmp = alloc(kBlocks * kParam, Category::Temporary, opt);
+            now += 500'000;
+            release(tmp, kBlocks * kParam, Category::Temporary, opt);
+            t.phases[opt.value - 1].end = now;
+        }
+        t.phases[step.value - 1].end = now;
+        (void)stepStart;
+    }
+    return t;
+}
+
+QString writeTrace(const Trace& trace, const QString& path) {
+    auto r = writeNativeTrace(trace, QFile::encodeName(path).toStdString());
+    return r.ok() ? path : QString();
+}
+
+}  // namespace memscope::guitest

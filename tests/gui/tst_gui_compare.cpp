@@ -1,0 +1,132 @@
+// Compare: four trainer-like policy runs show four plots on one y scale and the
+// right summary table; alignment modes; difference curve; CSV; the screenshot
+// command.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "app_options.h"
+#include "compare_view.h"
+#include "difference_plot.h"
+#include "generate_dialog.h"
+#include "gui_test_traces.h"
+#include "main_window.h"
+#include "run_loader.h"
+#include "screenshot.h"
+#include "summary_model.h"
+#include "timeline_plot.h"
+#include "zoom_state.h"
+
+using namespace memscope;
+using namespace memscope::gui;
+
+namespace {
+const char* const kPolicies[] = {"full", "block", "selective", "opt-in-bwd"};
+}
+
+class CompareTest : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir dir_;
+    QStringList paths_;
+
+private slots:
+    void initTestCase() {
+        QStandardPaths::setTestModeEnabled(true);
+        for (const char* p : kPolicies)
+            paths_ << guitest::writeTrace(guitest::makeTrainerLikeTrace(p),
+                                          dir_.filePath(QStringLiteral("mlp-%1.memscope").arg(QLatin1String(p))));
+        QVERIFY(!paths_.contains(QString()));
+    }
+
+    void fourRunsFourPlotsRightTable() {
+        MainWindow w(false);
+        w.resize(1600, 1000);
+        w.show();
+        w.openPaths(paths_, true);
+        w.waitForLoads();
+        QVERIFY2(w.errors().isEmpty(), qPrintable(w.errors().join(QLatin1Char('\n'))));
+        CompareView* c = w.compareView();
+        QVERIFY(c);
+        QCOMPARE(c->plotCount(), 4);
+        SummaryTableModel* m = c->summaryModel();
+        QCOMPARE(m->rowCount(), 4);
+        // Each row's peak is its own timeline's peak; all plots share one y scale.
+        for (int r = 0; r < 4; ++r) {
+            QCOMPARE(m->data(m->index(r, SummaryTableModel::Name), SummaryTableModel::RawRole).toString(),
+                     QLatin1String(kPolicies[r]));
+            const DeviceTimeline* tl = c->plotAt(r)->timeline();
+            QCOMPARE(m->data(m->index(r, SummaryTableModel::Peak), SummaryTableModel::RawRole).toLongLong(),
+                     qint64(tl->peak.bytes));
+        }
+        auto peak = [&](int r) { return m->data(m->index(r, SummaryTableModel::Peak), SummaryTableModel::RawRole).toLongLong(); };
+        // full saves the most activations; block checkpointing the least.
+        QVERIFY(peak(0) > peak(2));
+        QVERIFY(peak(2) > peak(1));
+        QCOMPARE(m->data(m->index(1, SummaryTableModel::PeakDelta), SummaryTableModel::RawRole).toLongLong(), peak(1) - peak(0));
+        QCOMPARE(m->data(m->index(1, SummaryTableModel::RecomputeOverhead), SummaryTableModel::RawRole).toDouble(), 0.33);
+        QVERIFY(m->data(m->index(0, SummaryTableModel::StepTime), SummaryTableModel::RawRole).toDouble() > 0);
+        QVERIFY(!m->data(m->index(0, SummaryTableModel::PeakPhase)).toString().isEmpty());
+
+        // Align by step: the shared axis spans the three steps.
+        c->setAlignMode(AlignMode::Step);
+        QVERIFY(qAbs(c->zoom()->fullEnd() - 3.0) < 0.01);
+        c->setAlignMode(AlignMode::Phase);
+        QVERIFY(qAbs(c->zoom()->fullEnd() - 3.0) < 0.01);
+        c->setGridLayout(false);
+        c->setBaseline(1);
+        QCOMPARE(m->baseline(), 1);
+        QVERIFY(c->differencePlot()->pointCount() > 2);
+
+        const QString csv = dir_.filePath(QStringLiteral("table.csv"));
+        QString error;
+        QVERIFY2(c->exportCsv(csv, &error), qPrintable(error));
+        QFile f(csv);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QList<QByteArray> lines = f.readAll().trimmed().split('\n');
+        QCOMPARE(lines.size(), 5);
+        QVERIFY(lines[0].startsWith("run,peak_bytes,"));
+        QVERIFY(lines[1].startsWith("full," + QByteArray::number(peak(0)) + ","));
+        QVERIFY(c->exportPlots(dir_.filePath(QStringLiteral("grid.png")), &error));
+    }
+
+    void screenshotCommand() {
+        AppOptions o = parseOptions(QStringList{QStringLiteral("memscope"), QStringLiteral("--screenshot"),
+                                                dir_.filePath(QStringLiteral("shot.png")), QStringLiteral("--compare")} + paths_);
+        QVERIFY(o.error.isEmpty());
+        QVERIFY(o.compare);
+        QCOMPARE(runScreenshot(o), 0);
+        QImage img(dir_.filePath(QStringLiteral("shot.png")));
+        QVERIFY(!img.isNull());
+        QVERIFY(img.width() >= 1600);
+    }
+
+    // The README's main job: generate the four policies, land in the compare view.
+    void generateDialogRunsTheTrainer() {
+        QString trainer = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("memscope-train"));
+        if (!QFileInfo(trainer).isExecutable()) trainer = qEnvironmentVariable("MEMSCOPE_TRAIN");
+        if (trainer.isEmpty() || !QFileInfo(trainer).isExecutable())
+            QSKIP("memscope-train is not built (set MEMSCOPE_TRAIN to run this test)");
+        qputenv("MEMSCOPE_TRAIN", trainer.toLocal8Bit());
+        MainWindow w(false);
+        w.show();
+        GenerateDialog dialog;
+        QObject::connect(&dialog, &GenerateDialog::tracesReady, &w, [&w](const QStringList& p) { w.openPaths(p, true); });
+        dialog.setOutputFolder(dir_.filePath(QStringLiteral("generated")));
+        QVERIFY(dialog.arguments().contains(QStringLiteral("all")));
+        dialog.start();
+        QVERIFY(dialog.isRunning());
+        QTRY_VERIFY_WITH_TIMEOUT(!dialog.isRunning(), 240000);
+        QTRY_VERIFY_WITH_TIMEOUT(w.compareView() != nullptr, 10000);
+        w.waitForLoads();
+        QCOMPARE(w.compareView()->plotCount(), 4);
+        QCOMPARE(w.compareView()->summaryModel()->rowCount(), 4);
+    }
+
+    void badCommandLines() {
+        QVERIFY(!parseOptions({QStringLiteral("memscope"), QStringLiteral("--screenshot"), QStringLiteral("x.png")}).error.isEmpty());
+        QVERIFY(!parseOptions({QStringLiteral("memscope"), QStringLiteral("--nope")}).error.isEmpty());
+    }
+};
+
+QTEST_MAIN(CompareTest)
+#include "tst_gui_compare.moc"

@@ -1,0 +1,141 @@
+// Opening: every real fixture (when its importer is registered), native traces,
+// a folder of ranks, a bad file (an error naming it, the app still usable).
+#include <QDir>
+#include <QMessageBox>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "gui_test_traces.h"
+#include "main_window.h"
+#include "run_loader.h"
+#include "run_view.h"
+#include "timeline_plot.h"
+
+using namespace memscope;
+using namespace memscope::gui;
+
+class OpenTest : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+    void eachFixtureOpens_data() {
+        QTest::addColumn<QString>("path");
+        const QDir root(QStringLiteral(MEMSCOPE_FIXTURES_DIR));
+        int n = 0;
+        for (const QString& sub : {QStringLiteral("snapshots"), QStringLiteral("profiler")}) {
+            const QDir d(root.filePath(sub));
+            for (const QFileInfo& fi : d.entryInfoList(QDir::Files, QDir::Name)) {
+                if (fi.suffix() == QLatin1String("json") && fi.baseName() == QLatin1String("EXPECTED")) continue;
+                QTest::newRow(qPrintable(fi.fileName())) << fi.filePath();
+                ++n;
+            }
+        }
+        if (n == 0) QTest::newRow("no fixtures") << QString();
+    }
+    void eachFixtureOpens() {
+        QFETCH(QString, path);
+        if (path.isEmpty()) QSKIP("fixtures folder not found");
+        if (!pluginRegistry().importerFor(QFile::encodeName(path).toStdString()).ok())
+            QSKIP("no importer for this file is registered yet");
+        MainWindow w(false);
+        w.resize(1200, 800);
+        w.show();
+        w.openPaths({path});
+        w.waitForLoads();
+        QVERIFY2(w.errors().isEmpty(), qPrintable(w.errors().join(QLatin1Char('\n'))));
+        QCOMPARE(int(w.runs().size()), 1);
+        RunView* v = w.currentRunView();
+        QVERIFY(v);
+        QVERIFY(!v->run()->devices().empty() || v->run()->parts.front().trace->events.empty());
+        v->goToPeak();
+        v->plot()->renderNow();
+        // At the peak, just under its top, there is always an allocation.
+        const DeviceTimeline* tl = v->plot()->timeline();
+        if (tl && tl->peak.bytes > 0)
+            QVERIFY2(v->hoverText().contains(QStringLiteral(" at 0x")), qPrintable(v->hoverText()));
+    }
+
+    void nativeTraceOpens() {
+        QTemporaryDir dir;
+        const QString path = guitest::writeTrace(guitest::makeSimpleTrace(), dir.filePath(QStringLiteral("simple.memscope")));
+        QVERIFY(!path.isEmpty());
+        MainWindow w(false);
+        w.show();
+        w.openPaths({path});
+        QVERIFY(w.isLoading());
+        w.waitForLoads();
+        QVERIFY2(w.errors().isEmpty(), qPrintable(w.errors().join(QLatin1Char('\n'))));
+        QCOMPARE(int(w.runs().size()), 1);
+        QCOMPARE(w.currentRunView()->plot()->timeline()->peak.bytes, int64_t(400));
+    }
+
+    void folderOfRanksIsOneRun() {
+        QTemporaryDir dir;
+        for (int rank : {1, 0}) {
+            Trace t = guitest::makeSimpleTrace();
+            t.metadata.rank = rank;
+            t.metadata.name = "rank" + std::to_string(rank);
+            QVERIFY(!guitest::writeTrace(t, dir.filePath(QStringLiteral("trace-rank%1.memscope").arg(rank))).isEmpty());
+        }
+        auto run = loadRun(dir.path(), {});
+        QVERIFY2(run.ok(), run.ok() ? "" : run.message().c_str());
+        QCOMPARE(int((*run)->parts.size()), 2);
+        QCOMPARE((*run)->parts.front().trace->metadata.rank, 0);
+        const auto devices = (*run)->devices();
+        QCOMPARE(int(devices.size()), 2);
+        QCOMPARE((*run)->deviceLabel(devices[1]), QStringLiteral("rank 1 / cuda:0"));
+    }
+
+    void badFileShowsErrorAndAppStaysUsable() {
+        QTemporaryDir dir;
+        const QString bad = dir.filePath(QStringLiteral("garbage.memscope"));
+        {
+            QFile f(bad);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write("MEMSCOPE\x01\x02 this is not a trace at all");
+        }
+        const QString missing = dir.filePath(QStringLiteral("missing.pickle"));
+        MainWindow w(false);
+        w.show();
+        w.openPaths({bad, missing});
+        w.waitForLoads();
+        QCOMPARE(w.errors().size(), 2);
+        QVERIFY2(w.errors()[0].contains(QStringLiteral("garbage.memscope")), qPrintable(w.errors()[0]));
+        QVERIFY2(w.errors()[1].contains(QStringLiteral("missing.pickle")), qPrintable(w.errors()[1]));
+        auto* box = w.findChild<QMessageBox*>(QStringLiteral("openErrorBox"));
+        QVERIFY(box);
+        QTRY_VERIFY(box->isVisible());
+        QVERIFY(box->informativeText().contains(QStringLiteral("garbage.memscope")));
+        box->accept();
+        // Still usable: a good file opens afterwards.
+        const QString good = guitest::writeTrace(guitest::makeSimpleTrace(), dir.filePath(QStringLiteral("ok.memscope")));
+        w.openPaths({good});
+        w.waitForLoads();
+        QCOMPARE(int(w.runs().size()), 1);
+    }
+
+    void cancelStopsLoading() {
+        QTemporaryDir dir;
+        QStringList paths;
+        for (int i = 0; i < 8; ++i)
+            paths << guitest::writeTrace(guitest::makeTrainerLikeTrace("full", 4), dir.filePath(QStringLiteral("r%1.memscope").arg(i)));
+        RunLoader loader;
+        QSignalSpy finished(&loader, &RunLoader::finished);
+        QVERIFY(loader.load(paths));
+        loader.cancel();
+        QTRY_COMPARE(finished.count(), 1);
+        // Either the cancel stopped it early, or it had already finished.
+        const int handled = finished.front().at(0).toInt() + finished.front().at(1).toInt();
+        QCOMPARE(finished.front().at(2).toBool(), handled < 8);
+        QVERIFY(!loader.isBusy());
+        QVERIFY(loader.load(paths));  // usable again after a cancel
+        loader.waitForFinished();
+        QTRY_COMPARE(finished.count(), 2);
+        QCOMPARE(finished.back().at(0).toInt(), 8);
+    }
+};
+
+QTEST_MAIN(OpenTest)
+#include "tst_gui_open.moc"

@@ -25,9 +25,14 @@ if [ ! -x "$bin/memscope-train" ]; then
   echo "memscope: the reference trainer was not built (see the feature summary above)" >&2
   exit 1
 fi
-rm -rf "$out"
+mkdir -p "$out"
+rm -f "$out/$model"-*.memscope  # only what this job wrote before
 "$bin/memscope-train" --model "$model" --policy all --preset quick --out "$out"
-traces=("$out"/*.memscope)
+# In the policies' usual order, full (the baseline) first.
+traces=()
+for policy in full block selective opt-in-bwd; do
+  if [ -f "$out/$model-$policy.memscope" ]; then traces+=("$out/$model-$policy.memscope"); fi
+done
 
 if [ -x "$bin/memscope" ]; then
   if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then

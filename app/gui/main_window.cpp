@@ -167,6 +167,10 @@ void MainWindow::waitForLoads() {
 
 void MainWindow::onRunLoaded(RunPtr run) {
     batchRuns_.push_back(run);
+    // A damaged tail still loads; say what was lost instead of hiding it.
+    for (const RunPart& part : run->parts)
+        if (const std::string* w = part.trace->metadata.property("load_warning"))
+            batchErrors_ << QStringLiteral("%1: opened, but %2").arg(part.path, QString::fromStdString(*w));
     if (!current_.compare) addRunView(run);
 }
 
@@ -187,9 +191,9 @@ void MainWindow::onLoadFinished(int loaded, int failed, bool cancelled) {
     if (current_.compare && !batchRuns_.empty()) showCompare(batchRuns_);
     if (!batchErrors_.isEmpty()) {
         // Non-modal: the app stays usable and tests can inspect the box.
-        auto* box = new QMessageBox(QMessageBox::Warning, QStringLiteral("Could not open"),
-                                    batchErrors_.size() == 1 ? QStringLiteral("Could not open a file.")
-                                                             : QStringLiteral("Could not open %1 files.").arg(batchErrors_.size()),
+        auto* box = new QMessageBox(QMessageBox::Warning, QStringLiteral("Problems opening files"),
+                                    batchErrors_.size() == 1 ? QStringLiteral("One file could not be opened completely.")
+                                                             : QStringLiteral("%1 files could not be opened completely.").arg(batchErrors_.size()),
                                     QMessageBox::Ok, this);
         box->setInformativeText(batchErrors_.join(QLatin1Char('\n')));
         box->setObjectName(QStringLiteral("openErrorBox"));

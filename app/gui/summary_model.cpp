@@ -89,7 +89,10 @@ QVariant SummaryTableModel::data(const QModelIndex& index, int role) const {
             .arg((d.peak_ratio - 1.0) * 100.0, 0, 'f', 1);
     case PeakTime: return trace && tl ? formatRunTime(*trace, *tl, s.peak_time) : QString();
     case PeakPhase: return toQString(s.peak_phase);
-    case ReservedPeak: return formatBytes(double(s.reserved_peak));
+    case ReservedPeak:
+        // A source without segment events (a CPU trainer run) has no reserved curve.
+        if (tl && tl->reserved.empty() && tl->reserved.initial == 0) return QStringLiteral("—");
+        return formatBytes(double(s.reserved_peak));
     case StepTime: return s.step_time_s ? QStringLiteral("%1 ms").arg(*s.step_time_s * 1e3, 0, 'f', 2) : QString();
     case StepTimeRatio:
         if (isBaseline || !d.step_time_ratio) return isBaseline ? QStringLiteral("—") : QString();

@@ -33,6 +33,12 @@ public:
                 return makeError(message.substr(prefix.size()));
             return trace;
         }
+        if (!report.problem.empty() && report.chunks_read == 0 && report.bytes_lost > 0) {
+            // Nothing after the header could be read: an empty run would hide
+            // that, so this is an error rather than a warning.
+            return makeError("no readable chunk after the header (" +
+                             std::to_string(report.bytes_lost) + " bytes): " + report.problem);
+        }
         if (!report.problem.empty()) {
             trace->metadata.setProperty(
                 "load_warning", "file damaged after " + std::to_string(report.chunks_read) +

@@ -118,7 +118,8 @@ TEST(Timeline, NoEventsPeakIsTheInitialState) {
     trace.allocator_state = state;
     auto tl = Timeline::build(trace);
     ASSERT_TRUE(tl.ok());
-    const DeviceSummary& ds = summarize(trace, **tl).devices.at(1);
+    const TraceSummary summary = summarize(trace, **tl);
+    const DeviceSummary& ds = summary.devices.at(1);
     EXPECT_EQ(ds.peak_active_bytes, 100);
     EXPECT_EQ(ds.peak_event_index, -1);
     EXPECT_FALSE(ds.first_time_us.has_value());
@@ -161,7 +162,8 @@ TEST(Timeline, UnsortedTimesAreOrderedAndEventIndexTimeBaseHasNoClock) {
     EXPECT_EQ(d.peak.bytes, 30);
     EXPECT_EQ(d.peak.trace_event, 1u);
     EXPECT_EQ(d.initial_live, 0);
-    const DeviceSummary& ds = summarize(trace, **tl).devices.at(0);
+    const TraceSummary summary = summarize(trace, **tl);
+    const DeviceSummary& ds = summary.devices.at(0);
     EXPECT_FALSE(ds.first_time_us.has_value());
     EXPECT_FALSE(ds.peak_time_us.has_value());
 }

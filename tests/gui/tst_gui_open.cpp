@@ -116,6 +116,29 @@ private slots:
         QCOMPARE(int(w.runs().size()), 1);
     }
 
+    void damagedTailOpensWithAWarning() {
+        QTemporaryDir dir;
+        Trace big = guitest::makeSimpleTrace();
+        // Enough chunks that cutting the last one off leaves a usable run.
+        for (int i = 0; i < 200000; ++i)
+            big.events.push_back(Event{big.events.back().time + 1, 0x100000 + uint64_t((i / 2) % 64) * 256, 256, {}, {}, 0, 0,
+                                       i % 2 ? EventKind::FreeCompleted : EventKind::Alloc, Category::Temporary});
+        const QString path = guitest::writeTrace(big, dir.filePath(QStringLiteral("cut.memscope")));
+        QVERIFY(!path.isEmpty());
+        QFile f(path);
+        QVERIFY(f.resize(f.size() - 100));
+        MainWindow w(false);
+        w.show();
+        w.openPaths({path});
+        w.waitForLoads();
+        QCOMPARE(int(w.runs().size()), 1);
+        auto* box = w.findChild<QMessageBox*>(QStringLiteral("openErrorBox"));
+        QVERIFY(box);
+        QTRY_VERIFY(box->isVisible());
+        QVERIFY2(box->informativeText().contains(QStringLiteral("cut.memscope: opened, but")),
+                 qPrintable(box->informativeText()));
+    }
+
     void cancelStopsLoading() {
         QTemporaryDir dir;
         QStringList paths;

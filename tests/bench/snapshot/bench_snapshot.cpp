@@ -1,6 +1,6 @@
 // Times memscope's snapshot import against CPython's pickle.load on one file.
 // Each side runs in its own process so that peak RSS is its own.
-//   memscope_bench_snapshot FILE [--no-python]
+//   memscope-bench-snapshot FILE [--no-python]
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -2,7 +2,7 @@
 // pickle.dump writes torch's: one dict per trace entry, a fresh frames list per
 // entry whose frame dicts are shared through the memo (deep stacks with common
 // prefixes), thousands of segments with blocks, allocator settings.
-//   memscope_gen_snapshot OUT [--mb SIZE_MB] [--seed N]
+//   memscope-gen-snapshot OUT [--mb SIZE_MB] [--seed N]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

@@ -1,4 +1,4 @@
-// memscope_trainer_bench [--paper | --small] [--theory-only | --overhead-only]
+// memscope-bench-trainer [--paper | --small] [--theory-only | --overhead-only]
 //
 // 1. The paper configurations per policy: the peak, its phase, and for gpt the
 //    measured activation bytes per layer against s·b·h·(34 + 5as/h), 34sbh and
@@ -206,12 +206,12 @@ int main(int argc, char** argv) {
             theory = false;
         else {
             std::fprintf(stderr,
-                         "usage: memscope_trainer_bench [--paper|--small] "
+                         "usage: memscope-bench-trainer [--paper|--small] "
                          "[--theory-only|--overhead-only]\n");
             return 2;
         }
     }
-    std::printf("memscope_trainer_bench: LibTorch %s, configurations: %s\n", torchVersion().c_str(),
+    std::printf("memscope-bench-trainer: LibTorch %s, configurations: %s\n", torchVersion().c_str(),
                 scale_name);
     if (theory) {
         policies(scale.mlp, scale.steps);

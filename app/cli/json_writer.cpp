@@ -1,6 +1,6 @@
 #include "json_writer.h"
 
-#include <cstdio>
+#include "memscope/json_text.h"
 
 namespace memscope::cli {
 
@@ -59,27 +59,7 @@ JsonWriter& JsonWriter::value(std::string_view s) {
     return *this;
 }
 
-void JsonWriter::writeString(std::string_view s) {
-    out_ += '"';
-    for (const char c : s) {
-        switch (c) {
-            case '"': out_ += "\\\""; break;
-            case '\\': out_ += "\\\\"; break;
-            case '\n': out_ += "\\n"; break;
-            case '\t': out_ += "\\t"; break;
-            case '\r': out_ += "\\r"; break;
-            default:
-                if (static_cast<unsigned char>(c) < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                    out_ += buf;
-                } else {
-                    out_ += c;
-                }
-        }
-    }
-    out_ += '"';
-}
+void JsonWriter::writeString(std::string_view s) { appendJsonString(out_, s); }
 
 JsonWriter& JsonWriter::value(int64_t v) {
     separate();

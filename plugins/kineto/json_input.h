@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "memscope/plugin.h"
 #include "memscope/result.h"
 
 namespace memscope::json_input {
@@ -67,6 +68,34 @@ private:
     std::vector<char> buf_;
     size_t pos_ = 0, end_ = 0;
     uint64_t offset_ = 0;
+};
+
+// Reports progress by raw bytes every 16 MiB of a Source and polls the cancel
+// flag then; the SAX handlers of both JSON importers call tick() per element.
+class ProgressGate {
+public:
+    ProgressGate(const TaskContext& ctx, const Source& source) : ctx_(ctx), source_(source) {}
+    // False once the user cancelled: the handler stops the parse.
+    bool tick() {
+        const uint64_t at = source_.consumed();
+        if (at >= next_report_) {
+            next_report_ = at + kReportEvery;
+            if (ctx_.cancelled()) {
+                cancelled_ = true;
+                return false;
+            }
+            ctx_.report(at, source_.total());
+        }
+        return true;
+    }
+    bool cancelled() const { return cancelled_; }
+
+private:
+    static constexpr uint64_t kReportEvery = 16ull << 20;
+    const TaskContext& ctx_;
+    const Source& source_;
+    uint64_t next_report_ = kReportEvery;
+    bool cancelled_ = false;
 };
 
 // "1669783687464300.125" (µs, as chrome traces write ts) -> ns, exactly.

@@ -12,7 +12,6 @@ namespace memscope::kineto {
 namespace {
 
 constexpr int kMaxDepth = 256;
-constexpr uint64_t kReportEvery = 16ull << 20;
 
 enum class Field : uint8_t {
     Other, Name, Ts, Pid, Args, DeviceType, DeviceId, Addr, Bytes, TotalAllocated, TotalReserved, Rank,
@@ -21,7 +20,7 @@ enum class Field : uint8_t {
 class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> {
 public:
     Handler(Trace& trace, json_input::Source& src, const TaskContext& ctx)
-        : trace_(trace), src_(src), ctx_(ctx) {
+        : trace_(trace), gate_(ctx, src) {
         key_total_reserved_ = trace_.internString("total_reserved");
     }
 
@@ -108,7 +107,7 @@ public:
         return true;
     }
 
-    bool cancelledOrFailed() const { return cancelled_; }
+    bool cancelledOrFailed() const { return gate_.cancelled(); }
     const std::string& error() const { return error_; }
     uint64_t memoryEvents() const { return memory_events_; }
 
@@ -126,16 +125,7 @@ private:
     }
 
     bool progress() {
-        const uint64_t at = src_.consumed();
-        if (at >= next_report_) {
-            next_report_ = at + kReportEvery;
-            if (ctx_.cancelled()) {
-                cancelled_ = true;
-                return false;
-            }
-            ctx_.report(at, src_.total());
-        }
-        return true;
+        return gate_.tick();
     }
 
     // Top-level scalars ("schemaVersion", "traceName", ...) as metadata.
@@ -217,16 +207,14 @@ private:
     }
 
     Trace& trace_;
-    json_input::Source& src_;
-    const TaskContext& ctx_;
+    json_input::ProgressGate gate_;
     int depth_ = 0;
     int event_depth_ = 3;
-    bool in_events_ = false, in_args_ = false, in_distributed_ = false, cancelled_ = false;
+    bool in_events_ = false, in_args_ = false, in_distributed_ = false;
     Field field_ = Field::Other;
     std::string top_key_;
     Pending ev_;
     std::string error_;
-    uint64_t next_report_ = kReportEvery;
     uint64_t memory_events_ = 0;
     uint64_t next_synthetic_ = 0;
     StringId key_total_reserved_;

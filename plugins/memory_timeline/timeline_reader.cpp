@@ -7,13 +7,12 @@
 namespace memscope::memory_timeline {
 namespace {
 
-constexpr uint64_t kReportEvery = 16ull << 20;
 constexpr size_t kMaxRowValues = 64;  // a row of sizes has 9 values; more is not this format
 
 class Handler : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Handler> {
 public:
     Handler(TimelineRows& out, json_input::Source& src, const TaskContext& ctx)
-        : out_(out), src_(src), ctx_(ctx) {}
+        : out_(out), gate_(ctx, src) {}
 
     bool StartObject() { return fail("an object where the memory timeline has only lists"); }
     bool StartArray() {
@@ -71,7 +70,7 @@ public:
         return true;
     }
     const std::string& error() const { return error_; }
-    bool cancelled() const { return cancelled_; }
+    bool cancelled() const { return gate_.cancelled(); }
 
 private:
     bool fail(std::string m) {
@@ -88,27 +87,16 @@ private:
     }
     bool progress() {
         if (bad_) return false;
-        const uint64_t at = src_.consumed();
-        if (at >= next_report_) {
-            next_report_ = at + kReportEvery;
-            if (ctx_.cancelled()) {
-                cancelled_ = true;
-                return false;
-            }
-            ctx_.report(at, src_.total());
-        }
-        return true;
+        return gate_.tick();
     }
 
     TimelineRows& out_;
-    json_input::Source& src_;
-    const TaskContext& ctx_;
+    json_input::ProgressGate gate_;
     int depth_ = 0;
     uint64_t top_items_ = 0;
     std::vector<int64_t> row_, first_;
-    bool first_is_row_ = false, bad_ = false, cancelled_ = false;
+    bool first_is_row_ = false, bad_ = false;
     std::string error_;
-    uint64_t next_report_ = kReportEvery;
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "snapshot_mapper.h"
 
+#include "memscope/json_text.h"
 #include "memscope/plugins/pytorch_snapshot.h"
 
 #include <algorithm>
@@ -40,24 +41,6 @@ BlockState stateOf(std::string_view s) {
     return BlockState::Inactive;
 }
 
-void appendEscaped(std::string& out, std::string_view s) {
-    out += '"';
-    for (char ch : s) {
-        const auto c = static_cast<unsigned char>(ch);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += ch;
-        } else if (c < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-        } else {
-            out += ch;
-        }
-    }
-    out += '"';
-}
-
 void renderInto(Machine& m, const Value& v, int depth, std::string& out) {
     constexpr size_t kMaxText = 64 * 1024;
     if (out.size() > kMaxText) return;
@@ -74,7 +57,7 @@ void renderInto(Machine& m, const Value& v, int depth, std::string& out) {
             if (!std::strpbrk(buf, ".eEn")) out += ".0";
             return;
         }
-        case Tag::Str: case Tag::Bytes: appendEscaped(out, m.str(v)); return;
+        case Tag::Str: case Tag::Bytes: appendJsonString(out, m.str(v)); return;
         case Tag::Frame: case Tag::Stack: out += "null"; return;
         case Tag::Ref: break;
     }
@@ -88,11 +71,11 @@ void renderInto(Machine& m, const Value& v, int depth, std::string& out) {
         for (size_t i = 0; i + 1 < c->items.size(); i += 2) {
             if (i) out += ',';
             const Value& k = c->items[i];
-            if (k.tag == Tag::Str || k.tag == Tag::Bytes) appendEscaped(out, m.str(k));
+            if (k.tag == Tag::Str || k.tag == Tag::Bytes) appendJsonString(out, m.str(k));
             else {
                 std::string key;
                 renderInto(m, k, depth - 1, key);
-                appendEscaped(out, key);
+                appendJsonString(out, key);
             }
             out += ':';
             renderInto(m, c->items[i + 1], depth - 1, out);

@@ -1,16 +1,26 @@
 #include "ledger.h"
 
 namespace memscope::trainer {
+namespace {
+
+Event makeEvent(EventKind kind, uint64_t ptr, uint64_t size, int16_t device, int64_t time,
+                PhaseId phase) {
+    Event e;
+    e.time = time;
+    e.address = ptr;
+    e.size = size;
+    e.phase = phase;
+    e.device = device;
+    e.kind = kind;
+    return e;
+}
+
+}  // namespace
 
 void AllocationLedger::onAlloc(uint64_t ptr, uint64_t size, int16_t device, int64_t time) {
     std::lock_guard lock(mutex_);
     Pending p;
-    p.event.time = time;
-    p.event.address = ptr;
-    p.event.size = size;
-    p.event.phase = phase_;
-    p.event.device = device;
-    p.event.kind = EventKind::Alloc;
+    p.event = makeEvent(EventKind::Alloc, ptr, size, device, time, phase_);
     p.event.category = Category::Temporary;
     const auto index = static_cast<uint32_t>(pending_.size());
     pending_.push_back(p);
@@ -23,12 +33,7 @@ void AllocationLedger::onAlloc(uint64_t ptr, uint64_t size, int16_t device, int6
 void AllocationLedger::onFree(uint64_t ptr, uint64_t size, int16_t device, int64_t time) {
     std::lock_guard lock(mutex_);
     Pending p;
-    p.event.time = time;
-    p.event.address = ptr;
-    p.event.size = size;
-    p.event.phase = phase_;
-    p.event.device = device;
-    p.event.kind = EventKind::FreeCompleted;
+    p.event = makeEvent(EventKind::FreeCompleted, ptr, size, device, time, phase_);
     auto it = live_.find(ptr);
     if (it == live_.end()) {
         // Allocated before recording began: the timeline treats it as a ghost.

@@ -23,7 +23,8 @@ constexpr const char* kHelp =
 
 struct FileSummary {
     std::string path;
-    std::string format;
+    std::string format;  // the importer that read the file
+    std::string source;  // where the data was first recorded (a native trace's recorder)
     TraceSummary summary;
     std::vector<std::string> warnings;
 };
@@ -31,7 +32,8 @@ struct FileSummary {
 std::string orDash(const std::optional<uint64_t>& v) { return v ? formatBytes(int64_t(*v)) : "-"; }
 
 void printTable(const FileSummary& f) {
-    std::printf("%s  (%s)\n", f.path.c_str(), f.format.c_str());
+    if (f.source.empty() || f.source == f.format) std::printf("%s  (%s)\n", f.path.c_str(), f.format.c_str());
+    else std::printf("%s  (%s, from %s)\n", f.path.c_str(), f.format.c_str(), f.source.c_str());
     for (const auto& w : f.warnings) std::printf("  warning: %s\n", w.c_str());
     if (f.summary.devices.empty()) std::printf("  no devices: the trace holds no events and no segments\n");
     for (const auto& [device, d] : f.summary.devices) {
@@ -63,6 +65,7 @@ void printTable(const FileSummary& f) {
 
 void writeJson(JsonWriter& j, const FileSummary& f) {
     j.beginObject().key("path").value(f.path).key("format").value(f.format);
+    if (!f.source.empty() && f.source != f.format) j.key("source").value(f.source);
     if (!f.warnings.empty()) {
         j.key("warnings").beginArray();
         for (const auto& w : f.warnings) j.value(w);
@@ -132,7 +135,9 @@ int runSummary(std::span<const std::string> args) {
             exitCode = 2;
             continue;
         }
-        FileSummary f{path, trace->metadata.source_format, summarize(*trace, **timeline), {}};
+        auto importer = registry().importerFor(path);  // a second 4 KiB probe: cheap
+        FileSummary f{path, importer ? (*importer)->id() : trace->metadata.source_format,
+                      trace->metadata.source_format, summarize(*trace, **timeline), {}};
         if (const std::string* w = trace->metadata.property("load_warning")) f.warnings.push_back(*w);
         if (!json) {
             if (!done.empty()) std::printf("\n");

@@ -104,7 +104,10 @@ struct AllocatorState {
 };
 
 struct TraceMetadata {
-    std::string source_format;  // importer id, e.g. "pytorch-snapshot", "native"
+    // Where the data was first recorded or imported from: an importer id
+    // ("pytorch-snapshot", "kineto") or a recorder ("memscope-train",
+    // "memscope-cupti"); kept when the trace is converted to another format.
+    std::string source_format;
     std::string name;           // e.g. policy or file stem
     TimeBase time_base = TimeBase::Nanoseconds;
     int64_t pid = -1;

@@ -92,7 +92,7 @@ def parse_record(name):
         return {"text": "", "traces": []}
     traces, device = [], None
     for line in text.splitlines():
-        if re.match(r"^  /\S+\.memscope$", line):
+        if re.match(r"^  (/.+\.memscope)$", line):
             traces.append({"path": line.strip(), "devices": {}, "phases": "", "gaps": []})
             device = None
         elif not traces:

@@ -33,6 +33,10 @@ traces=()
 for policy in full block selective opt-in-bwd; do
   if [ -f "$out/$model-$policy.memscope" ]; then traces+=("$out/$model-$policy.memscope"); fi
 done
+if [ ${#traces[@]} -eq 0 ]; then
+  echo "memscope: the trainer wrote no traces to $out" >&2
+  exit 1
+fi
 
 if [ -x "$bin/memscope" ]; then
   if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then

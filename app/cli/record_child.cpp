@@ -53,11 +53,23 @@ Result<int> runRecordedCommand(const std::vector<std::string>& command, const En
 
     // Handlers go in before the fork so that no signal falls between the two;
     // the child resets them before exec.
+    // The forwarded signals are also blocked across the fork: one arriving
+    // before g_child is set stays pending and is forwarded once it is; in the
+    // child it waits until the default handlers are back.
     ForwardSignals forwarding;
+    sigset_t forwarded, previousMask;
+    sigemptyset(&forwarded);
+    for (int sig : kForwarded) sigaddset(&forwarded, sig);
+    sigprocmask(SIG_BLOCK, &forwarded, &previousMask);
     const pid_t pid = fork();
-    if (pid < 0) return makeError(std::string("cannot start the command: ") + std::strerror(errno));
+    if (pid < 0) {
+        const int err = errno;
+        sigprocmask(SIG_SETMASK, &previousMask, nullptr);
+        return makeError(std::string("cannot start the command: ") + std::strerror(err));
+    }
     if (pid == 0) {
         for (int sig : kForwarded) signal(sig, SIG_DFL);
+        sigprocmask(SIG_SETMASK, &previousMask, nullptr);
         for (const auto& [key, value] : set) setenv(key.c_str(), value.c_str(), 1);
         execvp(argv[0], argv.data());
         std::fprintf(stderr, "memscope-cli record: cannot run '%s': %s\n", argv[0],
@@ -65,6 +77,7 @@ Result<int> runRecordedCommand(const std::vector<std::string>& command, const En
         _exit(127);  // the shell's "command not found"
     }
     g_child = pid;
+    sigprocmask(SIG_SETMASK, &previousMask, nullptr);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR) {

@@ -21,6 +21,7 @@ SearchResult searchAllocations(const Trace& trace, const DeviceTimeline& tl, con
     std::vector<uint32_t> hits;
     if (isNumber) {
         for (uint32_t i = 0; i < tl.intervals.size(); ++i) {
+            if ((i & 0xffff) == 0 && cancel && cancel->load()) return out;
             const AllocationInterval& a = tl.intervals[i];
             if (address >= a.address && address < a.address + std::max<uint64_t>(a.size, 1)) hits.push_back(i);
         }

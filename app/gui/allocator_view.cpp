@@ -33,6 +33,7 @@ AllocatorView::AllocatorView(QWidget* parent) : QWidget(parent) {
     connect(&watcher_, &QFutureWatcher<std::shared_ptr<AllocatorSnapshotAt>>::finished, this, [this] {
         auto r = watcher_.result();
         if (!r) return;  // cancelled or failed: keep the last picture
+        if (started_run_ != run_ || !(started_ref_ == ref_)) return;
         snapshot_ = std::move(r);
         update();
         emit snapshotReady();
@@ -46,6 +47,7 @@ AllocatorView::~AllocatorView() {
 
 void AllocatorView::setSource(RunPtr run, DeviceRef ref) {
     if (run == run_ && ref == ref_) return;
+    if (cancel_) cancel_->store(true);
     run_ = std::move(run);
     ref_ = ref;
     snapshot_.reset();
@@ -80,6 +82,8 @@ void AllocatorView::start() {
     if (!tl || !trace) return;
     if (cancel_) cancel_->store(true);
     cancel_ = std::make_shared<std::atomic<bool>>(false);
+    started_run_ = run_;
+    started_ref_ = ref_;
     watcher_.setFuture(QtConcurrent::run([run = run_, tl, trace, t = pending_, cancel = cancel_] {
         TaskContext ctx;
         ctx.cancel = cancel.get();
@@ -124,12 +128,13 @@ void AllocatorView::forEachPiece(const Layout& l, double offset, double len, F&&
     const double rowBytes = l.area.width() * l.bytesPerPx;
     double pos = offset;
     const double end = offset + len;
-    while (pos < end) {
-        const int row = int(pos / rowBytes);
-        if (row >= l.rows) return;
-        const double rowEnd = double(row + 1) * rowBytes;
-        const double stop = std::min(end, rowEnd);
-        const double x0 = l.area.left() + (pos - double(row) * rowBytes) / l.bytesPerPx;
+    // The row advances as an integer: recomputing it from pos / rowBytes can
+    // round back onto the row just finished and never move on.
+    for (int row = std::max(0, int(pos / rowBytes)); row < l.rows && pos < end; ++row) {
+        const double rowStart = double(row) * rowBytes;
+        const double stop = std::min(end, double(row + 1) * rowBytes);
+        if (stop <= pos) continue;
+        const double x0 = l.area.left() + std::max(0.0, pos - rowStart) / l.bytesPerPx;
         const double w = std::max(1.0, (stop - pos) / l.bytesPerPx);
         f(QRectF(x0, l.area.top() + row * kRowHeight, w, kRowHeight - 2));
         pos = stop;

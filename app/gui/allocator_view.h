@@ -45,6 +45,8 @@ private:
 
     RunPtr run_;
     DeviceRef ref_;
+    RunPtr started_run_;  // the source of the running replay: a stale result is dropped
+    DeviceRef started_ref_;
     int64_t pending_ = 0;
     QTimer debounce_;
     std::shared_ptr<std::atomic<bool>> cancel_;

@@ -118,7 +118,12 @@ QString CompareView::hoverText() const { return hover_->text(); }
 
 void CompareView::setRuns(std::vector<RunPtr> runs) {
     runs_ = std::move(runs);
-    for (TimelinePlot* p : plots_) p->deleteLater();
+    for (TimelinePlot* p : plots_) {
+        // Queued signals of an old plot must not reach lambdas that index the new runs.
+        p->disconnect(this);
+        p->hide();
+        p->deleteLater();
+    }
     plots_.clear();
     devices_.clear();
     const QSignalBlocker b1(baselineBox_), b2(diffA_), b3(diffB_);

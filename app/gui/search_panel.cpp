@@ -32,6 +32,7 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
     });
     connect(&watcher_, &QFutureWatcher<SearchResult>::finished, this, [this] {
         if (watcher_.isCanceled() || !watcher_.future().isValid()) return;
+        if (searched_run_ != run_ || !(searched_ref_ == ref_)) return;
         const SearchResult r = watcher_.result();
         status_->setText(r.total_matches > r.intervals.size()
                              ? QStringLiteral("%1 matches, the %2 largest shown").arg(r.total_matches).arg(r.intervals.size())
@@ -49,6 +50,7 @@ SearchPanel::~SearchPanel() {
 
 void SearchPanel::setSource(RunPtr run, DeviceRef ref) {
     if (run == run_ && ref == ref_) return;
+    if (cancel_) cancel_->store(true);  // its result would belong to the old source
     run_ = std::move(run);
     ref_ = ref;
     model_->setAllocations(nullptr, {}, {});
@@ -68,6 +70,8 @@ void SearchPanel::search(const QString& query) {
     if (cancel_) cancel_->store(true);
     watcher_.waitForFinished();
     cancel_ = std::make_shared<std::atomic<bool>>(false);
+    searched_run_ = run_;
+    searched_ref_ = ref_;
     status_->setText(QStringLiteral("searching…"));
     // The run is captured by value: it outlives the search even if its tab closes.
     watcher_.setFuture(QtConcurrent::run([run = run_, tl, trace, query, cancel = cancel_] {

@@ -40,6 +40,10 @@ private:
     AllocationListModel* model_ = nullptr;
     RunPtr run_;
     DeviceRef ref_;
+    // What the running search was started on: its interval indexes mean
+    // nothing for another run, so a result for a stale source is dropped.
+    RunPtr searched_run_;
+    DeviceRef searched_ref_;
     std::shared_ptr<std::atomic<bool>> cancel_;
     QFutureWatcher<SearchResult> watcher_;
 };

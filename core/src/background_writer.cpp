@@ -305,9 +305,15 @@ Result<void> BackgroundTraceWriter::flush() {
 Result<void> BackgroundTraceWriter::close() {
     Impl& d = *impl_;
     {
-        std::lock_guard lock(d.sync->mutex);
-        if (d.closed || d.in_child) {
+        std::unique_lock lock(d.sync->mutex);
+        if (d.in_child) {
             d.closed = true;
+            return d.result();
+        }
+        if (d.closed) {
+            // Another caller (a signal handler's thread, the destructor) is
+            // closing: return only once the file is complete, as it will.
+            d.sync->flushed.wait(lock, [&] { return d.thread_done; });
             return d.result();
         }
         d.closed = true;

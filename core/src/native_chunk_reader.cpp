@@ -185,12 +185,18 @@ bool decodeJobs(const std::vector<EventJob>& jobs, std::span<Event> events, cons
                 break;
             }
             const EventJob& job = jobs[i];
-            std::span<const unsigned char> payload;
-            std::string problem = decompressor.open(job.header, job.stored, payload);
-            if (problem.empty())
-                problem = decodeEvents(payload, job.header.count, job.first, job.limits,
-                                       events.subspan(job.first, job.header.count));
-            if (!problem.empty()) failed = true;
+            // An exception must not leave a thread (std::terminate): a job that
+            // throws (bad_alloc) fails, and the chunk-by-chunk pass reports it.
+            try {
+                std::span<const unsigned char> payload;
+                std::string problem = decompressor.open(job.header, job.stored, payload);
+                if (problem.empty())
+                    problem = decodeEvents(payload, job.header.count, job.first, job.limits,
+                                           events.subspan(job.first, job.header.count));
+                if (!problem.empty()) failed = true;
+            } catch (...) {
+                failed = true;
+            }
             const uint64_t done =
                 done_bytes.fetch_add(job.header.stored_size) + job.header.stored_size;
             if (reports && done >= next_progress) {

@@ -314,7 +314,8 @@ std::string decodeEvents(std::span<const unsigned char> payload, uint32_t count,
         if (r.failed()) return "event palette cut short";
         if (kind >= kEventKindCount) return "unknown event kind " + std::to_string(kind);
         if (category >= kCategoryCount) return "unknown category " + std::to_string(category);
-        if (device < INT16_MIN || device > INT16_MAX) return "device out of range";
+        // -1 is the host; nothing below it exists, and consumers index by device.
+        if (device < -1 || device > INT16_MAX) return "device out of range";
         if (stream >= limits.stream_count) return "event refers to an unknown stream";
         contexts.add(static_cast<EventKind>(kind), static_cast<int16_t>(device));
         palette.push_back({static_cast<EventKind>(kind), static_cast<Category>(category),

@@ -51,6 +51,8 @@ Result<Trace> readBytes(const unsigned char* data, size_t size, const TaskContex
         return trace;
     } catch (const std::bad_alloc&) {
         return makeError("out of memory while reading the memscope native trace");
+    } catch (const std::exception& e) {
+        return makeError(std::string("cannot read the memscope native trace: ") + e.what());
     }
 }
 

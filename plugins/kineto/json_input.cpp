@@ -179,8 +179,7 @@ bool microsToNanos(const char* s, size_t n, int64_t& out) {
     }
     while (digits < 3) frac *= 10, ++digits;
     if (__builtin_mul_overflow(whole, int64_t(1000), &out)) return false;
-    out += negative ? -frac : frac;
-    return true;
+    return !__builtin_add_overflow(out, negative ? -frac : frac, &out);
 }
 
 }  // namespace memscope::json_input

@@ -243,7 +243,12 @@ private:
 
     Result<void> writeTraces() {
         int16_t max_device = -1;
-        for (const Event& e : t_.events) max_device = std::max(max_device, e.device);
+        for (const Event& e : t_.events) {
+            if (e.device < -1)
+                return makeError("event on device " + std::to_string(e.device) +
+                                 ": a snapshot has devices 0 and up (and -1 for the host)");
+            max_device = std::max(max_device, e.device);
+        }
         std::vector<std::vector<uint64_t>> by_device(size_t(max_device + 2));  // [0] = host
         for (uint64_t i = 0; i < t_.events.size(); ++i) by_device[size_t(t_.events[i].device + 1)].push_back(i);
         for (auto& v : by_device)
@@ -293,7 +298,8 @@ private:
         bool has_cc = false, has_um = false;
         for (auto a = lo; a != hi; ++a) {
             const std::string_view k = t_.string(a->key);
-            if (k == "action" && e.kind == EventKind::Marker) action = t_.string(a->value);
+            if (k == "action" && (e.kind == EventKind::Marker || e.kind == EventKind::FreeCompleted))
+                action = t_.string(a->value);
             has_cc |= k == "compile_context";
             has_um |= k == "user_metadata";
         }

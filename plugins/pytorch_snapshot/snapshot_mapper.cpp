@@ -26,6 +26,8 @@ std::optional<EventKind> kindOf(std::string_view action) {
     if (action == "alloc") return EventKind::Alloc;
     if (action == "free_requested") return EventKind::FreeRequested;
     if (action == "free_completed") return EventKind::FreeCompleted;
+    // Older allocators wrote one 'free'; memory_viz pairs it like free_completed.
+    if (action == "free") return EventKind::FreeCompleted;
     if (action == "segment_alloc") return EventKind::SegmentAlloc;
     if (action == "segment_free") return EventKind::SegmentFree;
     if (action == "segment_map") return EventKind::SegmentMap;
@@ -299,7 +301,9 @@ bool SnapshotMapper::convertEntry(Machine& m, uint32_t list, uint32_t dict) {
     if (!has_action) return m.fail("a trace entry without 'action'");
     const std::optional<EventKind> kind = kindOf(action);
     ev.kind = kind.value_or(EventKind::Marker);
-    if (!kind && action != "annotate") attribute(key_action_, action);
+    // The action's own name is kept where the kind does not say it, so that the
+    // exporter writes back what the file had ('free', unknown actions).
+    if ((!kind && action != "annotate") || action == "free") attribute(key_action_, action);
     ev.stack = stackOf(m, frames);
 
     const uint32_t sink = sinkFor(m, list, kEventSink);

@@ -166,7 +166,7 @@ Trace sampleTrace(int event_count = 300) {
                                      kAllCategories[rng() % kCategoryCount]));
     }
     t.events.push_back(makeEvent(INT64_MIN, EventKind::Alloc, 0, 1, StackId(), PhaseId(), 0,
-                                 INT16_MIN, Category::Parameter));
+                                 -1, Category::Parameter));  // -1 (the host): the lowest device
     t.events.push_back(makeEvent(INT64_MAX, EventKind::FreeCompleted, ~0ull, ~0ull, stacks[2],
                                  fwd_id, 0, INT16_MAX, Category::Gradient));
 
@@ -977,6 +977,19 @@ TEST(BackgroundTraceWriter, ForkWhileWritingDoesNotDeadlockTheChild) {
     auto trace = readNativeTrace(dir.file("parent"));
     ASSERT_TRUE(trace) << trace.message();
     EXPECT_EQ(trace->events.size(), appended.load());
+}
+
+TEST(NativeFormat, DevicesBelowTheHostStopTheRead) {
+    TempDir dir;
+    auto w = NativeTraceWriter::create(dir.file("d"), {});
+    ASSERT_TRUE(w);
+    (*w)->append(makeEvent(1, EventKind::Alloc, 0x10, 8, StackId(), PhaseId(), 0, -5, Category::Unknown));
+    ASSERT_TRUE((*w)->close());
+    NativeReadReport report;
+    auto t = readNativeTrace(dir.file("d"), {}, &report);
+    ASSERT_TRUE(t) << t.message();  // the metadata chunk before it is good
+    EXPECT_TRUE(t->events.empty());
+    EXPECT_NE(report.problem.find("device out of range"), std::string::npos) << report.problem;
 }
 
 TEST(NativePlugin, FoundByProbingAndReportsLoss) {

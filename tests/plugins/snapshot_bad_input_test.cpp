@@ -5,6 +5,7 @@
 #include <random>
 
 #include "memscope/plugins/pytorch_snapshot.h"
+#include "memscope/timeline.h"
 #include "test_util.h"
 
 namespace memscope {
@@ -87,6 +88,24 @@ TEST(SnapshotBadInput, UnknownActionBecomesMarkerWithItsName) {
     EXPECT_EQ(t->events[0].kind, EventKind::Marker);
     ASSERT_EQ(t->attributes.size(), 1u);
     EXPECT_EQ(t->string(t->attributes[0].value), "teleport");
+}
+
+TEST(SnapshotBadInput, LegacyFreePairsWithItsAllocLikeMemoryViz) {
+    P p;
+    p.proto().op('}').op('(').str("segments").op(']').str("device_traces").op(']').op(']').op('(');
+    p.op('}').op('(').str("action").str("alloc").str("addr").i1(16).str("size").i1(8).op('u');
+    p.op('}').op('(').str("action").str("free").str("addr").i1(16).str("size").i1(8).op('u');
+    p.op('}').op('(').str("action").str("alloc").str("addr").i1(16).str("size").i1(8).op('u');
+    p.op('e').op('a').op('u').op('.');
+    auto t = load(p);
+    ASSERT_TRUE(t.ok()) << t.message();
+    ASSERT_EQ(t->events.size(), 3u);
+    EXPECT_EQ(t->events[1].kind, EventKind::FreeCompleted);
+    ASSERT_EQ(t->attributes.size(), 1u);  // the original action, for the exporter
+    EXPECT_EQ(t->string(t->attributes[0].value), "free");
+    auto tl = Timeline::build(*t);
+    ASSERT_TRUE(tl.ok());
+    EXPECT_EQ((*tl)->devices()[0].peak.bytes, 8);  // not 16: the free ended the first alloc
 }
 
 TEST(SnapshotBadInput, CodeRunningOpcodesAreRefusedByName) {

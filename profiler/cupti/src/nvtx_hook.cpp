@@ -45,10 +45,15 @@ void endPhase(PhaseId id) {
 }  // namespace
 
 int push(std::string_view name) {
+    const PhaseId parent = t_stack.empty() ? PhaseId{} : t_stack.back();
+    PhaseId id;
     try {
-        const PhaseId parent = t_stack.empty() ? PhaseId{} : t_stack.back();
-        // Pushed even when not recorded, so that pops stay paired.
-        t_stack.push_back(addPhase(name, parent));
+        id = addPhase(name, parent);
+    } catch (...) {
+        // Not recorded; still pushed below so that pops stay paired.
+    }
+    try {
+        t_stack.push_back(id);
         return static_cast<int>(t_stack.size()) - 1;
     } catch (...) {
         return -1;

@@ -11,12 +11,15 @@
 #include <unordered_set>
 
 #include "nvtx_hook.h"
+#include "tracer.h"
 
 namespace memscope::cupti {
 namespace {
 
 // wchar_t is UTF-32 on Linux; names are short, so a plain encoder will do.
-std::string utf8(const wchar_t* text) {
+// noexcept: called from NVTX's C callers, where an exception must not escape
+// (an allocation failure gives a truncated name instead).
+std::string utf8(const wchar_t* text) noexcept try {
     std::string out;
     if (!text) return out;
     for (; *text && out.size() < 4096; ++text) {
@@ -38,6 +41,8 @@ std::string utf8(const wchar_t* text) {
         }
     }
     return out;
+} catch (...) {
+    return {};
 }
 
 // Registered strings and domains are handles we hand out: pointers to strings
@@ -46,11 +51,17 @@ std::mutex g_strings_mutex;
 std::unordered_set<std::string>* g_strings = new std::unordered_set<std::string>();
 
 const char* keepString(std::string text) {
-    std::lock_guard lock(g_strings_mutex);
+    // A forked child may have inherited the mutex locked by a parent thread:
+    // it hands out no handles rather than risk waiting forever.
+    std::unique_lock lock(g_strings_mutex, std::try_to_lock);
+    if (!lock.owns_lock()) {
+        if (Tracer::instance().disabled()) return nullptr;
+        lock.lock();
+    }
     return g_strings->insert(std::move(text)).first->c_str();
 }
 
-std::string message(const nvtxEventAttributes_t* attributes) {
+std::string message(const nvtxEventAttributes_t* attributes) noexcept try {
     // Older attribute versions are shorter; read the message only if present.
     constexpr size_t kNeeded =
         offsetof(nvtxEventAttributes_t, message) + sizeof(nvtxMessageValue_t);
@@ -67,6 +78,8 @@ std::string message(const nvtxEventAttributes_t* attributes) {
         default:
             return {};
     }
+} catch (...) {
+    return {};
 }
 
 std::string_view safe(const char* text) {

@@ -9,6 +9,11 @@ namespace {
 
 constexpr uint64_t kProgressEvery = 1u << 20;
 
+// When an interval stops being live (never, if it was not freed).
+int64_t effectiveEnd(const AllocationInterval& a) {
+    return a.free_event == kNoEvent ? INT64_MAX : a.end;
+}
+
 bool addsSegment(EventKind k) { return k == EventKind::SegmentAlloc || k == EventKind::SegmentMap; }
 bool removesSegment(EventKind k) {
     return k == EventKind::SegmentFree || k == EventKind::SegmentUnmap;
@@ -173,6 +178,13 @@ private:
         std::vector<AllocationInterval>().swap(ghosts_);
         std::vector<AllocationInterval>().swap(allocs_);
         std::vector<LocalSpan>().swap(allocSpans_);
+        const size_t blocks = (tl_.intervals.size() + DeviceTimeline::kIntervalBlock - 1) /
+                              DeviceTimeline::kIntervalBlock;
+        tl_.interval_block_end.assign(blocks, INT64_MIN);
+        for (size_t i = 0; i < tl_.intervals.size(); ++i) {
+            int64_t& m = tl_.interval_block_end[i / DeviceTimeline::kIntervalBlock];
+            m = std::max(m, effectiveEnd(tl_.intervals[i]));
+        }
     }
 
     // Reserved bytes before recording = end-state reserved minus what the trace
@@ -247,9 +259,15 @@ private:
 
 std::vector<uint32_t> DeviceTimeline::liveAt(int64_t x) const {
     std::vector<uint32_t> out;
-    for (uint32_t i = 0; i < intervals.size(); ++i) {
-        const AllocationInterval& a = intervals[i];
-        if (a.start <= x && (a.free_event == kNoEvent || x < a.end)) out.push_back(i);
+    // Intervals are sorted by start: only those before the first start > x count.
+    const auto past = std::upper_bound(intervals.begin(), intervals.end(), x,
+                                       [](int64_t v, const AllocationInterval& a) { return v < a.start; });
+    const size_t count = size_t(past - intervals.begin());
+    for (size_t block = 0; block * kIntervalBlock < count; ++block) {
+        if (block < interval_block_end.size() && interval_block_end[block] <= x) continue;
+        const size_t end = std::min(count, (block + 1) * kIntervalBlock);
+        for (size_t i = block * kIntervalBlock; i < end; ++i)
+            if (x < effectiveEnd(intervals[i])) out.push_back(uint32_t(i));
     }
     std::sort(out.begin(), out.end(),
               [&](uint32_t a, uint32_t b) { return intervals[a].size > intervals[b].size; });

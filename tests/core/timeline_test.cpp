@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 #include "memscope/summary.h"
 #include "memscope/timeline.h"
 
@@ -185,4 +188,42 @@ TEST(Timeline, LiveAtAndCancel) {
     auto r = Timeline::build(big, ctx);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.message(), "cancelled");
+}
+
+TEST(Timeline, LiveAtMatchesABruteForceScan) {
+    // Many short-lived allocations and a few long ones, so that most blocks of
+    // intervals are skipped and some are not.
+    TraceBuilder b;
+    std::mt19937 rng(3);
+    std::vector<uint64_t> open;
+    for (int i = 0; i < 5000; ++i) {
+        if (!open.empty() && rng() % 2) {
+            const size_t k = rng() % open.size();
+            b.free(open[k], 1);
+            open.erase(open.begin() + long(k));
+        } else {
+            const uint64_t addr = 0x1000 + uint64_t(i) * 16;
+            b.alloc(addr, 1 + rng() % 1000);
+            if (rng() % 50 != 0) open.push_back(addr);  // the rest are freed or live to the end
+        }
+        if (open.size() > 8) {
+            b.free(open.front(), 1);
+            open.erase(open.begin());
+        }
+    }
+    b.free(0xdead0000, 77);  // a ghost
+    auto tl = b.build();
+    const DeviceTimeline& d = tl->devices()[0];
+    ASSERT_GT(d.interval_block_end.size(), 10u);
+    for (int probe = 0; probe < 300; ++probe) {
+        const int64_t x = d.start - 5 + int64_t(rng() % uint64_t(d.end - d.start + 10));
+        std::vector<uint32_t> expected;
+        for (uint32_t i = 0; i < d.intervals.size(); ++i) {
+            const AllocationInterval& a = d.intervals[i];
+            if (a.start <= x && (a.free_event == kNoEvent || x < a.end)) expected.push_back(i);
+        }
+        std::vector<uint32_t> got = d.liveAt(x);
+        std::sort(got.begin(), got.end());
+        ASSERT_EQ(got, expected) << "at x=" << x;
+    }
 }

@@ -67,7 +67,14 @@ struct DeviceTimeline {
     int64_t initial_live = 0;
 
     // Intervals live at x (start <= x < end, or never freed), largest first.
+    // Skips whole blocks of intervals that all ended by x, so a hover costs
+    // about the number of live intervals, not the number of intervals.
     std::vector<uint32_t> liveAt(int64_t x) const;
+
+    // For liveAt: the latest end (INT64_MAX while live at the end) of each
+    // block of kIntervalBlock consecutive intervals.
+    static constexpr size_t kIntervalBlock = 64;
+    std::vector<int64_t> interval_block_end;
 };
 
 struct TimelineOptions {

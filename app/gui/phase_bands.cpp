@@ -65,7 +65,18 @@ PhaseBandData buildPhaseBands(const Trace& trace, int16_t device) {
         for (int64_t s : starts) d.items.push_back({s, s, 3, QColor(0x4a, 0xa8, 0xa0), toQString(trace.string(name))});
     std::sort(d.items.begin(), d.items.end(),
               [](const PhaseBandItem& a, const PhaseBandItem& b) { return a.start < b.start; });
+    for (uint32_t i = 0; i < d.items.size(); ++i) {
+        const auto row = size_t(std::clamp(d.items[i].row, 0, PhaseBandData::kRows - 1));
+        auto& ends = d.row_max_end[row];
+        d.rows[row].push_back(i);
+        ends.push_back(ends.empty() ? d.items[i].end : std::max(ends.back(), d.items[i].end));
+    }
     return d;
+}
+
+size_t PhaseBandData::firstReaching(int row, int64_t x) const {
+    const auto& ends = row_max_end[size_t(row)];
+    return size_t(std::lower_bound(ends.begin(), ends.end(), x) - ends.begin());
 }
 
 void paintPhaseBands(QPainter& painter, const QRectF& area, const PhaseBandData& data, const AxisMap& map, double x0,
@@ -85,21 +96,24 @@ void paintPhaseBands(QPainter& painter, const QRectF& area, const PhaseBandData&
     std::array<double, PhaseBandData::kRows> lastPx;
     lastPx.fill(-1e9);
     const int64_t lo = map.inverse(x0), hi = map.inverse(x1) + 1;
-    for (const PhaseBandItem& it : data.items) {
-        if (it.start > hi) break;
-        if (it.end < lo) continue;
-        const double px0 = area.left() + (map.forward(it.start) - x0) * scale;
-        const double px1 = area.left() + (map.forward(it.end) - x0) * scale;
-        const double w = std::max(1.0, px1 - px0);
-        if (w < 2.0 && std::floor(px0) <= lastPx[size_t(it.row)]) continue;
-        lastPx[size_t(it.row)] = std::floor(px0 + w);
-        const QRectF r(std::max(px0, area.left() - 1), area.top() + it.row * rowH + 1,
-                       std::min(w, area.width() + 2), rowH - 2);
-        painter.fillRect(r, it.color);
-        if (r.width() > 24) {
-            painter.setPen(Qt::white);
-            painter.drawText(r.adjusted(2, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft,
-                             fm.elidedText(it.name, Qt::ElideRight, r.width() - 4));
+    for (int row = 0; row < PhaseBandData::kRows; ++row) {
+        for (size_t k = data.firstReaching(row, lo); k < data.rows[size_t(row)].size(); ++k) {
+            const PhaseBandItem& it = data.items[data.rows[size_t(row)][k]];
+            if (it.start > hi) break;
+            if (it.end < lo) continue;
+            const double px0 = area.left() + (map.forward(it.start) - x0) * scale;
+            const double px1 = area.left() + (map.forward(it.end) - x0) * scale;
+            const double w = std::max(1.0, px1 - px0);
+            if (w < 2.0 && std::floor(px0) <= lastPx[size_t(it.row)]) continue;
+            lastPx[size_t(it.row)] = std::floor(px0 + w);
+            const QRectF r(std::max(px0, area.left() - 1), area.top() + it.row * rowH + 1,
+                           std::min(w, area.width() + 2), rowH - 2);
+            painter.fillRect(r, it.color);
+            if (r.width() > 24) {
+                painter.setPen(Qt::white);
+                painter.drawText(r.adjusted(2, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft,
+                                 fm.elidedText(it.name, Qt::ElideRight, r.width() - 4));
+            }
         }
     }
     painter.restore();
@@ -108,9 +122,13 @@ void paintPhaseBands(QPainter& painter, const QRectF& area, const PhaseBandData&
 QString phasesAt(const PhaseBandData& data, const AxisMap& map, double x) {
     const int64_t rx = map.inverse(x);
     QStringList names;
-    for (const PhaseBandItem& it : data.items) {
-        if (it.start > rx) break;
-        if (it.end > rx && it.row < 3) names << it.name;
+    for (int row = 0; row < 3; ++row) {  // the nested phases; row 3 holds annotations
+        const auto& indexes = data.rows[size_t(row)];
+        for (size_t k = data.firstReaching(row, rx + 1); k < indexes.size(); ++k) {
+            const PhaseBandItem& it = data.items[indexes[k]];
+            if (it.start > rx) break;
+            if (it.end > rx) names << it.name;
+        }
     }
     return names.join(QStringLiteral(" / "));
 }

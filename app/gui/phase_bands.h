@@ -8,6 +8,7 @@
 #include <QPalette>
 #include <QPainter>
 #include <QString>
+#include <array>
 #include <vector>
 
 #include "memscope/compare.h"
@@ -26,7 +27,14 @@ struct PhaseBandItem {
 struct PhaseBandData {
     static constexpr int kRows = 4;  // step, pass, block/recompute, ranges+annotations
     std::vector<PhaseBandItem> items;  // sorted by start
+    // Per row: its items (indexes into items, by start) and the running maximum
+    // of their ends, so painting and hovering start at the first item that can
+    // reach the view instead of walking every phase before it.
+    std::array<std::vector<uint32_t>, kRows> rows;
+    std::array<std::vector<int64_t>, kRows> row_max_end;
     bool empty() const { return items.empty(); }
+    // The first position in rows[row] whose item may end at or after x.
+    size_t firstReaching(int row, int64_t x) const;
 };
 
 PhaseBandData buildPhaseBands(const Trace& trace, int16_t device);

@@ -8,6 +8,7 @@
 #include "gui_test_traces.h"
 #include "inspector_view.h"
 #include "models.h"
+#include "phase_bands.h"
 #include "run_loader.h"
 #include "run_view.h"
 #include "search_panel.h"
@@ -36,6 +37,28 @@ private slots:
         view_->plot()->renderNow();
     }
     void cleanup() { view_.reset(); }
+
+    void phasesUnderTheCursorIgnoreEarlierAndLongPhases() {
+        Trace t;
+        auto phase = [&](const char* name, PhaseKind kind, int64_t start, int64_t end) {
+            Phase p;
+            p.name = t.internString(name);
+            p.kind = kind;
+            p.start = start;
+            p.end = end;
+            t.addPhase(p);
+        };
+        phase("run", PhaseKind::Step, 0, 10000);  // long: must not hide the later ones
+        for (int i = 0; i < 100; ++i)
+            phase(i == 42 ? "forward 42" : "forward", PhaseKind::Forward, i * 100, i * 100 + 50);
+        phase("block 3", PhaseKind::Block, 4210, 4220);
+        const PhaseBandData d = buildPhaseBands(t, 0);
+        const AxisMap map = AxisMap::linear(0, 1.0);
+        QCOMPARE(phasesAt(d, map, 4215), QStringLiteral("run / forward 42 / block 3"));
+        QCOMPARE(phasesAt(d, map, 4260), QStringLiteral("run"));
+        QCOMPARE(phasesAt(d, map, 20000), QString());
+        QCOMPARE(int(d.firstReaching(1, 4200)), 42);  // 42 earlier passes skipped
+    }
 
     void hoverTextAtKnownPoint() {
         // At t = 25, A (activation, 100 B) sits under B (gradient) in category order.

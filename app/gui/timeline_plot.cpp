@@ -234,10 +234,11 @@ void TimelinePlot::rebuild(bool replot) {
         p_->bandGraphs.push_back(g);
     }
     plot_->legend->clearItems();
-    // By category, each band fills down to the band below it (every pixel is
-    // filled once); by allocation, bands are trimmed to their lifetimes and
-    // fill down to zero, drawn top band first so lower ones paint over it.
-    const bool channel = mode_ == StackMode::ByCategory;
+    // Bands hold cumulative tops and fill down to zero, drawn top band first so
+    // lower ones paint over it (by allocation, trimmed to their lifetimes).
+    // Filling down to another graph (QCustomPlot's channel fill) would paint
+    // each pixel once but costs more per frame than the overdraw.
+    const bool channel = false;
     for (size_t k = 0; k < p_->bandGraphs.size(); ++k) {
         QCPGraph* g = p_->bandGraphs[k];
         if (k >= n) {

@@ -20,7 +20,7 @@ const PluginRegistry& registry() {
     return *instance;
 }
 
-Result<Trace> loadWithProgress(const std::string& path) {
+Result<Trace> loadWithProgress(const std::string& path, const Importer** used) {
     std::error_code ec;
     const auto size = std::filesystem::file_size(path, ec);
     const bool show = !ec && size > (64u << 20) && isatty(STDERR_FILENO);
@@ -36,7 +36,7 @@ Result<Trace> loadWithProgress(const std::string& path) {
             std::fflush(stderr);
         };
     }
-    auto trace = registry().load(path, ctx);
+    auto trace = registry().load(path, ctx, used);
     if (show) std::fprintf(stderr, "\r\033[K");
     return trace;
 }

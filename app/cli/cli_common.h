@@ -14,7 +14,8 @@ namespace memscope::cli {
 const PluginRegistry& registry();
 
 // Loads a file with progress on stderr when it is a terminal and the file is big.
-Result<Trace> loadWithProgress(const std::string& path);
+// `used` receives the importer that read the file.
+Result<Trace> loadWithProgress(const std::string& path, const Importer** used = nullptr);
 
 std::string formatBytes(int64_t bytes);  // "1.50 GiB"
 

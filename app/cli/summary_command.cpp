@@ -123,7 +123,8 @@ int runSummary(std::span<const std::string> args) {
     int exitCode = 0;
     std::vector<FileSummary> done;
     for (const std::string& path : paths) {
-        auto trace = loadWithProgress(path);
+        const Importer* importer = nullptr;
+        auto trace = loadWithProgress(path, &importer);
         if (!trace) {
             std::fprintf(stderr, "memscope-cli summary: %s\n", trace.message().c_str());
             exitCode = 2;
@@ -135,8 +136,7 @@ int runSummary(std::span<const std::string> args) {
             exitCode = 2;
             continue;
         }
-        auto importer = registry().importerFor(path);  // a second 4 KiB probe: cheap
-        FileSummary f{path, importer ? (*importer)->id() : trace->metadata.source_format,
+        FileSummary f{path, importer ? importer->id() : trace->metadata.source_format,
                       trace->metadata.source_format, summarize(*trace, **timeline), {}};
         if (const std::string* w = trace->metadata.property("load_warning")) f.warnings.push_back(*w);
         if (!json) {

@@ -105,9 +105,11 @@ Result<const Exporter*> PluginRegistry::exporterForPath(const std::string& path)
     return makeError(path + ": no exporter for this file extension; use --to FORMAT, one of: " + known);
 }
 
-Result<Trace> PluginRegistry::load(const std::string& path, const TaskContext& ctx) const {
+Result<Trace> PluginRegistry::load(const std::string& path, const TaskContext& ctx,
+                                   const Importer** used) const {
     auto imp = importerFor(path);
     if (!imp) return imp.error();
+    if (used) *used = *imp;
     auto trace = (*imp)->import(path, ctx);
     if (!trace) return makeError(path + ": " + trace.message());
     if (trace->metadata.source_format.empty()) trace->metadata.source_format = (*imp)->id();

@@ -57,9 +57,12 @@ TEST(PluginRegistry, ProbesPicksTheMostConfidentImporter) {
     ASSERT_TRUE(t.ok()) << t.message();
     EXPECT_EQ(t->metadata.name, "strong");
     EXPECT_EQ(t->metadata.source_format, "strong");
-    auto weak = r.load(writeFile("abx.t", "ABXDEF").string());
+    const Importer* used = nullptr;
+    auto weak = r.load(writeFile("abx.t", "ABXDEF").string(), {}, &used);
     ASSERT_TRUE(weak.ok());
     EXPECT_EQ(weak->metadata.name, "weak");
+    ASSERT_NE(used, nullptr);
+    EXPECT_EQ(used->id(), "weak");
 }
 
 TEST(PluginRegistry, ErrorsNameTheFile) {

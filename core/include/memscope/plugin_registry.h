@@ -40,8 +40,10 @@ public:
     // An exporter whose extension ends the path ("out.pickle"), else an error.
     Result<const Exporter*> exporterForPath(const std::string& path) const;
 
-    // Probe, then import; errors name the file.
-    Result<Trace> load(const std::string& path, const TaskContext& ctx = {}) const;
+    // Probe, then import; errors name the file. `used`, when given, receives
+    // the importer that read it (the file's format).
+    Result<Trace> load(const std::string& path, const TaskContext& ctx = {},
+                       const Importer** used = nullptr) const;
 
     // Loads every *.so in each folder. Bad libraries are reported, not fatal.
     PluginLoadReport loadFolder(const std::filesystem::path& folder);

@@ -11,18 +11,18 @@
 namespace memscope::cli {
 
 const PluginRegistry& registry() {
-    static PluginRegistry* instance = [] {
-        auto* r = new PluginRegistry();  // lives for the process: plugins may be dlopen'ed
-        const PluginLoadReport report = registerAllPlugins(*r);
-        for (const auto& e : report.errors) std::fprintf(stderr, "memscope-cli: plugin skipped: %s\n", e.c_str());
-        return r;
+    static const bool reported = [] {
+        for (const auto& e : processPluginReport().errors)
+            std::fprintf(stderr, "memscope-cli: plugin skipped: %s\n", e.c_str());
+        return true;
     }();
-    return *instance;
+    (void)reported;
+    return processRegistry();
 }
 
-Result<Trace> loadWithProgress(const std::string& path, const Importer** used) {
+Result<OpenedRun> openWithProgress(const std::string& path, const OpenOptions& options) {
     std::error_code ec;
-    const auto size = std::filesystem::file_size(path, ec);
+    const auto size = std::filesystem::is_regular_file(path, ec) ? std::filesystem::file_size(path, ec) : 0;
     const bool show = !ec && size > (64u << 20) && isatty(STDERR_FILENO);
     TaskContext ctx;
     if (show) {
@@ -31,25 +31,19 @@ Result<Trace> loadWithProgress(const std::string& path, const Importer** used) {
             const auto now = std::chrono::steady_clock::now();
             if (now - last < std::chrono::milliseconds(200) && done < total) return;
             last = now;
-            std::fprintf(stderr, "\rloading %s: %3d%%", path.c_str(),
-                         total ? int(done * 100 / total) : 0);
+            std::fprintf(stderr, "\rloading %s: %3d%%", path.c_str(), total ? int(done * 100 / total) : 0);
             std::fflush(stderr);
         };
     }
-    auto trace = registry().load(path, ctx, used);
+    auto run = openRun(path, registry(), ctx, options);
     if (show) std::fprintf(stderr, "\r\033[K");
-    return trace;
+    return run;
 }
 
-std::string formatBytes(int64_t bytes) {
-    static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = double(bytes < 0 ? -bytes : bytes);
-    int u = 0;
-    while (v >= 1024.0 && u < 4) v /= 1024.0, ++u;
-    char buf[48];
-    if (u == 0) std::snprintf(buf, sizeof buf, "%s%lld B", bytes < 0 ? "-" : "", (long long)(bytes < 0 ? -bytes : bytes));
-    else std::snprintf(buf, sizeof buf, "%s%.2f %s", bytes < 0 ? "-" : "", v, kUnits[u]);
-    return buf;
+void printWarnings(const char* command, const OpenedRun& run) {
+    for (const OpenedTrace& part : run.parts)
+        for (const LoadWarning& w : part.warnings)
+            std::fprintf(stderr, "memscope-cli %s: warning: %s: %s\n", command, part.path.c_str(), w.message.c_str());
 }
 
 }  // namespace memscope::cli

@@ -1,22 +1,24 @@
 #pragma once
-// Helpers shared by the CLI's commands: a registry with every plugin, loading
-// with progress on stderr, and human-readable byte counts.
+// What the CLI's commands share: the process's plugin registry (its plugin
+// errors printed once), opening a file or folder with progress on stderr, and
+// the warnings that came with it.
 
-#include <cstdint>
 #include <string>
+#include <vector>
 
+#include "memscope/open_run.h"
 #include "memscope/plugin_registry.h"
 
 namespace memscope::cli {
 
-// The built-in plugins plus the plugin folders; problems loading the folders
-// are printed to stderr once.
+// Built-ins plus the plugin folders; problems loading a folder's plugins are
+// printed to stderr once, the first time.
 const PluginRegistry& registry();
 
-// Loads a file with progress on stderr when it is a terminal and the file is big.
-// `used` receives the importer that read the file.
-Result<Trace> loadWithProgress(const std::string& path, const Importer** used = nullptr);
+// openRun with progress on stderr when it is a terminal and the input is big.
+Result<OpenedRun> openWithProgress(const std::string& path, const OpenOptions& options = {});
 
-std::string formatBytes(int64_t bytes);  // "1.50 GiB"
+// "memscope-cli CMD: warning: PATH: MESSAGE" for each warning of a run.
+void printWarnings(const char* command, const OpenedRun& run);
 
 }  // namespace memscope::cli

@@ -1,25 +1,37 @@
 #pragma once
-// Subcommands of memscope-cli. Each lives in its own file and is listed once in
-// main.cpp's command table.
+// Subcommands of memscope-cli. Each lives in its own file: it declares its
+// options on a CLI11 subcommand and returns the function that runs it once
+// the command line is parsed.
 
-#include <span>
+#include <CLI/CLI.hpp>
+#include <functional>
 #include <string>
-#include <string_view>
+#include <vector>
 
 namespace memscope::cli {
 
-// args: the words after the subcommand's name. Returns the process exit code:
-// 0 success, 1 usage error, 2 a bad input file (others still processed).
-using CommandFn = int (*)(std::span<const std::string> args);
+// Runs a parsed subcommand; returns the process exit code.
+using CommandRun = std::function<int()>;
 
 struct Command {
-    std::string_view name;
-    std::string_view synopsis;  // one line for the top-level --help
-    CommandFn run;
+    CLI::App* app = nullptr;
+    CommandRun run;
+    // For record: receives the words of the command to run, which main splits
+    // off before CLI11 sees them (they carry options of their own).
+    std::function<void(std::vector<std::string>)> take_command;
 };
 
-int runSummary(std::span<const std::string> args);
-int runConvert(std::span<const std::string> args);
-int runRecord(std::span<const std::string> args);
+// record's own words and the command's: everything from the first word that
+// is not one of record's options (or after "--") is the command's.
+void splitRecordCommand(std::vector<std::string>& args, size_t first, std::vector<std::string>& command);
+
+Command addSummary(CLI::App& parent);
+Command addConvert(CLI::App& parent);
+Command addRecord(CLI::App& parent);
+Command addCompare(CLI::App& parent);
+Command addCheck(CLI::App& parent);
+
+// A size option's validator: "7.5GiB", "800MB", plain bytes.
+CLI::Validator byteSizeValidator();
 
 }  // namespace memscope::cli

@@ -1,6 +1,7 @@
 // memscope-cli convert IN OUT [--to FORMAT]: any importer to any exporter.
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "cli_common.h"
@@ -9,80 +10,83 @@
 namespace memscope::cli {
 namespace {
 
-void printHelp(std::FILE* out) {
-    std::fprintf(out,
-                 "usage: memscope-cli convert IN OUT [--to FORMAT]\n\n"
-                 "Reads IN with the importer that recognizes it and writes OUT with an exporter:\n"
-                 "the one named by --to, else the one whose extension ends OUT.\n\n"
-                 "importers:\n");
-    for (const Importer* i : registry().importers()) {
-        std::string exts;
-        for (const auto& e : i->extensions()) exts += (exts.empty() ? "" : " ") + e;
-        std::fprintf(out, "  %-18s %s (%s)\n", i->id().c_str(), i->description().c_str(), exts.c_str());
-    }
-    std::fprintf(out, "exporters (--to):\n");
-    for (const Exporter* e : registry().exporters())
-        std::fprintf(out, "  %-18s %s (%s)\n", e->id().c_str(), e->description().c_str(), e->extension().c_str());
-    std::fprintf(out, "\nexit status: 0 converted, 1 usage error, 2 IN unreadable or OUT not written\n");
-}
+struct ConvertOptions {
+    std::string in, out, format;
+};
 
 int usage(const std::string& message) {
     std::fprintf(stderr, "memscope-cli convert: %s (see memscope-cli convert --help)\n", message.c_str());
     return 1;
 }
 
-}  // namespace
-
-int runConvert(std::span<const std::string> args) {
-    std::string in, out, format;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a == "--help" || a == "-h") {
-            printHelp(stdout);
-            return 0;
-        }
-        if (a == "--to") {
-            if (i + 1 >= args.size()) return usage("--to needs a FORMAT");
-            format = args[++i];
-        } else if (a.starts_with("--to=")) {
-            format = a.substr(5);
-        } else if (a.starts_with("-") && a != "-") {
-            return usage("unknown option '" + a + "'");
-        } else if (in.empty()) {
-            in = a;
-        } else if (out.empty()) {
-            out = a;
-        } else {
-            return usage("too many arguments ('" + a + "')");
-        }
+std::string formatsText() {
+    std::string out = "Importers:\n";
+    for (const Importer* i : registry().importers()) {
+        std::string exts;
+        for (const auto& e : i->extensions()) exts += (exts.empty() ? "" : " ") + e;
+        char line[256];
+        std::snprintf(line, sizeof line, "  %-18s %s (%s)\n", i->id().c_str(), i->description().c_str(), exts.c_str());
+        out += line;
     }
-    if (in.empty() || out.empty()) return usage("needs IN and OUT");
+    out += "Exporters (--to):\n";
+    for (const Exporter* e : registry().exporters()) {
+        char line[256];
+        std::snprintf(line, sizeof line, "  %-18s %s (%s)\n", e->id().c_str(), e->description().c_str(),
+                      e->extension().c_str());
+        out += line;
+    }
+    return out;
+}
 
+int run(const ConvertOptions& o) {
     const Exporter* exporter = nullptr;
-    if (!format.empty()) {
-        exporter = registry().exporter(format);
-        if (!exporter) return usage("no exporter named '" + format + "'");
+    if (!o.format.empty()) {
+        exporter = registry().exporter(o.format);
+        if (!exporter) return usage("no exporter named '" + o.format + "'");
     } else {
-        auto found = registry().exporterForPath(out);
+        auto found = registry().exporterForPath(o.out);
         if (!found) return usage(found.message() + "; name one with --to");
         exporter = *found;
     }
     std::error_code ec;
-    if (std::filesystem::equivalent(in, out, ec)) return usage("IN and OUT are the same file");
+    if (std::filesystem::equivalent(o.in, o.out, ec)) return usage("IN and OUT are the same file");
+    if (std::filesystem::is_directory(o.in, ec))
+        return usage(o.in + " is a folder: convert takes one trace file (convert each rank's file)");
 
-    auto trace = loadWithProgress(in);
-    if (!trace) {
-        std::fprintf(stderr, "memscope-cli convert: %s\n", trace.message().c_str());
+    OpenOptions options;
+    options.timeline = false;  // a conversion needs the trace, not its analysis
+    auto opened = openWithProgress(o.in, options);
+    if (!opened) {
+        std::fprintf(stderr, "memscope-cli convert: %s\n", opened.message().c_str());
         return 2;
     }
-    if (auto written = exporter->exportTrace(*trace, out, {}); !written) {
+    // Warnings are said here, never written into OUT.
+    printWarnings("convert", *opened);
+    const OpenedTrace& part = opened->parts.front();
+    if (auto written = exporter->exportTrace(*part.trace, o.out, {}); !written) {
         std::fprintf(stderr, "memscope-cli convert: %s\n", written.message().c_str());
         return 2;
     }
-    std::fprintf(stderr, "memscope-cli convert: %s (%s, %zu events) -> %s (%s)\n", in.c_str(),
-                 trace->metadata.source_format.c_str(), trace->events.size(), out.c_str(),
-                 exporter->id().c_str());
+    std::fprintf(stderr, "memscope-cli convert: %s (%s, %zu events) -> %s (%s)\n", o.in.c_str(), part.format.c_str(),
+                 part.trace->events.size(), o.out.c_str(), exporter->id().c_str());
     return 0;
+}
+
+}  // namespace
+
+Command addConvert(CLI::App& parent) {
+    auto o = std::make_shared<ConvertOptions>();
+    CLI::App* app = parent.add_subcommand("convert", "any importer to any exporter");
+    app->add_option("IN", o->in, "the trace to read")->required();
+    app->add_option("OUT", o->out, "the file to write")->required();
+    app->add_option("--to", o->format, "exporter id (see the list below)");
+    // The formats come from the plugins, so the footer is built when help is shown.
+    app->footer([] {
+        return std::string(
+        "Reads IN with the importer that recognizes its bytes and writes OUT with an exporter: the one\n"
+        "named by --to, else the one whose extension ends OUT." "\n\n") + formatsText() + "\nExit status: 0 converted, 1 usage error, 2 IN unreadable or OUT not written.";
+    });
+    return {app, [o] { return run(*o); }, {}};
 }
 
 }  // namespace memscope::cli

@@ -1,51 +1,54 @@
-// memscope-cli: the headless front end (servers, CI).
-#include <array>
+// memscope-cli: the headless front end (servers, CI). Subcommands and their
+// options are declared with CLI11; each command lives in its own file.
+#include <algorithm>
 #include <cstdio>
-#include <string>
 #include <vector>
 
 #include "commands.h"
+#include "memscope/units.h"
 
-namespace {
+namespace memscope::cli {
 
-using memscope::cli::Command;
-
-constexpr std::array kCommands = {
-    Command{"summary", "summary FILE... [--json]   peak, live and reserved bytes per device",
-            memscope::cli::runSummary},
-    Command{"convert", "convert IN OUT [--to FORMAT]   any importer to any exporter",
-            memscope::cli::runConvert},
-    Command{"record", "record [-o DIR] [--tensor-level] [--stacks] [--vmm] -- CMD ARGS...   trace a CUDA program",
-            memscope::cli::runRecord},
-};
-
-void printHelp(std::FILE* out) {
-    std::fprintf(out,
-                 "memscope-cli: memory timelines of deep-learning training, headless\n\n"
-                 "usage: memscope-cli COMMAND [ARGS...]\n       memscope-cli COMMAND --help\n\n"
-                 "commands:\n");
-    for (const Command& c : kCommands) std::fprintf(out, "  %.*s\n", int(c.synopsis.size()), c.synopsis.data());
+CLI::Validator byteSizeValidator() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            auto parsed = parseByteSize(text);
+            return parsed ? std::string() : parsed.message();
+        },
+        "SIZE", "byte size");
 }
 
-}  // namespace
+}  // namespace memscope::cli
 
 int main(int argc, char** argv) {
-    if (argc < 2) {
-        printHelp(stderr);
+    using namespace memscope::cli;
+    CLI::App app{"memscope-cli: memory timelines of deep-learning training, headless"};
+    app.set_version_flag("--version", std::string("memscope-cli ") + MEMSCOPE_VERSION);
+    app.require_subcommand(1);
+    app.get_formatter()->column_width(34);
+    const std::vector<Command> commands = {addSummary(app), addCompare(app), addCheck(app), addConvert(app),
+                                           addRecord(app)};
+    // The command after `record` keeps its own options away from CLI11.
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (!args.empty() && args.front() == "record") {
+        std::vector<std::string> command;
+        splitRecordCommand(args, 1, command);
+        for (const Command& c : commands)
+            if (c.take_command) c.take_command(std::move(command));
+    }
+    std::reverse(args.begin(), args.end());  // CLI11 takes the words last first
+    try {
+        app.parse(args);
+    } catch (const CLI::ParseError& e) {
+        // Help and version are "errors" that exit 0; usage errors exit 1,
+        // except check's, whose 1 means "over the limit".
+        const int code = app.exit(e);
+        if (code == 0) return 0;
+        for (const Command& c : commands)
+            if (c.app->parsed() && c.app->get_name() == "check") return 2;
         return 1;
     }
-    const std::string name = argv[1];
-    if (name == "--help" || name == "-h" || name == "help") {
-        printHelp(stdout);
-        return 0;
-    }
-    if (name == "--version") {
-        std::printf("memscope-cli %s\n", MEMSCOPE_VERSION);
-        return 0;
-    }
-    const std::vector<std::string> args(argv + 2, argv + argc);
-    for (const Command& c : kCommands)
-        if (c.name == name) return c.run(args);
-    std::fprintf(stderr, "memscope-cli: unknown command '%s' (see memscope-cli --help)\n", name.c_str());
+    for (const Command& c : commands)
+        if (c.app->parsed()) return c.run();
     return 1;
 }

@@ -1,15 +1,16 @@
 // memscope-cli record [-o DIR] [--tensor-level] [--stacks] [--vmm] -- CMD ARGS...
+// The CUPTI tracer is injected through the environment; see record_env.h.
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
-#include <span>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "../../profiler/cupti/include/memscope_cupti/record_env.h"
+#include "memscope_cupti/record_env.h"
 #include "commands.h"
 #include "record_child.h"
 #include "record_report.h"
@@ -20,24 +21,6 @@ namespace {
 namespace fs = std::filesystem;
 namespace env = memscope::cupti::env;
 
-constexpr const char* kHelp =
-    "usage: memscope-cli record [-o DIR] [--tensor-level] [--stacks] [--vmm] -- CMD ARGS...\n\n"
-    "Runs CMD with the memscope CUPTI tracer injected into every process that\n"
-    "initializes CUDA (torchrun ranks included), then prints where the traces\n"
-    "are and a summary of each. CMD's own exit code is returned.\n\n"
-    "  -o DIR          where the traces go (default: ./memscope-traces); one\n"
-    "                  file per process: memscope-PID[-rankR][-localL].memscope\n"
-    "  --tensor-level  sets PYTORCH_NO_CUDA_MEMORY_CACHING=1 so that CUDA sees,\n"
-    "                  and the trace records, every tensor (slower); without it\n"
-    "                  the trace holds what the caching allocator reserves\n"
-    "  --stacks        host stack at each allocation (subscribes to CUPTI\n"
-    "                  callbacks: torch.profiler can then not run beside it)\n"
-    "  --vmm           record cuMemCreate/Map/Unmap/Release, the calls behind\n"
-    "                  expandable segments (also a CUPTI callback subscriber)\n\n"
-    "NVTX ranges (torch.cuda.nvtx.range_push/pop) become phases. The library is\n"
-    "looked up next to this program (../lib/libmemscope_cupti.so) unless\n"
-    "MEMSCOPE_CUPTI_LIBRARY names it.\n";
-
 struct RecordOptions {
     fs::path dir = "memscope-traces";
     bool tensor_level = false;
@@ -45,45 +28,6 @@ struct RecordOptions {
     bool vmm = false;
     std::vector<std::string> command;
 };
-
-// 0 = parsed, else the exit code to return (help, usage error).
-int parse(std::span<const std::string> args, RecordOptions& o) {
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a == "--help" || a == "-h") {
-            std::fputs(kHelp, stdout);
-            return -1;
-        } else if (a == "-o" || a == "--output") {
-            if (i + 1 >= args.size()) {
-                std::fprintf(stderr, "memscope-cli record: %s needs a directory\n\n%s", a.c_str(),
-                             kHelp);
-                return 1;
-            }
-            o.dir = args[++i];
-        } else if (a == "--tensor-level") {
-            o.tensor_level = true;
-        } else if (a == "--stacks") {
-            o.stacks = true;
-        } else if (a == "--vmm") {
-            o.vmm = true;
-        } else if (a == "--") {
-            o.command.assign(args.begin() + long(i) + 1, args.end());
-            break;
-        } else if (!a.empty() && a[0] == '-') {
-            std::fprintf(stderr, "memscope-cli record: unknown option '%s'\n\n%s", a.c_str(),
-                         kHelp);
-            return 1;
-        } else {
-            o.command.assign(args.begin() + long(i), args.end());  // CMD without "--"
-            break;
-        }
-    }
-    if (o.command.empty()) {
-        std::fprintf(stderr, "memscope-cli record: no command given\n\n%s", kHelp);
-        return 1;
-    }
-    return 0;
-}
 
 // The injection library: an explicit override, else where the build and the
 // install put it relative to this executable.
@@ -122,11 +66,11 @@ void warnIfReplacing(const char* name, const std::string& ours) {
                      name, current);
 }
 
-}  // namespace
-
-int runRecord(std::span<const std::string> args) {
-    RecordOptions o;
-    if (const int code = parse(args, o); code != 0) return code < 0 ? 0 : code;
+int run(const RecordOptions& o) {
+    if (o.command.empty()) {
+        std::fprintf(stderr, "memscope-cli record: no command given (see memscope-cli record --help)\n");
+        return 1;
+    }
 
     std::vector<fs::path> tried;
     const auto library = findLibrary(tried);
@@ -190,6 +134,54 @@ int runRecord(std::span<const std::string> args) {
     std::printf("open them with: memscope %s   or: memscope-cli summary %s/*.memscope\n",
                 dir.c_str(), dir.c_str());
     return *exit_code;
+}
+
+}  // namespace
+
+void splitRecordCommand(std::vector<std::string>& args, size_t first, std::vector<std::string>& command) {
+    for (size_t i = first; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a == "--") {
+            command.assign(args.begin() + long(i) + 1, args.end());
+            args.resize(i);
+            return;
+        }
+        if (a == "-o" || a == "--output") {
+            ++i;  // its value
+            continue;
+        }
+        if (!a.empty() && a[0] == '-') continue;  // one of record's options (CLI11 checks it)
+        command.assign(args.begin() + long(i), args.end());
+        args.resize(i);
+        return;
+    }
+}
+
+Command addRecord(CLI::App& parent) {
+    auto o = std::make_shared<RecordOptions>();
+    CLI::App* app = parent.add_subcommand("record", "trace a CUDA program (CUPTI)");
+    app->add_option("-o,--output", o->dir,
+                    "folder for the traces (default: memscope-traces)");
+    app->add_flag("--tensor-level", o->tensor_level,
+                  "every tensor: caching allocator off (slower, see below)");
+    app->add_flag("--stacks", o->stacks,
+                  "host stack at each allocation (CUPTI callbacks)");
+    app->add_flag("--vmm", o->vmm,
+                  "record cuMem* calls (expandable segments)");
+    app->footer(
+        "Runs CMD with the memscope CUPTI tracer injected into every process that initializes\n"
+        "CUDA (torchrun ranks included), then prints where the traces are and a summary of each.\n"
+        "CMD's own exit code is returned." "\n\n"
+        "Usage: memscope-cli record [OPTIONS] [--] CMD [ARGS...]\n\n"
+        "One trace per process: DIR/memscope-PID[-rankR][-localL].memscope.\n"
+        "--tensor-level sets PYTORCH_NO_CUDA_MEMORY_CACHING=1, so that CUDA sees, and the trace\n"
+        "records, every tensor: slower, and it changes the program (no caching, no CUDA graphs);\n"
+        "without it the trace holds the segments the caching allocator reserves.\n"
+        "--stacks and --vmm subscribe to CUPTI callbacks: torch.profiler cannot run beside them.\n\n"
+        "NVTX ranges (torch.cuda.nvtx.range_push/pop) become phases. The library is looked up next\n"
+        "to this program (../lib/libmemscope_cupti.so) unless MEMSCOPE_CUPTI_LIBRARY names it.\n\n"
+        "Example: memscope-cli record -o traces -- python3 train.py --epochs 1");
+    return {app, [o] { return run(*o); }, [o](std::vector<std::string> command) { o->command = std::move(command); }};
 }
 
 }  // namespace memscope::cli

@@ -1,12 +1,12 @@
 #include "record_report.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <set>
 
-#include "../../profiler/cupti/include/memscope_cupti/record_env.h"
+#include "memscope_cupti/record_env.h"
 #include "cli_common.h"
+#include "memscope/units.h"
 #include "memscope/summary.h"
 #include "memscope/timeline.h"
 
@@ -20,20 +20,6 @@ bool isTraceName(const std::string& name) {
     const std::string_view prefix = env::kFilePrefix, suffix = env::kFileSuffix;
     return name.size() > prefix.size() + suffix.size() && name.starts_with(prefix) &&
            name.ends_with(suffix);
-}
-
-uint64_t toNumber(std::string_view text) {
-    uint64_t n = 0;
-    std::from_chars(text.data(), text.data() + text.size(), n);
-    return n;
-}
-
-// Sums a numeric attribute over the whole trace ("dropped_records", ...).
-uint64_t attributeTotal(const Trace& trace, std::string_view key) {
-    uint64_t total = 0;
-    for (const EventAttribute& a : trace.attributes)
-        if (trace.string(a.key) == key) total += toNumber(trace.string(a.value));
-    return total;
 }
 
 int64_t seriesMax(const StepSeries& s) {
@@ -83,34 +69,24 @@ std::vector<fs::path> newTraceFiles(const fs::path& dir, const DirectoryState& b
 }
 
 bool printRecordedTrace(const fs::path& file) {
-    auto trace = loadWithProgress(file.string());
-    if (!trace) {
-        std::fprintf(stderr, "memscope-cli record: %s\n", trace.message().c_str());
+    auto opened = openWithProgress(file.string());
+    if (!opened) {
+        std::fprintf(stderr, "memscope-cli record: %s\n", opened.message().c_str());
         return false;
     }
-    auto timeline = Timeline::build(*trace);
-    if (!timeline) {
-        std::fprintf(stderr, "memscope-cli record: %s: %s\n", file.c_str(),
-                     timeline.message().c_str());
-        return false;
-    }
-    const Trace& t = *trace;
+    const OpenedTrace& part = opened->parts.front();
+    const Trace& t = *part.trace;
+    const Timeline& timeline = *part.timeline;
     std::printf("  %s\n", file.c_str());
     std::printf("    pid %lld%s, %zu events, %zu phases, %zu annotations\n",
                 (long long)t.metadata.pid,
                 t.metadata.rank >= 0 ? (", rank " + std::to_string(t.metadata.rank)).c_str() : "",
                 t.events.size(), t.phases.size(), t.annotations.size());
-    if (const uint64_t dropped = attributeTotal(t, "dropped_records"))
-        std::printf(
-            "    GAPS           %llu records dropped by CUPTI (markers \"dropped_records\")\n",
-            (unsigned long long)dropped);
-    if (const uint64_t lost = attributeTotal(t, "undecodable_bytes"))
-        std::printf("    GAPS           %llu bytes of CUPTI records could not be decoded\n",
-                    (unsigned long long)lost);
+    for (const LoadWarning& w : part.warnings) std::printf("    GAPS           %s\n", w.message.c_str());
     if (t.events.empty()) std::printf("    no CUDA memory events in this process\n");
 
-    const TraceSummary summary = summarize(t, **timeline);
-    for (const DeviceTimeline& d : (*timeline)->devices()) {
+    const TraceSummary summary = summarize(t, timeline);
+    for (const DeviceTimeline& d : timeline.devices()) {
         auto s = summary.devices.find(d.device);
         std::printf("    device %d%s\n", d.device, d.device < 0 ? " (host)" : "");
         std::printf("      peak reserved  %s\n", bytesBoth(seriesMax(d.reserved)).c_str());

@@ -47,11 +47,15 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     stackBox_ = new QComboBox(this);
     stackBox_->addItems({QStringLiteral("Stack by category"), QStringLiteral("Stack by allocation")});
     baselineBox_ = new QComboBox(this);
+    scopeBox_ = new QComboBox(this);
+    scopeBox_->addItem(QStringLiteral("Peak of the whole run"));
+    for (TrainingPhase p : kAllTrainingPhases) scopeBox_->addItem(QStringLiteral("Peak in %1").arg(toQString(toString(p))));
     bar->addWidget(alignBox_);
     bar->addWidget(layoutBox_);
     bar->addWidget(stackBox_);
     bar->addWidget(new QLabel(QStringLiteral("Baseline:"), this));
     bar->addWidget(baselineBox_);
+    bar->addWidget(scopeBox_);
     bar->addStretch(1);
     layout->addLayout(bar);
     notes_ = new QLabel(this);
@@ -110,6 +114,9 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     connect(baselineBox_, &QComboBox::currentIndexChanged, this, [this](int i) {
         if (i >= 0) setBaseline(i);
     });
+    connect(scopeBox_, &QComboBox::currentIndexChanged, this, [this](int i) {
+        setScope(i <= 0 ? PeakScope{} : PeakScope{kAllTrainingPhases[size_t(i - 1)]});
+    });
     connect(diffA_, &QComboBox::currentIndexChanged, this, &CompareView::updateDifference);
     connect(diffB_, &QComboBox::currentIndexChanged, this, &CompareView::updateDifference);
 }
@@ -148,16 +155,12 @@ void CompareView::setRuns(std::vector<RunPtr> runs) {
         diffA_->addItem(runs_[i]->name);
         diffB_->addItem(runs_[i]->name);
     }
-    // The full-save policy is the natural baseline when it is among the runs.
-    baseline_ = 0;
-    for (size_t i = 0; i < runs_.size(); ++i) {
-        const Trace* t = runs_[i]->trace(devices_[i]);
-        const std::string* policy = t ? t->metadata.property("policy") : nullptr;
-        if ((policy && *policy == "full") || runs_[i]->name.endsWith(QLatin1String("full"))) {
-            baseline_ = int(i);
-            break;
-        }
-    }
+    // The full-save policy is the natural baseline when it is among the runs
+    // (core's rule, as the CLI's compare applies it).
+    std::vector<CompareInput> inputs;
+    for (size_t i = 0; i < runs_.size(); ++i)
+        inputs.push_back({{}, runs_[i]->name.toStdString(), {runs_[i]->trace(devices_[i]), runs_[i]->timeline(devices_[i])}});
+    baseline_ = int(defaultBaseline(inputs));
     baselineBox_->setCurrentIndex(baseline_);
     diffB_->setCurrentIndex(baseline_);
     if (runs_.size() > 1) diffA_->setCurrentIndex(baseline_ == 0 ? 1 : 0);
@@ -173,28 +176,29 @@ void CompareView::relayout() {
 }
 
 void CompareView::realign() {
-    std::vector<RunRef> refs;
-    for (size_t i = 0; i < runs_.size(); ++i) refs.push_back({runs_[i]->trace(devices_[i]), runs_[i]->timeline(devices_[i])});
-    alignments_ = alignRuns(refs, align_, size_t(std::max(0, baseline_)));
+    // The table (core's buildCompareTable) holds each run's alignment and summary.
+    std::vector<CompareEntry> entries;
+    for (size_t i = 0; i < runs_.size(); ++i) entries.push_back({runs_[i], devices_[i], {}});
+    summary_->setRuns(std::move(entries), baseline_, align_, scope_);
+    const CompareTable& table = summary_->table();
+    alignments_.clear();
     double x0 = 0, x1 = 0, ymax = 1;
     bool first = true;
     QStringList fellBack;
-    std::vector<CompareEntry> entries;
     for (size_t i = 0; i < runs_.size(); ++i) {
-        const DeviceTimeline* tl = refs[i].timeline;
+        alignments_.push_back(table.rows[i].alignment);
+        const DeviceTimeline* tl = runs_[i]->timeline(devices_[i]);
         if (!tl) continue;
         const AxisMap& m = alignments_[i].map;
         const double a = m.forward(tl->start), b = m.forward(tl->end + 1);
         x0 = first ? a : std::min(x0, a);
         x1 = first ? b : std::max(x1, b);
         first = false;
-        RunSummary s = summarizeRun(refs[i]);
-        if (s.name.empty()) s.name = runs_[i]->name.toStdString();
+        const RunSummary& s = table.rows[i].summary;
         ymax = std::max({ymax, double(s.peak_bytes), double(s.reserved_peak)});
-        entries.push_back({runs_[i], devices_[i], std::move(s)});
         if (alignments_[i].fell_back) fellBack << runs_[i]->name;
     }
-    const QString unit = refs.empty() ? QString() : toQString(alignUnit(align_, refs.front()));
+    const QString unit = toQString(table.axis_unit);
     zoom_->setFullRange(x0, x1);
     for (size_t i = 0; i < plots_.size(); ++i) {
         plots_[i]->setSource(runs_[i], devices_[i], alignments_[i].map, axisLabel(alignments_[i].mode, unit));
@@ -203,7 +207,6 @@ void CompareView::realign() {
     }
     notes_->setVisible(!fellBack.isEmpty());
     notes_->setText(QStringLiteral("No training steps recorded in %1: shown by time.").arg(fellBack.join(QStringLiteral(", "))));
-    summary_->setEntries(std::move(entries), baseline_);
     table_->resizeColumnsToContents();
     composition_->setEntries(summary_->entries());
     updateDifference();
@@ -236,6 +239,13 @@ void CompareView::setBaseline(int index) {
     baseline_ = index;
     if (baselineBox_->currentIndex() != index) baselineBox_->setCurrentIndex(index);
     // Phase alignment uses the baseline's phase fractions, so realign.
+    realign();
+}
+
+void CompareView::setScope(PeakScope scope) {
+    scope_ = scope;
+    const int i = scope.phase ? index(*scope.phase) + 1 : 0;
+    if (scopeBox_->currentIndex() != i) scopeBox_->setCurrentIndex(i);
     realign();
 }
 

@@ -6,7 +6,7 @@
 #include <QWidget>
 #include <vector>
 
-#include "memscope/compare.h"
+#include "memscope/compare_table.h"
 #include "run.h"
 #include "timeline_bands.h"
 
@@ -44,6 +44,9 @@ public:
     void setGridLayout(bool grid);
     bool isGridLayout() const { return gridMode_; }
     void setBaseline(int index);
+    // The compare table's peaks: the whole run's, or within one training phase.
+    void setScope(PeakScope scope);
+    PeakScope scope() const { return scope_; }
     void setStackMode(StackMode mode);
     // Centres the shared view on the baseline run's peak.
     void goToPeak();
@@ -68,6 +71,7 @@ private:
     AlignMode align_ = AlignMode::Time;
     bool gridMode_ = true;
     int baseline_ = 0;
+    PeakScope scope_;
     StackMode stack_ = StackMode::ByCategory;
 
     QWidget* grid_ = nullptr;
@@ -76,6 +80,7 @@ private:
     QComboBox* layoutBox_ = nullptr;
     QComboBox* baselineBox_ = nullptr;
     QComboBox* stackBox_ = nullptr;
+    QComboBox* scopeBox_ = nullptr;
     QComboBox* diffA_ = nullptr;
     QComboBox* diffB_ = nullptr;
     QLabel* hover_ = nullptr;

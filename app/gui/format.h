@@ -6,6 +6,7 @@
 #include <QStringList>
 #include <cstdint>
 
+#include "memscope/frames.h"
 #include "memscope/timeline.h"
 #include "memscope/trace.h"
 
@@ -17,10 +18,6 @@ QString formatAddress(uint64_t address); // "0x7f3a00000000"
 QString formatRunTime(const Trace& trace, const DeviceTimeline& tl, int64_t x);
 QString toQString(std::string_view s);
 
-QString frameText(const Trace& trace, FrameId id);  // "name (file:line)"
-// memory_viz's noise frames (its frameFilter): unwinder, traceback capture,
-// CPython's call machinery, dispatcher boxing and registration glue.
-bool isNoiseFrame(const Trace& trace, FrameId id);
 // Up to `max` frames, noise hidden, innermost first.
 QStringList topFrames(const Trace& trace, StackId stack, int max);
 

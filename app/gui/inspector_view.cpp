@@ -9,7 +9,7 @@
 #include <algorithm>
 
 #include "format.h"
-#include "memscope/compare.h"
+#include "memscope/phases.h"
 #include "models.h"
 
 namespace memscope::gui {

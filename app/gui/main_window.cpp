@@ -17,6 +17,7 @@
 #include <QThread>
 
 #include "allocator_view.h"
+#include "memscope/builtin_plugins.h"
 #include "compare_view.h"
 #include "format.h"
 #include "inspector_view.h"
@@ -74,6 +75,9 @@ MainWindow::MainWindow(bool persistSettings, QWidget* parent) : QMainWindow(pare
     statusBar()->addWidget(status_, 1);
     statusBar()->addPermanentWidget(progress_);
     statusBar()->addPermanentWidget(cancel_);
+    // The one plugin report (the CLI prints the same): say once what was skipped.
+    for (const std::string& e : processPluginReport().errors) errors_ << QStringLiteral("plugin skipped: %1").arg(QString::fromStdString(e));
+    if (!errors_.isEmpty()) status_->setText(errors_.join(QStringLiteral("; ")));
 
     connect(cancel_, &QPushButton::clicked, loader_, &RunLoader::cancel);
     connect(loader_, &RunLoader::progress, this, [this](qint64 done, qint64 total) {
@@ -169,8 +173,8 @@ void MainWindow::onRunLoaded(RunPtr run) {
     batchRuns_.push_back(run);
     // A damaged tail still loads; say what was lost instead of hiding it.
     for (const RunPart& part : run->parts)
-        if (const std::string* w = part.trace->metadata.property("load_warning"))
-            batchErrors_ << QStringLiteral("%1: opened, but %2").arg(part.path, QString::fromStdString(*w));
+        for (const LoadWarning& w : part.warnings)
+            batchErrors_ << QStringLiteral("%1: opened, but %2").arg(part.path, QString::fromStdString(w.message));
     if (!current_.compare) addRunView(run);
 }
 

@@ -45,7 +45,7 @@ int StackFrameModel::rowCount(const QModelIndex& parent) const {
 QVariant StackFrameModel::data(const QModelIndex& index, int role) const {
     if (!index.isValid() || index.row() >= int(frames_.size()) || !trace_) return {};
     const FrameId f = frames_[size_t(index.row())];
-    if (role == Qt::DisplayRole || role == Qt::ToolTipRole) return frameText(*trace_, f);
+    if (role == Qt::DisplayRole || role == Qt::ToolTipRole) return toQString(memscope::frameText(*trace_, f));
     if (role == Qt::ForegroundRole && isNoiseFrame(*trace_, f)) return QColor(Qt::gray);
     return {};
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "memscope/task_context.h"
 #include "memscope/timeline.h"
 #include "memscope/trace.h"
 
@@ -18,6 +19,8 @@ struct RunPart {
     std::shared_ptr<const Trace> trace;
     std::shared_ptr<const Timeline> timeline;
     QString path;
+    QString format;                     // the importer that read it
+    std::vector<LoadWarning> warnings;  // what the load lost or changed
     // Per device (parallel to timeline->devices()): the largest intervals, largest
     // first, computed on the loader thread for the by-allocation view.
     std::vector<std::vector<uint32_t>> largest;

@@ -7,91 +7,52 @@
 #include <mutex>
 
 #include "format.h"
+#include "memscope/allocation_order.h"
 #include "memscope/builtin_plugins.h"
-#include "memscope/compare.h"
-#include "memscope/native_format.h"
+#include "memscope/open_run.h"
 
 namespace memscope::gui {
 
-const PluginRegistry& pluginRegistry() {
-    static PluginRegistry* registry = [] {
-        auto* r = new PluginRegistry;  // lives for the process: plugins may be dlopen'ed
-        (void)registerAllPlugins(*r);
-        return r;
-    }();
-    return *registry;
-}
+const PluginRegistry& pluginRegistry() { return processRegistry(); }
 
 namespace {
 
-bool looksNative(const QString& path) {
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly)) return false;
-    const QByteArray head = f.read(qint64(kNativeMagic.size()));
-    return head == QByteArray(kNativeMagic.data(), qsizetype(kNativeMagic.size()));
-}
-
-Result<Trace> importFile(const QString& path, const TaskContext& ctx) {
-    const std::string p = QFile::encodeName(path).toStdString();
-    Result<Trace> t = pluginRegistry().load(p, ctx);
-    // The native reader is part of core: a native trace opens even when no
-    // native importer plugin is registered.
-    if (!t.ok() && looksNative(path) && !pluginRegistry().importer("native")) return readNativeTrace(p, ctx);
-    return t;
-}
-
-QStringList traceFilesIn(const QDir& dir) {
-    QStringList out;
-    for (const QFileInfo& fi : dir.entryInfoList(QDir::Files | QDir::Readable, QDir::Name)) {
-        const std::string p = QFile::encodeName(fi.filePath()).toStdString();
-        if (pluginRegistry().importerFor(p).ok() || looksNative(fi.filePath())) out << fi.filePath();
-    }
-    return out;
+// A run part from core's opened trace, with what the by-allocation view needs
+// computed here on the loader thread.
+RunPart toPart(OpenedTrace opened, const QString& path) {
+    RunPart part;
+    part.trace = std::move(opened.trace);
+    part.timeline = std::move(opened.timeline);
+    part.path = path;
+    part.format = QString::fromStdString(opened.format);
+    part.warnings = std::move(opened.warnings);
+    for (const DeviceTimeline& d : part.timeline->devices()) part.largest.push_back(largestIntervals(d, kLargestKept));
+    return part;
 }
 
 }  // namespace
 
 Result<RunPtr> makeRun(Trace trace, const QString& path, const TaskContext& ctx) {
+    std::string name = trace.metadata.name.empty() ? QFileInfo(path).completeBaseName().toStdString() : trace.metadata.name;
+    auto opened = openTrace(std::move(trace), QFile::encodeName(path).toStdString(), ctx);
+    if (!opened.ok()) return opened.error();
     auto run = std::make_shared<Run>();
-    if (trace.metadata.name.empty()) trace.metadata.name = QFileInfo(path).completeBaseName().toStdString();
-    run->name = toQString(trace.metadata.name);
+    run->name = toQString(name);
     run->paths << path;
-    auto shared = std::make_shared<const Trace>(std::move(trace));
-    auto tl = Timeline::build(*shared, ctx);
-    if (!tl.ok()) return tl.error();
-    RunPart part;
-    part.trace = shared;
-    part.timeline = *tl;
-    part.path = path;
-    for (const DeviceTimeline& d : part.timeline->devices()) part.largest.push_back(largestIntervals(d, kLargestKept));
-    run->parts.push_back(std::move(part));
+    run->parts.push_back(toPart(std::move(*opened), path));
     return RunPtr(std::move(run));
 }
 
 Result<RunPtr> loadRun(const QString& path, const TaskContext& ctx) {
-    const QFileInfo info(path);
-    if (!info.exists()) return makeError(QStringLiteral("%1: no such file or folder").arg(path).toStdString());
-    if (!info.isDir()) {
-        auto trace = importFile(path, ctx);
-        if (!trace.ok()) return trace.error();
-        return makeRun(std::move(*trace), path, ctx);
-    }
-    const QStringList files = traceFilesIn(QDir(path));
-    if (files.isEmpty()) return makeError(QStringLiteral("%1: the folder holds no trace memscope can read").arg(path).toStdString());
+    auto opened = openRun(QFile::encodeName(path).toStdString(), pluginRegistry(), ctx);
+    if (!opened.ok()) return opened.error();
     auto run = std::make_shared<Run>();
-    run->name = info.fileName();
-    for (const QString& f : files) {
-        auto trace = importFile(f, ctx);
-        if (!trace.ok()) return trace.error();
-        auto one = makeRun(std::move(*trace), f, ctx);
-        if (!one.ok()) return one.error();
-        run->paths << f;
-        run->parts.push_back((*one)->parts.front());
+    run->name = toQString(opened->name);
+    for (OpenedTrace& part : opened->parts) {
+        const QString partPath = QFile::decodeName(QByteArray::fromStdString(part.path));
+        run->paths << partPath;
+        run->parts.push_back(toPart(std::move(part), partPath));
     }
-    // Ranks in rank order where the traces know their rank, else file order.
-    std::stable_sort(run->parts.begin(), run->parts.end(), [](const RunPart& a, const RunPart& b) {
-        return a.trace->metadata.rank < b.trace->metadata.rank;
-    });
     return RunPtr(std::move(run));
 }
 

@@ -15,11 +15,13 @@
 
 namespace memscope::gui {
 
-// The process-wide registry with the built-in and folder plugins.
+// The process-wide registry with the built-in and folder plugins (core's
+// processRegistry(): the CLI opens files through the same one).
 const PluginRegistry& pluginRegistry();
 
-// Loads one path: a trace file, or a folder of per-rank traces as one run.
-// Blocking; call it off the GUI thread. Used by the loader and by tests.
+// Loads one path through core's openRun: a trace file, or a folder of
+// per-rank traces as one run. Blocking; call it off the GUI thread. Used by
+// the loader and by tests.
 Result<RunPtr> loadRun(const QString& path, const TaskContext& ctx);
 
 // Builds a run from a trace already in memory (tests, the benchmark).

@@ -75,7 +75,7 @@ void SearchPanel::search(const QString& query) {
     status_->setText(QStringLiteral("searching…"));
     // The run is captured by value: it outlives the search even if its tab closes.
     watcher_.setFuture(QtConcurrent::run([run = run_, tl, trace, query, cancel = cancel_] {
-        return searchAllocations(*trace, *tl, query, 1000, cancel.get());
+        return searchAllocations(*trace, *tl, query.toStdString(), 1000, cancel.get());
     }));
 }
 

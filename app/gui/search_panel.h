@@ -7,7 +7,7 @@
 #include <atomic>
 #include <memory>
 
-#include "allocation_search.h"
+#include "memscope/allocation_search.h"
 #include "run.h"
 
 class QLabel;

@@ -46,17 +46,9 @@ BandSet computeBands(const DeviceTimeline& tl, const std::vector<uint32_t>* larg
     for (const SeriesPoint& p : lod) src.push_back(p.x);
 
     if (req.mode == StackMode::ByAllocation && largest) {
-        // The biggest intervals touching the range, stacked in order of start.
-        for (uint32_t i : *largest) {
-            if (int(out.shown.size()) >= req.max_bands) break;
-            const AllocationInterval& a = tl.intervals[i];
-            const bool open = a.free_event == kNoEvent;
-            if (a.start < hi && (open || a.end > lo)) out.shown.push_back(i);
-        }
-        std::sort(out.shown.begin(), out.shown.end(), [&](uint32_t a, uint32_t b) {
-            return tl.intervals[a].start != tl.intervals[b].start ? tl.intervals[a].start < tl.intervals[b].start
-                                                                  : a < b;
-        });
+        // The biggest intervals touching the range, stacked in order of start
+        // (core's stacking order, which the hit test shares).
+        out.shown = shownIntervals(tl, *largest, lo, hi, size_t(std::max(0, req.max_bands)));
         for (uint32_t i : out.shown) {
             const AllocationInterval& a = tl.intervals[i];
             if (a.start > lo && a.start < hi) src.push_back(a.start);

@@ -10,12 +10,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "memscope/compare.h"
+#include "memscope/alignment.h"
+#include "memscope/allocation_order.h"
 #include "memscope/timeline.h"
 
 namespace memscope::gui {
-
-enum class StackMode { ByCategory = 0, ByAllocation = 1 };
 
 struct Band {
     QString label;
@@ -47,9 +46,5 @@ struct BandRequest {
 BandSet computeBands(const DeviceTimeline& tl, const std::vector<uint32_t>* largest, const AxisMap& map,
                      const BandRequest& request);
 
-// Whether an interval is live at x (start <= x < end, or never freed).
-inline bool liveAtX(const AllocationInterval& a, int64_t x) {
-    return a.start <= x && (x < a.end || a.free_event == kNoEvent);
-}
 
 }  // namespace memscope::gui

@@ -10,7 +10,6 @@
 
 #include "category_colors.h"
 #include "format.h"
-#include "hit_test.h"
 #include "plot_export.h"
 #include "plot_style.h"
 #include "zoom_state.h"
@@ -306,7 +305,7 @@ QPoint TimelinePlot::coordToPixel(double x, double y) const {
 std::optional<uint32_t> TimelinePlot::allocationAt(double x, double y) const {
     const DeviceTimeline* tl = timeline();
     if (!tl) return std::nullopt;
-    return memscope::gui::allocationAt(*tl, mode_, bands_.shown, map_.inverse(x), y);
+    return memscope::allocationAt(*tl, mode_, bands_.shown, map_.inverse(x), y);
 }
 
 QString TimelinePlot::hoverTextAt(double x, double y) const {

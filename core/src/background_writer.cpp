@@ -270,6 +270,10 @@ void BackgroundTraceWriter::setAllocatorState(const AllocatorState& state) {
     MEMSCOPE_LOCKED(impl_);
     impl_->tables.setAllocatorState(state);
 }
+void BackgroundTraceWriter::setRunMetrics(const RunMetrics& metrics) {
+    MEMSCOPE_LOCKED(impl_);
+    impl_->tables.setRunMetrics(metrics);
+}
 
 #undef MEMSCOPE_LOCKED
 

@@ -12,7 +12,7 @@ inline constexpr size_t kFileHeaderSize = 16;
 // A reader refuses another major version; a higher minor only adds chunk types
 // or trailing fields that older readers skip.
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 0;
+inline constexpr uint16_t kVersionMinor = 1;  // 1: run metrics chunk
 
 // Chunk header: u8 type, u8 flags, u16 reserved (0), u32 count, u32 stored size,
 // u32 raw size, u32 CRC32C over the first 16 header bytes and the stored payload.
@@ -31,6 +31,7 @@ enum class ChunkType : uint8_t {
     Attributes = 9,
     Events = 10,
     AllocatorState = 11,
+    RunMetrics = 12,
 };
 
 inline constexpr uint8_t kFlagZstd = 1;  // payload is one zstd frame of raw size bytes
@@ -111,6 +112,8 @@ inline const char* chunkTypeName(ChunkType type) {
             return "events";
         case ChunkType::AllocatorState:
             return "allocator state";
+        case ChunkType::RunMetrics:
+            return "run metrics";
     }
     return "unknown";
 }

@@ -4,6 +4,7 @@
 #include "native_table_codec.h"
 
 #include <algorithm>
+#include <bit>
 #include <string_view>
 
 #include "native_bytes.h"
@@ -315,6 +316,77 @@ std::string decodeAllocatorState(uint32_t count, ByteReader& r, Trace& trace) {
     return {};
 }
 
+// Doubles travel as their IEEE 754 bits, little-endian.
+void putDouble(ByteWriter& w, double v) {
+    unsigned char b[8];
+    storeLE64(b, std::bit_cast<uint64_t>(v));
+    w.bytes(b, 8);
+}
+double getDouble(ByteReader& r) {
+    ByteReader b = r.sub(8);
+    if (r.failed()) return 0;
+    return std::bit_cast<double>(loadLE64(b.position()));
+}
+
+void encodeRunMetrics(const RunMetrics& m, std::vector<unsigned char>& buf) {
+    ByteWriter w(buf);
+    putText(w, m.policy);
+    w.byte(m.model ? 1 : 0);
+    if (m.model) {
+        const ModelShape& c = *m.model;
+        putText(w, c.name);
+        putText(w, c.description);
+        putText(w, c.dtype);
+        for (int32_t v : {c.layers, c.hidden, c.heads, c.seq, c.batch, c.vocab}) w.svarint(v);
+        putDouble(w, c.dropout);
+    }
+    w.varint(m.step_ns.size());
+    for (int64_t v : m.step_ns) w.svarint(v);
+    w.varint(m.recompute_ns.size());
+    for (int64_t v : m.recompute_ns) w.svarint(v);
+    w.varint(m.losses.size());
+    for (double v : m.losses) putDouble(w, v);
+}
+
+std::string decodeRunMetrics(uint32_t count, ByteReader& r, Trace& trace) {
+    RunMetrics m;
+    m.policy = std::string(r.text());
+    const uint8_t has_model = r.byte();
+    if (r.failed()) return "run metrics cut short";
+    if (has_model > 1) return "bad model flag";
+    if (has_model) {
+        ModelShape c;
+        c.name = std::string(r.text());
+        c.description = std::string(r.text());
+        c.dtype = std::string(r.text());
+        for (int32_t* v : {&c.layers, &c.hidden, &c.heads, &c.seq, &c.batch, &c.vocab}) {
+            const int64_t x = r.svarint();
+            if (!fitsInt32(x)) return "model field out of range";
+            *v = static_cast<int32_t>(x);
+        }
+        c.dropout = getDouble(r);
+        if (r.failed()) return "run metrics cut short";
+        m.model = std::move(c);
+    }
+    // Every value takes at least one byte (a double eight), so counts larger
+    // than what is left are lies.
+    const uint64_t steps = r.varint();
+    if (r.failed() || steps != count || steps > r.remaining()) return "bad step count";
+    m.step_ns.reserve(steps);
+    for (uint64_t i = 0; i < steps; ++i) m.step_ns.push_back(r.svarint());
+    const uint64_t recompute = r.varint();
+    if (r.failed() || recompute > r.remaining()) return "bad recompute count";
+    m.recompute_ns.reserve(recompute);
+    for (uint64_t i = 0; i < recompute; ++i) m.recompute_ns.push_back(r.svarint());
+    const uint64_t losses = r.varint();
+    if (r.failed() || losses > r.remaining() / 8) return "bad loss count";
+    m.losses.reserve(losses);
+    for (uint64_t i = 0; i < losses; ++i) m.losses.push_back(getDouble(r));
+    if (r.failed()) return "run metrics cut short";
+    trace.metrics = std::move(m);  // the last one wins
+    return {};
+}
+
 }  // namespace
 
 void encodeDefinitions(const PendingTables& p, const ChunkEmitter& emit) {
@@ -434,6 +506,11 @@ void encodeUpdates(const PendingTables& p, const ChunkEmitter& emit) {
         }
         emit(ChunkType::AllocatorState, static_cast<uint32_t>(s.segments.size()), buf);
     }
+    if (p.metrics) {
+        std::vector<unsigned char> buf;
+        encodeRunMetrics(*p.metrics, buf);
+        emit(ChunkType::RunMetrics, static_cast<uint32_t>(p.metrics->step_ns.size()), buf);
+    }
 }
 
 std::string decodeTableChunk(ChunkType type, uint32_t count, std::span<const unsigned char> payload,
@@ -460,6 +537,8 @@ std::string decodeTableChunk(ChunkType type, uint32_t count, std::span<const uns
             return decodeMetadata(count, r, trace);
         case ChunkType::AllocatorState:
             return decodeAllocatorState(count, r, trace);
+        case ChunkType::RunMetrics:
+            return decodeRunMetrics(count, r, trace);
         case ChunkType::Events:
             break;
     }

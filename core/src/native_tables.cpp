@@ -117,6 +117,8 @@ void NativeTables::setAllocatorState(const AllocatorState& state) {
     pending_.allocator_state = std::move(s);
 }
 
+void NativeTables::setRunMetrics(const RunMetrics& metrics) { pending_.metrics = metrics; }
+
 Event NativeTables::sanitize(const Event& event) const {
     Event e = event;
     if (static_cast<int>(e.kind) >= kEventKindCount) e.kind = EventKind::Marker;

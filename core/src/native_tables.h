@@ -33,6 +33,7 @@ struct PendingTables {
     std::vector<EventAttribute> attributes;
     std::optional<TraceMetadata> metadata;  // set when it changed: written whole
     std::optional<AllocatorState> allocator_state;
+    std::optional<RunMetrics> metrics;  // set when it changed: written whole
 };
 
 class NativeTables {
@@ -49,6 +50,7 @@ public:
     void addAttribute(uint64_t event, StringId key, StringId value);
     void setProperty(std::string key, std::string value);
     void setAllocatorState(const AllocatorState& state);
+    void setRunMetrics(const RunMetrics& metrics);
 
     // Ids that do not exist yet would make the reader drop the chunk that holds
     // them, so the writers store such references as 0 (none) instead.

@@ -78,6 +78,9 @@ void NativeTraceWriter::setProperty(std::string key, std::string value) {
 void NativeTraceWriter::setAllocatorState(const AllocatorState& state) {
     impl_->tables.setAllocatorState(state);
 }
+void NativeTraceWriter::setRunMetrics(const RunMetrics& metrics) {
+    impl_->tables.setRunMetrics(metrics);
+}
 
 uint64_t NativeTraceWriter::append(const Event& event) {
     Impl& d = *impl_;
@@ -131,6 +134,7 @@ Result<void> writeNativeTrace(const Trace& trace, const std::string& path,
     for (const Annotation& a : trace.annotations) w.addAnnotation(a);
     for (const EventAttribute& a : trace.attributes) w.addAttribute(a.event, a.key, a.value);
     if (trace.allocator_state) w.setAllocatorState(*trace.allocator_state);
+    if (trace.metrics) w.setRunMetrics(*trace.metrics);
     return w.close();
 }
 

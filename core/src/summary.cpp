@@ -5,7 +5,7 @@ namespace {
 
 std::optional<int64_t> toMicros(const Trace& trace, int64_t time) {
     if (trace.metadata.time_base != TimeBase::Nanoseconds) return std::nullopt;
-    return time >= 0 ? time / 1000 : -((-time + 999) / 1000);  // floor, also before 1970
+    return time >= 0 ? time / 1000 : -((-(time + 1)) / 1000) - 1;  // floor, also before 1970, no overflow
 }
 
 void addEndState(const Trace& trace, int16_t device, DeviceSummary& out) {
@@ -47,6 +47,7 @@ TraceSummary summarize(const Trace& trace, const Timeline& timeline) {
         d.peak_active_bytes = tl.peak.bytes;
         d.peak_event_index = tl.peak.event_index;
         d.categories_at_peak = tl.peak.by_category;
+        d.phase_peaks = tl.phase_peaks;
         if (!tl.trace_events.empty()) {
             d.first_time_us = toMicros(trace, tl.start);
             d.last_time_us = toMicros(trace, tl.end);

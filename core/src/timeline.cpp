@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "memscope/timeline.h"
+#include "phase_peak_tracker.h"
 
 namespace memscope {
 namespace {
@@ -41,7 +42,7 @@ class DeviceBuilder {
 public:
     DeviceBuilder(const Trace& trace, int16_t device, std::vector<uint64_t> events,
                   const TimelineOptions& options)
-        : trace_(trace), options_(options) {
+        : trace_(trace), options_(options), tracker_(trace, device) {
         tl_.device = device;
         tl_.trace_events = std::move(events);
         if (!tl_.trace_events.empty()) {
@@ -61,6 +62,7 @@ public:
         for (auto& s : tl_.live_by_category) s.finalize();
         tl_.reserved.finalize();
         describePeak();
+        tl_.phase_peaks = tracker_.finish(tl_.initial_live, initialByCat_, tl_.live, tl_.live_by_category);
         return std::move(tl_);
     }
 
@@ -80,6 +82,9 @@ private:
             }
             const uint64_t ti = tl_.trace_events[local];
             const Event& e = events[ti];
+            const bool changesLive = e.kind == EventKind::Alloc || e.kind == EventKind::FreeCompleted;
+            detail::PhasePeakTracker::Slot slot;
+            if (changesLive && !tracker_.idle()) slot = tracker_.enter(e, int64_t(local), live, byCat);
             switch (e.kind) {
                 case EventKind::Alloc: {
                     live += int64_t(e.size);
@@ -124,6 +129,7 @@ private:
                     }
                     continue;
             }
+            if (!tracker_.idle()) tracker_.update(slot, e, int64_t(local), live, byCat);
             // First strict maximum wins: ties keep the earlier moment.
             if (live > peakRelative_) {
                 peakRelative_ = live;
@@ -253,6 +259,7 @@ private:
     int64_t peakRelative_ = 0;
     int64_t peakLocal_ = -1;
     int64_t reservedDelta_ = 0;
+    detail::PhasePeakTracker tracker_;
 };
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "memscope/types.h"
+#include "memscope/task_context.h"
 
 namespace memscope {
 namespace {
@@ -33,6 +34,21 @@ std::optional<Category> categoryFromString(std::string_view name) {
     for (size_t i = 0; i < kCategoryNames.size(); ++i)
         if (kCategoryNames[i] == name) return static_cast<Category>(i);
     return std::nullopt;
+}
+
+}  // namespace memscope
+
+namespace memscope {
+
+std::string_view toString(WarningKind kind) {
+    switch (kind) {
+        case WarningKind::DamagedTail: return "damaged_tail";
+        case WarningKind::DroppedRecords: return "dropped_records";
+        case WarningKind::ClampedValues: return "clamped_values";
+        case WarningKind::SkippedRecords: return "skipped_records";
+        case WarningKind::Other: return "other";
+    }
+    return "other";
 }
 
 }  // namespace memscope

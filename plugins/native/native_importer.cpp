@@ -1,6 +1,6 @@
 // Importer "native": recognized by its magic. A damaged tail is not an error
-// (the reader keeps every good chunk); what was lost is recorded in the
-// trace's metadata as "load_warning" so that front ends can show it.
+// (the reader keeps every good chunk); what was lost is a DamagedTail warning
+// through the task context, never text in the trace.
 #include <cstring>
 
 #include "memscope/native_format.h"
@@ -23,30 +23,7 @@ public:
     }
 
     Result<Trace> import(const std::string& path, const TaskContext& ctx) const override {
-        NativeReadReport report;
-        Result<Trace> trace = readNativeTrace(path, ctx, &report);
-        if (!trace) {
-            // The registry names the file itself: drop the reader's own "PATH: ".
-            const std::string& message = trace.message();
-            const std::string prefix = path + ": ";
-            if (message.compare(0, prefix.size(), prefix) == 0)
-                return makeError(message.substr(prefix.size()));
-            return trace;
-        }
-        if (!report.problem.empty() && report.chunks_read == 0 && report.bytes_lost > 0) {
-            // Nothing after the header could be read: an empty run would hide
-            // that, so this is an error rather than a warning.
-            return makeError("no readable chunk after the header (" +
-                             std::to_string(report.bytes_lost) + " bytes): " + report.problem);
-        }
-        if (!report.problem.empty()) {
-            trace->metadata.setProperty(
-                "load_warning", "file damaged after " + std::to_string(report.chunks_read) +
-                                    " good chunks (" + std::to_string(report.bytes_lost) + " of " +
-                                    std::to_string(report.bytes_total) +
-                                    " bytes lost): " + report.problem);
-        }
-        return trace;
+        return importNativeTrace(path, ctx);
     }
 };
 

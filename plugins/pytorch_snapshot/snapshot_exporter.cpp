@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <unordered_map>
-
 #include <nlohmann/json.hpp>
+#include <unordered_map>
+#include <vector>
 
 #include "memscope/plugins/pytorch_snapshot.h"
 #include "pickle_writer.h"
@@ -67,10 +67,10 @@ public:
             if (auto r = writeEntries(host_events_); !r) return r;
         }
         writeSettings(top);
-        if (!t_.annotations.empty()) {
+        if (const std::vector<AnnotationEntry> entries = annotationEntries(); !entries.empty()) {
             top.item();
             key("external_annotations");
-            writeAnnotations();
+            writeAnnotations(entries);
         }
         if (!t_.allocator_state) {
             // Not PyTorch's: says that the empty 'segments' above means "unknown",
@@ -249,6 +249,11 @@ private:
                                  ": a snapshot has devices 0 and up (and -1 for the host)");
             max_device = std::max(max_device, e.device);
         }
+        // memory_viz lists the devices of 'device_traces': one list per device
+        // up to the last one that holds a segment, even with no entries.
+        if (t_.allocator_state)
+            for (const Segment& s : t_.allocator_state->segments)
+                max_device = std::max(max_device, s.device);
         std::vector<std::vector<uint64_t>> by_device(size_t(max_device + 2));  // [0] = host
         for (uint64_t i = 0; i < t_.events.size(); ++i) by_device[size_t(t_.events[i].device + 1)].push_back(i);
         for (auto& v : by_device)
@@ -370,11 +375,148 @@ private:
         b.finish();
     }
 
-    void writeAnnotations() {
+    struct AnnotationEntry {
+        int64_t time_us = 0;
+        StringId name;
+        int16_t device = 0;
+        AnnotationStage stage = AnnotationStage::Instant;
+    };
+    static int64_t floorUs(int64_t ns) { return ns >= 0 ? ns / 1000 : -((-ns + 999) / 1000); }
+    static int64_t ceilUs(int64_t ns) { return -floorUs(-ns); }
+
+    // The trace's annotations as they are, and its phases as START/END pairs
+    // (PyTorch >= 2.5's record_function annotations) where the annotations do
+    // not already say them: a snapshot's annotations came back as phases.
+    std::vector<AnnotationEntry> annotationEntries() const {
+        std::vector<AnnotationEntry> given;
+        given.reserve(t_.annotations.size());
+        for (const Annotation& a : t_.annotations)
+            given.push_back({floorUs(a.time), a.name, a.device, a.stage});
+        std::vector<std::vector<AnnotationEntry>> sequences = phaseEntries();
+        if (sequences.empty()) return given;
+
+        auto code = [](const AnnotationEntry& e) {
+            return (uint64_t(e.name.value) << 24) ^ (uint64_t(uint16_t(e.device)) << 8) ^
+                   uint64_t(e.stage) ^ (uint64_t(e.time_us) * 0x9E3779B97F4A7C15ull);
+        };
+        std::unordered_multimap<uint64_t, size_t> unclaimed;  // code -> index in given
+        unclaimed.reserve(given.size());
+        for (size_t i = 0; i < given.size(); ++i) unclaimed.emplace(code(given[i]), i);
+        for (auto& seq : sequences) {
+            size_t w = 0;
+            for (const AnnotationEntry& e : seq) {
+                bool said = false;
+                auto [lo, hi] = unclaimed.equal_range(code(e));
+                for (auto it = lo; it != hi; ++it) {
+                    const AnnotationEntry& g = given[it->second];
+                    if (g.time_us == e.time_us && g.name == e.name && g.device == e.device &&
+                        g.stage == e.stage) {
+                        unclaimed.erase(it);
+                        said = true;
+                        break;
+                    }
+                }
+                if (!said) seq[w++] = e;
+            }
+            seq.resize(w);
+        }
+        // Merge by time, each sequence keeping its own order (a phase's END
+        // rounded up can come after the next phase's START rounded down).
+        sequences.insert(sequences.begin(), std::move(given));
+        std::vector<AnnotationEntry> out;
+        std::vector<size_t> at(sequences.size(), 0);
+        for (;;) {
+            size_t best = SIZE_MAX;
+            for (size_t s = 0; s < sequences.size(); ++s)
+                if (at[s] < sequences[s].size() &&
+                    (best == SIZE_MAX ||
+                     sequences[s][at[s]].time_us < sequences[best][at[best]].time_us))
+                    best = s;
+            if (best == SIZE_MAX) break;
+            out.push_back(sequences[best][at[best]++]);
+        }
+        return out;
+    }
+
+    // One sequence per device: a depth-first walk of the phase tree, children
+    // by start, START on the way in and END on the way out, so that nesting
+    // survives equal times and the microsecond rounding. A phase of all
+    // devices (-1) is written for every device of the trace.
+    std::vector<std::vector<AnnotationEntry>> phaseEntries() const {
+        std::vector<std::vector<AnnotationEntry>> out;
+        const std::vector<Phase>& phases = t_.phases;
+        if (phases.empty() || t_.metadata.time_base != TimeBase::Nanoseconds) return out;
+        std::vector<int16_t> devices;
+        for (int16_t d : t_.devices())
+            if (d >= 0) devices.push_back(d);
+        if (devices.empty()) devices.push_back(0);
+        for (const Phase& p : phases)
+            if (p.device >= 0) devices.push_back(p.device);
+        std::sort(devices.begin(), devices.end());
+        devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+
+        std::vector<uint32_t> by_start(phases.size());
+        for (uint32_t i = 0; i < phases.size(); ++i) by_start[i] = i;
+        std::stable_sort(by_start.begin(), by_start.end(),
+                         [&](uint32_t a, uint32_t b) { return phases[a].start < phases[b].start; });
+        constexpr uint32_t kRoot = UINT32_MAX;
+        std::vector<uint32_t> up(phases.size());  // nearest ancestor on the device
+        std::vector<uint32_t> first_child, next_sibling, last_child;
+        for (int16_t d : devices) {
+            auto on = [&](uint32_t i) { return phases[i].device < 0 || phases[i].device == d; };
+            for (uint32_t i = 0; i < phases.size(); ++i) {
+                // A parent is an earlier phase; anything else is taken as no parent.
+                const uint32_t p = phases[i].parent.value;
+                up[i] = p == 0 || p > i ? kRoot : on(p - 1) ? p - 1 : up[p - 1];
+            }
+            // Children lists in start order; index phases.size() is the root.
+            first_child.assign(phases.size() + 1, kRoot);
+            last_child.assign(phases.size() + 1, kRoot);
+            next_sibling.assign(phases.size(), kRoot);
+            for (uint32_t i : by_start) {
+                if (!on(i)) continue;
+                const uint32_t parent = up[i] == kRoot ? uint32_t(phases.size()) : up[i];
+                if (last_child[parent] == kRoot)
+                    first_child[parent] = i;
+                else
+                    next_sibling[last_child[parent]] = i;
+                last_child[parent] = i;
+            }
+            std::vector<AnnotationEntry> seq;
+            std::vector<uint32_t> stack;
+            for (uint32_t root = first_child[phases.size()]; root != kRoot;
+                 root = next_sibling[root]) {
+                stack.push_back(root);
+                seq.push_back(
+                    {floorUs(phases[root].start), phases[root].name, d, AnnotationStage::Start});
+                std::vector<uint32_t> cursor{first_child[root]};
+                while (!stack.empty()) {
+                    const uint32_t child = cursor.back();
+                    if (child == kRoot) {
+                        const Phase& p = phases[stack.back()];
+                        seq.push_back(
+                            {ceilUs(std::max(p.end, p.start)), p.name, d, AnnotationStage::End});
+                        stack.pop_back();
+                        cursor.pop_back();
+                        if (!cursor.empty()) cursor.back() = next_sibling[cursor.back()];
+                        continue;
+                    }
+                    stack.push_back(child);
+                    seq.push_back({floorUs(phases[child].start), phases[child].name, d,
+                                   AnnotationStage::Start});
+                    cursor.push_back(first_child[child]);
+                }
+            }
+            out.push_back(std::move(seq));
+        }
+        return out;
+    }
+
+    void writeAnnotations(const std::vector<AnnotationEntry>& entries) {
         w_.emptyList();
         w_.memoize();
         pickle::Batcher list(w_, false);
-        for (const Annotation& a : t_.annotations) {
+        for (const AnnotationEntry& a : entries) {
             list.item();
             w_.emptyDict();
             w_.mark();
@@ -382,7 +524,8 @@ private:
             key(a.stage == AnnotationStage::Start ? "START" : a.stage == AnnotationStage::End ? "END" : "INSTANT");
             key("name"); interned(a.name);
             key("device"); w_.integer(a.device);
-            key("time_us"); w_.integer(a.time >= 0 ? a.time / 1000 : -((-a.time + 999) / 1000));
+            key("time_us");
+            w_.integer(a.time_us);
             w_.setItems();
             w_.boundary();
         }

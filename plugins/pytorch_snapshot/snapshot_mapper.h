@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "memscope/trace.h"
@@ -50,6 +51,8 @@ private:
     Result<void> addSegments(pickle::Machine& m, const pickle::Value& list, bool host);
     void addAnnotations(pickle::Machine& m, const pickle::Value& list);
     void finishEvents();
+    void buildPhases();
+    void assignEventPhases(const std::vector<uint8_t>& open_to_end);
 
     Trace& trace_;
     std::vector<EventSink> event_sinks_;
@@ -63,6 +66,17 @@ private:
     std::string scratch_;
     StringId key_device_free_, key_compile_context_, key_user_metadata_, key_action_, key_pool_id_;
 };
+
+// What a phase's name says of it: "step 3" / "ProfilerStep#3" (Step, step 3),
+// "forward", "backward", "optimizer..." (and memscope-train's "adam <param>"),
+// "recompute ...", "block 3" (Block, block 3); anything else is a Range. Only
+// the last " / " component of the name counts.
+struct PhaseGuess {
+    PhaseKind kind = PhaseKind::Range;
+    int32_t step = -1;
+    int32_t block = -1;
+};
+PhaseGuess classifyPhase(std::string_view name);
 
 // Renders a pickle value as JSON text (depth and length limited), for metadata.
 std::string renderJson(pickle::Machine& m, const pickle::Value& v, int depth = 8);

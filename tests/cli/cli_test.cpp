@@ -1,18 +1,26 @@
-// Drives the real memscope-cli binary on traces the test writes.
+// Drives the real memscope-cli binary on traces the test writes, each test in
+// a folder of its own (tests run in parallel).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "../core/analysis_test_util.h"
 #include "memscope/native_format.h"
+#include "memscope/compare_table.h"
+#include "memscope/open_run.h"
 
 using namespace memscope;
 
 namespace {
+
+namespace fs = std::filesystem;
 
 struct CliRun {
     int exit_code = -1;
@@ -20,46 +28,82 @@ struct CliRun {
     std::string err;
 };
 
-CliRun runCli(const std::string& args) {
-    const auto errPath = std::filesystem::temp_directory_path() / "memscope_cli_test.err";
-    const std::string cmd = std::string(MEMSCOPE_CLI) + " " + args + " 2>" + errPath.string();
-    CliRun r;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return r;
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-    const int status = pclose(p);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream e(errPath);
-    r.err.assign(std::istreambuf_iterator<char>(e), {});
-    return r;
-}
+class Cli : public ::testing::Test {
+protected:
+    void SetUp() override {
+        std::string templ = (fs::temp_directory_path() / "memscope-cli-test-XXXXXX").string();
+        ASSERT_NE(mkdtemp(templ.data()), nullptr);
+        dir_ = templ;
+    }
+    void TearDown() override { fs::remove_all(dir_); }
 
-std::string writeSampleTrace() {
-    Trace t;
-    t.metadata.name = "sample";
-    const int64_t t0 = 1'700'000'000'000'000'000;
-    auto ev = [&](int64_t dt, EventKind k, uint64_t addr, uint64_t size, Category c) {
-        t.events.push_back(Event{t0 + dt, addr, size, {}, {}, 0, 0, k, c});
-    };
-    ev(0, EventKind::SegmentAlloc, 0x1000, 1 << 20, Category::Unknown);
-    ev(1000, EventKind::Alloc, 0x1000, 100, Category::Parameter);
-    ev(2000, EventKind::Alloc, 0x2000, 300, Category::Activation);  // the peak: 400
-    ev(3000, EventKind::FreeRequested, 0x2000, 300, Category::Activation);
-    ev(4000, EventKind::FreeCompleted, 0x2000, 300, Category::Activation);
-    ev(5000, EventKind::Alloc, 0x3000, 50, Category::Gradient);
-    const auto path = (std::filesystem::temp_directory_path() / "memscope_cli_sample.memscope").string();
-    auto r = writeNativeTrace(t, path);
-    EXPECT_TRUE(r.ok()) << r.message();
-    return path;
+    std::string file(const std::string& name) const { return (dir_ / name).string(); }
+
+    CliRun run(const std::string& args) const {
+        const std::string errPath = file("stderr.txt");
+        const std::string cmd = std::string(MEMSCOPE_CLI) + " " + args + " 2>" + errPath;
+        CliRun r;
+        FILE* p = popen(cmd.c_str(), "r");
+        if (!p) return r;
+        std::array<char, 4096> buf;
+        size_t n;
+        while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+        const int status = pclose(p);
+        r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        std::ifstream e(errPath);
+        r.err.assign(std::istreambuf_iterator<char>(e), {});
+        return r;
+    }
+
+    std::string writeSampleTrace() const {
+        Trace t;
+        t.metadata.name = "sample";
+        const int64_t t0 = 1'700'000'000'000'000'000;
+        auto ev = [&](int64_t dt, EventKind k, uint64_t addr, uint64_t size, Category c) {
+            t.events.push_back(Event{t0 + dt, addr, size, {}, {}, 0, 0, k, c});
+        };
+        ev(0, EventKind::SegmentAlloc, 0x1000, 1 << 20, Category::Unknown);
+        ev(1000, EventKind::Alloc, 0x1000, 100, Category::Parameter);
+        ev(2000, EventKind::Alloc, 0x2000, 300, Category::Activation);  // the peak: 400
+        ev(3000, EventKind::FreeRequested, 0x2000, 300, Category::Activation);
+        ev(4000, EventKind::FreeCompleted, 0x2000, 300, Category::Activation);
+        ev(5000, EventKind::Alloc, 0x3000, 50, Category::Gradient);
+        const std::string path = file("sample.memscope");
+        auto r = writeNativeTrace(t, path);
+        EXPECT_TRUE(r.ok()) << r.message();
+        return path;
+    }
+
+    // Four policy runs with phases and recorded metrics, as the trainer writes them.
+    std::vector<std::string> writePolicyRuns() const {
+        std::vector<std::string> paths;
+        const struct {
+            const char* policy;
+            uint64_t act, recompute;
+        } runs[] = {{"full", 5000, 0}, {"block", 1000, 3000}, {"selective", 3000, 500}, {"opt-in-bwd", 5000, 0}};
+        for (const auto& r : runs) {
+            Trace t = testutil::trainingRun(std::string("mlp-") + r.policy, r.policy, r.act, r.recompute, 3,
+                                           std::string(r.policy) == "opt-in-bwd");
+            paths.push_back(file(std::string("mlp-") + r.policy + ".memscope"));
+            EXPECT_TRUE(writeNativeTrace(t, paths.back()).ok());
+        }
+        return paths;
+    }
+
+    fs::path dir_;
+};
+
+std::string join(const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += " " + x;
+    return s;
 }
 
 }  // namespace
 
-TEST(CliSummary, JsonOfANativeTraceWrittenByTheTest) {
+TEST_F(Cli, SummaryJsonOfANativeTraceWrittenByTheTest) {
     const std::string path = writeSampleTrace();
-    const CliRun r = runCli("summary --json " + path);
+    const CliRun r = run("summary --json " + path);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
     ASSERT_EQ(j["files"].size(), 1u);
@@ -85,11 +129,11 @@ TEST(CliSummary, JsonOfANativeTraceWrittenByTheTest) {
     EXPECT_EQ(d["categories_at_peak"]["gradient"], 0);
 }
 
-TEST(CliSummary, BadFileIsNamedAndTheOthersStillSummarized) {
+TEST_F(Cli, SummaryBadFileIsNamedAndTheOthersStillSummarized) {
     const std::string good = writeSampleTrace();
-    const auto bad = (std::filesystem::temp_directory_path() / "memscope_cli_bad.bin").string();
+    const std::string bad = file("bad.bin");
     std::ofstream(bad) << "this is not a trace";
-    const CliRun r = runCli("summary --json " + bad + " " + good + " /nonexistent/x.pickle");
+    const CliRun r = run("summary --json " + bad + " " + good + " /nonexistent/x.pickle");
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("/nonexistent/x.pickle"), std::string::npos) << r.err;
@@ -98,16 +142,142 @@ TEST(CliSummary, BadFileIsNamedAndTheOthersStillSummarized) {
     EXPECT_EQ(j["files"][0]["path"], good);
 }
 
-TEST(CliSummary, TableHelpAndUsageErrors) {
+TEST_F(Cli, SummaryTableHelpAndUsageErrors) {
     const std::string path = writeSampleTrace();
-    const CliRun table = runCli("summary " + path);
+    const CliRun table = run("summary " + path);
     EXPECT_EQ(table.exit_code, 0);
     EXPECT_NE(table.out.find("peak active"), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("400 B"), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("activation"), std::string::npos);
-    EXPECT_EQ(runCli("summary --help").exit_code, 0);
-    EXPECT_EQ(runCli("--help").exit_code, 0);
-    EXPECT_EQ(runCli("summary").exit_code, 1);
-    EXPECT_EQ(runCli("summary --frobnicate x").exit_code, 1);
-    EXPECT_EQ(runCli("no-such-command").exit_code, 1);
+    EXPECT_EQ(run("summary --help").exit_code, 0);
+    EXPECT_EQ(run("--help").exit_code, 0);
+    EXPECT_EQ(run("summary").exit_code, 1);
+    EXPECT_EQ(run("summary --frobnicate x").exit_code, 1);
+    EXPECT_EQ(run("no-such-command").exit_code, 1);
+}
+
+TEST_F(Cli, SummaryJsonHasPeaksByPhaseAndStep) {
+    const auto paths = writePolicyRuns();
+    const CliRun r = run("summary --json" + join(paths));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["files"].size(), 4u);
+    for (const auto& f : j["files"]) {
+        const auto& d = f["devices"]["0"];
+        const auto& phases = d["peaks_by_phase"];
+        ASSERT_TRUE(phases.contains("forward")) << f["path"];
+        ASSERT_TRUE(phases.contains("backward"));
+        int64_t highest = 0;
+        for (const auto& [name, p] : phases.items()) {
+            highest = std::max(highest, p["bytes"].get<int64_t>());
+            EXPECT_EQ(p["increase_bytes"].get<int64_t>(), p["bytes"].get<int64_t>() - p["start_bytes"].get<int64_t>());
+            EXPECT_TRUE(p["time_us"].is_number());
+        }
+        // The largest phase peak is the device's peak.
+        EXPECT_EQ(highest, d["peak_active_bytes"].get<int64_t>()) << f["path"];
+        ASSERT_EQ(d["peaks_by_step"].size(), 3u);
+        EXPECT_EQ(d["peaks_by_step"][0]["index"], 0);
+        EXPECT_LT(d["peaks_by_step"][0]["start_us"].get<int64_t>(), d["peaks_by_step"][0]["end_us"].get<int64_t>());
+    }
+    // The optimizer fused into backward has no optimizer phase of its own.
+    EXPECT_FALSE(j["files"][3]["devices"]["0"]["peaks_by_phase"].contains("optimizer"));
+}
+
+TEST_F(Cli, CompareJsonDeltasAgainstTheBaseline) {
+    const auto paths = writePolicyRuns();
+    const CliRun r = run("compare --json" + join(paths));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["runs"].size(), 4u);
+    EXPECT_EQ(j["baseline"], paths[0]);  // the full policy
+    const int64_t base = j["runs"][0]["peak_bytes"].get<int64_t>();
+    EXPECT_EQ(j["runs"][0]["delta_peak_bytes"], 0);
+    for (const auto& row : j["runs"]) {
+        EXPECT_EQ(row["delta_peak_bytes"].get<int64_t>(), row["peak_bytes"].get<int64_t>() - base);
+        EXPECT_TRUE(row["step_time_ms"].is_number());
+        EXPECT_TRUE(row["recompute_overhead"].is_number());
+        EXPECT_TRUE(row.contains("peaks_by_phase"));
+        EXPECT_TRUE(row.contains("categories_at_peak"));
+    }
+    // Another baseline, by position or path; a phase scope; CSV and text.
+    const auto b2 = nlohmann::json::parse(run("compare --json --baseline 2" + join(paths)).out);
+    EXPECT_EQ(b2["baseline"], paths[1]);
+    EXPECT_EQ(b2["runs"][1]["delta_peak_bytes"], 0);
+    const auto fwd = nlohmann::json::parse(run("compare --json --phase forward --align step" + join(paths)).out);
+    EXPECT_EQ(fwd["phase"], "forward");
+    EXPECT_EQ(fwd["runs"][1]["peak_bytes"], fwd["runs"][1]["peaks_by_phase"]["forward"]["bytes"]);
+    const CliRun csv = run("compare --csv --baseline " + paths[2] + join(paths));
+    ASSERT_EQ(csv.exit_code, 0) << csv.err;
+    EXPECT_EQ(csv.out.rfind("path,run,peak_bytes,delta_peak_bytes,", 0), 0u) << csv.out;
+    EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 5);
+    const CliRun text = run("compare" + join(paths));
+    EXPECT_NE(text.out.find("mlp-full (baseline)"), std::string::npos) << text.out;
+    // Bad input: unknown baseline, unknown align, an unreadable run.
+    EXPECT_EQ(run("compare --baseline 9" + join(paths)).exit_code, 1);
+    EXPECT_EQ(run("compare --align sideways" + join(paths)).exit_code, 1);
+    EXPECT_EQ(run("compare --json --csv" + join(paths)).exit_code, 1);
+    const CliRun missing = run("compare " + paths[0] + " " + file("gone.memscope"));
+    EXPECT_EQ(missing.exit_code, 2);
+    EXPECT_NE(missing.err.find("gone.memscope"), std::string::npos);
+}
+
+TEST_F(Cli, CompareTableAgreesWithCore) {
+    // The GUI's model displays core's table; the CLI prints it: same numbers.
+    const auto paths = writePolicyRuns();
+    std::vector<OpenedRun> opened;
+    std::vector<CompareInput> inputs;
+    for (const auto& p : paths) opened.push_back(*openRun(p, PluginRegistry()));
+    for (const auto& o : opened)
+        inputs.push_back({o.path, o.name, RunRef{o.parts[0].trace.get(), &o.parts[0].timeline->devices().at(0)}});
+    const CompareTable table = buildCompareTable(inputs, defaultBaseline(inputs), AlignMode::Time);
+    EXPECT_EQ(run("compare --csv" + join(paths)).out, toCsv(table));
+}
+
+TEST_F(Cli, CheckExitsOneJustUnderThePeakAndZeroAtIt) {
+    const auto paths = writePolicyRuns();
+    const auto j = nlohmann::json::parse(run("summary --json " + paths[0]).out);
+    const int64_t peak = j["files"][0]["devices"]["0"]["peak_active_bytes"].get<int64_t>();
+    const CliRun at = run("check " + paths[0] + " --max-peak " + std::to_string(peak));
+    EXPECT_EQ(at.exit_code, 0) << at.out << at.err;
+    const CliRun under = run("check " + paths[0] + " --max-peak " + std::to_string(peak - 1));
+    EXPECT_EQ(under.exit_code, 1) << under.out << under.err;
+    EXPECT_NE(under.out.find(paths[0]), std::string::npos) << under.out;
+    EXPECT_NE(under.out.find("device 0"), std::string::npos) << under.out;
+    EXPECT_NE(under.out.find("1 B"), std::string::npos) << under.out;
+    // Units, a phase, a device.
+    EXPECT_EQ(run("check " + paths[0] + " --max-peak 1GiB").exit_code, 0);
+    EXPECT_EQ(run("check " + paths[0] + " --max-peak 1KB").exit_code, 1);
+    const int64_t fwd = j["files"][0]["devices"]["0"]["peaks_by_phase"]["forward"]["bytes"].get<int64_t>();
+    EXPECT_EQ(run("check " + paths[0] + " --phase forward --max-peak " + std::to_string(fwd)).exit_code, 0);
+    const CliRun fwdOver = run("check " + paths[0] + " --phase forward --device 0 --max-peak " + std::to_string(fwd - 1));
+    EXPECT_EQ(fwdOver.exit_code, 1);
+    EXPECT_NE(fwdOver.out.find("forward"), std::string::npos) << fwdOver.out;
+    // Growth against a baseline: block is smaller than full, full is not within 0% of block.
+    EXPECT_EQ(run("check --baseline " + paths[0] + " --max-growth 0 " + paths[1]).exit_code, 0);
+    EXPECT_EQ(run("check --baseline " + paths[1] + " --max-growth 0 " + paths[0]).exit_code, 1);
+    EXPECT_EQ(run("check --baseline " + paths[1] + " --max-growth 1000 " + paths[0]).exit_code, 0);
+    // Unusable input is 2: an unreadable file, a missing device or phase, bad usage.
+    EXPECT_EQ(run("check " + file("gone") + " --max-peak 1GiB").exit_code, 2);
+    EXPECT_EQ(run("check " + paths[0] + " --device 5 --max-peak 1GiB").exit_code, 2);
+    EXPECT_EQ(run("check " + paths[3] + " --phase optimizer --max-peak 1GiB").exit_code, 2);
+    EXPECT_EQ(run("check " + paths[0]).exit_code, 2);
+    EXPECT_EQ(run("check " + paths[0] + " --max-peak lots").exit_code, 2);
+    EXPECT_EQ(run("check --help").exit_code, 0);
+}
+
+TEST_F(Cli, ConvertWritesNoWarningIntoItsOutput) {
+    const auto paths = writePolicyRuns();
+    const std::string cut = file("cut.memscope");
+    fs::copy_file(paths[0], cut);
+    fs::resize_file(cut, fs::file_size(cut) - 7);
+    const std::string out = file("out.memscope");
+    const CliRun r = run("convert " + cut + " " + out);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("warning"), std::string::npos) << r.err;
+    auto back = openRun(out, PluginRegistry());
+    ASSERT_TRUE(back.ok()) << back.message();
+    EXPECT_TRUE(back->warnings().empty());
+    for (const auto& [key, value] : back->parts[0].trace->metadata.properties)
+        EXPECT_EQ(value.find("damaged"), std::string::npos) << key;
+    EXPECT_EQ(run("convert " + dir_.string() + " " + file("x.memscope")).exit_code, 1);  // a folder
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "memscope/allocator_replay.h"
+#include "memscope/allocation_order.h"
 #include "memscope/compare.h"
 
 namespace memscope {
@@ -93,7 +94,11 @@ TEST(Compare, NoStepsFallsBackToTime) {
 
 TEST(Compare, SummaryAndBaselineDelta) {
     Trace a = makeRun(1000, "a");
-    a.metadata.setProperty("recompute_overhead", "0.25");
+    // Recorded metrics win over the step phases' lengths; the warm-up step is left out.
+    RunMetrics m;
+    m.step_ns = {1200, 1000, 1000};
+    m.recompute_ns = {0, 250, 250};
+    a.metrics = m;
     Trace b = makeRun(2000, "b");
     b.events.push_back(ev(4990, EventKind::Alloc, 0x9000, 400, Category::Gradient));
     auto ta = Timeline::build(a);

@@ -1,5 +1,6 @@
 #include "gui_test_traces.h"
 
+#include <QDir>
 #include <QFile>
 #include <array>
 
@@ -52,7 +53,6 @@ Trace makeTrainerLikeTrace(const std::string& policy, int steps) {
     Trace t;
     t.metadata.name = policy;
     t.metadata.source_format = "test";
-    t.metadata.setProperty("policy", policy);
     constexpr int kBlocks = 4;
     constexpr uint64_t kParam = 1 << 20;  // per block
     // Bytes saved per block in forward, and whether backward recomputes.
@@ -69,7 +69,12 @@ Trace makeTrainerLikeTrace(const std::string& policy, int steps) {
         overhead = 0.05;
     }
     const bool optInBwd = policy == "opt-in-bwd";
-    t.metadata.setProperty("recompute_overhead", std::to_string(overhead));
+    // What the trainer records besides memory: 10 ms steps, the policy's share recomputing.
+    RunMetrics metrics;
+    metrics.policy = policy;
+    metrics.step_ns.assign(size_t(steps), 10'000'000);
+    metrics.recompute_ns.assign(size_t(steps), int64_t(overhead * 10'000'000));
+    t.metrics = metrics;
     const FrameId fr = t.internFrame({t.internString("Block.forward"), t.internString("model.cpp"), 40});
     const std::array frames{fr};
     const StackId st = t.internStack(frames);
@@ -143,6 +148,14 @@ Trace makeTrainerLikeTrace(const std::string& policy, int steps) {
 QString writeTrace(const Trace& trace, const QString& path) {
     auto r = writeNativeTrace(trace, QFile::encodeName(path).toStdString());
     return r.ok() ? path : QString();
+}
+
+QString fixturesDir() {
+    return QDir::cleanPath(QStringLiteral(MEMSCOPE_FIXTURES_DIR));
+}
+
+bool haveFixtures() {
+    return QDir(fixturesDir()).exists();
 }
 
 }  // namespace memscope::guitest

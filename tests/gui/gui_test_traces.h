@@ -20,10 +20,15 @@ Trace makeSimpleTrace();
 // A trainer-like run of `steps` steps: parameters, optimizer state, per-block
 // activations whose size and recomputation depend on the policy ("full",
 // "block", "selective", "opt-in-bwd"), with Step/Forward/Backward/Optimizer/
-// Block/Recompute phases and a recompute_overhead property.
+// Block/Recompute phases and recorded run metrics (policy, step and recompute times).
 Trace makeTrainerLikeTrace(const std::string& policy, int steps = 3);
 
 // Writes a native trace; returns the path, or an empty string on failure.
 QString writeTrace(const Trace& trace, const QString& path);
+
+// The real traces beside the repository (MEMSCOPE_FIXTURES_DIR), and whether
+// that folder exists: a clone without ../shared skips the tests that read it.
+QString fixturesDir();
+bool haveFixtures();
 
 }  // namespace memscope::guitest

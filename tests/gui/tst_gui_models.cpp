@@ -49,17 +49,28 @@ private slots:
             auto run = makeRun(guitest::makeTrainerLikeTrace(p, 2), QString::fromLatin1(p));
             QVERIFY(run.ok());
             const DeviceRef d = (*run)->busiestDevice();
-            entries.push_back({*run, d, summarizeRun({(*run)->trace(d), (*run)->timeline(d)})});
+            entries.push_back({*run, d, {}});
         }
         SummaryTableModel m;
         QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
-        m.setEntries(entries, 0);
+        m.setRuns(entries, 0, AlignMode::Time, {});
         QCOMPARE(m.rowCount(), 2);
-        QCOMPARE(m.columnCount(), int(SummaryTableModel::ColumnCount));
+        // Fixed columns, then only the categories that hold bytes at a peak.
+        QCOMPARE(m.columnCount(), 9 + int(m.table().categories.size()));
+        int delta = -1;
+        for (int c = 0; c < m.columnCount(); ++c)
+            if (m.column(c).kind == CompareColumnKind::PeakDelta) delta = c;
+        QVERIFY(delta >= 0);
         m.setBaseline(1);
-        QCOMPARE(m.data(m.index(1, SummaryTableModel::PeakDelta), SummaryTableModel::RawRole).toLongLong(), 0);
+        QCOMPARE(m.data(m.index(1, delta), SummaryTableModel::RawRole).toLongLong(), 0);
+        QCOMPARE(m.data(m.index(0, delta), SummaryTableModel::RawRole).toLongLong(),
+                 m.table().rows[0].summary.peak_bytes - m.table().rows[1].summary.peak_bytes);
         QVERIFY(m.toTextTable().contains(QStringLiteral("full")));
-        m.setEntries({}, 0);
+        for (int c = 0; c < m.columnCount(); ++c)
+            if (m.column(c).kind == CompareColumnKind::CategoryAtPeak)
+                QVERIFY(m.data(m.index(0, c), SummaryTableModel::RawRole).toLongLong() != 0 ||
+                        m.data(m.index(1, c), SummaryTableModel::RawRole).toLongLong() != 0);
+        m.setRuns({}, 0, AlignMode::Time, {});
         QCOMPARE(m.rowCount(), 0);
     }
 };

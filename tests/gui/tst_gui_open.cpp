@@ -22,7 +22,7 @@ private slots:
 
     void eachFixtureOpens_data() {
         QTest::addColumn<QString>("path");
-        const QDir root(QStringLiteral(MEMSCOPE_FIXTURES_DIR));
+        const QDir root(guitest::fixturesDir());
         int n = 0;
         for (const QString& sub : {QStringLiteral("snapshots"), QStringLiteral("profiler")}) {
             const QDir d(root.filePath(sub));
@@ -36,7 +36,10 @@ private slots:
     }
     void eachFixtureOpens() {
         QFETCH(QString, path);
-        if (path.isEmpty()) QSKIP("fixtures folder not found");
+        if (path.isEmpty() && !guitest::haveFixtures())
+            QSKIP(qPrintable(QStringLiteral("fixtures folder missing: ") + guitest::fixturesDir()));
+        if (path.isEmpty())
+            QSKIP(qPrintable(QStringLiteral("no fixtures in ") + guitest::fixturesDir()));
         if (!pluginRegistry().importerFor(QFile::encodeName(path).toStdString()).ok())
             QSKIP("no importer for this file is registered yet");
         MainWindow w(false);

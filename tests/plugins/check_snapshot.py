@@ -1,6 +1,6 @@
 """Loads a snapshot with CPython's pickle under an Unpickler that refuses every
 global (so nothing in the file can run code) and checks the snapshot's shape.
-usage: check_snapshot.py FILE EXPECTED_TRACE_ENTRIES"""
+usage: check_snapshot.py FILE EXPECTED_TRACE_ENTRIES [EXPECTED_DEVICE_TRACES]"""
 import pickle
 import sys
 
@@ -26,6 +26,9 @@ def main():
                 assert set(fr) == {"name", "filename", "line"}, fr
             n += 1
     assert n == entries, f"{n} trace entries, expected {entries}"
+    if len(sys.argv) > 3:
+        lists = len(snap["device_traces"])
+        assert lists == int(sys.argv[3]), f"{lists} device_traces lists, expected {sys.argv[3]}"
     for seg in snap["segments"]:
         for key in ("device", "address", "total_size", "stream", "blocks", "segment_type"):
             assert key in seg, f"segment without {key}"

@@ -1,5 +1,6 @@
 // Every real snapshot fixture loads with exactly the figures of EXPECTED.json,
-// and survives export -> import (ours and CPython's restricted unpickler).
+// and survives export -> import (ours, CPython's restricted unpickler and
+// PyTorch's memory_viz). Without the fixtures folder every test here skips.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "memscope/plugins/pytorch_snapshot.h"
+#include "snapshot_shape.h"
 #include "test_util.h"
 
 namespace memscope {
@@ -17,12 +19,24 @@ nlohmann::json expected() {
     return nlohmann::json::parse(in, nullptr, false);
 }
 
+// Without the fixtures folder: one placeholder, whose tests skip saying why.
+constexpr const char* kMissing = "fixtures_missing";
+
 std::vector<std::string> fixtureNames() {
+    if (!test::haveFixtures()) return {kMissing};
     std::vector<std::string> names;
     const auto e = expected();
     if (e.is_object())
         for (const auto& [name, _] : e.items()) names.push_back(name);
     return names;
+}
+
+// memory_viz wants a 'device_traces' list for every device from 0 to the last
+// one that holds a segment or has trace entries: the devices of EXPECTED.json.
+size_t deviceLists(const nlohmann::json& want) {
+    int last = -1;
+    for (const auto& [dev, _] : want.items()) last = std::max(last, std::stoi(dev));
+    return size_t(last + 1);
 }
 
 template <typename T>
@@ -73,6 +87,7 @@ bool sameSummary(const TraceSummary& a, const TraceSummary& b) {
 class SnapshotFixture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SnapshotFixture, FiguresMatchExpected) {
+    MEMSCOPE_SKIP_WITHOUT_FIXTURES();
     const std::string name = GetParam();
     auto trace = pytorch_snapshot::importFile((test::fixtures() / "snapshots" / name).string());
     ASSERT_TRUE(trace.ok()) << trace.message();
@@ -81,12 +96,17 @@ TEST_P(SnapshotFixture, FiguresMatchExpected) {
 }
 
 TEST_P(SnapshotFixture, ExportThenImportKeepsTheSummary) {
+    MEMSCOPE_SKIP_WITHOUT_FIXTURES();
     const std::string name = GetParam();
     auto trace = pytorch_snapshot::importFile((test::fixtures() / "snapshots" / name).string());
     ASSERT_TRUE(trace.ok()) << trace.message();
     const auto out = test::tempPath("roundtrip-" + name + ".pickle");
     auto written = pytorch_snapshot::exportFile(*trace, out.string());
     ASSERT_TRUE(written.ok()) << written.message();
+    auto shape = test::readShape(out);
+    ASSERT_TRUE(shape.ok()) << shape.message();
+    ASSERT_TRUE(shape->has_device_traces);
+    EXPECT_EQ(shape->device_traces.size(), deviceLists(expected()[name])) << name;
     auto back = pytorch_snapshot::importFile(out.string());
     ASSERT_TRUE(back.ok()) << back.message();
     expectFigures(name + " (round trip)", test::summaryOf(*back), expected()[name]);
@@ -112,6 +132,19 @@ TEST_P(SnapshotFixture, ExportThenImportKeepsTheSummary) {
             ASSERT_EQ(fa.line, fb.line);
         }
     }
+    // Phases made of the annotations come back as they were, not twice.
+    ASSERT_EQ(back->phases.size(), trace->phases.size());
+    for (size_t i = 0; i < trace->phases.size(); ++i) {
+        const Phase& a = trace->phases[i];
+        const Phase& b = back->phases[i];
+        EXPECT_EQ(back->string(b.name), trace->string(a.name));
+        EXPECT_TRUE(a.kind == b.kind && a.parent == b.parent && a.step == b.step &&
+                    a.block == b.block && a.device == b.device && a.start == b.start &&
+                    a.end == b.end)
+            << name << ": phase " << i << " differs after the round trip";
+    }
+    for (size_t i = 0; i < trace->events.size(); ++i)
+        ASSERT_EQ(back->events[i].phase, trace->events[i].phase) << name << ": event " << i;
     ASSERT_EQ(back->allocator_state.has_value(), trace->allocator_state.has_value());
     if (trace->allocator_state) {
         EXPECT_EQ(back->allocator_state->segments.size(), trace->allocator_state->segments.size());
@@ -128,6 +161,7 @@ TEST_P(SnapshotFixture, ExportThenImportKeepsTheSummary) {
 }
 
 TEST_P(SnapshotFixture, CPythonRestrictedUnpicklerReadsTheExport) {
+    MEMSCOPE_SKIP_WITHOUT_FIXTURES();
     if (std::system("python3 -c 'import pickle' > /dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
     const std::string name = GetParam();
     auto trace = pytorch_snapshot::importFile((test::fixtures() / "snapshots" / name).string());
@@ -138,8 +172,25 @@ TEST_P(SnapshotFixture, CPythonRestrictedUnpicklerReadsTheExport) {
     const nlohmann::json& e = all[name];
     uint64_t entries = 0;
     for (const auto& [_, d] : e.items()) entries += d["trace_entries"].get<uint64_t>();
-    const std::string cmd = std::string("python3 ") + MEMSCOPE_CHECK_SNAPSHOT_PY + " " + out.string() + " " +
-                            std::to_string(entries);
+    const std::string cmd = std::string("python3 ") + MEMSCOPE_CHECK_SNAPSHOT_PY + " " +
+                            out.string() + " " + std::to_string(entries) + " " +
+                            std::to_string(deviceLists(e));
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::filesystem::remove(out);
+}
+
+TEST_P(SnapshotFixture, PytorchMemoryVizReadsTheExport) {
+    MEMSCOPE_SKIP_WITHOUT_FIXTURES();
+    static const std::string python = test::pythonWith("torch.cuda._memory_viz");
+    if (python.empty())
+        GTEST_SKIP() << "torch.cuda._memory_viz cannot be imported (python3-torch not installed)";
+    const std::string name = GetParam();
+    auto trace = pytorch_snapshot::importFile((test::fixtures() / "snapshots" / name).string());
+    ASSERT_TRUE(trace.ok()) << trace.message();
+    const auto out = test::tempPath("memory-viz-" + name + ".pickle");
+    ASSERT_TRUE(pytorch_snapshot::exportFile(*trace, out.string()).ok());
+    const std::string cmd = python + " " + MEMSCOPE_MEMORY_VIZ_CHECK_PY + " " + out.string() + " " +
+                            std::to_string(deviceLists(expected()[name]));
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     std::filesystem::remove(out);
 }
@@ -152,9 +203,14 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, SnapshotFixture, ::testing::ValuesIn(fixtureN
                              return n;
                          });
 
-TEST(SnapshotFixtures, ExpectedJsonIsReadable) { ASSERT_FALSE(fixtureNames().empty()); }
+TEST(SnapshotFixtures, ExpectedJsonIsReadable) {
+    MEMSCOPE_SKIP_WITHOUT_FIXTURES();
+    ASSERT_TRUE(expected().is_object());
+    ASSERT_FALSE(expected().empty());
+}
 
 TEST(SnapshotImport, MetadataOfVariants) {
+    MEMSCOPE_SKIP_WITHOUT_FIXTURES();
     auto dir = test::fixtures() / "snapshots";
     auto noTime = pytorch_snapshot::importFile((dir / "no_time_us_deep_stacks__Maphsge4_select_n.pickle").string());
     ASSERT_TRUE(noTime.ok());
@@ -180,6 +236,49 @@ TEST(SnapshotImport, MetadataOfVariants) {
     ASSERT_FALSE(st.blocks.empty());
     EXPECT_EQ(st.blocks.front().address, st.segments.front().address);  // tiled from the segment
     EXPECT_FALSE(st.blocks.front().stack.isNull());                       // frames from history
+}
+
+// record_function scopes in external_annotations become phases, with kinds
+// from their names, and the events inside them point at them.
+TEST(SnapshotImport, AnnotationsBecomePhases) {
+    MEMSCOPE_SKIP_WITHOUT_FIXTURES();
+    auto t = pytorch_snapshot::importFile(
+        (test::fixtures() / "snapshots" / "ext_annotations_19k_entries__notHanmin_a2.pickle")
+            .string());
+    ASSERT_TRUE(t.ok()) << t.message();
+    ASSERT_EQ(t->annotations.size(), 4u);
+    ASSERT_EQ(t->phases.size(), 2u);
+    const Phase& zero = t->phases[0];
+    EXPECT_EQ(t->string(zero.name), "Optimizer.zero_grad#AdamW.zero_grad");
+    EXPECT_EQ(zero.kind, PhaseKind::Optimizer);
+    EXPECT_EQ(zero.start, 1754641328433307000);
+    EXPECT_EQ(zero.end, 1754641328434309000);
+    EXPECT_EQ(zero.device, -1);  // the trace's only device
+    EXPECT_TRUE(zero.parent.isNull());
+    const Phase& step = t->phases[1];
+    EXPECT_EQ(t->string(step.name), "Optimizer.step#AdamW.step");
+    EXPECT_EQ(step.kind, PhaseKind::Optimizer);
+    uint64_t inside = 0;
+    for (const Event& e : t->events) {
+        const bool in_step = e.time >= step.start && e.time < step.end;
+        const bool in_zero = e.time >= zero.start && e.time < zero.end;
+        EXPECT_EQ(e.phase, in_step ? PhaseId(2) : in_zero ? PhaseId(1) : PhaseId()) << e.time;
+        inside += in_step || in_zero;
+    }
+    EXPECT_GT(inside, 0u);
+
+    // Three devices, annotations on device 0 only: the phases are device 0's.
+    auto three = pytorch_snapshot::importFile(
+        (test::fixtures() / "snapshots" /
+         "expandable_map_unmap_oom_3dev_cpp_frames__code_location.pickle")
+            .string());
+    ASSERT_TRUE(three.ok()) << three.message();
+    ASSERT_EQ(three->phases.size(), 2u);
+    for (const Phase& p : three->phases) EXPECT_EQ(p.device, 0);
+    for (const Event& e : three->events)
+        if (e.device != 0) {
+            EXPECT_TRUE(e.phase.isNull());
+        }
 }
 
 }  // namespace

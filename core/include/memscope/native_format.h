@@ -40,6 +40,7 @@ public:
     void addAttribute(uint64_t event, StringId key, StringId value);
     void setProperty(std::string key, std::string value);  // last value wins
     void setAllocatorState(const AllocatorState& state);
+    void setRunMetrics(const RunMetrics& metrics);  // last value wins
 
     uint64_t append(const Event& event);  // returns the event's index in the trace
     uint64_t eventCount() const;
@@ -77,6 +78,7 @@ public:
     void addAttribute(uint64_t event, StringId key, StringId value);
     void setProperty(std::string key, std::string value);
     void setAllocatorState(const AllocatorState& state);
+    void setRunMetrics(const RunMetrics& metrics);
     uint64_t append(const Event& event);
 
     Result<void> flush();  // synchronous: returns when the data is in the file
@@ -108,6 +110,11 @@ Result<Trace> readNativeTrace(const std::string& path, const TaskContext& ctx = 
 // Same, from memory (fuzzing, tests).
 Result<Trace> readNativeTrace(std::span<const std::byte> bytes, const TaskContext& ctx = {},
                               NativeReadReport* report = nullptr);
+
+// What front ends use: readNativeTrace, with a damaged tail reported as a
+// DamagedTail warning through ctx, and a file of which no chunk after the
+// header could be read made an error (an empty run would hide that).
+Result<Trace> importNativeTrace(const std::string& path, const TaskContext& ctx = {});
 
 inline constexpr std::string_view kNativeMagic = "MEMSCOPE";  // 8 bytes at offset 0
 

@@ -3,7 +3,6 @@
 // dropped into a plugins folder is built against this header and must report
 // the same kPluginAbiVersion, or it is refused with a message.
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -14,26 +13,14 @@
 #include <vector>
 
 #include "memscope/result.h"
+#include "memscope/task_context.h"
 #include "memscope/trace.h"
 
 namespace memscope {
 
 // Bump on any change to the classes below or to Trace's layout.
-inline constexpr int kPluginAbiVersion = 1;
+inline constexpr int kPluginAbiVersion = 2;  // 2: Trace::metrics, TaskContext::warnings
 
-// Progress in bytes of input consumed, and a cooperative cancel flag. Both may
-// be left empty; implementations call progress at most every few MB.
-struct TaskContext {
-    std::function<void(uint64_t done, uint64_t total)> progress;
-    const std::atomic<bool>* cancel = nullptr;
-
-    bool cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
-    void report(uint64_t done, uint64_t total) const {
-        if (progress) progress(done, total);
-    }
-};
-
-inline Error cancelledError() { return makeError("cancelled"); }
 
 class Importer {
 public:

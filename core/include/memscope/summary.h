@@ -28,6 +28,7 @@ struct DeviceSummary {
     std::optional<int64_t> first_time_us;  // null without a clock or without events
     std::optional<int64_t> last_time_us;
     std::array<int64_t, kCategoryCount> categories_at_peak{};
+    PhasePeaks phase_peaks;  // per training phase and step
 };
 
 struct TraceSummary {

@@ -14,7 +14,9 @@
 #include <optional>
 #include <vector>
 
-#include "memscope/plugin.h"
+#include "memscope/phase_peaks.h"
+#include "memscope/result.h"
+#include "memscope/task_context.h"
 #include "memscope/step_series.h"
 #include "memscope/trace.h"
 
@@ -65,6 +67,8 @@ struct DeviceTimeline {
     Peak peak;
     // Ghost bytes live from the start of the timeline.
     int64_t initial_live = 0;
+    // Peaks within each training phase and step (empty without phases).
+    PhasePeaks phase_peaks;
 
     // Intervals live at x (start <= x < end, or never freed), largest first.
     // Skips whole blocks of intervals that all ended by x, so a hover costs

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "memscope/event.h"
+#include "memscope/run_metrics.h"
 #include "memscope/types.h"
 
 namespace memscope {
@@ -149,6 +150,7 @@ public:
     std::vector<Annotation> annotations;
     std::vector<EventAttribute> attributes;  // sorted by event index
     std::optional<AllocatorState> allocator_state;
+    std::optional<RunMetrics> metrics;  // what the producer measured besides memory
 
     StringTable strings;
 

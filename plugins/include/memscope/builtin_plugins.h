@@ -10,4 +10,10 @@ void registerBuiltinPlugins(PluginRegistry& registry);
 // returned for the front end to show (they never stop it).
 PluginLoadReport registerAllPlugins(PluginRegistry& registry);
 
+// The process's one registry (built-ins and plugin folders), built on first
+// use and kept for the process (plugins may be dlopen'ed), and the one report
+// of what its plugin folders held: every front end opens files through these.
+const PluginRegistry& processRegistry();
+const PluginLoadReport& processPluginReport();
+
 }  // namespace memscope

@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
                         p->itemCount(), p->graphCount() ? p->graph(0)->dataCount() : 0);
     const Frames byCategory = script(view, 100);
     std::printf("replots per frame (all plots of the view): %.2f\n", replots / 100.0);
-    view.setStackMode(memscope::gui::StackMode::ByAllocation);
+    view.setStackMode(memscope::StackMode::ByAllocation);
     const Frames byAllocation = script(view, 100);
     const double rssGui = rssMiB();
 

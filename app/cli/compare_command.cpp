@@ -1,0 +1,110 @@
+// memscope-cli compare A B... [--baseline N|PATH] [--align time|step|phase]
+//                             [--phase forward|backward|optimizer] [--json|--csv]
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "memscope/compare_table.h"
+
+namespace memscope::cli {
+namespace {
+
+struct CompareOptions {
+    std::vector<std::string> paths;
+    std::string baseline;  // index (1-based, as listed) or a path; empty = the full policy, else the first
+    std::string align = "time";
+    std::string phase;  // "" = the whole run
+    bool json = false;
+    bool csv = false;
+};
+
+// --baseline N (1-based position among the runs) or a path given among them.
+Result<size_t> resolveBaseline(const std::string& text, const std::vector<CompareInput>& inputs) {
+    for (size_t i = 0; i < inputs.size(); ++i)
+        if (inputs[i].path == text) return i;
+    size_t used = 0;
+    try {
+        const unsigned long n = std::stoul(text, &used);
+        if (used == text.size() && n >= 1 && n <= inputs.size()) return size_t(n - 1);
+    } catch (...) {
+        // not a number: fall through to the error
+    }
+    return makeError("--baseline " + text + ": neither one of the runs given nor a position 1.." +
+                     std::to_string(inputs.size()));
+}
+
+int run(const CompareOptions& o) {
+    std::vector<OpenedRun> runs;
+    runs.reserve(o.paths.size());
+    for (const std::string& path : o.paths) {
+        auto opened = openWithProgress(path);
+        if (!opened) {
+            std::fprintf(stderr, "memscope-cli compare: %s\n", opened.message().c_str());
+            return 2;
+        }
+        printWarnings("compare", *opened);
+        runs.push_back(std::move(*opened));
+    }
+    // One row per run: the device with the highest peak (a folder: of its ranks).
+    std::vector<CompareInput> inputs;
+    for (const OpenedRun& r : runs) {
+        const OpenedTrace* best_part = nullptr;
+        const DeviceTimeline* best = nullptr;
+        for (const OpenedTrace& part : r.parts)
+            for (const DeviceTimeline& d : part.timeline->devices())
+                if (!best || d.peak.bytes > best->peak.bytes) best = &d, best_part = &part;
+        if (!best) {
+            std::fprintf(stderr, "memscope-cli compare: %s: no device with memory events to compare\n", r.path.c_str());
+            return 2;
+        }
+        inputs.push_back({r.path, r.name, RunRef{best_part->trace.get(), best}});
+    }
+    size_t baseline = defaultBaseline(inputs);
+    if (!o.baseline.empty()) {
+        auto chosen = resolveBaseline(o.baseline, inputs);
+        if (!chosen) {
+            std::fprintf(stderr, "memscope-cli compare: %s\n", chosen.message().c_str());
+            return 1;
+        }
+        baseline = *chosen;
+    }
+    // The option checks admit only these names.
+    const AlignMode align = alignModeFromString(o.align).value_or(AlignMode::Time);
+    const PeakScope scope{trainingPhaseFromString(o.phase)};
+    const CompareTable table = buildCompareTable(inputs, baseline, align, scope);
+    if (o.json) {
+        std::fputs(toJson(table).c_str(), stdout);
+    } else if (o.csv) {
+        std::fputs(toCsv(table).c_str(), stdout);
+    } else {
+        std::fputs(toText(table).c_str(), stdout);
+        for (const CompareRow& row : table.rows)
+            if (row.alignment.fell_back)
+                std::printf("(%s has no training steps: aligned by time)\n", row.name.c_str());
+    }
+    return 0;
+}
+
+}  // namespace
+
+Command addCompare(CLI::App& parent) {
+    auto o = std::make_shared<CompareOptions>();
+    CLI::App* app = parent.add_subcommand("compare", "the GUI's compare table, headless: peaks and deltas vs a baseline");
+    app->add_option("runs", o->paths, "trace files or folders of per-rank traces")->required();
+    app->add_option("--baseline", o->baseline,
+                    "the baseline run: its position (1 = the first given) or its path; default: the run "
+                    "recorded with the full-save policy, else the first");
+    app->add_option("--align", o->align, "how 'Peak at' lines runs up: time (s since start), step, phase")
+        ->check(CLI::IsMember({"time", "step", "phase"}));
+    app->add_option("--phase", o->phase, "compare the peak within this phase instead of the whole run")
+        ->check(CLI::IsMember({"forward", "backward", "optimizer"}));
+    auto* json = app->add_flag("--json", o->json, "print JSON");
+    app->add_flag("--csv", o->csv, "print CSV (raw numbers)")->excludes(json);
+    app->footer("Exit status: 0 compared, 1 usage error, 2 a run could not be read.");
+    return {app, [o] { return run(*o); }, {}};
+}
+
+}  // namespace memscope::cli

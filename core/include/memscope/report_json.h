@@ -1,0 +1,31 @@
+#pragma once
+// The JSON reports front ends print: `memscope-cli summary --json`, and the
+// per-phase peaks the trainer's summary.json embeds. Written with RapidJSON's
+// streaming writer; shapes documented in the README.
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "memscope/phase_peaks.h"
+#include "memscope/summary.h"
+#include "memscope/task_context.h"
+#include "memscope/trace.h"
+
+namespace memscope {
+
+struct FileReport {
+    std::string path;
+    std::string format;  // the importer that read it
+    const Trace* trace = nullptr;
+    TraceSummary summary;
+    std::vector<LoadWarning> warnings;
+};
+
+// {"files": [{"path", "format", "source"?, "warnings"?, "devices": {"0": {...}}}]}
+std::string summaryToJson(std::span<const FileReport> files);
+
+// {"forward": {"bytes", "time_us", "increase_bytes", "phase", "by_category"}, ...}
+std::string peaksByPhaseToJson(const Trace& trace, const PhasePeaks& peaks);
+
+}  // namespace memscope

@@ -1,0 +1,22 @@
+#pragma once
+// Byte counts as people read and write them: "1.50 GiB" out, "7.5GiB" or
+// "800MB" in. One definition for the CLI's tables, the GUI and the CI gate.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "memscope/result.h"
+
+namespace memscope {
+
+// Binary units, three significant digits: "512 B", "1.50 GiB", "-12.0 MiB", "640 MiB".
+std::string formatBytes(int64_t bytes);
+
+// Plain bytes ("1048576"), or a number with a unit: B, KB/MB/GB/TB (powers of
+// 1000), KiB/MiB/GiB/TiB and K/M/G/T (powers of 1024); case-insensitive, a
+// space allowed before the unit. Negative, fractional bytes below one, and
+// values past 2^63 are errors naming the text.
+Result<int64_t> parseByteSize(std::string_view text);
+
+}  // namespace memscope

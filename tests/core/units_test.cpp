@@ -1,0 +1,84 @@
+// Byte sizes in and out, and the run metrics record.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+
+#include "memscope/native_format.h"
+#include "memscope/run_metrics.h"
+#include "memscope/units.h"
+
+namespace memscope {
+namespace {
+
+TEST(Units, FormatBytesThreeSignificantDigits) {
+    EXPECT_EQ(formatBytes(0), "0 B");
+    EXPECT_EQ(formatBytes(1023), "1023 B");
+    EXPECT_EQ(formatBytes(1024), "1.00 KiB");
+    EXPECT_EQ(formatBytes(1536), "1.50 KiB");
+    EXPECT_EQ(formatBytes(10 * 1024 * 1024 + 512 * 1024), "10.5 MiB");
+    EXPECT_EQ(formatBytes(int64_t(640) << 20), "640 MiB");
+    EXPECT_EQ(formatBytes(-(int64_t(3) << 29)), "-1.50 GiB");
+    EXPECT_EQ(formatBytes((int64_t(1) << 20) - 1), "1.00 MiB");  // 1023.999 KiB rounds up a unit
+    EXPECT_EQ(formatBytes(INT64_MIN), "-8192 PiB");
+    EXPECT_EQ(formatBytes(INT64_MIN).front(), '-');  // no overflow on the most negative value
+}
+
+TEST(Units, ParseByteSize) {
+    EXPECT_EQ(parseByteSize("1048576").value(), 1048576);
+    EXPECT_EQ(parseByteSize("7.5GiB").value(), int64_t(7.5 * 1073741824.0));
+    EXPECT_EQ(parseByteSize("800MB").value(), 800'000'000);
+    EXPECT_EQ(parseByteSize("800 mb").value(), 800'000'000);
+    EXPECT_EQ(parseByteSize("2g").value(), int64_t(2) << 30);
+    EXPECT_EQ(parseByteSize("512KiB").value(), 512 * 1024);
+    EXPECT_EQ(parseByteSize("  64 B ").value(), 64);
+    for (const char* bad : {"", "GiB", "-5", "1.2.3GB", "12 parsecs", "99999999999999999999", "1e30GB"}) {
+        auto r = parseByteSize(bad);
+        EXPECT_FALSE(r.ok()) << bad;
+        if (!r.ok()) {
+            EXPECT_NE(r.message().find("not a size"), std::string::npos) << r.message();
+        }
+    }
+}
+
+TEST(RunMetrics, MeansLeaveOutTheWarmUpStep) {
+    RunMetrics m;
+    EXPECT_FALSE(m.meanStepSeconds());
+    m.step_ns = {5'000'000'000};
+    EXPECT_DOUBLE_EQ(*m.meanStepSeconds(), 5.0);  // one step: it is the mean
+    m.step_ns = {9'000'000'000, 1'000'000'000, 3'000'000'000};
+    m.recompute_ns = {0, 500'000'000, 500'000'000};
+    EXPECT_DOUBLE_EQ(*m.meanStepSeconds(), 2.0);
+    EXPECT_DOUBLE_EQ(*m.recomputeFraction(), 0.25);
+    m.recompute_ns.pop_back();  // lists that do not match say nothing
+    EXPECT_FALSE(m.recomputeFraction());
+}
+
+TEST(RunMetrics, PersistedByTheNativeFormat) {
+    const auto path = std::filesystem::temp_directory_path() / ("memscope-metrics-" + std::to_string(::getpid()) + ".memscope");
+    Trace t;
+    t.metadata.name = "block";
+    RunMetrics m;
+    m.policy = "block";
+    m.model = ModelShape{"gpt", "h=256, a=4, s=128", "float32", 2, 256, 4, 128, 2, 1000, 0.1};
+    m.step_ns = {1200, -5, INT64_MAX};
+    m.recompute_ns = {0, 300, 400};
+    m.losses = {6.9, 6.5, 6.25};
+    t.metrics = m;
+    ASSERT_TRUE(writeNativeTrace(t, path.string()).ok());
+    auto back = readNativeTrace(path.string());
+    ASSERT_TRUE(back.ok()) << back.message();
+    ASSERT_TRUE(back->metrics);
+    EXPECT_EQ(*back->metrics, m);
+
+    // A trace without metrics reads back without them.
+    Trace plain;
+    ASSERT_TRUE(writeNativeTrace(plain, path.string()).ok());
+    auto none = readNativeTrace(path.string());
+    ASSERT_TRUE(none.ok());
+    EXPECT_FALSE(none->metrics);
+    std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace memscope

@@ -38,13 +38,18 @@ if [ ${#traces[@]} -eq 0 ]; then
   exit 1
 fi
 
+# The comparison headless, as a server or CI sees it: the same table as the GUI's.
+echo "memscope: the policies compared (whole run, then the forward and backward peaks):"
+"$bin/memscope-cli" compare "${traces[@]}"
+"$bin/memscope-cli" compare --phase forward "${traces[@]}"
+"$bin/memscope-cli" compare --phase backward "${traces[@]}"
+
 if [ -x "$bin/memscope" ]; then
   if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
     exec "$bin/memscope" --compare "${traces[@]}"
   fi
-  QT_QPA_PLATFORM=offscreen "$bin/memscope" --screenshot "$out/compare.png" --compare "${traces[@]}"
+  QT_QPA_PLATFORM=offscreen "$bin/memscope" --screenshot "$out/compare.png" --compare "${traces[@]}" >/dev/null
   echo "memscope: no display; the comparison is in $out/compare.png"
 else
-  echo "memscope: the GUI was not built; summary of the runs:"
-  "$bin/memscope-cli" summary "${traces[@]}"
+  echo "memscope: the GUI was not built (see the feature summary above)"
 fi

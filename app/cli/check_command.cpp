@@ -36,7 +36,8 @@ Result<std::vector<FilePeaks>> peaksOf(const std::string& path, const CheckOptio
     auto opened = openWithProgress(path);
     if (!opened) return opened.error();
     printWarnings("check", *opened);
-    const std::optional<int16_t> device = o.device ? std::optional<int16_t>(int16_t(*o.device)) : std::nullopt;
+    const std::optional<int16_t> device =
+        o.device ? std::optional<int16_t>(int16_t(*o.device)) : std::nullopt;
     std::vector<FilePeaks> out;
     for (const OpenedTrace& part : opened->parts) {
         auto peaks = peaksToCheck(*part.timeline, device, trainingPhaseFromString(o.phase));
@@ -55,7 +56,8 @@ int run(const CheckOptions& o) {
             std::fprintf(stderr, "memscope-cli check: baseline %s\n", base.message().c_str());
             return kUnreadable;
         }
-        for (const FilePeaks& f : *base) baseline_peaks.insert(baseline_peaks.end(), f.peaks.begin(), f.peaks.end());
+        for (const FilePeaks& f : *base)
+            baseline_peaks.insert(baseline_peaks.end(), f.peaks.begin(), f.peaks.end());
     }
     const int64_t absolute = growth ? 0 : parseByteSize(o.max_peak).value();
     int code = kWithin;
@@ -74,8 +76,10 @@ int run(const CheckOptions& o) {
                     for (const CheckedPeak& x : baseline_peaks)
                         if (x.device == p.device && (!b || x.bytes > b->bytes)) b = &x;
                     if (!b) {
-                        std::fprintf(stderr, "memscope-cli check: %s: %s: the baseline %s has no such device\n",
-                                     f.path.c_str(), describe(p).c_str(), o.baseline.c_str());
+                        std::fprintf(
+                            stderr,
+                            "memscope-cli check: %s: %s: the baseline %s has no such device\n",
+                            f.path.c_str(), describe(p).c_str(), o.baseline.c_str());
                         code = kUnreadable;
                         continue;
                     }
@@ -99,11 +103,15 @@ int run(const CheckOptions& o) {
 Command addCheck(CLI::App& parent) {
     auto o = std::make_shared<CheckOptions>();
     CLI::App* app = parent.add_subcommand("check", "a CI gate: fail when a peak exceeds a limit");
-    app->add_option("files", o->paths, "traces to check (files or folders of per-rank traces)")->required();
-    auto* max_peak = app->add_option("--max-peak", o->max_peak, "the limit: bytes or with a unit (7.5GiB, 800MB)")
+    app->add_option("files", o->paths, "traces to check (files or folders of per-rank traces)")
+        ->required();
+    auto* max_peak = app->add_option("--max-peak", o->max_peak,
+                                     "the limit: bytes or with a unit (7.5GiB, 800MB)")
                          ->check(byteSizeValidator());
-    auto* baseline = app->add_option("--baseline", o->baseline, "the run to compare against (with --max-growth)");
-    auto* growth = app->add_option("--max-growth", o->max_growth, "allowed growth over the baseline's peak, in percent")
+    auto* baseline = app->add_option("--baseline", o->baseline,
+                                     "the run to compare against (with --max-growth)");
+    auto* growth = app->add_option("--max-growth", o->max_growth,
+                                   "allowed growth over the baseline's peak, in percent")
                        ->needs(baseline);
     baseline->needs(growth);
     max_peak->excludes(baseline);
@@ -113,13 +121,16 @@ Command addCheck(CLI::App& parent) {
     app->footer(
         "Holds each file's peak of live bytes, per device (or --device N), over the whole run or\n"
         "within --phase, against --max-peak SIZE, or against a baseline run's peak on the same\n"
-        "device plus --max-growth PCT percent." "\n\n"
-        "Exit status: 0 every peak within its limit, 1 some peak over it (one line says which file,\n"
+        "device plus --max-growth PCT percent."
+        "\n\n"
+        "Exit status: 0 every peak within its limit, 1 some peak over it (one line says which "
+        "file,\n"
         "device and phase, and by how much), 2 an input could not be read or used (a missing\n"
         "device or phase) or a usage error.");
     app->callback([app, max_peak, baseline] {
         if (max_peak->count() == 0 && baseline->count() == 0)
-            throw CLI::ValidationError("check", "give --max-peak SIZE, or --baseline FILE with --max-growth PCT");
+            throw CLI::ValidationError(
+                "check", "give --max-peak SIZE, or --baseline FILE with --max-growth PCT");
         (void)app;
     });
     return {app, [o] { return run(*o); }, {}};

@@ -22,7 +22,8 @@ const PluginRegistry& registry() {
 
 Result<OpenedRun> openWithProgress(const std::string& path, const OpenOptions& options) {
     std::error_code ec;
-    const auto size = std::filesystem::is_regular_file(path, ec) ? std::filesystem::file_size(path, ec) : 0;
+    const auto size =
+        std::filesystem::is_regular_file(path, ec) ? std::filesystem::file_size(path, ec) : 0;
     const bool show = !ec && size > (64u << 20) && isatty(STDERR_FILENO);
     TaskContext ctx;
     if (show) {
@@ -31,7 +32,8 @@ Result<OpenedRun> openWithProgress(const std::string& path, const OpenOptions& o
             const auto now = std::chrono::steady_clock::now();
             if (now - last < std::chrono::milliseconds(200) && done < total) return;
             last = now;
-            std::fprintf(stderr, "\rloading %s: %3d%%", path.c_str(), total ? int(done * 100 / total) : 0);
+            std::fprintf(stderr, "\rloading %s: %3d%%", path.c_str(),
+                         total ? int(done * 100 / total) : 0);
             std::fflush(stderr);
         };
     }
@@ -43,7 +45,8 @@ Result<OpenedRun> openWithProgress(const std::string& path, const OpenOptions& o
 void printWarnings(const char* command, const OpenedRun& run) {
     for (const OpenedTrace& part : run.parts)
         for (const LoadWarning& w : part.warnings)
-            std::fprintf(stderr, "memscope-cli %s: warning: %s: %s\n", command, part.path.c_str(), w.message.c_str());
+            std::fprintf(stderr, "memscope-cli %s: warning: %s: %s\n", command, part.path.c_str(),
+                         w.message.c_str());
 }
 
 }  // namespace memscope::cli

@@ -23,7 +23,8 @@ struct Command {
 
 // record's own words and the command's: everything from the first word that
 // is not one of record's options (or after "--") is the command's.
-void splitRecordCommand(std::vector<std::string>& args, size_t first, std::vector<std::string>& command);
+void splitRecordCommand(std::vector<std::string>& args, size_t first,
+                        std::vector<std::string>& command);
 
 Command addSummary(CLI::App& parent);
 Command addConvert(CLI::App& parent);

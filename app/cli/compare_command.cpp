@@ -14,7 +14,8 @@ namespace {
 
 struct CompareOptions {
     std::vector<std::string> paths;
-    std::string baseline;  // index (1-based, as listed) or a path; empty = the full policy, else the first
+    std::string
+        baseline;  // index (1-based, as listed) or a path; empty = the full policy, else the first
     std::string align = "time";
     std::string phase;  // "" = the whole run
     bool json = false;
@@ -57,7 +58,9 @@ int run(const CompareOptions& o) {
             for (const DeviceTimeline& d : part.timeline->devices())
                 if (!best || d.peak.bytes > best->peak.bytes) best = &d, best_part = &part;
         if (!best) {
-            std::fprintf(stderr, "memscope-cli compare: %s: no device with memory events to compare\n", r.path.c_str());
+            std::fprintf(stderr,
+                         "memscope-cli compare: %s: no device with memory events to compare\n",
+                         r.path.c_str());
             return 2;
         }
         inputs.push_back({r.path, r.name, RunRef{best_part->trace.get(), best}});
@@ -92,14 +95,18 @@ int run(const CompareOptions& o) {
 
 Command addCompare(CLI::App& parent) {
     auto o = std::make_shared<CompareOptions>();
-    CLI::App* app = parent.add_subcommand("compare", "the GUI's compare table, headless: peaks and deltas vs a baseline");
+    CLI::App* app = parent.add_subcommand(
+        "compare", "the GUI's compare table, headless: peaks and deltas vs a baseline");
     app->add_option("runs", o->paths, "trace files or folders of per-rank traces")->required();
-    app->add_option("--baseline", o->baseline,
-                    "the baseline run: its position (1 = the first given) or its path; default: the run "
-                    "recorded with the full-save policy, else the first");
-    app->add_option("--align", o->align, "how 'Peak at' lines runs up: time (s since start), step, phase")
+    app->add_option(
+        "--baseline", o->baseline,
+        "the baseline run: its position (1 = the first given) or its path; default: the run "
+        "recorded with the full-save policy, else the first");
+    app->add_option("--align", o->align,
+                    "how 'Peak at' lines runs up: time (s since start), step, phase")
         ->check(CLI::IsMember({"time", "step", "phase"}));
-    app->add_option("--phase", o->phase, "compare the peak within this phase instead of the whole run")
+    app->add_option("--phase", o->phase,
+                    "compare the peak within this phase instead of the whole run")
         ->check(CLI::IsMember({"forward", "backward", "optimizer"}));
     auto* json = app->add_flag("--json", o->json, "print JSON");
     app->add_flag("--csv", o->csv, "print CSV (raw numbers)")->excludes(json);

@@ -15,7 +15,8 @@ struct ConvertOptions {
 };
 
 int usage(const std::string& message) {
-    std::fprintf(stderr, "memscope-cli convert: %s (see memscope-cli convert --help)\n", message.c_str());
+    std::fprintf(stderr, "memscope-cli convert: %s (see memscope-cli convert --help)\n",
+                 message.c_str());
     return 1;
 }
 
@@ -25,14 +26,15 @@ std::string formatsText() {
         std::string exts;
         for (const auto& e : i->extensions()) exts += (exts.empty() ? "" : " ") + e;
         char line[256];
-        std::snprintf(line, sizeof line, "  %-18s %s (%s)\n", i->id().c_str(), i->description().c_str(), exts.c_str());
+        std::snprintf(line, sizeof line, "  %-18s %s (%s)\n", i->id().c_str(),
+                      i->description().c_str(), exts.c_str());
         out += line;
     }
     out += "Exporters (--to):\n";
     for (const Exporter* e : registry().exporters()) {
         char line[256];
-        std::snprintf(line, sizeof line, "  %-18s %s (%s)\n", e->id().c_str(), e->description().c_str(),
-                      e->extension().c_str());
+        std::snprintf(line, sizeof line, "  %-18s %s (%s)\n", e->id().c_str(),
+                      e->description().c_str(), e->extension().c_str());
         out += line;
     }
     return out;
@@ -51,7 +53,8 @@ int run(const ConvertOptions& o) {
     std::error_code ec;
     if (std::filesystem::equivalent(o.in, o.out, ec)) return usage("IN and OUT are the same file");
     if (std::filesystem::is_directory(o.in, ec))
-        return usage(o.in + " is a folder: convert takes one trace file (convert each rank's file)");
+        return usage(o.in +
+                     " is a folder: convert takes one trace file (convert each rank's file)");
 
     OpenOptions options;
     options.timeline = false;  // a conversion needs the trace, not its analysis
@@ -67,8 +70,9 @@ int run(const ConvertOptions& o) {
         std::fprintf(stderr, "memscope-cli convert: %s\n", written.message().c_str());
         return 2;
     }
-    std::fprintf(stderr, "memscope-cli convert: %s (%s, %zu events) -> %s (%s)\n", o.in.c_str(), part.format.c_str(),
-                 part.trace->events.size(), o.out.c_str(), exporter->id().c_str());
+    std::fprintf(stderr, "memscope-cli convert: %s (%s, %zu events) -> %s (%s)\n", o.in.c_str(),
+                 part.format.c_str(), part.trace->events.size(), o.out.c_str(),
+                 exporter->id().c_str());
     return 0;
 }
 
@@ -83,8 +87,12 @@ Command addConvert(CLI::App& parent) {
     // The formats come from the plugins, so the footer is built when help is shown.
     app->footer([] {
         return std::string(
-        "Reads IN with the importer that recognizes its bytes and writes OUT with an exporter: the one\n"
-        "named by --to, else the one whose extension ends OUT." "\n\n") + formatsText() + "\nExit status: 0 converted, 1 usage error, 2 IN unreadable or OUT not written.";
+                   "Reads IN with the importer that recognizes its bytes and writes OUT with an "
+                   "exporter: the one\n"
+                   "named by --to, else the one whose extension ends OUT."
+                   "\n\n") +
+               formatsText() +
+               "\nExit status: 0 converted, 1 usage error, 2 IN unreadable or OUT not written.";
     });
     return {app, [o] { return run(*o); }, {}};
 }

@@ -5,13 +5,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "memscope_cupti/record_env.h"
 #include "commands.h"
+#include "memscope_cupti/record_env.h"
 #include "record_child.h"
 #include "record_report.h"
 
@@ -68,7 +68,8 @@ void warnIfReplacing(const char* name, const std::string& ours) {
 
 int run(const RecordOptions& o) {
     if (o.command.empty()) {
-        std::fprintf(stderr, "memscope-cli record: no command given (see memscope-cli record --help)\n");
+        std::fprintf(stderr,
+                     "memscope-cli record: no command given (see memscope-cli record --help)\n");
         return 1;
     }
 
@@ -138,7 +139,8 @@ int run(const RecordOptions& o) {
 
 }  // namespace
 
-void splitRecordCommand(std::vector<std::string>& args, size_t first, std::vector<std::string>& command) {
+void splitRecordCommand(std::vector<std::string>& args, size_t first,
+                        std::vector<std::string>& command) {
     for (size_t i = first; i < args.size(); ++i) {
         const std::string& a = args[i];
         if (a == "--") {
@@ -160,28 +162,29 @@ void splitRecordCommand(std::vector<std::string>& args, size_t first, std::vecto
 Command addRecord(CLI::App& parent) {
     auto o = std::make_shared<RecordOptions>();
     CLI::App* app = parent.add_subcommand("record", "trace a CUDA program (CUPTI)");
-    app->add_option("-o,--output", o->dir,
-                    "folder for the traces (default: memscope-traces)");
+    app->add_option("-o,--output", o->dir, "folder for the traces (default: memscope-traces)");
     app->add_flag("--tensor-level", o->tensor_level,
                   "every tensor: caching allocator off (slower, see below)");
-    app->add_flag("--stacks", o->stacks,
-                  "host stack at each allocation (CUPTI callbacks)");
-    app->add_flag("--vmm", o->vmm,
-                  "record cuMem* calls (expandable segments)");
+    app->add_flag("--stacks", o->stacks, "host stack at each allocation (CUPTI callbacks)");
+    app->add_flag("--vmm", o->vmm, "record cuMem* calls (expandable segments)");
     app->footer(
         "Runs CMD with the memscope CUPTI tracer injected into every process that initializes\n"
         "CUDA (torchrun ranks included), then prints where the traces are and a summary of each.\n"
-        "CMD's own exit code is returned." "\n\n"
+        "CMD's own exit code is returned."
+        "\n\n"
         "Usage: memscope-cli record [OPTIONS] [--] CMD [ARGS...]\n\n"
         "One trace per process: DIR/memscope-PID[-rankR][-localL].memscope.\n"
         "--tensor-level sets PYTORCH_NO_CUDA_MEMORY_CACHING=1, so that CUDA sees, and the trace\n"
         "records, every tensor: slower, and it changes the program (no caching, no CUDA graphs);\n"
         "without it the trace holds the segments the caching allocator reserves.\n"
-        "--stacks and --vmm subscribe to CUPTI callbacks: torch.profiler cannot run beside them.\n\n"
-        "NVTX ranges (torch.cuda.nvtx.range_push/pop) become phases. The library is looked up next\n"
+        "--stacks and --vmm subscribe to CUPTI callbacks: torch.profiler cannot run beside "
+        "them.\n\n"
+        "NVTX ranges (torch.cuda.nvtx.range_push/pop) become phases. The library is looked up "
+        "next\n"
         "to this program (../lib/libmemscope_cupti.so) unless MEMSCOPE_CUPTI_LIBRARY names it.\n\n"
         "Example: memscope-cli record -o traces -- python3 train.py --epochs 1");
-    return {app, [o] { return run(*o); }, [o](std::vector<std::string> command) { o->command = std::move(command); }};
+    return {app, [o] { return run(*o); },
+            [o](std::vector<std::string> command) { o->command = std::move(command); }};
 }
 
 }  // namespace memscope::cli

@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <set>
 
-#include "memscope_cupti/record_env.h"
 #include "cli_common.h"
-#include "memscope/units.h"
 #include "memscope/summary.h"
 #include "memscope/timeline.h"
+#include "memscope/units.h"
+#include "memscope_cupti/record_env.h"
 
 namespace memscope::cli {
 namespace {
@@ -82,7 +82,8 @@ bool printRecordedTrace(const fs::path& file) {
                 (long long)t.metadata.pid,
                 t.metadata.rank >= 0 ? (", rank " + std::to_string(t.metadata.rank)).c_str() : "",
                 t.events.size(), t.phases.size(), t.annotations.size());
-    for (const LoadWarning& w : part.warnings) std::printf("    GAPS           %s\n", w.message.c_str());
+    for (const LoadWarning& w : part.warnings)
+        std::printf("    GAPS           %s\n", w.message.c_str());
     if (t.events.empty()) std::printf("    no CUDA memory events in this process\n");
 
     const TraceSummary summary = summarize(t, timeline);

@@ -18,7 +18,9 @@ struct SummaryOptions {
     bool json = false;
 };
 
-std::string orDash(const std::optional<uint64_t>& v) { return v ? formatBytes(int64_t(*v)) : "-"; }
+std::string orDash(const std::optional<uint64_t>& v) {
+    return v ? formatBytes(int64_t(*v)) : "-";
+}
 
 std::string timeText(const std::optional<int64_t>& us, const std::optional<int64_t>& first) {
     if (!us || !first) return "";
@@ -36,33 +38,41 @@ void printPhasePeaks(const DeviceSummary& d) {
         if (!any) std::printf("    peak by phase    (increase over the phase's start)\n");
         any = true;
         const auto name = toString(p);
-        std::printf("      %-10.*s     %-11s +%s\n", int(name.size()), name.data(), formatBytes(peak->bytes).c_str(),
-                    formatBytes(peak->increaseBytes()).c_str());
+        std::printf("      %-10.*s     %-11s +%s\n", int(name.size()), name.data(),
+                    formatBytes(peak->bytes).c_str(), formatBytes(peak->increaseBytes()).c_str());
     }
     if (!pp.by_step.empty()) std::printf("    steps            %zu\n", pp.by_step.size());
 }
 
 void printTable(const FileReport& f) {
     const std::string& source = f.trace ? f.trace->metadata.source_format : f.format;
-    if (source.empty() || source == f.format) std::printf("%s  (%s)\n", f.path.c_str(), f.format.c_str());
-    else std::printf("%s  (%s, from %s)\n", f.path.c_str(), f.format.c_str(), source.c_str());
+    if (source.empty() || source == f.format)
+        std::printf("%s  (%s)\n", f.path.c_str(), f.format.c_str());
+    else
+        std::printf("%s  (%s, from %s)\n", f.path.c_str(), f.format.c_str(), source.c_str());
     for (const auto& w : f.warnings) std::printf("  warning: %s\n", w.message.c_str());
-    if (f.summary.devices.empty()) std::printf("  no devices: the trace holds no events and no segments\n");
+    if (f.summary.devices.empty())
+        std::printf("  no devices: the trace holds no events and no segments\n");
     for (const auto& [device, d] : f.summary.devices) {
         std::printf("  device %d%s\n", device, device < 0 ? " (host)" : "");
         std::printf("    peak active      %s", formatBytes(d.peak_active_bytes).c_str());
-        if (d.peak_event_index < 0) std::printf("  (before the first event)\n");
-        else std::printf("  at event %lld%s\n", (long long)d.peak_event_index,
-                         timeText(d.peak_time_us, d.first_time_us).c_str());
+        if (d.peak_event_index < 0)
+            std::printf("  (before the first event)\n");
+        else
+            std::printf("  at event %lld%s\n", (long long)d.peak_event_index,
+                        timeText(d.peak_time_us, d.first_time_us).c_str());
         std::printf("    final active     %s\n", orDash(d.final_active_bytes).c_str());
         std::printf("    reserved         %s", orDash(d.reserved_bytes).c_str());
         if (d.segments) std::printf("  in %llu segments", (unsigned long long)*d.segments);
-        std::printf("\n    events           %llu  (alloc %llu, free_completed %llu, segment_alloc %llu, oom %llu)\n",
-                    (unsigned long long)d.trace_entries, (unsigned long long)d.alloc_count,
-                    (unsigned long long)d.free_completed_count, (unsigned long long)d.segment_alloc_count,
-                    (unsigned long long)d.oom_count);
+        std::printf(
+            "\n    events           %llu  (alloc %llu, free_completed %llu, segment_alloc %llu, "
+            "oom %llu)\n",
+            (unsigned long long)d.trace_entries, (unsigned long long)d.alloc_count,
+            (unsigned long long)d.free_completed_count, (unsigned long long)d.segment_alloc_count,
+            (unsigned long long)d.oom_count);
         if (d.first_time_us && d.last_time_us)
-            std::printf("    duration         %.3f s\n", double(*d.last_time_us - *d.first_time_us) / 1e6);
+            std::printf("    duration         %.3f s\n",
+                        double(*d.last_time_us - *d.first_time_us) / 1e6);
         bool any = false;
         for (Category c : kAllCategories) {
             const int64_t bytes = d.categories_at_peak[size_t(index(c))];
@@ -70,7 +80,8 @@ void printTable(const FileReport& f) {
             if (!any) std::printf("    at the peak\n");
             any = true;
             const auto name = toString(c);
-            std::printf("      %-16.*s %s\n", int(name.size()), name.data(), formatBytes(bytes).c_str());
+            std::printf("      %-16.*s %s\n", int(name.size()), name.data(),
+                        formatBytes(bytes).c_str());
         }
         printPhasePeaks(d);
     }
@@ -90,8 +101,8 @@ int run(const SummaryOptions& o) {
         }
         runs.push_back(std::move(*opened));
         for (const OpenedTrace& part : runs.back().parts) {
-            FileReport f{part.path, part.format, part.trace.get(), summarize(*part.trace, *part.timeline),
-                         part.warnings};
+            FileReport f{part.path, part.format, part.trace.get(),
+                         summarize(*part.trace, *part.timeline), part.warnings};
             if (!o.json) {
                 if (!reports.empty()) std::printf("\n");
                 printTable(f);
@@ -107,7 +118,8 @@ int run(const SummaryOptions& o) {
 
 Command addSummary(CLI::App& parent) {
     auto o = std::make_shared<SummaryOptions>();
-    CLI::App* app = parent.add_subcommand("summary", "peak, live and reserved bytes per device, peaks per phase");
+    CLI::App* app = parent.add_subcommand(
+        "summary", "peak, live and reserved bytes per device, peaks per phase");
     app->footer(
         "Per device: reserved and live bytes at the end, the peak of live bytes (as PyTorch\n"
         "memory_viz's Active Memory Timeline counts them), when it happened, what was live\n"

@@ -12,7 +12,7 @@
 namespace memscope::gui {
 
 namespace {
-constexpr int kHeader = 40;      // px of text above the map
+constexpr int kHeader = 40;  // px of text above the map
 constexpr int kRowHeight = 14;
 constexpr double kSegmentGap = 2;  // px between segments, in row space
 }  // namespace
@@ -30,14 +30,15 @@ AllocatorView::AllocatorView(QWidget* parent) : QWidget(parent) {
     debounce_.setSingleShot(true);
     debounce_.setInterval(40);
     connect(&debounce_, &QTimer::timeout, this, &AllocatorView::start);
-    connect(&watcher_, &QFutureWatcher<std::shared_ptr<AllocatorSnapshotAt>>::finished, this, [this] {
-        auto r = watcher_.result();
-        if (!r) return;  // cancelled or failed: keep the last picture
-        if (started_run_ != run_ || !(started_ref_ == ref_)) return;
-        snapshot_ = std::move(r);
-        update();
-        emit snapshotReady();
-    });
+    connect(&watcher_, &QFutureWatcher<std::shared_ptr<AllocatorSnapshotAt>>::finished, this,
+            [this] {
+                auto r = watcher_.result();
+                if (!r) return;  // cancelled or failed: keep the last picture
+                if (started_run_ != run_ || !(started_ref_ == ref_)) return;
+                snapshot_ = std::move(r);
+                update();
+                emit snapshotReady();
+            });
 }
 
 AllocatorView::~AllocatorView() {
@@ -67,7 +68,8 @@ void AllocatorView::waitForIdle() {
     }
     watcher_.waitForFinished();
     // Deliver the finished signal now rather than on the next event-loop pass.
-    if (watcher_.isFinished() && watcher_.future().isValid() && watcher_.future().resultCount() > 0) {
+    if (watcher_.isFinished() && watcher_.future().isValid() &&
+        watcher_.future().resultCount() > 0) {
         auto r = watcher_.result();
         if (r && r != snapshot_) {
             snapshot_ = std::move(r);
@@ -88,28 +90,34 @@ void AllocatorView::start() {
         TaskContext ctx;
         ctx.cancel = cancel.get();
         auto r = allocatorStateAt(*trace, *tl, t, ctx);
-        return r.ok() ? std::make_shared<AllocatorSnapshotAt>(std::move(*r)) : std::shared_ptr<AllocatorSnapshotAt>();
+        return r.ok() ? std::make_shared<AllocatorSnapshotAt>(std::move(*r))
+                      : std::shared_ptr<AllocatorSnapshotAt>();
     }));
 }
 
 QString AllocatorView::headline() const {
     if (!snapshot_) return QStringLiteral("Allocator state: move the cursor over a timeline.");
     const AllocatorSnapshotAt& s = *snapshot_;
-    const double frag = s.reserved_bytes > 0 ? 100.0 * double(s.reserved_bytes - std::min(s.reserved_bytes, s.active_bytes)) /
-                                                   double(s.reserved_bytes)
-                                             : 0.0;
-    QString t = QStringLiteral("%1 segments, reserved %2, active %3, inactive %4%, largest free gap %5")
-                    .arg(s.segments.size())
-                    .arg(formatBytes(double(s.reserved_bytes)), formatBytes(double(s.active_bytes)))
-                    .arg(frag, 0, 'f', 1)
-                    .arg(formatBytes(double(s.largest_free_gap)));
-    if (!s.loose_blocks.empty()) t += QStringLiteral(", %1 blocks outside known segments").arg(s.loose_blocks.size());
+    const double frag =
+        s.reserved_bytes > 0
+            ? 100.0 * double(s.reserved_bytes - std::min(s.reserved_bytes, s.active_bytes)) /
+                  double(s.reserved_bytes)
+            : 0.0;
+    QString t =
+        QStringLiteral("%1 segments, reserved %2, active %3, inactive %4%, largest free gap %5")
+            .arg(s.segments.size())
+            .arg(formatBytes(double(s.reserved_bytes)), formatBytes(double(s.active_bytes)))
+            .arg(frag, 0, 'f', 1)
+            .arg(formatBytes(double(s.largest_free_gap)));
+    if (!s.loose_blocks.empty())
+        t += QStringLiteral(", %1 blocks outside known segments").arg(s.loose_blocks.size());
     return t;
 }
 
 AllocatorView::Layout AllocatorView::layout() const {
     Layout l;
-    l.area = QRectF(4, kHeader, std::max(10, width() - 8), std::max(kRowHeight, height() - kHeader - 4));
+    l.area =
+        QRectF(4, kHeader, std::max(10, width() - 8), std::max(kRowHeight, height() - kHeader - 4));
     l.rows = std::max(1, int(l.area.height()) / kRowHeight);
     if (!snapshot_) return l;
     double total = 0;
@@ -151,28 +159,34 @@ void AllocatorView::paintEvent(QPaintEvent*) {
         const Trace* trace = run_->trace(ref_);
         const DeviceTimeline* tl = run_->timeline(ref_);
         if (trace && tl)
-            head = QStringLiteral("At %1 (%2): ").arg(formatRunTime(*trace, *tl, snapshot_->time),
-                                                     snapshot_->backwards ? QStringLiteral("replayed back from the end state")
-                                                                          : QStringLiteral("replayed from the start")) +
-                   head;
+            head =
+                QStringLiteral("At %1 (%2): ")
+                    .arg(formatRunTime(*trace, *tl, snapshot_->time),
+                         snapshot_->backwards ? QStringLiteral("replayed back from the end state")
+                                              : QStringLiteral("replayed from the start")) +
+                head;
         if (!snapshot_->note.empty()) head += QStringLiteral("\n") + toQString(snapshot_->note);
     }
-    p.drawText(QRect(4, 2, width() - 8, kHeader - 4), Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, head);
+    p.drawText(QRect(4, 2, width() - 8, kHeader - 4),
+               Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, head);
     if (!snapshot_) return;
     const Layout l = layout();
-    const QColor segColor = isDarkPalette(pal) ? QColor(0x3a, 0x3a, 0x40) : QColor(0xe4, 0xe4, 0xea);
+    const QColor segColor =
+        isDarkPalette(pal) ? QColor(0x3a, 0x3a, 0x40) : QColor(0xe4, 0xe4, 0xea);
     double offset = 0;
     for (const ReplaySegment& s : snapshot_->segments) {
         forEachPiece(l, offset, double(s.size), [&](const QRectF& r) { p.fillRect(r, segColor); });
         for (const ReplayBlock& b : s.blocks) {
             QColor c = categoryColor(b.category);
             if (b.state == BlockState::ActivePendingFree) c = c.lighter(140);
-            forEachPiece(l, offset + double(b.address - s.address), double(b.size), [&](const QRectF& r) { p.fillRect(r, c); });
+            forEachPiece(l, offset + double(b.address - s.address), double(b.size),
+                         [&](const QRectF& r) { p.fillRect(r, c); });
         }
         offset += double(s.size) + l.gapBytes;
     }
     for (const ReplayBlock& b : snapshot_->loose_blocks) {
-        forEachPiece(l, offset, double(b.size), [&](const QRectF& r) { p.fillRect(r, categoryColor(b.category)); });
+        forEachPiece(l, offset, double(b.size),
+                     [&](const QRectF& r) { p.fillRect(r, categoryColor(b.category)); });
         offset += double(b.size) + l.gapBytes;
     }
 }
@@ -183,16 +197,19 @@ void AllocatorView::mouseMoveEvent(QMouseEvent* event) {
     const QPointF pos = event->position();
     const int row = int((pos.y() - l.area.top()) / kRowHeight);
     if (pos.y() < l.area.top() || row >= l.rows) return;
-    const double at = double(row) * l.area.width() * l.bytesPerPx + (pos.x() - l.area.left()) * l.bytesPerPx;
+    const double at =
+        double(row) * l.area.width() * l.bytesPerPx + (pos.x() - l.area.left()) * l.bytesPerPx;
     double offset = 0;
     for (const ReplaySegment& s : snapshot_->segments) {
         if (at >= offset && at < offset + double(s.size)) {
             const uint64_t addr = s.address + uint64_t(at - offset);
-            QString text = QStringLiteral("segment %1, %2").arg(formatAddress(s.address), formatBytes(double(s.size)));
+            QString text = QStringLiteral("segment %1, %2")
+                               .arg(formatAddress(s.address), formatBytes(double(s.size)));
             for (const ReplayBlock& b : s.blocks)
                 if (addr >= b.address && addr < b.address + b.size)
                     text += QStringLiteral("\nblock %1, %2, %3")
-                                .arg(formatAddress(b.address), formatBytes(double(b.size)), categoryLabel(b.category));
+                                .arg(formatAddress(b.address), formatBytes(double(b.size)),
+                                     categoryLabel(b.category));
             QToolTip::showText(event->globalPosition().toPoint(), text, this);
             return;
         }

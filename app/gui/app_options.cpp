@@ -6,18 +6,26 @@ namespace memscope::gui {
 
 AppOptions parseOptions(const QStringList& arguments) {
     QCommandLineParser parser;
-    parser.setApplicationDescription(QStringLiteral("memscope: memory timelines of deep-learning training"));
+    parser.setApplicationDescription(
+        QStringLiteral("memscope: memory timelines of deep-learning training"));
     parser.addHelpOption();
     parser.addVersionOption();
-    const QCommandLineOption compare(QStringLiteral("compare"), QStringLiteral("Open the files side by side in the compare view."));
-    const QCommandLineOption screenshot(QStringLiteral("screenshot"),
-                                        QStringLiteral("Render offscreen to FILE (.png/.svg/.pdf) and exit."),
-                                        QStringLiteral("FILE"));
-    const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Screenshot size, WxH (default 1600x1000)."),
+    const QCommandLineOption compare(
+        QStringLiteral("compare"),
+        QStringLiteral("Open the files side by side in the compare view."));
+    const QCommandLineOption screenshot(
+        QStringLiteral("screenshot"),
+        QStringLiteral("Render offscreen to FILE (.png/.svg/.pdf) and exit."),
+        QStringLiteral("FILE"));
+    const QCommandLineOption size(QStringLiteral("size"),
+                                  QStringLiteral("Screenshot size, WxH (default 1600x1000)."),
                                   QStringLiteral("WxH"));
-    const QCommandLineOption dark(QStringLiteral("dark"), QStringLiteral("Use a dark palette (the system palette is followed otherwise)."));
+    const QCommandLineOption dark(
+        QStringLiteral("dark"),
+        QStringLiteral("Use a dark palette (the system palette is followed otherwise)."));
     parser.addOptions({compare, screenshot, size, dark});
-    parser.addPositionalArgument(QStringLiteral("files"), QStringLiteral("Traces or folders of per-rank traces."),
+    parser.addPositionalArgument(QStringLiteral("files"),
+                                 QStringLiteral("Traces or folders of per-rank traces."),
                                  QStringLiteral("[FILES...]"));
     AppOptions o;
     if (!parser.parse(arguments)) {
@@ -32,10 +40,13 @@ AppOptions parseOptions(const QStringList& arguments) {
     o.screenshot = parser.value(screenshot);
     if (parser.isSet(size)) {
         const QStringList wh = parser.value(size).split(QLatin1Char('x'));
-        if (wh.size() == 2 && wh[0].toInt() > 100 && wh[1].toInt() > 100) o.size = QSize(wh[0].toInt(), wh[1].toInt());
-        else o.error = QStringLiteral("--size wants WxH, e.g. 1600x1000");
+        if (wh.size() == 2 && wh[0].toInt() > 100 && wh[1].toInt() > 100)
+            o.size = QSize(wh[0].toInt(), wh[1].toInt());
+        else
+            o.error = QStringLiteral("--size wants WxH, e.g. 1600x1000");
     }
-    if (!o.screenshot.isEmpty() && o.paths.isEmpty()) o.error = QStringLiteral("--screenshot needs at least one file");
+    if (!o.screenshot.isEmpty() && o.paths.isEmpty())
+        o.error = QStringLiteral("--screenshot needs at least one file");
     return o;
 }
 

@@ -21,14 +21,22 @@ QColor categoryColor(Category c) {
 
 QString categoryLabel(Category c) {
     switch (c) {
-    case Category::Parameter: return QStringLiteral("parameter");
-    case Category::OptimizerState: return QStringLiteral("optimizer state");
-    case Category::Input: return QStringLiteral("input");
-    case Category::Temporary: return QStringLiteral("temporary");
-    case Category::Activation: return QStringLiteral("activation");
-    case Category::Gradient: return QStringLiteral("gradient");
-    case Category::AutogradDetail: return QStringLiteral("autograd detail");
-    case Category::Unknown: return QStringLiteral("unknown");
+        case Category::Parameter:
+            return QStringLiteral("parameter");
+        case Category::OptimizerState:
+            return QStringLiteral("optimizer state");
+        case Category::Input:
+            return QStringLiteral("input");
+        case Category::Temporary:
+            return QStringLiteral("temporary");
+        case Category::Activation:
+            return QStringLiteral("activation");
+        case Category::Gradient:
+            return QStringLiteral("gradient");
+        case Category::AutogradDetail:
+            return QStringLiteral("autograd detail");
+        case Category::Unknown:
+            return QStringLiteral("unknown");
     }
     return QStringLiteral("unknown");
 }
@@ -38,7 +46,9 @@ QColor bandColor(int i) {
     return QColor::fromHsv((i * 137) % 360, 150, 215);
 }
 
-bool isDarkPalette(const QPalette& palette) { return palette.color(QPalette::Window).lightness() < 128; }
+bool isDarkPalette(const QPalette& palette) {
+    return palette.color(QPalette::Window).lightness() < 128;
+}
 
 QColor reservedColor(const QPalette& palette) {
     return isDarkPalette(palette) ? QColor(0xf0, 0xf0, 0xf0) : QColor(0x20, 0x20, 0x20);

@@ -27,9 +27,13 @@ namespace {
 
 QString axisLabel(AlignMode mode, const QString& unit) {
     switch (mode) {
-    case AlignMode::Time: return unit == QLatin1String("s") ? QStringLiteral("seconds since start") : QStringLiteral("event index");
-    case AlignMode::Step: return QStringLiteral("training step");
-    case AlignMode::Phase: return QStringLiteral("training step (forward/backward aligned)");
+        case AlignMode::Time:
+            return unit == QLatin1String("s") ? QStringLiteral("seconds since start")
+                                              : QStringLiteral("event index");
+        case AlignMode::Step:
+            return QStringLiteral("training step");
+        case AlignMode::Phase:
+            return QStringLiteral("training step (forward/backward aligned)");
     }
     return {};
 }
@@ -41,15 +45,18 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     auto* bar = new QHBoxLayout;
     alignBox_ = new QComboBox(this);
-    alignBox_->addItems({QStringLiteral("Align by time"), QStringLiteral("Align by step"), QStringLiteral("Align by phase")});
+    alignBox_->addItems({QStringLiteral("Align by time"), QStringLiteral("Align by step"),
+                         QStringLiteral("Align by phase")});
     layoutBox_ = new QComboBox(this);
     layoutBox_->addItems({QStringLiteral("Grid"), QStringLiteral("Stacked")});
     stackBox_ = new QComboBox(this);
-    stackBox_->addItems({QStringLiteral("Stack by category"), QStringLiteral("Stack by allocation")});
+    stackBox_->addItems(
+        {QStringLiteral("Stack by category"), QStringLiteral("Stack by allocation")});
     baselineBox_ = new QComboBox(this);
     scopeBox_ = new QComboBox(this);
     scopeBox_->addItem(QStringLiteral("Peak of the whole run"));
-    for (TrainingPhase p : kAllTrainingPhases) scopeBox_->addItem(QStringLiteral("Peak in %1").arg(toQString(toString(p))));
+    for (TrainingPhase p : kAllTrainingPhases)
+        scopeBox_->addItem(QStringLiteral("Peak in %1").arg(toQString(toString(p))));
     bar->addWidget(alignBox_);
     bar->addWidget(layoutBox_);
     bar->addWidget(stackBox_);
@@ -107,10 +114,13 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     hover_->setMinimumHeight(hover_->fontMetrics().lineSpacing() * 3);
     layout->addWidget(hover_);
 
-    connect(alignBox_, &QComboBox::currentIndexChanged, this, [this](int i) { setAlignMode(AlignMode(i)); });
-    connect(layoutBox_, &QComboBox::currentIndexChanged, this, [this](int i) { setGridLayout(i == 0); });
-    connect(stackBox_, &QComboBox::currentIndexChanged, this,
-            [this](int i) { setStackMode(i == 1 ? StackMode::ByAllocation : StackMode::ByCategory); });
+    connect(alignBox_, &QComboBox::currentIndexChanged, this,
+            [this](int i) { setAlignMode(AlignMode(i)); });
+    connect(layoutBox_, &QComboBox::currentIndexChanged, this,
+            [this](int i) { setGridLayout(i == 0); });
+    connect(stackBox_, &QComboBox::currentIndexChanged, this, [this](int i) {
+        setStackMode(i == 1 ? StackMode::ByAllocation : StackMode::ByCategory);
+    });
     connect(baselineBox_, &QComboBox::currentIndexChanged, this, [this](int i) {
         if (i >= 0) setBaseline(i);
     });
@@ -121,7 +131,9 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     connect(diffB_, &QComboBox::currentIndexChanged, this, &CompareView::updateDifference);
 }
 
-QString CompareView::hoverText() const { return hover_->text(); }
+QString CompareView::hoverText() const {
+    return hover_->text();
+}
 
 void CompareView::setRuns(std::vector<RunPtr> runs) {
     runs_ = std::move(runs);
@@ -145,9 +157,12 @@ void CompareView::setRuns(std::vector<RunPtr> runs) {
         plot->setLegendVisible(i == 0);  // one legend is enough: colours are shared
         plot->setStackMode(stack_);
         connect(plot, &TimelinePlot::hoverChanged, this, [this, i](const QString& t) {
-            if (!t.isEmpty()) hover_->setText(runs_[i]->name + QStringLiteral(": ") + QString(t).replace(QLatin1Char('\n'), QStringLiteral("   ")));
+            if (!t.isEmpty())
+                hover_->setText(runs_[i]->name + QStringLiteral(": ") +
+                                QString(t).replace(QLatin1Char('\n'), QStringLiteral("   ")));
         });
-        connect(plot, &TimelinePlot::cursorMoved, this, [this, i](int64_t x) { emit cursorMoved(runs_[i], devices_[i], x); });
+        connect(plot, &TimelinePlot::cursorMoved, this,
+                [this, i](int64_t x) { emit cursorMoved(runs_[i], devices_[i], x); });
         connect(plot, &TimelinePlot::allocationClicked, this,
                 [this, i](uint32_t a) { emit allocationPinned(runs_[i], devices_[i], a); });
         plots_.push_back(plot);
@@ -159,7 +174,9 @@ void CompareView::setRuns(std::vector<RunPtr> runs) {
     // (core's rule, as the CLI's compare applies it).
     std::vector<CompareInput> inputs;
     for (size_t i = 0; i < runs_.size(); ++i)
-        inputs.push_back({{}, runs_[i]->name.toStdString(), {runs_[i]->trace(devices_[i]), runs_[i]->timeline(devices_[i])}});
+        inputs.push_back({{},
+                          runs_[i]->name.toStdString(),
+                          {runs_[i]->trace(devices_[i]), runs_[i]->timeline(devices_[i])}});
     baseline_ = int(defaultBaseline(inputs));
     baselineBox_->setCurrentIndex(baseline_);
     diffB_->setCurrentIndex(baseline_);
@@ -201,12 +218,15 @@ void CompareView::realign() {
     const QString unit = toQString(table.axis_unit);
     zoom_->setFullRange(x0, x1);
     for (size_t i = 0; i < plots_.size(); ++i) {
-        plots_[i]->setSource(runs_[i], devices_[i], alignments_[i].map, axisLabel(alignments_[i].mode, unit));
-        plots_[i]->setTitle(QStringLiteral("%1 — %2").arg(runs_[i]->name, runs_[i]->deviceLabel(devices_[i])));
+        plots_[i]->setSource(runs_[i], devices_[i], alignments_[i].map,
+                             axisLabel(alignments_[i].mode, unit));
+        plots_[i]->setTitle(
+            QStringLiteral("%1 — %2").arg(runs_[i]->name, runs_[i]->deviceLabel(devices_[i])));
         plots_[i]->setFixedYMax(ymax * 1.12);  // one y scale for every run, room for the peak label
     }
     notes_->setVisible(!fellBack.isEmpty());
-    notes_->setText(QStringLiteral("No training steps recorded in %1: shown by time.").arg(fellBack.join(QStringLiteral(", "))));
+    notes_->setText(QStringLiteral("No training steps recorded in %1: shown by time.")
+                        .arg(fellBack.join(QStringLiteral(", "))));
     table_->resizeColumnsToContents();
     composition_->setEntries(summary_->entries());
     updateDifference();
@@ -214,12 +234,15 @@ void CompareView::realign() {
 
 void CompareView::updateDifference() {
     const int a = diffA_->currentIndex(), b = diffB_->currentIndex();
-    if (a < 0 || b < 0 || size_t(a) >= runs_.size() || size_t(b) >= runs_.size() || alignments_.size() != runs_.size())
+    if (a < 0 || b < 0 || size_t(a) >= runs_.size() || size_t(b) >= runs_.size() ||
+        alignments_.size() != runs_.size())
         return;
-    const QString unit = toQString(alignUnit(align_, {runs_[size_t(a)]->trace(devices_[size_t(a)]), nullptr}));
-    diff_->setRuns({runs_[size_t(a)], devices_[size_t(a)], alignments_[size_t(a)].map, runs_[size_t(a)]->name},
-                   {runs_[size_t(b)], devices_[size_t(b)], alignments_[size_t(b)].map, runs_[size_t(b)]->name},
-                   axisLabel(align_, unit));
+    const QString unit =
+        toQString(alignUnit(align_, {runs_[size_t(a)]->trace(devices_[size_t(a)]), nullptr}));
+    diff_->setRuns(
+        {runs_[size_t(a)], devices_[size_t(a)], alignments_[size_t(a)].map, runs_[size_t(a)]->name},
+        {runs_[size_t(b)], devices_[size_t(b)], alignments_[size_t(b)].map, runs_[size_t(b)]->name},
+        axisLabel(align_, unit));
 }
 
 void CompareView::setAlignMode(AlignMode mode) {
@@ -264,7 +287,9 @@ void CompareView::goToPeak() {
     zoom_->setCursor(x);
 }
 
-bool CompareView::exportPlots(const QString& path, QString* error) { return exportWidget(grid_, path, error); }
+bool CompareView::exportPlots(const QString& path, QString* error) {
+    return exportWidget(grid_, path, error);
+}
 
 bool CompareView::exportCsv(const QString& path, QString* error) {
     QFile f(path);

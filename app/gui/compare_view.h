@@ -56,7 +56,8 @@ public:
 
 signals:
     void cursorMoved(memscope::gui::RunPtr run, memscope::gui::DeviceRef ref, int64_t runX);
-    void allocationPinned(memscope::gui::RunPtr run, memscope::gui::DeviceRef ref, uint32_t interval);
+    void allocationPinned(memscope::gui::RunPtr run, memscope::gui::DeviceRef ref,
+                          uint32_t interval);
 
 private:
     void realign();

@@ -1,16 +1,15 @@
 #include "composition_chart.h"
 
-#include <QVBoxLayout>
 #include <qcustomplot.h>
 
-#include "plot_style.h"
+#include <QVBoxLayout>
 
 #include "category_colors.h"
 #include "format.h"
 #include "plot_export.h"
+#include "plot_style.h"
 
 namespace memscope::gui {
-
 
 CompositionChart::CompositionChart(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
@@ -60,7 +59,9 @@ void CompositionChart::setEntries(const std::vector<CompareEntry>& entries) {
     applyPlotPalette(plot_, palette());  // also replots
 }
 
-bool CompositionChart::exportTo(const QString& path, QString* error) { return exportPlot(plot_, path, error); }
+bool CompositionChart::exportTo(const QString& path, QString* error) {
+    return exportPlot(plot_, path, error);
+}
 
 void CompositionChart::changeEvent(QEvent* event) {
     QWidget::changeEvent(event);

@@ -1,16 +1,15 @@
 #include "difference_plot.h"
 
-#include <QVBoxLayout>
 #include <qcustomplot.h>
 
-#include "plot_style.h"
+#include <QVBoxLayout>
 
 #include "format.h"
 #include "plot_export.h"
+#include "plot_style.h"
 #include "zoom_state.h"
 
 namespace memscope::gui {
-
 
 DifferencePlot::DifferencePlot(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
@@ -48,8 +47,8 @@ void DifferencePlot::rebuild() {
         plot_->replot(QCustomPlot::rpQueuedReplot);
         return;
     }
-    const auto curve = differenceCurve(ta->live, a_.map, tb->live, b_.map, zoom_->begin(), zoom_->end(),
-                                       size_t(std::max(200, plot_->width())));
+    const auto curve = differenceCurve(ta->live, a_.map, tb->live, b_.map, zoom_->begin(),
+                                       zoom_->end(), size_t(std::max(200, plot_->width())));
     QVector<QCPGraphData> data(qsizetype(curve.size()));
     double lo = 0, hi = 1;
     for (size_t i = 0; i < curve.size(); ++i) {
@@ -65,7 +64,9 @@ void DifferencePlot::rebuild() {
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
-bool DifferencePlot::exportTo(const QString& path, QString* error) { return exportPlot(plot_, path, error); }
+bool DifferencePlot::exportTo(const QString& path, QString* error) {
+    return exportPlot(plot_, path, error);
+}
 
 void DifferencePlot::changeEvent(QEvent* event) {
     QWidget::changeEvent(event);

@@ -10,7 +10,9 @@
 
 namespace memscope::gui {
 
-QString toQString(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
+QString toQString(std::string_view s) {
+    return QString::fromUtf8(s.data(), qsizetype(s.size()));
+}
 
 QString formatBytes(double bytes) {
     // Core's text, so the GUI and the CLI print the same figure the same way.
@@ -18,7 +20,9 @@ QString formatBytes(double bytes) {
     return toQString(memscope::formatBytes(int64_t(std::llround(clamped))));
 }
 
-QString formatAddress(uint64_t address) { return QStringLiteral("0x%1").arg(address, 0, 16); }
+QString formatAddress(uint64_t address) {
+    return QStringLiteral("0x%1").arg(address, 0, 16);
+}
 
 QString formatRunTime(const Trace& trace, const DeviceTimeline& tl, int64_t x) {
     if (trace.metadata.time_base == TimeBase::EventIndex) return QStringLiteral("event %1").arg(x);
@@ -30,18 +34,22 @@ QString formatRunTime(const Trace& trace, const DeviceTimeline& tl, int64_t x) {
 
 QStringList topFrames(const Trace& trace, StackId stack, int max) {
     QStringList out;
-    for (FrameId f : visibleFrames(trace, stack, size_t(std::max(0, max)))) out << toQString(memscope::frameText(trace, f));
+    for (FrameId f : visibleFrames(trace, stack, size_t(std::max(0, max))))
+        out << toQString(memscope::frameText(trace, f));
     return out;
 }
 
-QString allocationText(const Trace& trace, const DeviceTimeline& tl, const AllocationInterval& a, int maxFrames) {
+QString allocationText(const Trace& trace, const DeviceTimeline& tl, const AllocationInterval& a,
+                       int maxFrames) {
     QStringList lines;
     lines << QStringLiteral("%1 at %2").arg(formatBytes(double(a.size)), formatAddress(a.address));
     lines << QStringLiteral("category: %1").arg(toQString(toString(a.category)));
     const std::string phase = phasePath(trace, a.phase);
     if (!phase.empty()) lines << QStringLiteral("phase: %1").arg(toQString(phase));
-    const QString from = a.alloc_event == kNoEvent ? QStringLiteral("before recording") : formatRunTime(trace, tl, a.start);
-    const QString to = a.free_event == kNoEvent ? QStringLiteral("never freed") : formatRunTime(trace, tl, a.end);
+    const QString from = a.alloc_event == kNoEvent ? QStringLiteral("before recording")
+                                                   : formatRunTime(trace, tl, a.start);
+    const QString to =
+        a.free_event == kNoEvent ? QStringLiteral("never freed") : formatRunTime(trace, tl, a.end);
     lines << QStringLiteral("alloc: %1   free: %2").arg(from, to);
     const QStringList frames = topFrames(trace, a.stack, maxFrames);
     if (frames.isEmpty())

@@ -12,8 +12,8 @@
 
 namespace memscope::gui {
 
-QString formatBytes(double bytes);       // "1.50 GiB", "-12.0 MiB"
-QString formatAddress(uint64_t address); // "0x7f3a00000000"
+QString formatBytes(double bytes);        // "1.50 GiB", "-12.0 MiB"
+QString formatAddress(uint64_t address);  // "0x7f3a00000000"
 // A run x as text: seconds since the timeline start, or "event N".
 QString formatRunTime(const Trace& trace, const DeviceTimeline& tl, int64_t x);
 QString toQString(std::string_view s);
@@ -22,6 +22,7 @@ QString toQString(std::string_view s);
 QStringList topFrames(const Trace& trace, StackId stack, int max);
 
 // The multi-line hover text for one allocation.
-QString allocationText(const Trace& trace, const DeviceTimeline& tl, const AllocationInterval& a, int maxFrames);
+QString allocationText(const Trace& trace, const DeviceTimeline& tl, const AllocationInterval& a,
+                       int maxFrames);
 
 }  // namespace memscope::gui

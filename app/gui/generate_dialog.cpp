@@ -73,7 +73,8 @@ GenerateDialog::GenerateDialog(QWidget* parent) : QDialog(parent) {
     layout->addWidget(buttons);
 
     connect(browse, &QPushButton::clicked, this, [this] {
-        const QString d = QFileDialog::getExistingDirectory(this, QStringLiteral("Output folder"), outDir_->text());
+        const QString d = QFileDialog::getExistingDirectory(this, QStringLiteral("Output folder"),
+                                                            outDir_->text());
         if (!d.isEmpty()) outDir_->setText(d);
     });
     connect(run_, &QPushButton::clicked, this, &GenerateDialog::startRun);
@@ -90,16 +91,18 @@ GenerateDialog::GenerateDialog(QWidget* parent) : QDialog(parent) {
     connect(&process_, &QProcess::finished, this, &GenerateDialog::onFinished);
     connect(&process_, &QProcess::errorOccurred, this, [this](QProcess::ProcessError e) {
         if (e == QProcess::FailedToStart) {
-            log_->appendPlainText(QStringLiteral("could not start %1: %2").arg(process_.program(), process_.errorString()));
+            log_->appendPlainText(QStringLiteral("could not start %1: %2")
+                                      .arg(process_.program(), process_.errorString()));
             run_->setEnabled(true);
             cancel_->setEnabled(false);
             progress_->setRange(0, 1);
         }
     });
     if (trainerPath().isEmpty()) {
-        log_->appendPlainText(QStringLiteral("memscope-train was not found next to memscope (%1). Build it with "
-                                             "-DMEMSCOPE_BUILD_TRAINER=ON (needs LibTorch).")
-                                  .arg(QCoreApplication::applicationDirPath()));
+        log_->appendPlainText(
+            QStringLiteral("memscope-train was not found next to memscope (%1). Build it with "
+                           "-DMEMSCOPE_BUILD_TRAINER=ON (needs LibTorch).")
+                .arg(QCoreApplication::applicationDirPath()));
         run_->setEnabled(false);
     }
 }
@@ -114,20 +117,27 @@ GenerateDialog::~GenerateDialog() {
 QString GenerateDialog::trainerPath() {
     const QString env = qEnvironmentVariable("MEMSCOPE_TRAIN");
     if (!env.isEmpty() && QFileInfo(env).isExecutable()) return env;
-    const QString p = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("memscope-train"));
+    const QString p =
+        QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("memscope-train"));
     return QFileInfo(p).isExecutable() ? p : QString();
 }
 
-void GenerateDialog::setOutputFolder(const QString& dir) { outDir_->setText(dir); }
+void GenerateDialog::setOutputFolder(const QString& dir) {
+    outDir_->setText(dir);
+}
 
 QStringList GenerateDialog::arguments() const {
     QStringList chosen;
     for (QCheckBox* b : policies_)
         if (b->isChecked()) chosen << b->text();
-    const QString policy = chosen.size() == policies_.size() ? QStringLiteral("all") : chosen.join(QLatin1Char(','));
-    QStringList args{QStringLiteral("--model"), model_->currentText(), QStringLiteral("--policy"), policy,
-                     QStringLiteral("--preset"), preset_->currentText(), QStringLiteral("--out"), outDir_->text()};
-    if (device_->currentText() != QLatin1String("cpu")) args << QStringLiteral("--device") << device_->currentText();
+    const QString policy =
+        chosen.size() == policies_.size() ? QStringLiteral("all") : chosen.join(QLatin1Char(','));
+    QStringList args{QStringLiteral("--model"),  model_->currentText(),
+                     QStringLiteral("--policy"), policy,
+                     QStringLiteral("--preset"), preset_->currentText(),
+                     QStringLiteral("--out"),    outDir_->text()};
+    if (device_->currentText() != QLatin1String("cpu"))
+        args << QStringLiteral("--device") << device_->currentText();
     return args;
 }
 
@@ -140,7 +150,8 @@ void GenerateDialog::startRun() {
     progress_->setValue(0);
     run_->setEnabled(false);
     cancel_->setEnabled(true);
-    log_->appendPlainText(QStringLiteral("$ memscope-train %1").arg(arguments().join(QLatin1Char(' '))));
+    log_->appendPlainText(
+        QStringLiteral("$ memscope-train %1").arg(arguments().join(QLatin1Char(' '))));
     process_.start(trainerPath(), arguments());
 }
 
@@ -181,7 +192,9 @@ void GenerateDialog::onFinished(int code, QProcess::ExitStatus status) {
         return;
     }
     QStringList traces;
-    for (const QFileInfo& fi : QDir(outDir_->text()).entryInfoList({QStringLiteral("*.memscope")}, QDir::Files, QDir::Name))
+    for (const QFileInfo& fi :
+         QDir(outDir_->text())
+             .entryInfoList({QStringLiteral("*.memscope")}, QDir::Files, QDir::Name))
         if (fi.lastModified() >= startedAt_) traces << fi.filePath();
     log_->appendPlainText(QStringLiteral("%1 traces written.").arg(traces.size()));
     if (!traces.isEmpty()) {

@@ -3,8 +3,8 @@
 // child process with progress and Cancel, then hands its traces to the caller
 // to open in the compare view. The GUI never blocks on the child.
 
-#include <QDialog>
 #include <QDateTime>
+#include <QDialog>
 #include <QProcess>
 
 class QCheckBox;

@@ -16,7 +16,8 @@ namespace memscope::gui {
 
 InspectorView::InspectorView(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
-    summary_ = new QLabel(QStringLiteral("Click an allocation in the timeline to pin it here."), this);
+    summary_ =
+        new QLabel(QStringLiteral("Click an allocation in the timeline to pin it here."), this);
     summary_->setWordWrap(true);
     summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(summary_);
@@ -27,7 +28,8 @@ InspectorView::InspectorView(QWidget* parent) : QWidget(parent) {
     stackView_->setModel(stack_);
     stackView_->setUniformItemSizes(true);
     layout->addWidget(stackView_, 2);
-    layout->addWidget(new QLabel(QStringLiteral("Neighbours by address when it was allocated:"), this));
+    layout->addWidget(
+        new QLabel(QStringLiteral("Neighbours by address when it was allocated:"), this));
     neighbours_ = new AllocationListModel(this);
     neighbourView_ = new QTableView(this);
     neighbourView_->setModel(neighbours_);
@@ -46,8 +48,9 @@ InspectorView::InspectorView(QWidget* parent) : QWidget(parent) {
 }
 
 void InspectorView::updateNoiseLabel() {
-    noise_->setText(stack_->hiddenCount() > 0 ? QStringLiteral("Show noise frames (%1 hidden)").arg(stack_->hiddenCount())
-                                              : QStringLiteral("Show noise frames"));
+    noise_->setText(stack_->hiddenCount() > 0
+                        ? QStringLiteral("Show noise frames (%1 hidden)").arg(stack_->hiddenCount())
+                        : QStringLiteral("Show noise frames"));
 }
 
 void InspectorView::clear() {
@@ -56,7 +59,9 @@ void InspectorView::clear() {
     neighbours_->setAllocations(nullptr, {}, {});
 }
 
-QString InspectorView::summaryText() const { return summary_->text(); }
+QString InspectorView::summaryText() const {
+    return summary_->text();
+}
 
 void InspectorView::setAllocation(RunPtr run, DeviceRef ref, uint32_t interval) {
     const DeviceTimeline* tl = run ? run->timeline(ref) : nullptr;
@@ -65,16 +70,20 @@ void InspectorView::setAllocation(RunPtr run, DeviceRef ref, uint32_t interval) 
     const AllocationInterval& a = tl->intervals[interval];
     QStringList lines;
     lines << QStringLiteral("<b>%1</b> at %2 (%3)")
-                 .arg(formatBytes(double(a.size)), formatAddress(a.address), toQString(toString(a.category)));
+                 .arg(formatBytes(double(a.size)), formatAddress(a.address),
+                      toQString(toString(a.category)));
     const std::string phase = phasePath(*trace, a.phase);
     if (!phase.empty()) lines << QStringLiteral("phase: %1").arg(toQString(phase).toHtmlEscaped());
-    const QString from = a.alloc_event == kNoEvent ? QStringLiteral("before recording") : formatRunTime(*trace, *tl, a.start);
-    const QString to = a.free_event == kNoEvent ? QStringLiteral("never freed") : formatRunTime(*trace, *tl, a.end);
+    const QString from = a.alloc_event == kNoEvent ? QStringLiteral("before recording")
+                                                   : formatRunTime(*trace, *tl, a.start);
+    const QString to = a.free_event == kNoEvent ? QStringLiteral("never freed")
+                                                : formatRunTime(*trace, *tl, a.end);
     lines << QStringLiteral("allocated %1, freed %2").arg(from, to);
     if (a.free_event != kNoEvent) {
-        const QString life = trace->metadata.time_base == TimeBase::EventIndex
-                                 ? QStringLiteral("%1 events").arg(a.end - a.start)
-                                 : QStringLiteral("%1 ms").arg(double(a.end - a.start) * 1e-6, 0, 'f', 3);
+        const QString life =
+            trace->metadata.time_base == TimeBase::EventIndex
+                ? QStringLiteral("%1 events").arg(a.end - a.start)
+                : QStringLiteral("%1 ms").arg(double(a.end - a.start) * 1e-6, 0, 'f', 3);
         lines << QStringLiteral("lifetime: %1").arg(life);
     }
     summary_->setText(lines.join(QStringLiteral("<br>")));
@@ -86,8 +95,9 @@ void InspectorView::setAllocation(RunPtr run, DeviceRef ref, uint32_t interval) 
 
     // The live blocks nearest below and above by address when it was allocated.
     std::vector<uint32_t> live = tl->liveAt(a.start);
-    std::sort(live.begin(), live.end(),
-              [&](uint32_t x, uint32_t y) { return tl->intervals[x].address < tl->intervals[y].address; });
+    std::sort(live.begin(), live.end(), [&](uint32_t x, uint32_t y) {
+        return tl->intervals[x].address < tl->intervals[y].address;
+    });
     const auto self = std::find(live.begin(), live.end(), interval);
     std::vector<uint32_t> near;
     if (self != live.end()) {

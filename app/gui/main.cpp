@@ -17,11 +17,14 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i)
         for (const char* opt : {"--screenshot", "--help", "-h", "--version", "-v"})
             if (std::strcmp(argv[i], opt) == 0) headless = true;
-    const bool noDisplay = qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY");
+    const bool noDisplay =
+        qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY");
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && noDisplay) {
         if (!headless) {
-            std::fprintf(stderr, "memscope: no display. Use `memscope --screenshot OUT.png [--compare] FILES...`, "
-                                 "run under xvfb-run, or try memscope-cli.\n");
+            std::fprintf(
+                stderr,
+                "memscope: no display. Use `memscope --screenshot OUT.png [--compare] FILES...`, "
+                "run under xvfb-run, or try memscope-cli.\n");
             return 1;
         }
         qputenv("QT_QPA_PLATFORM", "offscreen");
@@ -32,7 +35,8 @@ int main(int argc, char** argv) {
     QApplication::setApplicationVersion(QStringLiteral(MEMSCOPE_VERSION));
     QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/memscope.svg")));
 
-    const memscope::gui::AppOptions options = memscope::gui::parseOptions(QApplication::arguments());
+    const memscope::gui::AppOptions options =
+        memscope::gui::parseOptions(QApplication::arguments());
     if (!options.error.isEmpty()) {
         std::fprintf(stderr, "memscope: %s (see memscope --help)\n", qPrintable(options.error));
         return 2;

@@ -17,10 +17,10 @@
 #include <QThread>
 
 #include "allocator_view.h"
-#include "memscope/builtin_plugins.h"
 #include "compare_view.h"
 #include "format.h"
 #include "inspector_view.h"
+#include "memscope/builtin_plugins.h"
 #include "recent_files.h"
 #include "run_loader.h"
 #include "run_view.h"
@@ -30,7 +30,8 @@
 
 namespace memscope::gui {
 
-MainWindow::MainWindow(bool persistSettings, QWidget* parent) : QMainWindow(parent), persist_(persistSettings) {
+MainWindow::MainWindow(bool persistSettings, QWidget* parent)
+    : QMainWindow(parent), persist_(persistSettings) {
     setWindowTitle(QStringLiteral("memscope"));
     setAcceptDrops(true);
     setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks);
@@ -40,10 +41,11 @@ MainWindow::MainWindow(bool persistSettings, QWidget* parent) : QMainWindow(pare
     tabs_->setDocumentMode(true);
     tabs_->setMovable(true);
     setCentralWidget(tabs_);
-    auto* welcome = new QLabel(QStringLiteral("<h2>memscope</h2><p>Open a trace (File → Open, or drop files here), "
-                                              "or generate traces of the four checkpointing policies "
-                                              "(File → Generate Traces…).</p>"),
-                               tabs_);
+    auto* welcome = new QLabel(
+        QStringLiteral("<h2>memscope</h2><p>Open a trace (File → Open, or drop files here), "
+                       "or generate traces of the four checkpointing policies "
+                       "(File → Generate Traces…).</p>"),
+        tabs_);
     welcome->setAlignment(Qt::AlignCenter);
     welcome->setObjectName(QStringLiteral("welcome"));
     tabs_->addTab(welcome, QStringLiteral("Welcome"));
@@ -51,16 +53,20 @@ MainWindow::MainWindow(bool persistSettings, QWidget* parent) : QMainWindow(pare
     inspector_ = new InspectorView(this);
     search_ = new SearchPanel(this);
     allocator_ = new AllocatorView(this);
-    auto addDock = [this](QWidget* w, const QString& title, const QString& name, Qt::DockWidgetArea area) {
+    auto addDock = [this](QWidget* w, const QString& title, const QString& name,
+                          Qt::DockWidgetArea area) {
         auto* dock = new QDockWidget(title, this);
         dock->setObjectName(name);  // saveState() needs names
         dock->setWidget(w);
         addDockWidget(area, dock);
         return dock;
     };
-    QDockWidget* insp = addDock(inspector_, QStringLiteral("Inspector"), QStringLiteral("inspectorDock"), Qt::RightDockWidgetArea);
-    QDockWidget* srch = addDock(search_, QStringLiteral("Search"), QStringLiteral("searchDock"), Qt::RightDockWidgetArea);
-    addDock(allocator_, QStringLiteral("Allocator state"), QStringLiteral("allocatorDock"), Qt::BottomDockWidgetArea);
+    QDockWidget* insp = addDock(inspector_, QStringLiteral("Inspector"),
+                                QStringLiteral("inspectorDock"), Qt::RightDockWidgetArea);
+    QDockWidget* srch = addDock(search_, QStringLiteral("Search"), QStringLiteral("searchDock"),
+                                Qt::RightDockWidgetArea);
+    addDock(allocator_, QStringLiteral("Allocator state"), QStringLiteral("allocatorDock"),
+            Qt::BottomDockWidgetArea);
     tabifyDockWidget(insp, srch);
     insp->raise();
 
@@ -76,7 +82,8 @@ MainWindow::MainWindow(bool persistSettings, QWidget* parent) : QMainWindow(pare
     statusBar()->addPermanentWidget(progress_);
     statusBar()->addPermanentWidget(cancel_);
     // The one plugin report (the CLI prints the same): say once what was skipped.
-    for (const std::string& e : processPluginReport().errors) errors_ << QStringLiteral("plugin skipped: %1").arg(QString::fromStdString(e));
+    for (const std::string& e : processPluginReport().errors)
+        errors_ << QStringLiteral("plugin skipped: %1").arg(QString::fromStdString(e));
     if (!errors_.isEmpty()) status_->setText(errors_.join(QStringLiteral("; ")));
 
     connect(cancel_, &QPushButton::clicked, loader_, &RunLoader::cancel);
@@ -154,8 +161,10 @@ void MainWindow::startNextLoad() {
     progress_->setValue(0);
     progress_->setVisible(true);
     cancel_->setVisible(true);
-    status_->setText(QStringLiteral("Loading %1…").arg(current_.paths.size() == 1 ? QFileInfo(current_.paths.front()).fileName()
-                                                                                 : QStringLiteral("%1 files").arg(current_.paths.size())));
+    status_->setText(QStringLiteral("Loading %1…")
+                         .arg(current_.paths.size() == 1
+                                  ? QFileInfo(current_.paths.front()).fileName()
+                                  : QStringLiteral("%1 files").arg(current_.paths.size())));
     if (persist_) addRecentFiles(current_.paths);
     updateRecentMenu();
     loader_->load(current_.paths);
@@ -174,14 +183,16 @@ void MainWindow::onRunLoaded(RunPtr run) {
     // A damaged tail still loads; say what was lost instead of hiding it.
     for (const RunPart& part : run->parts)
         for (const LoadWarning& w : part.warnings)
-            batchErrors_ << QStringLiteral("%1: opened, but %2").arg(part.path, QString::fromStdString(w.message));
+            batchErrors_ << QStringLiteral("%1: opened, but %2")
+                                .arg(part.path, QString::fromStdString(w.message));
     if (!current_.compare) addRunView(run);
 }
 
 void MainWindow::onFailedToOpen(const QString& path, const QString& message) {
     // Core's errors usually name the file; make sure the dialog always does.
     const QString name = QFileInfo(path).fileName();
-    const QString text = message.contains(name) ? message : QStringLiteral("%1: %2").arg(path, message);
+    const QString text =
+        message.contains(name) ? message : QStringLiteral("%1: %2").arg(path, message);
     batchErrors_ << text;
     errors_ << text;
 }
@@ -190,14 +201,19 @@ void MainWindow::onLoadFinished(int loaded, int failed, bool cancelled) {
     loading_ = false;
     progress_->setVisible(false);
     cancel_->setVisible(false);
-    status_->setText(cancelled ? QStringLiteral("Loading cancelled.")
-                               : QStringLiteral("Loaded %1 run(s)%2.").arg(loaded).arg(failed ? QStringLiteral(", %1 failed").arg(failed) : QString()));
+    status_->setText(
+        cancelled ? QStringLiteral("Loading cancelled.")
+                  : QStringLiteral("Loaded %1 run(s)%2.")
+                        .arg(loaded)
+                        .arg(failed ? QStringLiteral(", %1 failed").arg(failed) : QString()));
     if (current_.compare && !batchRuns_.empty()) showCompare(batchRuns_);
     if (!batchErrors_.isEmpty()) {
         // Non-modal: the app stays usable and tests can inspect the box.
         auto* box = new QMessageBox(QMessageBox::Warning, QStringLiteral("Problems opening files"),
-                                    batchErrors_.size() == 1 ? QStringLiteral("One file could not be opened completely.")
-                                                             : QStringLiteral("%1 files could not be opened completely.").arg(batchErrors_.size()),
+                                    batchErrors_.size() == 1
+                                        ? QStringLiteral("One file could not be opened completely.")
+                                        : QStringLiteral("%1 files could not be opened completely.")
+                                              .arg(batchErrors_.size()),
                                     QMessageBox::Ok, this);
         box->setInformativeText(batchErrors_.join(QLatin1Char('\n')));
         box->setObjectName(QStringLiteral("openErrorBox"));
@@ -250,9 +266,13 @@ std::vector<RunPtr> MainWindow::runs() const {
     return out;
 }
 
-CompareView* MainWindow::compareView() const { return compare_.data(); }
+CompareView* MainWindow::compareView() const {
+    return compare_.data();
+}
 
-RunView* MainWindow::currentRunView() const { return qobject_cast<RunView*>(tabs_->currentWidget()); }
+RunView* MainWindow::currentRunView() const {
+    return qobject_cast<RunView*>(tabs_->currentWidget());
+}
 
 ZoomState* MainWindow::currentZoom() const {
     if (RunView* v = currentRunView()) return v->zoom();
@@ -273,7 +293,7 @@ void MainWindow::onCurrentTabChanged() {
 
 void MainWindow::followCursor(RunPtr run, DeviceRef ref, int64_t runX) {
     if (!allocator_->isVisible()) return;  // no replay for a hidden dock
-    allocator_->setSource(run, ref);        // returns at once when unchanged
+    allocator_->setSource(run, ref);       // returns at once when unchanged
     allocator_->setTime(runX);
 }
 

@@ -28,7 +28,8 @@ namespace {
 QString traceFilter() {
     QStringList patterns{QStringLiteral("*.memscope")};
     for (const Importer* imp : pluginRegistry().importers())
-        for (const std::string& ext : imp->extensions()) patterns << QStringLiteral("*") + QString::fromStdString(ext);
+        for (const std::string& ext : imp->extensions())
+            patterns << QStringLiteral("*") + QString::fromStdString(ext);
     patterns.removeDuplicates();
     return QStringLiteral("Traces (%1);;All files (*)").arg(patterns.join(QLatin1Char(' ')));
 }
@@ -39,19 +40,24 @@ void MainWindow::createActions() {
     QMenu* file = menuBar()->addMenu(QStringLiteral("&File"));
     QAction* open = file->addAction(QStringLiteral("&Open…"), this, &MainWindow::openFilesDialog);
     open->setShortcut(QKeySequence::Open);
-    QAction* openDir = file->addAction(QStringLiteral("Open &Folder of Ranks…"), this, &MainWindow::openFolderDialog);
+    QAction* openDir = file->addAction(QStringLiteral("Open &Folder of Ranks…"), this,
+                                       &MainWindow::openFolderDialog);
     openDir->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
     recentMenu_ = file->addMenu(QStringLiteral("Open &Recent"));
     updateRecentMenu();
     file->addSeparator();
-    QAction* gen = file->addAction(QStringLiteral("&Generate Traces…"), this, &MainWindow::generateTraces);
+    QAction* gen =
+        file->addAction(QStringLiteral("&Generate Traces…"), this, &MainWindow::generateTraces);
     gen->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_G));
-    QAction* cmp = file->addAction(QStringLiteral("&Compare Open Runs"), this, &MainWindow::compareOpenRuns);
+    QAction* cmp =
+        file->addAction(QStringLiteral("&Compare Open Runs"), this, &MainWindow::compareOpenRuns);
     cmp->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_M));
     file->addSeparator();
-    QAction* exPlot = file->addAction(QStringLiteral("&Export Plot…"), this, &MainWindow::exportPlotDialog);
+    QAction* exPlot =
+        file->addAction(QStringLiteral("&Export Plot…"), this, &MainWindow::exportPlotDialog);
     exPlot->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
-    QAction* exCsv = file->addAction(QStringLiteral("Export Summary &Table (CSV)…"), this, &MainWindow::exportCsvDialog);
+    QAction* exCsv = file->addAction(QStringLiteral("Export Summary &Table (CSV)…"), this,
+                                     &MainWindow::exportCsvDialog);
     exCsv->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
     file->addSeparator();
     QAction* quit = file->addAction(QStringLiteral("&Quit"), this, &QWidget::close);
@@ -71,21 +77,28 @@ void MainWindow::createActions() {
         viewActions_.push_back(a);
         return a;
     };
-    zoomAction(QStringLiteral("Zoom &In"), {QKeySequence::ZoomIn, QKeySequence(Qt::Key_Plus), QKeySequence(Qt::Key_Equal)},
+    zoomAction(QStringLiteral("Zoom &In"),
+               {QKeySequence::ZoomIn, QKeySequence(Qt::Key_Plus), QKeySequence(Qt::Key_Equal)},
                [](ZoomState* z) { z->zoomBy(0.5, (z->begin() + z->end()) / 2); });
     zoomAction(QStringLiteral("Zoom &Out"), {QKeySequence::ZoomOut, QKeySequence(Qt::Key_Minus)},
                [](ZoomState* z) { z->zoomBy(2.0, (z->begin() + z->end()) / 2); });
-    zoomAction(QStringLiteral("Pan &Left"), {QKeySequence(Qt::Key_Left)}, [](ZoomState* z) { z->panBy(-0.2); });
-    zoomAction(QStringLiteral("Pan &Right"), {QKeySequence(Qt::Key_Right)}, [](ZoomState* z) { z->panBy(0.2); });
-    zoomAction(QStringLiteral("&Reset Zoom"), {QKeySequence(Qt::Key_Home)}, [](ZoomState* z) { z->reset(); });
-    zoomAction(QStringLiteral("&Back"), {QKeySequence::Back, QKeySequence(Qt::Key_Backspace)}, [](ZoomState* z) { z->back(); });
+    zoomAction(QStringLiteral("Pan &Left"), {QKeySequence(Qt::Key_Left)},
+               [](ZoomState* z) { z->panBy(-0.2); });
+    zoomAction(QStringLiteral("Pan &Right"), {QKeySequence(Qt::Key_Right)},
+               [](ZoomState* z) { z->panBy(0.2); });
+    zoomAction(QStringLiteral("&Reset Zoom"), {QKeySequence(Qt::Key_Home)},
+               [](ZoomState* z) { z->reset(); });
+    zoomAction(QStringLiteral("&Back"), {QKeySequence::Back, QKeySequence(Qt::Key_Backspace)},
+               [](ZoomState* z) { z->back(); });
     QAction* peak = view->addAction(QStringLiteral("Go to &Peak"));
     peak->setShortcut(QKeySequence(Qt::Key_P));
     peak->setShortcutContext(Qt::WidgetWithChildrenShortcut);
     tabs_->addAction(peak);
     connect(peak, &QAction::triggered, this, [this] {
-        if (RunView* v = currentRunView()) v->goToPeak();
-        else if (compare_ && tabs_->currentWidget() == compare_) compare_->goToPeak();
+        if (RunView* v = currentRunView())
+            v->goToPeak();
+        else if (compare_ && tabs_->currentWidget() == compare_)
+            compare_->goToPeak();
     });
     viewActions_.push_back(peak);
     boxZoom_ = view->addAction(QStringLiteral("Bo&x Zoom (or Shift+Drag)"));
@@ -95,12 +108,14 @@ void MainWindow::createActions() {
     tabs_->addAction(boxZoom_);
     connect(boxZoom_, &QAction::toggled, this, [this](bool on) {
         for (int i = 0; i < tabs_->count(); ++i)
-            for (TimelinePlot* p : tabs_->widget(i)->findChildren<TimelinePlot*>()) p->setBoxZoomMode(on);
+            for (TimelinePlot* p : tabs_->widget(i)->findChildren<TimelinePlot*>())
+                p->setBoxZoomMode(on);
     });
     view->addSeparator();
     stackGroup_ = new QActionGroup(this);
-    const std::pair<QString, StackMode> modes[] = {{QStringLiteral("Stack by &Category"), StackMode::ByCategory},
-                                                   {QStringLiteral("Stack by &Allocation"), StackMode::ByAllocation}};
+    const std::pair<QString, StackMode> modes[] = {
+        {QStringLiteral("Stack by &Category"), StackMode::ByCategory},
+        {QStringLiteral("Stack by &Allocation"), StackMode::ByAllocation}};
     int key = Qt::Key_1;
     for (const auto& [text, mode] : modes) {
         QAction* a = view->addAction(text);
@@ -111,8 +126,10 @@ void MainWindow::createActions() {
         tabs_->addAction(a);
         stackGroup_->addAction(a);
         connect(a, &QAction::triggered, this, [this, m = mode] {
-            if (RunView* v = currentRunView()) v->setStackMode(m);
-            else if (compare_ && tabs_->currentWidget() == compare_) compare_->setStackMode(m);
+            if (RunView* v = currentRunView())
+                v->setStackMode(m);
+            else if (compare_ && tabs_->currentWidget() == compare_)
+                compare_->setStackMode(m);
         });
     }
     view->addSeparator();
@@ -130,9 +147,10 @@ void MainWindow::createActions() {
 
     QMenu* compare = menuBar()->addMenu(QStringLiteral("&Compare"));
     auto* alignGroup = new QActionGroup(this);
-    const std::pair<QString, AlignMode> aligns[] = {{QStringLiteral("Align by &Time"), AlignMode::Time},
-                                                    {QStringLiteral("Align by &Step"), AlignMode::Step},
-                                                    {QStringLiteral("Align by &Phase"), AlignMode::Phase}};
+    const std::pair<QString, AlignMode> aligns[] = {
+        {QStringLiteral("Align by &Time"), AlignMode::Time},
+        {QStringLiteral("Align by &Step"), AlignMode::Step},
+        {QStringLiteral("Align by &Phase"), AlignMode::Phase}};
     int akey = Qt::Key_1;
     for (const auto& [text, mode] : aligns) {
         QAction* a = compare->addAction(text);
@@ -167,7 +185,8 @@ void MainWindow::updateRecentMenu() {
     recentMenu_->clear();
     const QStringList files = persist_ ? recentFiles() : QStringList();
     for (const QString& f : files)
-        recentMenu_->addAction(QFileInfo(f).fileName(), this, [this, f] { openPaths({f}); })->setToolTip(f);
+        recentMenu_->addAction(QFileInfo(f).fileName(), this, [this, f] { openPaths({f}); })
+            ->setToolTip(f);
     recentMenu_->setToolTipsVisible(true);
     if (!files.isEmpty()) {
         recentMenu_->addSeparator();
@@ -180,17 +199,20 @@ void MainWindow::updateRecentMenu() {
 }
 
 void MainWindow::openFilesDialog() {
-    const QStringList files = QFileDialog::getOpenFileNames(this, QStringLiteral("Open traces"), QString(), traceFilter());
+    const QStringList files = QFileDialog::getOpenFileNames(this, QStringLiteral("Open traces"),
+                                                            QString(), traceFilter());
     openPaths(files, false);
 }
 
 void MainWindow::openFolderDialog() {
-    const QString dir = QFileDialog::getExistingDirectory(this, QStringLiteral("Open a folder of per-rank traces"));
+    const QString dir =
+        QFileDialog::getExistingDirectory(this, QStringLiteral("Open a folder of per-rank traces"));
     if (!dir.isEmpty()) openPaths({dir}, false);
 }
 
 void MainWindow::exportPlotDialog() {
-    const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export plot"), QString(), plotExportFilter());
+    const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export plot"),
+                                                      QString(), plotExportFilter());
     if (path.isEmpty()) return;
     QString error;
     bool ok = false;
@@ -205,20 +227,24 @@ void MainWindow::exportPlotDialog() {
 
 void MainWindow::exportCsvDialog() {
     if (!compare_) {
-        QMessageBox::information(this, QStringLiteral("Export table"), QStringLiteral("The summary table belongs to the compare view: compare runs first."));
+        QMessageBox::information(
+            this, QStringLiteral("Export table"),
+            QStringLiteral("The summary table belongs to the compare view: compare runs first."));
         return;
     }
-    const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export summary table"), QString(),
-                                                      QStringLiteral("CSV (*.csv)"));
+    const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export summary table"),
+                                                      QString(), QStringLiteral("CSV (*.csv)"));
     if (path.isEmpty()) return;
     QString error;
-    if (!compare_->exportCsv(path, &error)) QMessageBox::warning(this, QStringLiteral("Export failed"), error);
+    if (!compare_->exportCsv(path, &error))
+        QMessageBox::warning(this, QStringLiteral("Export failed"), error);
 }
 
 void MainWindow::generateTraces() {
     auto* dialog = new GenerateDialog(this);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
-    connect(dialog, &GenerateDialog::tracesReady, this, [this](const QStringList& paths) { openPaths(paths, true); });
+    connect(dialog, &GenerateDialog::tracesReady, this,
+            [this](const QStringList& paths) { openPaths(paths, true); });
     dialog->open();
 }
 
@@ -227,17 +253,19 @@ void MainWindow::compareOpenRuns() {
     for (int i = 0; i < tabs_->count(); ++i)
         if (auto* v = qobject_cast<RunView*>(tabs_->widget(i))) all.push_back(v->run());
     if (all.size() < 2) {
-        QMessageBox::information(this, QStringLiteral("Compare"), QStringLiteral("Open at least two runs to compare."));
+        QMessageBox::information(this, QStringLiteral("Compare"),
+                                 QStringLiteral("Open at least two runs to compare."));
         return;
     }
     showCompare(all);
 }
 
 void MainWindow::showAbout() {
-    QMessageBox::about(this, QStringLiteral("About memscope"),
-                       QStringLiteral("<b>memscope</b> %1<p>Memory timelines of deep-learning training: "
-                                      "inspect one run, compare checkpointing policies side by side.</p>")
-                           .arg(QCoreApplication::applicationVersion()));
+    QMessageBox::about(
+        this, QStringLiteral("About memscope"),
+        QStringLiteral("<b>memscope</b> %1<p>Memory timelines of deep-learning training: "
+                       "inspect one run, compare checkpointing policies side by side.</p>")
+            .arg(QCoreApplication::applicationVersion()));
 }
 
 }  // namespace memscope::gui

@@ -45,14 +45,16 @@ int StackFrameModel::rowCount(const QModelIndex& parent) const {
 QVariant StackFrameModel::data(const QModelIndex& index, int role) const {
     if (!index.isValid() || index.row() >= int(frames_.size()) || !trace_) return {};
     const FrameId f = frames_[size_t(index.row())];
-    if (role == Qt::DisplayRole || role == Qt::ToolTipRole) return toQString(memscope::frameText(*trace_, f));
+    if (role == Qt::DisplayRole || role == Qt::ToolTipRole)
+        return toQString(memscope::frameText(*trace_, f));
     if (role == Qt::ForegroundRole && isNoiseFrame(*trace_, f)) return QColor(Qt::gray);
     return {};
 }
 
 AllocationListModel::AllocationListModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void AllocationListModel::setAllocations(RunPtr run, DeviceRef ref, std::vector<uint32_t> intervals) {
+void AllocationListModel::setAllocations(RunPtr run, DeviceRef ref,
+                                         std::vector<uint32_t> intervals) {
     beginResetModel();
     run_ = std::move(run);
     ref_ = ref;
@@ -67,43 +69,62 @@ int AllocationListModel::rowCount(const QModelIndex& parent) const {
     return parent.isValid() ? 0 : int(intervals_.size());
 }
 
-int AllocationListModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+int AllocationListModel::columnCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : ColumnCount;
+}
 
 QVariant AllocationListModel::headerData(int section, Qt::Orientation orientation, int role) const {
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
     switch (section) {
-    case Address: return QStringLiteral("Address");
-    case Size: return QStringLiteral("Size");
-    case Category: return QStringLiteral("Category");
-    case Alloc: return QStringLiteral("Allocated");
-    case Free: return QStringLiteral("Freed");
-    case Frame: return QStringLiteral("Top frame");
-    default: return {};
+        case Address:
+            return QStringLiteral("Address");
+        case Size:
+            return QStringLiteral("Size");
+        case Category:
+            return QStringLiteral("Category");
+        case Alloc:
+            return QStringLiteral("Allocated");
+        case Free:
+            return QStringLiteral("Freed");
+        case Frame:
+            return QStringLiteral("Top frame");
+        default:
+            return {};
     }
 }
 
 QVariant AllocationListModel::data(const QModelIndex& index, int role) const {
-    if (!index.isValid() || index.row() >= int(intervals_.size()) || index.column() >= ColumnCount) return {};
+    if (!index.isValid() || index.row() >= int(intervals_.size()) || index.column() >= ColumnCount)
+        return {};
     const DeviceTimeline* tl = run_->timeline(ref_);
     const Trace* trace = run_->trace(ref_);
     const uint32_t i = intervals_[size_t(index.row())];
     const AllocationInterval& a = tl->intervals[i];
     if (role == IntervalRole) return QVariant::fromValue(i);
     if (role == Qt::TextAlignmentRole)
-        return index.column() == Size ? QVariant(int(Qt::AlignRight | Qt::AlignVCenter)) : QVariant();
+        return index.column() == Size ? QVariant(int(Qt::AlignRight | Qt::AlignVCenter))
+                                      : QVariant();
     if (role == Qt::DecorationRole && index.column() == Category) return categoryColor(a.category);
     if (role != Qt::DisplayRole && role != Qt::ToolTipRole) return {};
     switch (index.column()) {
-    case Address: return formatAddress(a.address);
-    case Size: return formatBytes(double(a.size));
-    case Category: return categoryLabel(a.category);
-    case Alloc: return a.alloc_event == kNoEvent ? QStringLiteral("before recording") : formatRunTime(*trace, *tl, a.start);
-    case Free: return a.free_event == kNoEvent ? QStringLiteral("never") : formatRunTime(*trace, *tl, a.end);
-    case Frame: {
-        const QStringList f = topFrames(*trace, a.stack, 1);
-        return f.isEmpty() ? QString() : f.front();
-    }
-    default: return {};
+        case Address:
+            return formatAddress(a.address);
+        case Size:
+            return formatBytes(double(a.size));
+        case Category:
+            return categoryLabel(a.category);
+        case Alloc:
+            return a.alloc_event == kNoEvent ? QStringLiteral("before recording")
+                                             : formatRunTime(*trace, *tl, a.start);
+        case Free:
+            return a.free_event == kNoEvent ? QStringLiteral("never")
+                                            : formatRunTime(*trace, *tl, a.end);
+        case Frame: {
+            const QStringList f = topFrames(*trace, a.stack, 1);
+            return f.isEmpty() ? QString() : f.front();
+        }
+        default:
+            return {};
     }
 }
 

@@ -41,7 +41,9 @@ void OverviewStrip::setZoomState(ZoomState* zoom) {
     update();
 }
 
-QRectF OverviewStrip::plotArea() const { return QRectF(rect()).adjusted(4, 2, -4, -2); }
+QRectF OverviewStrip::plotArea() const {
+    return QRectF(rect()).adjusted(4, 2, -4, -2);
+}
 
 double OverviewStrip::xToPixel(double x) const {
     const QRectF a = plotArea();
@@ -115,7 +117,9 @@ void OverviewStrip::mouseMoveEvent(QMouseEvent* e) {
     if (dragging_) moveBrushTo(e->position().x());
 }
 
-void OverviewStrip::mouseReleaseEvent(QMouseEvent*) { dragging_ = false; }
+void OverviewStrip::mouseReleaseEvent(QMouseEvent*) {
+    dragging_ = false;
+}
 
 void OverviewStrip::wheelEvent(QWheelEvent* e) {
     if (!zoom_) return;

@@ -12,26 +12,37 @@ namespace {
 
 int rowOf(PhaseKind k) {
     switch (k) {
-    case PhaseKind::Step: return 0;
-    case PhaseKind::Forward:
-    case PhaseKind::Backward:
-    case PhaseKind::Optimizer: return 1;
-    case PhaseKind::Block:
-    case PhaseKind::Recompute: return 2;
-    case PhaseKind::Range: return 3;
+        case PhaseKind::Step:
+            return 0;
+        case PhaseKind::Forward:
+        case PhaseKind::Backward:
+        case PhaseKind::Optimizer:
+            return 1;
+        case PhaseKind::Block:
+        case PhaseKind::Recompute:
+            return 2;
+        case PhaseKind::Range:
+            return 3;
     }
     return 3;
 }
 
 QColor colorOf(const Phase& p) {
     switch (p.kind) {
-    case PhaseKind::Step: return (p.step % 2 == 0) ? QColor(0x8c, 0x8c, 0x9c) : QColor(0x6c, 0x6c, 0x7c);
-    case PhaseKind::Forward: return QColor(0x4e, 0x79, 0xa7);
-    case PhaseKind::Backward: return QColor(0xf2, 0x8e, 0x2b);
-    case PhaseKind::Optimizer: return QColor(0x59, 0xa1, 0x4f);
-    case PhaseKind::Block: return (p.block % 2 == 0) ? QColor(0x9d, 0x7e, 0xc9) : QColor(0x7a, 0x5c, 0xa8);
-    case PhaseKind::Recompute: return QColor(0xe1, 0x57, 0x59);
-    case PhaseKind::Range: return QColor(0x4a, 0xa8, 0xa0);
+        case PhaseKind::Step:
+            return (p.step % 2 == 0) ? QColor(0x8c, 0x8c, 0x9c) : QColor(0x6c, 0x6c, 0x7c);
+        case PhaseKind::Forward:
+            return QColor(0x4e, 0x79, 0xa7);
+        case PhaseKind::Backward:
+            return QColor(0xf2, 0x8e, 0x2b);
+        case PhaseKind::Optimizer:
+            return QColor(0x59, 0xa1, 0x4f);
+        case PhaseKind::Block:
+            return (p.block % 2 == 0) ? QColor(0x9d, 0x7e, 0xc9) : QColor(0x7a, 0x5c, 0xa8);
+        case PhaseKind::Recompute:
+            return QColor(0xe1, 0x57, 0x59);
+        case PhaseKind::Range:
+            return QColor(0x4a, 0xa8, 0xa0);
     }
     return Qt::gray;
 }
@@ -43,7 +54,8 @@ PhaseBandData buildPhaseBands(const Trace& trace, int16_t device) {
     d.items.reserve(trace.phases.size() + trace.annotations.size());
     for (const Phase& p : trace.phases) {
         if (p.device >= 0 && p.device != device) continue;
-        d.items.push_back({p.start, std::max(p.end, p.start), rowOf(p.kind), colorOf(p), toQString(trace.string(p.name))});
+        d.items.push_back({p.start, std::max(p.end, p.start), rowOf(p.kind), colorOf(p),
+                           toQString(trace.string(p.name))});
     }
     // Annotation START/END pairs become ranges (matched by name, innermost
     // first); unmatched ones and instants are ticks.
@@ -62,7 +74,8 @@ PhaseBandData buildPhaseBands(const Trace& trace, int16_t device) {
         }
     }
     for (auto& [name, starts] : open)
-        for (int64_t s : starts) d.items.push_back({s, s, 3, QColor(0x4a, 0xa8, 0xa0), toQString(trace.string(name))});
+        for (int64_t s : starts)
+            d.items.push_back({s, s, 3, QColor(0x4a, 0xa8, 0xa0), toQString(trace.string(name))});
     std::sort(d.items.begin(), d.items.end(),
               [](const PhaseBandItem& a, const PhaseBandItem& b) { return a.start < b.start; });
     for (uint32_t i = 0; i < d.items.size(); ++i) {
@@ -79,8 +92,8 @@ size_t PhaseBandData::firstReaching(int row, int64_t x) const {
     return size_t(std::lower_bound(ends.begin(), ends.end(), x) - ends.begin());
 }
 
-void paintPhaseBands(QPainter& painter, const QRectF& area, const PhaseBandData& data, const AxisMap& map, double x0,
-                     double x1, const QPalette& palette) {
+void paintPhaseBands(QPainter& painter, const QRectF& area, const PhaseBandData& data,
+                     const AxisMap& map, double x0, double x1, const QPalette& palette) {
     if (area.width() <= 0 || !(x1 > x0)) return;
     painter.save();
     painter.setClipRect(area);

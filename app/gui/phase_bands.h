@@ -5,8 +5,8 @@
 // in screenshots.
 
 #include <QColor>
-#include <QPalette>
 #include <QPainter>
+#include <QPalette>
 #include <QString>
 #include <array>
 #include <vector>
@@ -25,7 +25,7 @@ struct PhaseBandItem {
 };
 
 struct PhaseBandData {
-    static constexpr int kRows = 4;  // step, pass, block/recompute, ranges+annotations
+    static constexpr int kRows = 4;    // step, pass, block/recompute, ranges+annotations
     std::vector<PhaseBandItem> items;  // sorted by start
     // Per row: its items (indexes into items, by start) and the running maximum
     // of their ends, so painting and hovering start at the first item that can
@@ -40,8 +40,8 @@ struct PhaseBandData {
 PhaseBandData buildPhaseBands(const Trace& trace, int16_t device);
 
 // Paints the items visible in [x0, x1] (shared axis) into `area`.
-void paintPhaseBands(QPainter& painter, const QRectF& area, const PhaseBandData& data, const AxisMap& map,
-                     double x0, double x1, const QPalette& palette);
+void paintPhaseBands(QPainter& painter, const QRectF& area, const PhaseBandData& data,
+                     const AxisMap& map, double x0, double x1, const QPalette& palette);
 
 // The names of the phases under shared x (innermost row last), for hover text.
 QString phasesAt(const PhaseBandData& data, const AxisMap& map, double x);

@@ -1,16 +1,19 @@
 #include "plot_export.h"
 
+#include <qcustomplot.h>
+
 #include <QFileInfo>
 #include <QPainter>
 #include <QPdfWriter>
 #include <QSvgGenerator>
-#include <qcustomplot.h>
 
 namespace memscope::gui {
 
 namespace {
 
-QString suffixOf(const QString& path) { return QFileInfo(path).suffix().toLower(); }
+QString suffixOf(const QString& path) {
+    return QFileInfo(path).suffix().toLower();
+}
 
 }  // namespace
 
@@ -38,7 +41,9 @@ bool exportPlot(QCustomPlot* plot, const QString& path, QString* error) {
             painter.end();
         }
     } else {
-        if (error) *error = QStringLiteral("unknown image format '%1' (use .png, .svg or .pdf)").arg(suffix);
+        if (error)
+            *error =
+                QStringLiteral("unknown image format '%1' (use .png, .svg or .pdf)").arg(suffix);
         return false;
     }
     if (!ok && error) *error = QStringLiteral("could not write %1").arg(path);
@@ -78,7 +83,9 @@ bool exportWidget(QWidget* widget, const QString& path, QString* error) {
             p.end();
         }
     } else {
-        if (error) *error = QStringLiteral("unknown image format '%1' (use .png, .svg or .pdf)").arg(suffix);
+        if (error)
+            *error =
+                QStringLiteral("unknown image format '%1' (use .png, .svg or .pdf)").arg(suffix);
         return false;
     }
     if (!ok && error) *error = QStringLiteral("could not write %1").arg(path);

@@ -20,12 +20,16 @@ protected:
         while (m * 2 * unit <= raw * 1.5) m *= 2;
         return m * unit;
     }
-    QString getTickLabel(double tick, const QLocale&, QChar, int) override { return formatBytes(tick); }
+    QString getTickLabel(double tick, const QLocale&, QChar, int) override {
+        return formatBytes(tick);
+    }
 };
 
 }  // namespace
 
-QSharedPointer<QCPAxisTicker> byteTicker() { return QSharedPointer<QCPAxisTicker>(new ByteTicker); }
+QSharedPointer<QCPAxisTicker> byteTicker() {
+    return QSharedPointer<QCPAxisTicker>(new ByteTicker);
+}
 
 void applyPlotPalette(QCustomPlot* plot, const QPalette& pal) {
     const QColor text = pal.color(QPalette::WindowText);
@@ -49,7 +53,8 @@ void applyPlotPalette(QCustomPlot* plot, const QPalette& pal) {
     plot->legend->setTextColor(text);
     plot->legend->setBorderPen(QPen(grid));
     for (int i = 0; i < plot->plotLayout()->elementCount(); ++i)
-        if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->elementAt(i))) title->setTextColor(text);
+        if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->elementAt(i)))
+            title->setTextColor(text);
     plot->replot(QCustomPlot::rpQueuedReplot);
 }
 

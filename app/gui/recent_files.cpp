@@ -7,10 +7,14 @@ namespace memscope::gui {
 
 namespace {
 constexpr int kMax = 12;
-QString key() { return QStringLiteral("recentFiles"); }
+QString key() {
+    return QStringLiteral("recentFiles");
+}
 }  // namespace
 
-QStringList recentFiles() { return QSettings().value(key()).toStringList(); }
+QStringList recentFiles() {
+    return QSettings().value(key()).toStringList();
+}
 
 void addRecentFiles(const QStringList& paths) {
     QStringList list = recentFiles();
@@ -23,6 +27,8 @@ void addRecentFiles(const QStringList& paths) {
     QSettings().setValue(key(), list);
 }
 
-void clearRecentFiles() { QSettings().remove(key()); }
+void clearRecentFiles() {
+    QSettings().remove(key());
+}
 
 }  // namespace memscope::gui

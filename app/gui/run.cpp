@@ -15,7 +15,8 @@ std::vector<DeviceRef> Run::devices() const {
 QString Run::deviceLabel(DeviceRef ref) const {
     const DeviceTimeline* tl = timeline(ref);
     if (!tl) return {};
-    QString dev = tl->device < 0 ? QStringLiteral("host") : QStringLiteral("cuda:%1").arg(tl->device);
+    QString dev =
+        tl->device < 0 ? QStringLiteral("host") : QStringLiteral("cuda:%1").arg(tl->device);
     // memscope-train on the CPU records host allocations as device 0 and says so
     // in its metadata ("device" = "cpu").
     const Trace* t0 = trace(ref);
@@ -30,7 +31,8 @@ QString Run::deviceLabel(DeviceRef ref) const {
 }
 
 const DeviceTimeline* Run::timeline(DeviceRef ref) const {
-    if (ref.part < 0 || size_t(ref.part) >= parts.size() || !parts[size_t(ref.part)].timeline) return nullptr;
+    if (ref.part < 0 || size_t(ref.part) >= parts.size() || !parts[size_t(ref.part)].timeline)
+        return nullptr;
     const auto& devs = parts[size_t(ref.part)].timeline->devices();
     if (ref.device_index < 0 || size_t(ref.device_index) >= devs.size()) return nullptr;
     return &devs[size_t(ref.device_index)];

@@ -13,7 +13,9 @@
 
 namespace memscope::gui {
 
-const PluginRegistry& pluginRegistry() { return processRegistry(); }
+const PluginRegistry& pluginRegistry() {
+    return processRegistry();
+}
 
 namespace {
 
@@ -26,14 +28,17 @@ RunPart toPart(OpenedTrace opened, const QString& path) {
     part.path = path;
     part.format = QString::fromStdString(opened.format);
     part.warnings = std::move(opened.warnings);
-    for (const DeviceTimeline& d : part.timeline->devices()) part.largest.push_back(largestIntervals(d, kLargestKept));
+    for (const DeviceTimeline& d : part.timeline->devices())
+        part.largest.push_back(largestIntervals(d, kLargestKept));
     return part;
 }
 
 }  // namespace
 
 Result<RunPtr> makeRun(Trace trace, const QString& path, const TaskContext& ctx) {
-    std::string name = trace.metadata.name.empty() ? QFileInfo(path).completeBaseName().toStdString() : trace.metadata.name;
+    std::string name = trace.metadata.name.empty()
+                           ? QFileInfo(path).completeBaseName().toStdString()
+                           : trace.metadata.name;
     auto opened = openTrace(std::move(trace), QFile::encodeName(path).toStdString(), ctx);
     if (!opened.ok()) return opened.error();
     auto run = std::make_shared<Run>();
@@ -56,7 +61,9 @@ Result<RunPtr> loadRun(const QString& path, const TaskContext& ctx) {
     return RunPtr(std::move(run));
 }
 
-RunLoader::RunLoader(QObject* parent) : QObject(parent) { qRegisterMetaType<RunPtr>(); }
+RunLoader::RunLoader(QObject* parent) : QObject(parent) {
+    qRegisterMetaType<RunPtr>();
+}
 
 RunLoader::~RunLoader() {
     cancel();
@@ -65,13 +72,17 @@ RunLoader::~RunLoader() {
 
 // Busy until the worker has emitted finished: a slot reacting to finished may
 // start the next load while the worker thread is still returning.
-bool RunLoader::isBusy() const { return busy_->load(); }
+bool RunLoader::isBusy() const {
+    return busy_->load();
+}
 
 void RunLoader::cancel() {
     if (cancel_) cancel_->store(true);
 }
 
-void RunLoader::waitForFinished() { future_.waitForFinished(); }
+void RunLoader::waitForFinished() {
+    future_.waitForFinished();
+}
 
 bool RunLoader::load(const QStringList& paths) {
     if (isBusy()) return false;

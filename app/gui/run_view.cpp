@@ -18,7 +18,9 @@ RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(
     auto* layout = new QVBoxLayout(this);
     auto* bar = new QHBoxLayout;
     devices_ = new QComboBox(this);
-    for (DeviceRef r : run_->devices()) devices_->addItem(run_->deviceLabel(r), QVariant::fromValue(QPoint(r.part, r.device_index)));
+    for (DeviceRef r : run_->devices())
+        devices_->addItem(run_->deviceLabel(r),
+                          QVariant::fromValue(QPoint(r.part, r.device_index)));
     mode_ = new QComboBox(this);
     mode_->addItem(QStringLiteral("Stack by category"));
     mode_->addItem(QStringLiteral("Stack by allocation"));
@@ -42,8 +44,9 @@ RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(
     hover_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     hover_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
     hover_->setMinimumHeight(hover_->fontMetrics().lineSpacing() * 5);
-    hover_->setText(QStringLiteral("Hover the plot for the allocation under the cursor; click to pin it. "
-                                   "Wheel: zoom, drag: pan, Shift+drag: box zoom, Home: reset."));
+    hover_->setText(
+        QStringLiteral("Hover the plot for the allocation under the cursor; click to pin it. "
+                       "Wheel: zoom, drag: pan, Shift+drag: box zoom, Home: reset."));
     hover_->setWordWrap(true);
     layout->addWidget(hover_);
 
@@ -51,8 +54,9 @@ RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(
         const QPoint p = devices_->itemData(i).toPoint();
         setDevice({p.x(), p.y()});
     });
-    connect(mode_, &QComboBox::currentIndexChanged, this,
-            [this](int i) { plot_->setStackMode(i == 1 ? StackMode::ByAllocation : StackMode::ByCategory); });
+    connect(mode_, &QComboBox::currentIndexChanged, this, [this](int i) {
+        plot_->setStackMode(i == 1 ? StackMode::ByAllocation : StackMode::ByCategory);
+    });
     connect(peak, &QPushButton::clicked, this, &RunView::goToPeak);
     connect(home, &QPushButton::clicked, zoom_, &ZoomState::reset);
     connect(plot_, &TimelinePlot::hoverChanged, this, [this](const QString& t) {
@@ -60,13 +64,16 @@ RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(
     });
     connect(plot_, &TimelinePlot::allocationClicked, this,
             [this](uint32_t i) { emit allocationPinned(run_, ref_, i); });
-    connect(plot_, &TimelinePlot::cursorMoved, this, [this](int64_t x) { emit cursorMoved(run_, ref_, x); });
+    connect(plot_, &TimelinePlot::cursorMoved, this,
+            [this](int64_t x) { emit cursorMoved(run_, ref_, x); });
 
     if (run_->devices().empty())
-        hover_->setText(QStringLiteral("This trace holds no allocator events or segments: there is nothing to draw."));
+        hover_->setText(QStringLiteral(
+            "This trace holds no allocator events or segments: there is nothing to draw."));
     const DeviceRef first = run_->busiestDevice();
     for (int i = 0; i < devices_->count(); ++i)
-        if (devices_->itemData(i).toPoint() == QPoint(first.part, first.device_index)) devices_->setCurrentIndex(i);
+        if (devices_->itemData(i).toPoint() == QPoint(first.part, first.device_index))
+            devices_->setCurrentIndex(i);
     setDevice(first);
 }
 
@@ -78,19 +85,26 @@ void RunView::setDevice(DeviceRef ref) {
     ref_ = ref;
     const RunRef rr{trace, tl};
     const Alignment a = alignRuns(std::span(&rr, 1), AlignMode::Time).front();
-    const QString unit = trace->metadata.time_base == TimeBase::EventIndex ? QStringLiteral("event index")
-                                                                           : QStringLiteral("seconds since start");
+    const QString unit = trace->metadata.time_base == TimeBase::EventIndex
+                             ? QStringLiteral("event index")
+                             : QStringLiteral("seconds since start");
     zoom_->setFullRange(a.map.forward(tl->start), a.map.forward(tl->end + 1));
     plot_->setSource(run_, ref_, a.map, unit);
     overview_->setSource(run_, ref_, a.map);
     if (changed) emit deviceChanged();
 }
 
-QString RunView::hoverText() const { return hover_->text(); }
+QString RunView::hoverText() const {
+    return hover_->text();
+}
 
-void RunView::setStackMode(StackMode mode) { mode_->setCurrentIndex(mode == StackMode::ByAllocation ? 1 : 0); }
+void RunView::setStackMode(StackMode mode) {
+    mode_->setCurrentIndex(mode == StackMode::ByAllocation ? 1 : 0);
+}
 
-void RunView::setBoxZoom(bool on) { plot_->setBoxZoomMode(on); }
+void RunView::setBoxZoom(bool on) {
+    plot_->setBoxZoomMode(on);
+}
 
 double RunView::peakX() const {
     const DeviceTimeline* tl = plot_->timeline();
@@ -113,7 +127,8 @@ void RunView::showAllocation(uint32_t interval) {
     if (!tl || interval >= tl->intervals.size()) return;
     const AllocationInterval& a = tl->intervals[interval];
     const AxisMap& m = plot_->axisMap();
-    const double x0 = m.forward(a.start), x1 = m.forward(a.free_event == kNoEvent ? tl->end : a.end);
+    const double x0 = m.forward(a.start),
+                 x1 = m.forward(a.free_event == kNoEvent ? tl->end : a.end);
     const double pad = std::max((x1 - x0) * 0.25, (zoom_->fullEnd() - zoom_->fullBegin()) * 0.002);
     zoom_->setRange(x0 - pad, x1 + pad, true);
     plot_->setPinned(interval);

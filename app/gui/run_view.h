@@ -37,7 +37,8 @@ public:
     void showAllocation(uint32_t interval);
 
 signals:
-    void allocationPinned(memscope::gui::RunPtr run, memscope::gui::DeviceRef ref, uint32_t interval);
+    void allocationPinned(memscope::gui::RunPtr run, memscope::gui::DeviceRef ref,
+                          uint32_t interval);
     void cursorMoved(memscope::gui::RunPtr run, memscope::gui::DeviceRef ref, int64_t runX);
     void deviceChanged();
 

@@ -9,11 +9,11 @@
 #include "allocator_view.h"
 #include "compare_view.h"
 #include "inspector_view.h"
-#include "timeline_plot.h"
 #include "main_window.h"
 #include "plot_export.h"
 #include "run_view.h"
 #include "summary_model.h"
+#include "timeline_plot.h"
 
 namespace memscope::gui {
 
@@ -56,7 +56,8 @@ int runScreenshot(const AppOptions& options) {
         std::fprintf(stderr, "memscope: %s\n", qPrintable(error));
         return 1;
     }
-    std::fprintf(stderr, "memscope: wrote %s\n", qPrintable(QFileInfo(options.screenshot).absoluteFilePath()));
+    std::fprintf(stderr, "memscope: wrote %s\n",
+                 qPrintable(QFileInfo(options.screenshot).absoluteFilePath()));
     return 0;
 }
 

@@ -35,7 +35,9 @@ SearchPanel::SearchPanel(QWidget* parent) : QWidget(parent) {
         if (searched_run_ != run_ || !(searched_ref_ == ref_)) return;
         const SearchResult r = watcher_.result();
         status_->setText(r.total_matches > r.intervals.size()
-                             ? QStringLiteral("%1 matches, the %2 largest shown").arg(r.total_matches).arg(r.intervals.size())
+                             ? QStringLiteral("%1 matches, the %2 largest shown")
+                                   .arg(r.total_matches)
+                                   .arg(r.intervals.size())
                              : QStringLiteral("%1 matches").arg(r.total_matches));
         const int shown = int(r.intervals.size());
         model_->setAllocations(run_, ref_, r.intervals);
@@ -79,6 +81,8 @@ void SearchPanel::search(const QString& query) {
     }));
 }
 
-void SearchPanel::waitForIdle() { watcher_.waitForFinished(); }
+void SearchPanel::waitForIdle() {
+    watcher_.waitForFinished();
+}
 
 }  // namespace memscope::gui

@@ -8,17 +8,21 @@ namespace memscope::gui {
 
 SummaryTableModel::SummaryTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void SummaryTableModel::setRuns(std::vector<CompareEntry> entries, int baseline, AlignMode align, PeakScope scope) {
+void SummaryTableModel::setRuns(std::vector<CompareEntry> entries, int baseline, AlignMode align,
+                                PeakScope scope) {
     beginResetModel();
     entries_ = std::move(entries);
     std::vector<CompareInput> inputs;
     for (const CompareEntry& e : entries_) {
-        const RunRef ref{e.run ? e.run->trace(e.device) : nullptr, e.run ? e.run->timeline(e.device) : nullptr};
+        const RunRef ref{e.run ? e.run->trace(e.device) : nullptr,
+                         e.run ? e.run->timeline(e.device) : nullptr};
         const QString path = e.run && !e.run->paths.isEmpty() ? e.run->paths.front() : QString();
-        inputs.push_back({path.toStdString(), e.run ? e.run->name.toStdString() : std::string(), ref});
+        inputs.push_back(
+            {path.toStdString(), e.run ? e.run->name.toStdString() : std::string(), ref});
     }
     table_ = buildCompareTable(inputs, size_t(std::max(0, baseline)), align, scope);
-    for (size_t i = 0; i < entries_.size() && i < table_.rows.size(); ++i) entries_[i].summary = table_.rows[i].summary;
+    for (size_t i = 0; i < entries_.size() && i < table_.rows.size(); ++i)
+        entries_[i].summary = table_.rows[i].summary;
     columns_ = table_.columns();
     endResetModel();
 }
@@ -28,14 +32,17 @@ void SummaryTableModel::setBaseline(int baseline) {
 }
 
 CompareColumn SummaryTableModel::column(int section) const {
-    return section >= 0 && size_t(section) < columns_.size() ? columns_[size_t(section)] : CompareColumn{};
+    return section >= 0 && size_t(section) < columns_.size() ? columns_[size_t(section)]
+                                                             : CompareColumn{};
 }
 
 int SummaryTableModel::rowCount(const QModelIndex& parent) const {
     return parent.isValid() ? 0 : int(table_.rows.size());
 }
 
-int SummaryTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(columns_.size()); }
+int SummaryTableModel::columnCount(const QModelIndex& parent) const {
+    return parent.isValid() ? 0 : int(columns_.size());
+}
 
 QVariant SummaryTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
     if (role != Qt::DisplayRole) return {};
@@ -45,7 +52,8 @@ QVariant SummaryTableModel::headerData(int section, Qt::Orientation orientation,
 }
 
 QVariant SummaryTableModel::data(const QModelIndex& index, int role) const {
-    if (!index.isValid() || size_t(index.row()) >= table_.rows.size() || size_t(index.column()) >= columns_.size())
+    if (!index.isValid() || size_t(index.row()) >= table_.rows.size() ||
+        size_t(index.column()) >= columns_.size())
         return {};
     const CompareColumn c = columns_[size_t(index.column())];
     const size_t row = size_t(index.row());
@@ -64,8 +72,12 @@ QVariant SummaryTableModel::data(const QModelIndex& index, int role) const {
     return {};
 }
 
-QString SummaryTableModel::toCsv() const { return toQString(memscope::toCsv(table_)); }
+QString SummaryTableModel::toCsv() const {
+    return toQString(memscope::toCsv(table_));
+}
 
-QString SummaryTableModel::toTextTable() const { return toQString(memscope::toText(table_)); }
+QString SummaryTableModel::toTextTable() const {
+    return toQString(memscope::toText(table_));
+}
 
 }  // namespace memscope::gui

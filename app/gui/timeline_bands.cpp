@@ -8,7 +8,8 @@ namespace memscope::gui {
 
 namespace {
 
-void addReserved(BandSet& out, const DeviceTimeline& tl, const AxisMap& map, int64_t lo, int64_t hi, size_t n) {
+void addReserved(BandSet& out, const DeviceTimeline& tl, const AxisMap& map, int64_t lo, int64_t hi,
+                 size_t n) {
     if (tl.reserved.empty() && tl.reserved.initial == 0) return;
     for (const SeriesPoint& p : tl.reserved.levelOfDetail(lo, hi, n)) {
         out.reserved_x.push_back(map.forward(p.x));
@@ -21,7 +22,8 @@ void addReserved(BandSet& out, const DeviceTimeline& tl, const AxisMap& map, int
 
 // The value in force at each of `xs` (ascending) of a step function given by
 // level-of-detail points, by one forward walk: no search in the full series.
-void sampleInto(const std::vector<SeriesPoint>& lod, const std::vector<int64_t>& xs, std::vector<double>& out) {
+void sampleInto(const std::vector<SeriesPoint>& lod, const std::vector<int64_t>& xs,
+                std::vector<double>& out) {
     out.resize(xs.size());
     size_t j = 0;
     double v = lod.empty() ? 0.0 : double(lod.front().y);
@@ -31,8 +33,8 @@ void sampleInto(const std::vector<SeriesPoint>& lod, const std::vector<int64_t>&
     }
 }
 
-BandSet computeBands(const DeviceTimeline& tl, const std::vector<uint32_t>* largest, const AxisMap& map,
-                     const BandRequest& req) {
+BandSet computeBands(const DeviceTimeline& tl, const std::vector<uint32_t>* largest,
+                     const AxisMap& map, const BandRequest& req) {
     BandSet out;
     const int64_t lo = map.inverse(req.x0);
     const int64_t hi = std::max(map.inverse(req.x1) + 1, lo + 1);
@@ -107,7 +109,9 @@ BandSet computeBands(const DeviceTimeline& tl, const std::vector<uint32_t>* larg
             // the same area (each band is filled down to zero).
             const auto first = std::lower_bound(src.begin(), src.end(), a.start);
             b.begin = size_t(std::max<ptrdiff_t>(0, first - src.begin() - 1));
-            const auto last = a.free_event == kNoEvent ? src.end() : std::upper_bound(src.begin(), src.end(), a.end);
+            const auto last = a.free_event == kNoEvent
+                                  ? src.end()
+                                  : std::upper_bound(src.begin(), src.end(), a.end);
             b.end = std::min(src.size(), size_t(last - src.begin()) + 1);
             out.bands.push_back(std::move(b));
         }
@@ -115,7 +119,8 @@ BandSet computeBands(const DeviceTimeline& tl, const std::vector<uint32_t>* larg
     if (!out.bands.empty())
         for (double y : out.bands.back().ys) out.y_max = std::max(out.y_max, y);
     for (const Band& b : out.bands)
-        for (size_t k = b.begin; k < std::min(b.end, b.ys.size()); ++k) out.y_max = std::max(out.y_max, b.ys[k]);
+        for (size_t k = b.begin; k < std::min(b.end, b.ys.size()); ++k)
+            out.y_max = std::max(out.y_max, b.ys[k]);
     addReserved(out, tl, map, lo, hi, n);
     return out;
 }

@@ -19,8 +19,8 @@ namespace memscope::gui {
 struct Band {
     QString label;
     QColor color;
-    int64_t key = -1;         // category index, or interval index; -1 = the rest
-    std::vector<double> ys;   // top edge (cumulative), parallel to BandSet::xs
+    int64_t key = -1;        // category index, or interval index; -1 = the rest
+    std::vector<double> ys;  // top edge (cumulative), parallel to BandSet::xs
     // The columns worth drawing, [begin, end): a by-allocation band only over
     // its lifetime.
     size_t begin = 0;
@@ -28,23 +28,22 @@ struct Band {
 };
 
 struct BandSet {
-    std::vector<double> xs;         // shared-axis x, ascending
-    std::vector<Band> bands;        // bottom first
-    std::vector<double> reserved_x; // shared-axis x
+    std::vector<double> xs;          // shared-axis x, ascending
+    std::vector<Band> bands;         // bottom first
+    std::vector<double> reserved_x;  // shared-axis x
     std::vector<double> reserved_y;
-    std::vector<uint32_t> shown;    // by-allocation: intervals with their own band, bottom first
-    double y_max = 0;               // highest value drawn
+    std::vector<uint32_t> shown;  // by-allocation: intervals with their own band, bottom first
+    double y_max = 0;             // highest value drawn
 };
 
 struct BandRequest {
     StackMode mode = StackMode::ByCategory;
-    double x0 = 0, x1 = 1;      // visible shared-axis range
-    size_t max_points = 2000;   // about twice the plot width in pixels
-    int max_bands = 64;         // by-allocation: own bands at most
+    double x0 = 0, x1 = 1;     // visible shared-axis range
+    size_t max_points = 2000;  // about twice the plot width in pixels
+    int max_bands = 64;        // by-allocation: own bands at most
 };
 
-BandSet computeBands(const DeviceTimeline& tl, const std::vector<uint32_t>* largest, const AxisMap& map,
-                     const BandRequest& request);
-
+BandSet computeBands(const DeviceTimeline& tl, const std::vector<uint32_t>* largest,
+                     const AxisMap& map, const BandRequest& request);
 
 }  // namespace memscope::gui

@@ -1,12 +1,13 @@
 #include "timeline_plot.h"
 
+#include <qcustomplot.h>
+
 #include <QElapsedTimer>
 #include <QEvent>
 #include <QRubberBand>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <cmath>
-#include <qcustomplot.h>
 
 #include "category_colors.h"
 #include "format.h"
@@ -22,11 +23,14 @@ namespace {
 // prints with the plot.
 class PhaseLayer : public QCPLayerable {
 public:
-    PhaseLayer(QCustomPlot* plot, QCPAxisRect* rect, std::function<void(QPainter&, const QRectF&)> paint)
+    PhaseLayer(QCustomPlot* plot, QCPAxisRect* rect,
+               std::function<void(QPainter&, const QRectF&)> paint)
         : QCPLayerable(plot), rect_(rect), paint_(std::move(paint)) {}
 
 protected:
-    void applyDefaultAntialiasingHint(QCPPainter* painter) const override { painter->setAntialiasing(false); }
+    void applyDefaultAntialiasingHint(QCPPainter* painter) const override {
+        painter->setAntialiasing(false);
+    }
     void draw(QCPPainter* painter) override { paint_(*painter, rect_->rect()); }
 
 private:
@@ -70,14 +74,17 @@ TimelinePlot::TimelinePlot(QWidget* parent) : QWidget(parent), p_(std::make_uniq
     p_->main->setMarginGroup(QCP::msLeft | QCP::msRight, group);
     p_->phaseRect->setMarginGroup(QCP::msLeft | QCP::msRight, group);
     new PhaseLayer(plot_, p_->phaseRect, [this](QPainter& painter, const QRectF& area) {
-        if (zoom_) paintPhaseBands(painter, area, phases_, map_, zoom_->begin(), zoom_->end(), palette());
+        if (zoom_)
+            paintPhaseBands(painter, area, phases_, map_, zoom_->begin(), zoom_->end(), palette());
     });
 
-    p_->reserved = plot_->addGraph(p_->main->axis(QCPAxis::atBottom), p_->main->axis(QCPAxis::atLeft));
+    p_->reserved =
+        plot_->addGraph(p_->main->axis(QCPAxis::atBottom), p_->main->axis(QCPAxis::atLeft));
     p_->reserved->setLineStyle(QCPGraph::lsStepLeft);
     p_->reserved->setName(QStringLiteral("reserved"));
     // Reserved is drawn over the bands, which are added to "main" later.
-    plot_->addLayer(QStringLiteral("reserved"), plot_->layer(QStringLiteral("main")), QCustomPlot::limAbove);
+    plot_->addLayer(QStringLiteral("reserved"), plot_->layer(QStringLiteral("main")),
+                    QCustomPlot::limAbove);
     p_->reserved->setLayer(QStringLiteral("reserved"));
     auto makeLine = [this](Qt::PenStyle style) {
         auto* l = new QCPItemStraightLine(plot_);
@@ -112,7 +119,9 @@ TimelinePlot::TimelinePlot(QWidget* parent) : QWidget(parent), p_(std::make_uniq
 
 TimelinePlot::~TimelinePlot() = default;
 
-const DeviceTimeline* TimelinePlot::timeline() const { return run_ ? run_->timeline(ref_) : nullptr; }
+const DeviceTimeline* TimelinePlot::timeline() const {
+    return run_ ? run_->timeline(ref_) : nullptr;
+}
 
 void TimelinePlot::setSource(RunPtr run, DeviceRef ref, const AxisMap& map, const QString& xLabel) {
     run_ = std::move(run);
@@ -124,7 +133,8 @@ void TimelinePlot::setSource(RunPtr run, DeviceRef ref, const AxisMap& map, cons
     phases_ = trace && tl ? buildPhaseBands(*trace, tl->device) : PhaseBandData{};
     p_->main->axis(QCPAxis::atBottom)->setLabel(xLabel);
     if (tl) {
-        p_->peak->position->setAxes(p_->main->axis(QCPAxis::atBottom), p_->main->axis(QCPAxis::atLeft));
+        p_->peak->position->setAxes(p_->main->axis(QCPAxis::atBottom),
+                                    p_->main->axis(QCPAxis::atLeft));
         p_->peak->position->setCoords(map_.forward(tl->peak.time), double(tl->peak.bytes));
         p_->peak->setVisible(tl->peak.bytes > 0);
     }
@@ -166,7 +176,9 @@ void TimelinePlot::setTitle(const QString& title) {
     applyPalette();
 }
 
-void TimelinePlot::setLegendVisible(bool visible) { plot_->legend->setVisible(visible); }
+void TimelinePlot::setLegendVisible(bool visible) {
+    plot_->legend->setVisible(visible);
+}
 
 void TimelinePlot::setPinned(std::optional<uint32_t> interval) {
     pinned_ = interval;
@@ -191,9 +203,12 @@ void TimelinePlot::onRangeChanged(double, double) {
     // cost one rebuild.
     if (rebuildPending_) return;
     rebuildPending_ = true;
-    QMetaObject::invokeMethod(this, [this] {
-        if (rebuildPending_) rebuild();
-    }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this,
+        [this] {
+            if (rebuildPending_) rebuild();
+        },
+        Qt::QueuedConnection);
 }
 
 void TimelinePlot::renderNow() {
@@ -226,7 +241,8 @@ void TimelinePlot::rebuild(bool replot) {
     // Grow the graph pool; graphs are reused from frame to frame.
     const size_t n = bands_.bands.size();
     while (p_->bandGraphs.size() < n) {
-        QCPGraph* g = plot_->addGraph(p_->main->axis(QCPAxis::atBottom), p_->main->axis(QCPAxis::atLeft));
+        QCPGraph* g =
+            plot_->addGraph(p_->main->axis(QCPAxis::atBottom), p_->main->axis(QCPAxis::atLeft));
         g->setLineStyle(QCPGraph::lsStepLeft);
         g->setAntialiased(false);
         g->setAntialiasedFill(false);
@@ -247,9 +263,11 @@ void TimelinePlot::rebuild(bool replot) {
             continue;
         }
         const Band& b = bands_.bands[channel ? k : n - 1 - k];
-        const size_t from = std::min(b.begin, bands_.xs.size()), to = std::min(b.end, bands_.xs.size());
+        const size_t from = std::min(b.begin, bands_.xs.size()),
+                     to = std::min(b.end, bands_.xs.size());
         QVector<QCPGraphData> data(qsizetype(to - from));
-        for (size_t i = from; i < to; ++i) data[qsizetype(i - from)] = QCPGraphData(bands_.xs[i], b.ys[i]);
+        for (size_t i = from; i < to; ++i)
+            data[qsizetype(i - from)] = QCPGraphData(bands_.xs[i], b.ys[i]);
         g->data()->set(data, true);
         g->setBrush(b.color);
         // No outline: stroking thousands of step segments costs more than
@@ -313,9 +331,10 @@ QString TimelinePlot::hoverTextAt(double x, double y) const {
     const Trace* trace = run_ ? run_->trace(ref_) : nullptr;
     if (!tl || !trace) return {};
     const int64_t rx = map_.inverse(x);
-    const QString head = QStringLiteral("%1   live %2   reserved %3")
-                             .arg(formatRunTime(*trace, *tl, rx), formatBytes(double(tl->live.valueAt(rx))),
-                                  formatBytes(double(tl->reserved.valueAt(rx))));
+    const QString head =
+        QStringLiteral("%1   live %2   reserved %3")
+            .arg(formatRunTime(*trace, *tl, rx), formatBytes(double(tl->live.valueAt(rx))),
+                 formatBytes(double(tl->reserved.valueAt(rx))));
     const auto hit = allocationAt(x, y);
     if (!hit) return head;
     return head + QLatin1Char('\n') + allocationText(*trace, *tl, tl->intervals[*hit], 4);

@@ -45,7 +45,9 @@ void ZoomState::panBy(double fraction) {
     setRange(x0_ + d, x1_ + d);
 }
 
-void ZoomState::reset() { setRange(full0_, full1_, true); }
+void ZoomState::reset() {
+    setRange(full0_, full1_, true);
+}
 
 bool ZoomState::back() {
     if (history_.empty()) return false;
@@ -55,7 +57,9 @@ bool ZoomState::back() {
     return true;
 }
 
-void ZoomState::centerOn(double x, double width) { setRange(x - width / 2, x + width / 2, true); }
+void ZoomState::centerOn(double x, double width) {
+    setRange(x - width / 2, x + width / 2, true);
+}
 
 void ZoomState::setCursor(double x) {
     if (x == cursor_) return;

@@ -1,8 +1,9 @@
 // The shared x axis of a comparison: runs lined up by time, step or phase.
+#include "memscope/alignment.h"
+
 #include <algorithm>
 #include <cmath>
 
-#include "memscope/alignment.h"
 #include "memscope/phases.h"
 
 namespace memscope {
@@ -38,7 +39,8 @@ double AxisMap::forward(int64_t x) const {
     if (xs_.empty()) return double(x);
     if (x <= xs_.front()) return shared_.front() + double(x - xs_.front()) * slope_before_;
     if (x >= xs_.back()) return shared_.back() + double(x - xs_.back()) * slope_after_;
-    const size_t i = size_t(std::upper_bound(xs_.begin(), xs_.end(), x) - xs_.begin());  // xs_[i-1] < x < xs_[i]
+    const size_t i =
+        size_t(std::upper_bound(xs_.begin(), xs_.end(), x) - xs_.begin());  // xs_[i-1] < x < xs_[i]
     const double t = double(x - xs_[i - 1]) / double(xs_[i] - xs_[i - 1]);
     return shared_[i - 1] + t * (shared_[i] - shared_[i - 1]);
 }
@@ -101,8 +103,10 @@ std::vector<Alignment> alignRuns(std::span<const RunRef> runs, AlignMode mode, s
     std::vector<Alignment> out;
     out.reserve(runs.size());
     Fractions frac;
-    if (mode == AlignMode::Phase && reference < runs.size() && runs[reference].trace && runs[reference].timeline)
-        frac = referenceFractions(stepBounds(*runs[reference].trace, runs[reference].timeline->device));
+    if (mode == AlignMode::Phase && reference < runs.size() && runs[reference].trace &&
+        runs[reference].timeline)
+        frac = referenceFractions(
+            stepBounds(*runs[reference].trace, runs[reference].timeline->device));
     for (const RunRef& run : runs) {
         Alignment a;
         const int64_t origin = run.timeline ? run.timeline->start : 0;
@@ -111,8 +115,9 @@ std::vector<Alignment> alignRuns(std::span<const RunRef> runs, AlignMode mode, s
             out.push_back(std::move(a));
             continue;
         }
-        const std::vector<StepBounds> steps =
-            run.trace && run.timeline ? stepBounds(*run.trace, run.timeline->device) : std::vector<StepBounds>{};
+        const std::vector<StepBounds> steps = run.trace && run.timeline
+                                                  ? stepBounds(*run.trace, run.timeline->device)
+                                                  : std::vector<StepBounds>{};
         if (steps.empty()) {
             a.fell_back = true;
             out.push_back(std::move(a));
@@ -125,10 +130,12 @@ std::vector<Alignment> alignRuns(std::span<const RunRef> runs, AlignMode mode, s
             const double base = double(k);
             xs.push_back(s.start);
             shared.push_back(base);
-            if (mode == AlignMode::Phase && s.forward_start && s.backward_start && s.backward_end && s.start <= *s.forward_start &&
-                *s.forward_start < *s.backward_start && *s.backward_start < *s.backward_end && *s.backward_end <= s.end) {
+            if (mode == AlignMode::Phase && s.forward_start && s.backward_start && s.backward_end &&
+                s.start <= *s.forward_start && *s.forward_start < *s.backward_start &&
+                *s.backward_start < *s.backward_end && *s.backward_end <= s.end) {
                 xs.insert(xs.end(), {*s.forward_start, *s.backward_start, *s.backward_end});
-                shared.insert(shared.end(), {base + frac.fwd, base + frac.bwd, base + frac.bwd_end});
+                shared.insert(shared.end(),
+                              {base + frac.fwd, base + frac.bwd, base + frac.bwd_end});
             }
             // The next step's start usually equals this end; fromKnots drops the duplicate.
             xs.push_back(s.end);

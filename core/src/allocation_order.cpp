@@ -20,8 +20,8 @@ std::vector<uint32_t> largestIntervals(const DeviceTimeline& timeline, size_t co
     return idx;
 }
 
-std::vector<uint32_t> shownIntervals(const DeviceTimeline& tl, std::span<const uint32_t> largest, int64_t lo,
-                                     int64_t hi, size_t max) {
+std::vector<uint32_t> shownIntervals(const DeviceTimeline& tl, std::span<const uint32_t> largest,
+                                     int64_t lo, int64_t hi, size_t max) {
     std::vector<uint32_t> shown;
     for (uint32_t i : largest) {
         if (shown.size() >= max) break;
@@ -30,12 +30,15 @@ std::vector<uint32_t> shownIntervals(const DeviceTimeline& tl, std::span<const u
         if (a.start < hi && (a.free_event == kNoEvent || a.end > lo)) shown.push_back(i);
     }
     std::sort(shown.begin(), shown.end(), [&](uint32_t a, uint32_t b) {
-        return tl.intervals[a].start != tl.intervals[b].start ? tl.intervals[a].start < tl.intervals[b].start : a < b;
+        return tl.intervals[a].start != tl.intervals[b].start
+                   ? tl.intervals[a].start < tl.intervals[b].start
+                   : a < b;
     });
     return shown;
 }
 
-std::vector<uint32_t> stackedAt(const DeviceTimeline& tl, StackMode mode, std::span<const uint32_t> shown, int64_t x) {
+std::vector<uint32_t> stackedAt(const DeviceTimeline& tl, StackMode mode,
+                                std::span<const uint32_t> shown, int64_t x) {
     std::vector<uint32_t> live = tl.liveAt(x);
     auto byStart = [&](uint32_t a, uint32_t b) {
         const AllocationInterval& ia = tl.intervals[a];
@@ -60,8 +63,8 @@ std::vector<uint32_t> stackedAt(const DeviceTimeline& tl, StackMode mode, std::s
     return order;
 }
 
-std::optional<uint32_t> allocationAt(const DeviceTimeline& tl, StackMode mode, std::span<const uint32_t> shown,
-                                     int64_t x, double y) {
+std::optional<uint32_t> allocationAt(const DeviceTimeline& tl, StackMode mode,
+                                     std::span<const uint32_t> shown, int64_t x, double y) {
     if (y < 0) return std::nullopt;
     double acc = 0;
     for (uint32_t i : stackedAt(tl, mode, shown, x)) {

@@ -25,7 +25,9 @@ bool parseAddress(std::string_view q, uint64_t& out) {
     return ec == std::errc() && end == q.data() + q.size();
 }
 
-char lowerAscii(char c) { return char(std::tolower(static_cast<unsigned char>(c))); }
+char lowerAscii(char c) {
+    return char(std::tolower(static_cast<unsigned char>(c)));
+}
 
 bool containsFolded(std::string_view haystack, const std::string& needle) {
     if (needle.empty()) return true;
@@ -35,12 +37,14 @@ bool containsFolded(std::string_view haystack, const std::string& needle) {
 
 }  // namespace
 
-SearchResult searchAllocations(const Trace& trace, const DeviceTimeline& tl, std::string_view query, size_t limit,
-                               const std::atomic<bool>* cancel) {
+SearchResult searchAllocations(const Trace& trace, const DeviceTimeline& tl, std::string_view query,
+                               size_t limit, const std::atomic<bool>* cancel) {
     SearchResult out;
     const std::string_view q = trim(query);
     if (q.empty()) return out;
-    auto stopped = [&](size_t i) { return (i & 0xffff) == 0 && cancel && cancel->load(std::memory_order_relaxed); };
+    auto stopped = [&](size_t i) {
+        return (i & 0xffff) == 0 && cancel && cancel->load(std::memory_order_relaxed);
+    };
 
     std::vector<uint32_t> hits;
     uint64_t address = 0;
@@ -76,9 +80,12 @@ SearchResult searchAllocations(const Trace& trace, const DeviceTimeline& tl, std
     }
     out.total_matches = hits.size();
     const size_t keep = std::min(limit, hits.size());
-    std::partial_sort(hits.begin(), hits.begin() + ptrdiff_t(keep), hits.end(), [&](uint32_t a, uint32_t b) {
-        return tl.intervals[a].size != tl.intervals[b].size ? tl.intervals[a].size > tl.intervals[b].size : a < b;
-    });
+    std::partial_sort(hits.begin(), hits.begin() + ptrdiff_t(keep), hits.end(),
+                      [&](uint32_t a, uint32_t b) {
+                          return tl.intervals[a].size != tl.intervals[b].size
+                                     ? tl.intervals[a].size > tl.intervals[b].size
+                                     : a < b;
+                      });
     hits.resize(keep);
     out.intervals = std::move(hits);
     return out;

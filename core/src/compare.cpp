@@ -6,7 +6,9 @@
 namespace memscope {
 namespace {
 
-double timeScale(const Trace& trace) { return trace.metadata.time_base == TimeBase::Nanoseconds ? 1e-9 : 1.0; }
+double timeScale(const Trace& trace) {
+    return trace.metadata.time_base == TimeBase::Nanoseconds ? 1e-9 : 1.0;
+}
 
 int64_t seriesMax(const StepSeries& s) {
     int64_t best = s.initial;
@@ -53,7 +55,8 @@ RunSummary summarizeRun(const RunRef& run) {
         s.step_time_s = t.metrics->meanStepSeconds();
         s.recompute_overhead = t.metrics->recomputeFraction();
     }
-    if (!s.step_time_s && clock && !steps.empty()) s.step_time_s = double(step_total) * 1e-9 / double(steps.size());
+    if (!s.step_time_s && clock && !steps.empty())
+        s.step_time_s = double(step_total) * 1e-9 / double(steps.size());
     if (!s.recompute_overhead && clock && step_total > 0)
         s.recompute_overhead = double(recomputeTime(t, d.device)) / double(step_total);
     return s;
@@ -68,7 +71,8 @@ std::optional<WindowPeak> scopedPeak(const RunSummary& s, PeakScope scope) {
     return p;
 }
 
-SummaryDelta compareToBaseline(Baseline<RunSummary> baseline, Candidate<RunSummary> candidate, PeakScope scope) {
+SummaryDelta compareToBaseline(Baseline<RunSummary> baseline, Candidate<RunSummary> candidate,
+                               PeakScope scope) {
     const RunSummary& b = baseline.value;
     const RunSummary& c = candidate.value;
     SummaryDelta d;
@@ -76,14 +80,17 @@ SummaryDelta compareToBaseline(Baseline<RunSummary> baseline, Candidate<RunSumma
     if (pb && pc) {
         d.peak_bytes = pc->bytes - pb->bytes;
         d.peak_ratio = pb->bytes != 0 ? double(pc->bytes) / double(pb->bytes) : 1.0;
-        for (int i = 0; i < kCategoryCount; ++i) d.by_category[size_t(i)] = pc->by_category[size_t(i)] - pb->by_category[size_t(i)];
+        for (int i = 0; i < kCategoryCount; ++i)
+            d.by_category[size_t(i)] = pc->by_category[size_t(i)] - pb->by_category[size_t(i)];
     }
-    if (b.step_time_s && c.step_time_s && *b.step_time_s > 0) d.step_time_ratio = *c.step_time_s / *b.step_time_s;
+    if (b.step_time_s && c.step_time_s && *b.step_time_s > 0)
+        d.step_time_ratio = *c.step_time_s / *b.step_time_s;
     return d;
 }
 
-std::vector<CurvePoint> differenceCurve(const StepSeries& a, const AxisMap& map_a, const StepSeries& b,
-                                        const AxisMap& map_b, double x0, double x1, size_t maxPoints) {
+std::vector<CurvePoint> differenceCurve(const StepSeries& a, const AxisMap& map_a,
+                                        const StepSeries& b, const AxisMap& map_b, double x0,
+                                        double x1, size_t maxPoints) {
     std::vector<CurvePoint> out;
     if (!(x1 > x0)) return out;
     maxPoints = std::max<size_t>(maxPoints, 4);
@@ -105,8 +112,10 @@ std::vector<CurvePoint> differenceCurve(const StepSeries& a, const AxisMap& map_
     for (double x : xs) {
         // A step's change point maps back to itself only up to rounding: nudge
         // by half a unit of the run's own x so the new value is seen.
-        const int64_t ya = a.valueAt(map_a.inverse(x) + (map_a.forward(map_a.inverse(x) + 1) <= x ? 1 : 0));
-        const int64_t yb = b.valueAt(map_b.inverse(x) + (map_b.forward(map_b.inverse(x) + 1) <= x ? 1 : 0));
+        const int64_t ya =
+            a.valueAt(map_a.inverse(x) + (map_a.forward(map_a.inverse(x) + 1) <= x ? 1 : 0));
+        const int64_t yb =
+            b.valueAt(map_b.inverse(x) + (map_b.forward(map_b.inverse(x) + 1) <= x ? 1 : 0));
         out.push_back({x, ya - yb});
     }
     return out;

@@ -23,15 +23,20 @@ std::string number(double v) {
     return buf;
 }
 
-std::string signedBytes(int64_t v) { return (v > 0 ? "+" : "") + formatBytes(v); }
+std::string signedBytes(int64_t v) {
+    return (v > 0 ? "+" : "") + formatBytes(v);
+}
 
 }  // namespace
 
 std::string_view toString(AlignMode mode) {
     switch (mode) {
-        case AlignMode::Time: return "time";
-        case AlignMode::Step: return "step";
-        case AlignMode::Phase: return "phase";
+        case AlignMode::Time:
+            return "time";
+        case AlignMode::Step:
+            return "step";
+        case AlignMode::Phase:
+            return "phase";
     }
     return "time";
 }
@@ -97,26 +102,37 @@ CompareTable buildCompareTable(std::span<const CompareInput> runs, size_t baseli
 
 std::vector<CompareColumn> CompareTable::columns() const {
     using K = CompareColumnKind;
-    std::vector<CompareColumn> cols = {{K::Run},      {K::Peak},         {K::PeakDelta},
-                                       {K::PeakAt},   {K::PeakPhase},    {K::ReservedPeak},
+    std::vector<CompareColumn> cols = {{K::Run},      {K::Peak},          {K::PeakDelta},
+                                       {K::PeakAt},   {K::PeakPhase},     {K::ReservedPeak},
                                        {K::StepTime}, {K::StepTimeRatio}, {K::RecomputeOverhead}};
     for (Category c : categories) cols.push_back({K::CategoryAtPeak, c});
     return cols;
 }
 
 std::string CompareTable::header(CompareColumn column) const {
-    const std::string scope_name = scope.phase ? " (" + std::string(toString(*scope.phase)) + ")" : "";
+    const std::string scope_name =
+        scope.phase ? " (" + std::string(toString(*scope.phase)) + ")" : "";
     switch (column.kind) {
-        case CompareColumnKind::Run: return "Run";
-        case CompareColumnKind::Peak: return "Peak" + scope_name;
-        case CompareColumnKind::PeakDelta: return "Δ peak vs baseline";
-        case CompareColumnKind::PeakAt: return "Peak at";
-        case CompareColumnKind::PeakPhase: return "Peak phase";
-        case CompareColumnKind::ReservedPeak: return "Reserved peak";
-        case CompareColumnKind::StepTime: return "Step time";
-        case CompareColumnKind::StepTimeRatio: return "Step time vs baseline";
-        case CompareColumnKind::RecomputeOverhead: return "Recompute overhead";
-        case CompareColumnKind::CategoryAtPeak: return std::string(toString(column.category)) + " at peak";
+        case CompareColumnKind::Run:
+            return "Run";
+        case CompareColumnKind::Peak:
+            return "Peak" + scope_name;
+        case CompareColumnKind::PeakDelta:
+            return "Δ peak vs baseline";
+        case CompareColumnKind::PeakAt:
+            return "Peak at";
+        case CompareColumnKind::PeakPhase:
+            return "Peak phase";
+        case CompareColumnKind::ReservedPeak:
+            return "Reserved peak";
+        case CompareColumnKind::StepTime:
+            return "Step time";
+        case CompareColumnKind::StepTimeRatio:
+            return "Step time vs baseline";
+        case CompareColumnKind::RecomputeOverhead:
+            return "Recompute overhead";
+        case CompareColumnKind::CategoryAtPeak:
+            return std::string(toString(column.category)) + " at peak";
     }
     return {};
 }
@@ -127,12 +143,15 @@ std::string CompareTable::cell(size_t r, CompareColumn column) const {
     const RunSummary& s = row.summary;
     const bool is_baseline = r == baseline;
     switch (column.kind) {
-        case CompareColumnKind::Run: return row.name + (is_baseline ? " (baseline)" : "");
-        case CompareColumnKind::Peak: return row.peak ? formatBytes(row.peak->bytes) : "—";
+        case CompareColumnKind::Run:
+            return row.name + (is_baseline ? " (baseline)" : "");
+        case CompareColumnKind::Peak:
+            return row.peak ? formatBytes(row.peak->bytes) : "—";
         case CompareColumnKind::PeakDelta: {
             if (is_baseline) return "—";
             if (!row.delta.peak_bytes) return "";
-            return signedBytes(*row.delta.peak_bytes) + " (" + (row.delta.peak_ratio >= 1 ? "+" : "") +
+            return signedBytes(*row.delta.peak_bytes) + " (" +
+                   (row.delta.peak_ratio >= 1 ? "+" : "") +
                    fixed((row.delta.peak_ratio - 1.0) * 100.0, 1) + "%)";
         }
         case CompareColumnKind::PeakAt: {
@@ -141,16 +160,20 @@ std::string CompareTable::cell(size_t r, CompareColumn column) const {
             if (axis_unit == "step") return "step " + fixed(row.peak_x, 2);
             return "event " + fixed(row.peak_x, 0);
         }
-        case CompareColumnKind::PeakPhase: return row.peak_phase;
-        case CompareColumnKind::ReservedPeak: return s.has_reserved ? formatBytes(s.reserved_peak) : "—";
-        case CompareColumnKind::StepTime: return s.step_time_s ? fixed(*s.step_time_s * 1e3, 2) + " ms" : "";
+        case CompareColumnKind::PeakPhase:
+            return row.peak_phase;
+        case CompareColumnKind::ReservedPeak:
+            return s.has_reserved ? formatBytes(s.reserved_peak) : "—";
+        case CompareColumnKind::StepTime:
+            return s.step_time_s ? fixed(*s.step_time_s * 1e3, 2) + " ms" : "";
         case CompareColumnKind::StepTimeRatio:
             if (is_baseline) return "—";
             return row.delta.step_time_ratio ? "×" + fixed(*row.delta.step_time_ratio, 2) : "";
         case CompareColumnKind::RecomputeOverhead:
             return s.recompute_overhead ? fixed(*s.recompute_overhead * 100.0, 1) + "%" : "";
         case CompareColumnKind::CategoryAtPeak:
-            return row.peak ? formatBytes(row.peak->by_category[size_t(index(column.category))]) : "";
+            return row.peak ? formatBytes(row.peak->by_category[size_t(index(column.category))])
+                            : "";
     }
     return {};
 }
@@ -160,17 +183,27 @@ std::string CompareTable::raw(size_t r, CompareColumn column) const {
     const CompareRow& row = rows[r];
     const RunSummary& s = row.summary;
     switch (column.kind) {
-        case CompareColumnKind::Run: return row.name;
-        case CompareColumnKind::Peak: return row.peak ? std::to_string(row.peak->bytes) : "";
-        case CompareColumnKind::PeakDelta: return row.delta.peak_bytes ? std::to_string(*row.delta.peak_bytes) : "";
-        case CompareColumnKind::PeakAt: return row.peak ? number(row.peak_x) : "";
-        case CompareColumnKind::PeakPhase: return row.peak_phase;
-        case CompareColumnKind::ReservedPeak: return s.has_reserved ? std::to_string(s.reserved_peak) : "";
-        case CompareColumnKind::StepTime: return s.step_time_s ? number(*s.step_time_s) : "";
-        case CompareColumnKind::StepTimeRatio: return row.delta.step_time_ratio ? number(*row.delta.step_time_ratio) : "";
-        case CompareColumnKind::RecomputeOverhead: return s.recompute_overhead ? number(*s.recompute_overhead) : "";
+        case CompareColumnKind::Run:
+            return row.name;
+        case CompareColumnKind::Peak:
+            return row.peak ? std::to_string(row.peak->bytes) : "";
+        case CompareColumnKind::PeakDelta:
+            return row.delta.peak_bytes ? std::to_string(*row.delta.peak_bytes) : "";
+        case CompareColumnKind::PeakAt:
+            return row.peak ? number(row.peak_x) : "";
+        case CompareColumnKind::PeakPhase:
+            return row.peak_phase;
+        case CompareColumnKind::ReservedPeak:
+            return s.has_reserved ? std::to_string(s.reserved_peak) : "";
+        case CompareColumnKind::StepTime:
+            return s.step_time_s ? number(*s.step_time_s) : "";
+        case CompareColumnKind::StepTimeRatio:
+            return row.delta.step_time_ratio ? number(*row.delta.step_time_ratio) : "";
+        case CompareColumnKind::RecomputeOverhead:
+            return s.recompute_overhead ? number(*s.recompute_overhead) : "";
         case CompareColumnKind::CategoryAtPeak:
-            return row.peak ? std::to_string(row.peak->by_category[size_t(index(column.category))]) : "";
+            return row.peak ? std::to_string(row.peak->by_category[size_t(index(column.category))])
+                            : "";
     }
     return {};
 }
@@ -186,16 +219,26 @@ std::string csvField(std::string s) {
 
 std::string csvHeader(CompareColumn c) {
     switch (c.kind) {
-        case CompareColumnKind::Run: return "run";
-        case CompareColumnKind::Peak: return "peak_bytes";
-        case CompareColumnKind::PeakDelta: return "delta_peak_bytes";
-        case CompareColumnKind::PeakAt: return "peak_x";
-        case CompareColumnKind::PeakPhase: return "peak_phase";
-        case CompareColumnKind::ReservedPeak: return "reserved_peak_bytes";
-        case CompareColumnKind::StepTime: return "step_time_s";
-        case CompareColumnKind::StepTimeRatio: return "step_time_ratio";
-        case CompareColumnKind::RecomputeOverhead: return "recompute_overhead";
-        case CompareColumnKind::CategoryAtPeak: return std::string(toString(c.category)) + "_at_peak_bytes";
+        case CompareColumnKind::Run:
+            return "run";
+        case CompareColumnKind::Peak:
+            return "peak_bytes";
+        case CompareColumnKind::PeakDelta:
+            return "delta_peak_bytes";
+        case CompareColumnKind::PeakAt:
+            return "peak_x";
+        case CompareColumnKind::PeakPhase:
+            return "peak_phase";
+        case CompareColumnKind::ReservedPeak:
+            return "reserved_peak_bytes";
+        case CompareColumnKind::StepTime:
+            return "step_time_s";
+        case CompareColumnKind::StepTimeRatio:
+            return "step_time_ratio";
+        case CompareColumnKind::RecomputeOverhead:
+            return "recompute_overhead";
+        case CompareColumnKind::CategoryAtPeak:
+            return std::string(toString(c.category)) + "_at_peak_bytes";
     }
     return {};
 }
@@ -237,14 +280,16 @@ std::string toText(const CompareTable& table) {
     }
     std::vector<size_t> width(cols.size(), 0);
     for (const auto& row : cells)
-        for (size_t c = 0; c < cols.size(); ++c) width[c] = std::max(width[c], displayWidth(row[c]));
+        for (size_t c = 0; c < cols.size(); ++c)
+            width[c] = std::max(width[c], displayWidth(row[c]));
     std::string out;
     for (const auto& row : cells) {
         std::string line;
         for (size_t c = 0; c < cols.size(); ++c) {
             if (c) line += "  ";
             // Names and phases left-aligned, figures right-aligned.
-            const bool left = cols[c].kind == CompareColumnKind::Run || cols[c].kind == CompareColumnKind::PeakPhase;
+            const bool left = cols[c].kind == CompareColumnKind::Run ||
+                              cols[c].kind == CompareColumnKind::PeakPhase;
             const std::string pad(width[c] - displayWidth(row[c]), ' ');
             line += left ? row[c] + pad : pad + row[c];
         }
@@ -266,8 +311,10 @@ std::string toJson(const CompareTable& table) {
     key(w, "axis_unit");
     string(w, table.axis_unit);
     key(w, "phase");
-    if (table.scope.phase) string(w, toString(*table.scope.phase));
-    else w.Null();
+    if (table.scope.phase)
+        string(w, toString(*table.scope.phase));
+    else
+        w.Null();
     key(w, "runs");
     w.StartArray();
     for (const CompareRow& row : table.rows) {
@@ -285,20 +332,25 @@ std::string toJson(const CompareTable& table) {
         key(w, "peak_time_us");
         optional(w, row.peak ? micros(row.time_base, row.peak->time) : std::nullopt);
         key(w, "peak_x");
-        if (row.peak) w.Double(row.peak_x);
-        else w.Null();
+        if (row.peak)
+            w.Double(row.peak_x);
+        else
+            w.Null();
         key(w, "peak_phase");
         string(w, row.peak_phase);
         key(w, "reserved_peak_bytes");
-        optional(w, row.summary.has_reserved ? std::optional<int64_t>(row.summary.reserved_peak) : std::nullopt);
+        optional(w, row.summary.has_reserved ? std::optional<int64_t>(row.summary.reserved_peak)
+                                             : std::nullopt);
         key(w, "step_time_ms");
-        optional(w, row.summary.step_time_s ? std::optional<double>(*row.summary.step_time_s * 1e3) : std::nullopt);
+        optional(w, row.summary.step_time_s ? std::optional<double>(*row.summary.step_time_s * 1e3)
+                                            : std::nullopt);
         key(w, "step_time_ratio");
         optional(w, row.delta.step_time_ratio);
         key(w, "recompute_overhead");
         optional(w, row.summary.recompute_overhead);
         key(w, "categories_at_peak");
-        categories(w, row.peak ? row.peak->by_category : std::array<int64_t, kCategoryCount>{}, &table.categories);
+        categories(w, row.peak ? row.peak->by_category : std::array<int64_t, kCategoryCount>{},
+                   &table.categories);
         key(w, "peaks_by_phase");
         w.StartObject();
         for (TrainingPhase p : kAllTrainingPhases) {

@@ -6,13 +6,20 @@ bool isNoiseFrame(const Trace& trace, FrameId id) {
     if (id.isNull() || id.value > trace.frames().size()) return false;
     // memory_viz's list: the unwinder and traceback capture, process start-up,
     // CPython's call machinery, dispatcher boxing and registration glue.
-    static constexpr std::string_view kFunctions[] = {"unwind::unwind", "CapturedTraceback::gather",
-                                                      "gather_with_cpp", "__libc_start_main",
-                                                      "PyEval_",        "PyObject_",
-                                                      "PyFunction_"};
-    static constexpr std::string_view kFiles[] = {"core/boxing",     "/Register",      "/Redispatch",
-                                                  "pythonrun.c",     "Modules/main.c", "Objects/call.c",
-                                                  "Objects/methodobject.c", "pycore_ceval.h", "ceval.c",
+    static constexpr std::string_view kFunctions[] = {
+        "unwind::unwind",  "CapturedTraceback::gather",
+        "gather_with_cpp", "__libc_start_main",
+        "PyEval_",         "PyObject_",
+        "PyFunction_"};
+    static constexpr std::string_view kFiles[] = {"core/boxing",
+                                                  "/Register",
+                                                  "/Redispatch",
+                                                  "pythonrun.c",
+                                                  "Modules/main.c",
+                                                  "Objects/call.c",
+                                                  "Objects/methodobject.c",
+                                                  "pycore_ceval.h",
+                                                  "ceval.c",
                                                   "cpython/abstract.h"};
     const Frame& f = trace.frame(id);
     const std::string_view fn = trace.string(f.function);

@@ -16,8 +16,12 @@ namespace memscope::json {
 
 using Out = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
 
-inline void key(Out& w, std::string_view k) { w.Key(k.data(), rapidjson::SizeType(k.size())); }
-inline void string(Out& w, std::string_view s) { w.String(s.data(), rapidjson::SizeType(s.size())); }
+inline void key(Out& w, std::string_view k) {
+    w.Key(k.data(), rapidjson::SizeType(k.size()));
+}
+inline void string(Out& w, std::string_view s) {
+    w.String(s.data(), rapidjson::SizeType(s.size()));
+}
 template <typename T>
 void optional(Out& w, const std::optional<T>& v) {
     if (!v) {
@@ -33,14 +37,18 @@ void optional(Out& w, const std::optional<T>& v) {
 
 // Ns since the epoch to µs, rounded down (also before 1970); null without a clock.
 std::optional<int64_t> micros(TimeBase base, int64_t time);
-inline std::optional<int64_t> micros(const Trace& trace, int64_t time) { return micros(trace.metadata.time_base, time); }
+inline std::optional<int64_t> micros(const Trace& trace, int64_t time) {
+    return micros(trace.metadata.time_base, time);
+}
 
 // {"parameter": N, ...}: every category, or only those flagged in `only`.
-void categories(Out& w, const std::array<int64_t, kCategoryCount>& bytes, const std::vector<Category>* only = nullptr);
+void categories(Out& w, const std::array<int64_t, kCategoryCount>& bytes,
+                const std::vector<Category>* only = nullptr);
 // {"bytes", "time_us", "increase_bytes", "phase", "by_category"}
 void windowPeak(Out& w, const Trace& trace, const WindowPeak& p);
 // {"forward": {...}, "backward": {...}, "optimizer": {...}}, phases not found left out.
-void peaksByPhase(Out& w, const Trace& trace, const std::array<std::optional<WindowPeak>, kTrainingPhaseCount>& peaks);
+void peaksByPhase(Out& w, const Trace& trace,
+                  const std::array<std::optional<WindowPeak>, kTrainingPhaseCount>& peaks);
 // [{"index", "step", "start_us", "end_us", "bytes", ..., "peaks_by_phase"}]
 void peaksByStep(Out& w, const Trace& trace, const std::vector<StepPeaks>& steps);
 

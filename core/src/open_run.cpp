@@ -33,19 +33,26 @@ void recordedGaps(const Trace& trace, std::vector<LoadWarning>& out) {
     uint64_t dropped = 0, undecodable = 0;
     for (const EventAttribute& a : trace.attributes) {
         const std::string_view key = trace.string(a.key);
-        if (key == "dropped_records") dropped += toNumber(trace.string(a.value));
-        else if (key == "undecodable_bytes") undecodable += toNumber(trace.string(a.value));
+        if (key == "dropped_records")
+            dropped += toNumber(trace.string(a.value));
+        else if (key == "undecodable_bytes")
+            undecodable += toNumber(trace.string(a.value));
     }
     if (dropped)
         out.push_back({WarningKind::DroppedRecords,
-                       std::to_string(dropped) + " records were dropped while recording (gaps in the timeline)",
+                       std::to_string(dropped) +
+                           " records were dropped while recording (gaps in the timeline)",
                        dropped});
     if (undecodable)
-        out.push_back({WarningKind::SkippedRecords,
-                       std::to_string(undecodable) + " bytes of recorded records could not be decoded", undecodable});
+        out.push_back(
+            {WarningKind::SkippedRecords,
+             std::to_string(undecodable) + " bytes of recorded records could not be decoded",
+             undecodable});
 }
 
-std::string stem(const std::string& path) { return fs::path(path).stem().string(); }
+std::string stem(const std::string& path) {
+    return fs::path(path).stem().string();
+}
 
 }  // namespace
 
@@ -71,8 +78,8 @@ Result<OpenedTrace> openTrace(Trace trace, const std::string& path, const TaskCo
     return out;
 }
 
-Result<OpenedTrace> openTrace(const std::string& path, const PluginRegistry& registry, const TaskContext& ctx,
-                              const OpenOptions& options) {
+Result<OpenedTrace> openTrace(const std::string& path, const PluginRegistry& registry,
+                              const TaskContext& ctx, const OpenOptions& options) {
     std::vector<LoadWarning> warnings;
     TaskContext local = ctx;
     local.warnings = &warnings;
@@ -111,8 +118,8 @@ std::vector<std::string> traceFilesIn(const std::string& folder, const PluginReg
     return files;
 }
 
-Result<OpenedRun> openRun(const std::string& path, const PluginRegistry& registry, const TaskContext& ctx,
-                          const OpenOptions& options) {
+Result<OpenedRun> openRun(const std::string& path, const PluginRegistry& registry,
+                          const TaskContext& ctx, const OpenOptions& options) {
     std::error_code ec;
     const fs::file_status status = fs::status(path, ec);
     if (ec || !fs::exists(status)) return makeError(path + ": no such file or folder");
@@ -127,7 +134,8 @@ Result<OpenedRun> openRun(const std::string& path, const PluginRegistry& registr
     }
     run.folder = true;
     run.name = fs::path(path).lexically_normal().filename().string();
-    if (run.name.empty() || run.name == ".") run.name = fs::absolute(path, ec).lexically_normal().parent_path().filename().string();
+    if (run.name.empty() || run.name == ".")
+        run.name = fs::absolute(path, ec).lexically_normal().parent_path().filename().string();
     const std::vector<std::string> files = traceFilesIn(path, registry);
     if (files.empty()) return makeError(path + ": the folder holds no trace memscope can read");
     for (const std::string& f : files) {
@@ -138,11 +146,12 @@ Result<OpenedRun> openRun(const std::string& path, const PluginRegistry& registr
     }
     // Ranks in order where the traces know their rank, the others after them
     // in file order.
-    std::stable_sort(run.parts.begin(), run.parts.end(), [](const OpenedTrace& a, const OpenedTrace& b) {
-        const int32_t ra = a.trace->metadata.rank, rb = b.trace->metadata.rank;
-        if ((ra < 0) != (rb < 0)) return rb < 0;
-        return ra < rb;
-    });
+    std::stable_sort(run.parts.begin(), run.parts.end(),
+                     [](const OpenedTrace& a, const OpenedTrace& b) {
+                         const int32_t ra = a.trace->metadata.rank, rb = b.trace->metadata.rank;
+                         if ((ra < 0) != (rb < 0)) return rb < 0;
+                         return ra < rb;
+                     });
     return run;
 }
 

@@ -7,7 +7,8 @@
 
 namespace memscope {
 
-Result<std::vector<CheckedPeak>> peaksToCheck(const Timeline& timeline, std::optional<int16_t> device,
+Result<std::vector<CheckedPeak>> peaksToCheck(const Timeline& timeline,
+                                              std::optional<int16_t> device,
                                               std::optional<TrainingPhase> phase) {
     std::vector<CheckedPeak> out;
     for (const DeviceTimeline& d : timeline.devices()) {
@@ -18,7 +19,8 @@ Result<std::vector<CheckedPeak>> peaksToCheck(const Timeline& timeline, std::opt
         if (phase) {
             const auto& peak = d.phase_peaks.by_phase[size_t(index(*phase))];
             if (!peak)
-                return makeError("device " + std::to_string(d.device) + " has no " + std::string(toString(*phase)) +
+                return makeError("device " + std::to_string(d.device) + " has no " +
+                                 std::string(toString(*phase)) +
                                  " phase (no recorded or inferred training phases)");
             p.bytes = peak->bytes;
         } else {
@@ -49,14 +51,17 @@ CheckVerdict judge(const CheckedPeak& peak, int64_t limit) {
     CheckVerdict v;
     v.over = peak.bytes > limit;
     char pct[32] = "";
-    if (limit > 0) std::snprintf(pct, sizeof pct, " (%.2f%%)", 100.0 * double(peak.bytes - limit) / double(limit));
+    if (limit > 0)
+        std::snprintf(pct, sizeof pct, " (%.2f%%)",
+                      100.0 * double(peak.bytes - limit) / double(limit));
     if (v.over)
-        v.message = describe(peak) + ": peak " + formatBytes(peak.bytes) + " (" + std::to_string(peak.bytes) +
-                    " B) is " + formatBytes(peak.bytes - limit) + pct + " over the limit " + formatBytes(limit) + " (" +
-                    std::to_string(limit) + " B)";
+        v.message = describe(peak) + ": peak " + formatBytes(peak.bytes) + " (" +
+                    std::to_string(peak.bytes) + " B) is " + formatBytes(peak.bytes - limit) + pct +
+                    " over the limit " + formatBytes(limit) + " (" + std::to_string(limit) + " B)";
     else
-        v.message = describe(peak) + ": peak " + formatBytes(peak.bytes) + " (" + std::to_string(peak.bytes) +
-                    " B) within the limit " + formatBytes(limit) + " (" + std::to_string(limit) + " B)";
+        v.message = describe(peak) + ": peak " + formatBytes(peak.bytes) + " (" +
+                    std::to_string(peak.bytes) + " B) within the limit " + formatBytes(limit) +
+                    " (" + std::to_string(limit) + " B)";
     return v;
 }
 

@@ -7,9 +7,12 @@ namespace memscope {
 
 std::string_view toString(TrainingPhase phase) {
     switch (phase) {
-        case TrainingPhase::Forward: return "forward";
-        case TrainingPhase::Backward: return "backward";
-        case TrainingPhase::Optimizer: return "optimizer";
+        case TrainingPhase::Forward:
+            return "forward";
+        case TrainingPhase::Backward:
+            return "backward";
+        case TrainingPhase::Optimizer:
+            return "optimizer";
     }
     return "forward";
 }
@@ -22,21 +25,28 @@ std::optional<TrainingPhase> trainingPhaseFromString(std::string_view name) {
 
 std::optional<TrainingPhase> trainingPhaseOf(PhaseKind kind) {
     switch (kind) {
-        case PhaseKind::Forward: return TrainingPhase::Forward;
-        case PhaseKind::Backward: return TrainingPhase::Backward;
-        case PhaseKind::Optimizer: return TrainingPhase::Optimizer;
-        default: return std::nullopt;
+        case PhaseKind::Forward:
+            return TrainingPhase::Forward;
+        case PhaseKind::Backward:
+            return TrainingPhase::Backward;
+        case PhaseKind::Optimizer:
+            return TrainingPhase::Optimizer;
+        default:
+            return std::nullopt;
     }
 }
 
 bool PhasePeaks::empty() const {
-    return by_step.empty() && std::none_of(by_phase.begin(), by_phase.end(), [](const auto& p) { return p.has_value(); });
+    return by_step.empty() && std::none_of(by_phase.begin(), by_phase.end(),
+                                           [](const auto& p) { return p.has_value(); });
 }
 
 std::optional<WindowPeak> PhasePeaks::highest() const {
     std::optional<WindowPeak> best;
     for (const auto& p : by_phase)
-        if (p && (!best || p->bytes > best->bytes || (p->bytes == best->bytes && p->time < best->time))) best = p;
+        if (p &&
+            (!best || p->bytes > best->bytes || (p->bytes == best->bytes && p->time < best->time)))
+            best = p;
     return best;
 }
 
@@ -45,9 +55,11 @@ namespace {
 
 constexpr int32_t kUnknown = -2;
 constexpr int32_t kNoStepAncestor = -3;  // look the step up by time
-constexpr size_t kMaxDepth = 64;  // a corrupt parent chain must not loop
+constexpr size_t kMaxDepth = 64;         // a corrupt parent chain must not loop
 
-int64_t windowEnd(const Phase& p) { return p.end > p.start ? p.end : std::numeric_limits<int64_t>::max(); }
+int64_t windowEnd(const Phase& p) {
+    return p.end > p.start ? p.end : std::numeric_limits<int64_t>::max();
+}
 
 // A higher peak wins; of equal ones the earlier.
 bool higher(const WindowPeak& a, const WindowPeak& b) {
@@ -64,7 +76,8 @@ PhasePeakTracker::PhasePeakTracker(const Trace& trace, int16_t device) : trace_(
     // Steps first, so that a training phase can name its step's ordinal.
     std::vector<uint32_t> steps;
     for (uint32_t i = 0; i < phases.size(); ++i)
-        if (phases[i].kind == PhaseKind::Step && phaseOnDevice(phases[i], device)) steps.push_back(i);
+        if (phases[i].kind == PhaseKind::Step && phaseOnDevice(phases[i], device))
+            steps.push_back(i);
     std::stable_sort(steps.begin(), steps.end(),
                      [&](uint32_t a, uint32_t b) { return phases[a].start < phases[b].start; });
     for (uint32_t i : steps) {
@@ -73,6 +86,7 @@ PhasePeakTracker::PhasePeakTracker(const Trace& trace, int16_t device) : trace_(
         w.end = windowEnd(phases[i]);
         w.step = int32_t(steps_.size());
         w.recorded_step = phases[i].step;
+        w.id = PhaseId(i + 1);
         step_window_[i + 1] = int32_t(windows_.size());
         steps_.push_back(int32_t(windows_.size()));
         windows_.push_back(w);
@@ -95,17 +109,19 @@ PhasePeakTracker::PhasePeakTracker(const Trace& trace, int16_t device) : trace_(
         w.start = p.start;
         w.end = windowEnd(p);
         w.phase = int8_t(index(*kind));
+        w.id = PhaseId(i + 1);
         const int32_t sw = stepWindowOf(PhaseId(i + 1), p.start);
         w.step = sw >= 0 ? windows_[size_t(sw)].step : -1;
         phases_.push_back(int32_t(windows_.size()));
         windows_.push_back(w);
     }
-    std::stable_sort(phases_.begin(), phases_.end(),
-                     [&](int32_t a, int32_t b) { return windows_[size_t(a)].start < windows_[size_t(b)].start; });
+    std::stable_sort(phases_.begin(), phases_.end(), [&](int32_t a, int32_t b) {
+        return windows_[size_t(a)].start < windows_[size_t(b)].start;
+    });
 }
 
-int32_t PhasePeakTracker::byTime(const std::vector<int32_t>& sorted, const std::vector<Window>& windows,
-                                 int64_t time) {
+int32_t PhasePeakTracker::byTime(const std::vector<int32_t>& sorted,
+                                 const std::vector<Window>& windows, int64_t time) {
     // The last window that starts at or before `time`, if it still runs then.
     auto it = std::upper_bound(sorted.begin(), sorted.end(), time,
                                [&](int64_t t, int32_t w) { return t < windows[size_t(w)].start; });
@@ -131,8 +147,9 @@ int32_t PhasePeakTracker::phaseWindowOf(PhaseId id) {
     if (!outermost.isNull()) {
         const Phase& p = *trace_.phase(outermost);
         // The window of that phase: find it among the top-level windows by start.
-        for (auto it = std::lower_bound(phases_.begin(), phases_.end(), p.start,
-                                        [&](int32_t w, int64_t t) { return windows_[size_t(w)].start < t; });
+        for (auto it = std::lower_bound(
+                 phases_.begin(), phases_.end(), p.start,
+                 [&](int32_t w, int64_t t) { return windows_[size_t(w)].start < t; });
              it != phases_.end() && windows_[size_t(*it)].start == p.start; ++it)
             if (windows_[size_t(*it)].phase == int8_t(index(*trainingPhaseOf(p.kind)))) memo = *it;
     }
@@ -148,7 +165,8 @@ int32_t PhasePeakTracker::stepWindowOf(PhaseId id, int64_t time) {
         for (size_t guard = 0; !up.isNull() && guard < kMaxDepth; ++guard) {
             const Phase* p = trace_.phase(up);
             if (!p) break;
-            if (p->kind == PhaseKind::Step && up.value < step_window_.size() && step_window_[up.value] >= 0) {
+            if (p->kind == PhaseKind::Step && up.value < step_window_.size() &&
+                step_window_[up.value] >= 0) {
                 memo = step_window_[up.value];
                 break;
             }
@@ -167,6 +185,7 @@ void PhasePeakTracker::touch(Window& w, const Event& e, int64_t local, int64_t l
     w.peak.bytes = live;
     w.peak.time = std::min(w.start, e.time);
     w.peak.event_index = local - 1;
+    w.peak.phase = w.id;  // until an event inside names its own phase
     w.peak.by_category = by_category;
 }
 
@@ -195,9 +214,9 @@ void PhasePeakTracker::update(Slot slot, const Event& e, int64_t local, int64_t 
     }
 }
 
-PhasePeaks PhasePeakTracker::finish(int64_t initial_live, const CategoryBytes& initial_by_category,
-                                    const StepSeries& live,
-                                    const std::array<StepSeries, kCategoryCount>& live_by_category) const {
+PhasePeaks PhasePeakTracker::finish(
+    int64_t initial_live, const CategoryBytes& initial_by_category, const StepSeries& live,
+    const std::array<StepSeries, kCategoryCount>& live_by_category) const {
     // Each window's peak in absolute bytes.
     std::vector<WindowPeak> peaks(windows_.size());
     for (size_t i = 0; i < windows_.size(); ++i) {
@@ -206,13 +225,16 @@ PhasePeaks PhasePeakTracker::finish(int64_t initial_live, const CategoryBytes& i
         if (w.seen) {
             p.bytes += initial_live;
             p.start_bytes = w.start_live + initial_live;
-            for (int c = 0; c < kCategoryCount; ++c) p.by_category[size_t(c)] += initial_by_category[size_t(c)];
+            for (int c = 0; c < kCategoryCount; ++c)
+                p.by_category[size_t(c)] += initial_by_category[size_t(c)];
         } else {
             // Nothing was allocated or freed inside: the value in force then.
             p.bytes = p.start_bytes = live.valueAt(w.start);
             p.time = w.start;
             p.event_index = -1;
-            for (int c = 0; c < kCategoryCount; ++c) p.by_category[size_t(c)] = live_by_category[size_t(c)].valueAt(w.start);
+            p.phase = w.id;
+            for (int c = 0; c < kCategoryCount; ++c)
+                p.by_category[size_t(c)] = live_by_category[size_t(c)].valueAt(w.start);
         }
         p.step = w.step;
         peaks[i] = p;

@@ -34,29 +34,34 @@ public:
     // opens them with the live bytes before the event.
     Slot enter(const Event& e, int64_t local, int64_t live, const CategoryBytes& by_category);
     // After it is applied: a new maximum of the windows is recorded.
-    void update(Slot slot, const Event& e, int64_t local, int64_t live, const CategoryBytes& by_category);
+    void update(Slot slot, const Event& e, int64_t local, int64_t live,
+                const CategoryBytes& by_category);
 
     // `initial` is what ghosts added to every value (known only at the end);
     // windows without a live-changing event read their value off the series.
-    PhasePeaks finish(int64_t initial_live, const CategoryBytes& initial_by_category, const StepSeries& live,
+    PhasePeaks finish(int64_t initial_live, const CategoryBytes& initial_by_category,
+                      const StepSeries& live,
                       const std::array<StepSeries, kCategoryCount>& live_by_category) const;
 
 private:
     struct Window {
         int64_t start = 0;
-        int64_t end = 0;      // INT64_MAX while open at the end of recording
-        int8_t phase = -1;    // TrainingPhase index, -1 = a step
-        int32_t step = -1;    // step ordinal (for steps: their own)
+        int64_t end = 0;    // INT64_MAX while open at the end of recording
+        int8_t phase = -1;  // TrainingPhase index, -1 = a step
+        int32_t step = -1;  // step ordinal (for steps: their own)
         int32_t recorded_step = -1;
+        PhaseId id;           // the phase record of the window
         // Tracking state, relative to the ghosts' initial bytes.
         bool seen = false;
         int64_t start_live = 0;
         WindowPeak peak;
     };
-    void touch(Window& w, const Event& e, int64_t local, int64_t live, const CategoryBytes& by_category);
+    void touch(Window& w, const Event& e, int64_t local, int64_t live,
+               const CategoryBytes& by_category);
     int32_t phaseWindowOf(PhaseId id);
     int32_t stepWindowOf(PhaseId id, int64_t time);
-    static int32_t byTime(const std::vector<int32_t>& sorted, const std::vector<Window>& windows, int64_t time);
+    static int32_t byTime(const std::vector<int32_t>& sorted, const std::vector<Window>& windows,
+                          int64_t time);
 
     const Trace& trace_;
     std::vector<Window> windows_;

@@ -1,7 +1,7 @@
 // Phase queries shared by per-phase peaks, compare alignment and the views.
-#include <algorithm>
-
 #include "memscope/phases.h"
+
+#include <algorithm>
 
 namespace memscope {
 
@@ -16,7 +16,8 @@ std::vector<StepBounds> stepBounds(const Trace& trace, int16_t device) {
     std::sort(step_ids.begin(), step_ids.end(),
               [&](uint32_t a, uint32_t b) { return phases[a - 1].start < phases[b - 1].start; });
     steps.reserve(step_ids.size());
-    for (uint32_t id : step_ids) steps.push_back({phases[id - 1].start, phases[id - 1].end, {}, {}, {}});
+    for (uint32_t id : step_ids)
+        steps.push_back({phases[id - 1].start, phases[id - 1].end, {}, {}, {}});
     // A sub-phase belongs to the step whose range holds its start; the first
     // forward and backward of a step are its boundaries.
     for (const Phase& p : phases) {

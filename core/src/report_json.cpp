@@ -13,7 +13,8 @@ std::optional<int64_t> micros(TimeBase base, int64_t time) {
     return time >= 0 ? time / 1000 : -((-(time + 1)) / 1000) - 1;  // floor, also before 1970
 }
 
-void categories(Out& w, const std::array<int64_t, kCategoryCount>& bytes, const std::vector<Category>* only) {
+void categories(Out& w, const std::array<int64_t, kCategoryCount>& bytes,
+                const std::vector<Category>* only) {
     w.StartObject();
     for (Category c : kAllCategories) {
         if (only && std::find(only->begin(), only->end(), c) == only->end()) continue;
@@ -40,7 +41,8 @@ void windowPeak(Out& w, const Trace& trace, const WindowPeak& p) {
     w.EndObject();
 }
 
-void peaksByPhase(Out& w, const Trace& trace, const std::array<std::optional<WindowPeak>, kTrainingPhaseCount>& peaks) {
+void peaksByPhase(Out& w, const Trace& trace,
+                  const std::array<std::optional<WindowPeak>, kTrainingPhaseCount>& peaks) {
     w.StartObject();
     for (TrainingPhase p : kAllTrainingPhases) {
         const auto& peak = peaks[size_t(index(p))];
@@ -58,8 +60,10 @@ void peaksByStep(Out& w, const Trace& trace, const std::vector<StepPeaks>& steps
         key(w, "index");
         w.Int(s.index);
         key(w, "step");
-        if (s.recorded_step >= 0) w.Int(s.recorded_step);
-        else w.Null();
+        if (s.recorded_step >= 0)
+            w.Int(s.recorded_step);
+        else
+            w.Null();
         key(w, "start_us");
         optional(w, micros(trace, s.start));
         key(w, "end_us");
@@ -101,7 +105,8 @@ std::string summaryToJson(std::span<const FileReport> files) {
         string(w, f.path);
         key(w, "format");
         string(w, f.format);
-        if (f.trace && !f.trace->metadata.source_format.empty() && f.trace->metadata.source_format != f.format) {
+        if (f.trace && !f.trace->metadata.source_format.empty() &&
+            f.trace->metadata.source_format != f.format) {
             key(w, "source");
             string(w, f.trace->metadata.source_format);
         }

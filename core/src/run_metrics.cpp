@@ -7,7 +7,9 @@ namespace {
 
 // The steps the means are taken over: all but the first (warm-up) one when
 // there are others.
-size_t firstCounted(size_t n) { return n > 1 ? 1 : 0; }
+size_t firstCounted(size_t n) {
+    return n > 1 ? 1 : 0;
+}
 
 double sumFrom(const std::vector<int64_t>& v, size_t first) {
     double s = 0;

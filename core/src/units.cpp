@@ -15,7 +15,8 @@ std::string formatBytes(int64_t bytes) {
     const char* sign = bytes < 0 ? "-" : "";
     char buf[48];
     if (magnitude < 1024) {
-        std::snprintf(buf, sizeof buf, "%s%llu B", sign, static_cast<unsigned long long>(magnitude));
+        std::snprintf(buf, sizeof buf, "%s%llu B", sign,
+                      static_cast<unsigned long long>(magnitude));
         return buf;
     }
     double v = double(magnitude);
@@ -51,11 +52,14 @@ Error badSize(std::string_view text, const char* why) {
 }  // namespace
 
 Result<int64_t> parseByteSize(std::string_view text) {
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+        text.remove_prefix(1);
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+        text.remove_suffix(1);
     if (text.empty()) return badSize(text, "empty");
     size_t n = 0;
-    while (n < text.size() && (std::isdigit(static_cast<unsigned char>(text[n])) || text[n] == '.')) ++n;
+    while (n < text.size() && (std::isdigit(static_cast<unsigned char>(text[n])) || text[n] == '.'))
+        ++n;
     if (n == 0) return badSize(text, "it does not start with a number");
     const std::string_view number = text.substr(0, n);
     std::string_view unit = text.substr(n);
@@ -64,10 +68,20 @@ Result<int64_t> parseByteSize(std::string_view text) {
     double scale = 1;
     const std::string u = lower(unit);
     static constexpr std::array<std::pair<const char*, double>, 14> kUnits = {{
-        {"", 1.0}, {"b", 1.0},
-        {"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12},
-        {"kib", 1024.0}, {"mib", 1048576.0}, {"gib", 1073741824.0}, {"tib", 1099511627776.0},
-        {"k", 1024.0}, {"m", 1048576.0}, {"g", 1073741824.0}, {"t", 1099511627776.0},
+        {"", 1.0},
+        {"b", 1.0},
+        {"kb", 1e3},
+        {"mb", 1e6},
+        {"gb", 1e9},
+        {"tb", 1e12},
+        {"kib", 1024.0},
+        {"mib", 1048576.0},
+        {"gib", 1073741824.0},
+        {"tib", 1099511627776.0},
+        {"k", 1024.0},
+        {"m", 1048576.0},
+        {"g", 1073741824.0},
+        {"t", 1099511627776.0},
     }};
     bool known = false;
     for (const auto& [name, factor] : kUnits)
@@ -81,12 +95,14 @@ Result<int64_t> parseByteSize(std::string_view text) {
         int64_t v = 0;
         const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), v);
         if (ec == std::errc::result_out_of_range) return badSize(text, "too large");
-        if (ec != std::errc() || end != number.data() + number.size()) return badSize(text, "not a number");
+        if (ec != std::errc() || end != number.data() + number.size())
+            return badSize(text, "not a number");
         return v;
     }
     double v = 0;
     const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), v);
-    if (ec != std::errc() || end != number.data() + number.size()) return badSize(text, "not a number");
+    if (ec != std::errc() || end != number.data() + number.size())
+        return badSize(text, "not a number");
     const double bytes = std::round(v * scale);
     if (!std::isfinite(bytes) || bytes >= 9.2e18) return badSize(text, "too large");
     return int64_t(bytes);

@@ -34,6 +34,13 @@ PeakInfo peakOf(const LoadedTrace& t) {
     return p;
 }
 
+const DeviceTimeline& highestPeakDevice(const LoadedTrace& t) {
+    const DeviceTimeline* best = t.device;
+    for (const DeviceTimeline& d : t.timeline->devices())
+        if (d.peak.bytes > best->peak.bytes) best = &d;
+    return *best;
+}
+
 std::optional<PhaseId> findPhase(const Trace& trace, PhaseKind kind, int step) {
     for (size_t i = 0; i < trace.phases.size(); ++i)
         if (trace.phases[i].kind == kind && trace.phases[i].step == step)

@@ -32,6 +32,9 @@ struct PeakInfo {
     std::array<int64_t, kCategoryCount> by_category{};
 };
 PeakInfo peakOf(const LoadedTrace& t);
+// The device whose peak is the highest (device 0 on a CPU run), as
+// `memscope-cli summary` reports it; device 0 among equal ones.
+const DeviceTimeline& highestPeakDevice(const LoadedTrace& t);
 
 // The first phase of `kind` in training step `step`.
 std::optional<PhaseId> findPhase(const Trace& trace, PhaseKind kind, int step);

@@ -1,8 +1,11 @@
 #include "config.h"
 
+#include <CLI/CLI.hpp>
 #include <charconv>
-#include <map>
+#include <cstdint>
+#include <limits>
 #include <sstream>
+#include <type_traits>
 
 namespace memscope::trainer {
 
@@ -75,6 +78,9 @@ std::string_view modelName(ModelKind kind) {
 std::string_view dtypeName(DType dtype) {
     return dtype == DType::Float32 ? "fp32" : "bf16";
 }
+std::string_view dtypeTorchName(DType dtype) {
+    return dtype == DType::Float32 ? "float32" : "bfloat16";
+}
 int64_t dtypeBytes(DType dtype) {
     return dtype == DType::Float32 ? 4 : 2;
 }
@@ -111,166 +117,212 @@ Result<ModelConfig> preset(ModelKind kind, std::string_view name) {
     return makeError("unknown preset '" + std::string(name) + "' (quick, paper)");
 }
 
-std::string usage() {
-    return R"(memscope-train: the built-in reference trainer (LibTorch). Trains a small model
-under each activation-checkpointing policy and records every tensor allocation
-and free with its ground-truth category and training phase as a native trace.
-
-usage: memscope-train [options]
-
-  --model mlp|gpt        model (default mlp)
-  --policy P             full | block | selective | opt-in-bwd | all (default all);
-                         compose with '+', e.g. block+opt-in-bwd; list with ','
-  --preset quick|paper   model size (default quick: seconds on 2 CPU cores)
-  --out DIR              write one trace per policy (DIR/<model>-<policy>.memscope)
-                         and DIR/summary.json
-  --json FILE            write the summary as JSON to FILE
-  --steps N              training steps (default 3)
-  --dtype fp32|bf16      parameter and activation dtype (default fp32)
-  --device cpu|cuda[:n]  (default cpu)
-  --seed N               seed for parameters, data and dropout (default 1234)
-  --lr X                 Adam learning rate (default 1e-3)
-  --threads N            intra-op threads (default: LibTorch's)
-  --no-capture           do not record (to measure the recording overhead)
-  model size overrides (after the preset):
-  --layers L --hidden H --heads A --seq S --batch B --vocab V --dropout P
-  -h, --help             this text
-
-Exit status: 0 ok, 1 a run failed, 2 bad usage or device unavailable.
-)";
-}
-
 namespace {
 
-template <typename T>
-Result<T> parseNumber(const std::string& flag, const std::string& text) {
-    T value{};
-    if constexpr (std::is_floating_point_v<T>) {
-        try {
-            size_t used = 0;
-            value = static_cast<T>(std::stod(text, &used));
-            if (used != text.size()) throw std::invalid_argument(text);
-        } catch (const std::exception&) {
-            return makeError(flag + ": '" + text + "' is not a number");
+// The option values as parsed, before the preset is applied: the preset
+// depends on --model and --preset, and the size overrides win over it
+// whatever their order on the command line.
+struct ParsedOptions {
+    std::string model = "mlp";
+    std::string policy = "all";
+    std::string dtype = "fp32";
+    std::string out_dir, json_path;
+    int64_t layers = 0, hidden = 0, heads = 0, seq = 0, batch = 0, vocab = 0;
+    double dropout = 0;
+    bool no_capture = false;
+    // Set by declare(): whether each override was given.
+    CLI::Option *out = nullptr, *json = nullptr;
+    CLI::Option *layers_opt = nullptr, *hidden_opt = nullptr, *heads_opt = nullptr,
+                *seq_opt = nullptr, *batch_opt = nullptr, *vocab_opt = nullptr,
+                *dropout_opt = nullptr;
+};
+
+// The checks' own descriptions stay out of --help: the type names and the
+// option descriptions say it better.
+CLI::Validator quiet(CLI::Validator v) {
+    v.description("");
+    return v;
+}
+
+// cpu, cuda or cuda:N.
+const CLI::Validator kDeviceValidator(
+    [](std::string& text) -> std::string {
+        if (text == "cpu" || text == "cuda") return {};
+        if (text.rfind("cuda:", 0) == 0) {
+            const std::string_view ordinal = std::string_view(text).substr(5);
+            if (!ordinal.empty() && ordinal.find_first_not_of("0123456789") == ordinal.npos)
+                return {};
         }
-    } else {
-        auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (ec != std::errc() || ptr != text.data() + text.size())
-            return makeError(flag + ": '" + text + "' is not a whole number");
-    }
-    return value;
+        return "unknown device '" + text + "' (cpu, cuda, cuda:N)";
+    },
+    "", "device");
+
+// A whole number of type T in [min, max] (CLI11's Range would call "zero"
+// out of range, and a negative seed would wrap around).
+template <typename T>
+CLI::Validator whole(T min, T max = std::numeric_limits<T>::max()) {
+    return CLI::Validator(
+        [min, max](std::string& text) -> std::string {
+            T value{};
+            const char* end = text.data() + text.size();
+            auto [ptr, ec] = std::from_chars(text.data(), end, value);
+            const bool negative_unsigned =
+                std::is_unsigned_v<T> && text.size() > 1 && text[0] == '-' &&
+                text.find_first_not_of("0123456789", 1) == std::string::npos;
+            if (ec == std::errc::result_out_of_range || negative_unsigned ||
+                (ec == std::errc() && ptr == end && (value < min || value > max))) {
+                return "'" + text + "' is not in [" + std::to_string(min) + ", " +
+                       std::to_string(max) + "]";
+            }
+            if (ec != std::errc() || ptr != end) return "'" + text + "' is not a whole number";
+            return {};
+        },
+        "", "whole number");
+}
+
+// Whole numbers from 1 to what the trace's model shape holds (int32).
+const CLI::Validator kSizeRange = whole<int64_t>(1, std::numeric_limits<int32_t>::max());
+
+// A probability in [0, 1).
+const CLI::Validator kProbability(
+    [](std::string& text) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(text, value)) return "'" + text + "' is not a number";
+        if (!(value >= 0.0 && value < 1.0)) return "'" + text + "' is not in [0, 1)";
+        return {};
+    },
+    "", "probability");
+
+// One policy, a '+' composition, a ',' list, or "all" (parsePolicies).
+const CLI::Validator kPolicyValidator(
+    [](std::string& text) -> std::string {
+        auto parsed = parsePolicies(text);
+        return parsed ? std::string() : parsed.message();
+    },
+    "", "policy");
+
+void declare(CLI::App& app, CliOptions& o, ParsedOptions& p) {
+    app.name("memscope-train");
+    app.description(
+        "memscope-train: the built-in reference trainer (LibTorch). Trains a small model\n"
+        "under each activation-checkpointing policy and records every tensor allocation\n"
+        "and free with its ground-truth category and training phase as a native trace.\n");
+    app.set_help_flag("-h,--help", "this text");
+    app.get_formatter()->column_width(30);
+    // Defaults shown in --help; a repeated option's last value wins.
+    app.option_defaults()->always_capture_default()->multi_option_policy(
+        CLI::MultiOptionPolicy::TakeLast);
+
+    app.add_option("--model", p.model, "model")
+        ->check(quiet(CLI::IsMember({"mlp", "gpt"})))
+        ->type_name("mlp|gpt");
+    app.add_option("--policy", p.policy,
+                   "full | block | selective | opt-in-bwd | all;\n"
+                   "compose with '+', e.g. block+opt-in-bwd; list with ','")
+        ->check(kPolicyValidator)
+        ->type_name("P");
+    app.add_option("--preset", o.preset, "model size (quick: seconds on 2 CPU cores)")
+        ->check(quiet(CLI::IsMember({"quick", "paper"})))
+        ->type_name("quick|paper");
+    p.out = app.add_option("--out", p.out_dir,
+                           "write one trace per policy (DIR/<model>-<policy>.memscope)\n"
+                           "and DIR/summary.json")
+                ->type_name("DIR");
+    p.json = app.add_option("--json", p.json_path, "write the summary as JSON to FILE")
+                 ->type_name("FILE");
+    app.add_option("--steps", o.train.steps, "training steps (>= 1)")
+        ->check(whole<int>(1))
+        ->type_name("N");
+    app.add_option("--dtype", p.dtype, "parameter and activation dtype (also: float32, bfloat16)")
+        ->check(quiet(CLI::IsMember({"fp32", "bf16", "float32", "bfloat16"})))
+        ->type_name("fp32|bf16");
+    app.add_option("--device", o.train.device, "device")
+        ->check(kDeviceValidator)
+        ->type_name("cpu|cuda[:N]");
+    app.add_option("--seed", o.train.seed, "seed for parameters, data and dropout")
+        ->check(whole<uint64_t>(0))
+        ->type_name("N");
+    app.add_option("--lr", o.train.lr, "Adam learning rate")->type_name("X");
+    app.add_option("--threads", o.train.threads, "intra-op threads (0: LibTorch's default)")
+        ->check(whole<int>(0))
+        ->type_name("N");
+    app.add_flag("--no-capture", p.no_capture, "do not record (to measure the recording overhead)");
+
+    // Model size overrides, applied after the preset.
+    const char* const group = "Model size overrides (default: the preset's)";
+    auto size = [&](const char* name, const char* type, int64_t& value, const char* what) {
+        return app.add_option(name, value, what)
+            ->check(kSizeRange)
+            ->group(group)
+            ->type_name(type)
+            ->default_str("");
+    };
+    p.layers_opt = size("--layers", "L", p.layers, "residual blocks (mlp) or decoder layers (gpt)");
+    p.hidden_opt = size("--hidden", "H", p.hidden, "width: d (mlp) or h (gpt)");
+    p.heads_opt = size("--heads", "A", p.heads, "attention heads (gpt)");
+    p.seq_opt = size("--seq", "S", p.seq, "sequence length");
+    p.batch_opt = size("--batch", "B", p.batch, "batch size");
+    p.vocab_opt = size("--vocab", "V", p.vocab, "vocabulary (gpt)");
+    p.dropout_opt = app.add_option("--dropout", p.dropout, "dropout probability in [0, 1) (gpt)")
+                        ->check(kProbability)
+                        ->group(group)
+                        ->type_name("P")
+                        ->default_str("");
+
+    app.footer(
+        "Exit status: 0 ok, 1 bad usage or a run failed, 2 the device or the output\n"
+        "folder is unavailable.");
 }
 
 }  // namespace
 
-Result<CliOptions> parseCommandLine(const std::vector<std::string>& args) {
+std::string usage() {
+    CLI::App app;
     CliOptions o;
-    std::string model = "mlp", policy = "all", dtype = "fp32";
-    std::map<std::string, std::string> overrides;  // applied after the preset
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a == "-h" || a == "--help") {
-            o.help = true;
-            return o;
-        }
-        if (a == "--no-capture") {
-            o.capture = false;
-            continue;
-        }
-        static const char* kWithValue[] = {"--model",   "--policy", "--preset", "--out",   "--json",
-                                           "--steps",   "--dtype",  "--device", "--seed",  "--lr",
-                                           "--threads", "--layers", "--hidden", "--heads", "--seq",
-                                           "--batch",   "--vocab",  "--dropout"};
-        bool known = false;
-        for (const char* f : kWithValue) known = known || a == f;
-        if (!known) return makeError("unknown option '" + a + "' (see --help)");
-        if (i + 1 >= args.size()) return makeError(a + " needs a value");
-        const std::string& v = args[++i];
-        if (a == "--model")
-            model = v;
-        else if (a == "--policy")
-            policy = v;
-        else if (a == "--preset")
-            o.preset = v;
-        else if (a == "--out")
-            o.out_dir = v;
-        else if (a == "--json")
-            o.json_path = v;
-        else if (a == "--dtype")
-            dtype = v;
-        else if (a == "--device")
-            o.train.device = v;
-        else
-            overrides[a] = v;
-    }
-    ModelKind kind;
-    if (model == "mlp")
-        kind = ModelKind::Mlp;
-    else if (model == "gpt")
-        kind = ModelKind::Gpt;
-    else
-        return makeError("unknown model '" + model + "' (mlp, gpt)");
+    ParsedOptions p;
+    declare(app, o, p);
+    return app.help();
+}
 
+Result<CliOptions> parseCommandLine(const std::vector<std::string>& args) {
+    CLI::App app;
+    CliOptions o;
+    ParsedOptions p;
+    declare(app, o, p);
+    try {
+        // CLI11 takes the words last first.
+        std::vector<std::string> reversed(args.rbegin(), args.rend());
+        app.parse(reversed);
+    } catch (const CLI::CallForHelp&) {
+        o.help = true;
+        return o;
+    } catch (const CLI::ParseError& e) {
+        return makeError(e.what());
+    }
+
+    const ModelKind kind = p.model == "gpt" ? ModelKind::Gpt : ModelKind::Mlp;
     auto m = preset(kind, o.preset);
     if (!m) return m.error();
     o.train.model = *m;
-    if (dtype == "fp32" || dtype == "float32")
-        o.train.model.dtype = DType::Float32;
-    else if (dtype == "bf16" || dtype == "bfloat16")
-        o.train.model.dtype = DType::BFloat16;
-    else
-        return makeError("unknown dtype '" + dtype + "' (fp32, bf16)");
-
-    auto policies = parsePolicies(policy);
+    o.train.model.dtype =
+        p.dtype == "bf16" || p.dtype == "bfloat16" ? DType::BFloat16 : DType::Float32;
+    auto policies = parsePolicies(p.policy);
     if (!policies) return policies.error();
     o.policies = *policies;
+    o.capture = !p.no_capture;
+    if (*p.out) o.out_dir = p.out_dir;
+    if (*p.json) o.json_path = p.json_path;
 
-    for (const auto& [flag, text] : overrides) {
-        if (flag == "--lr" || flag == "--dropout") {
-            auto v = parseNumber<double>(flag, text);
-            if (!v) return v.error();
-            if (flag == "--lr")
-                o.train.lr = *v;
-            else if (*v < 0.0 || *v >= 1.0)
-                return makeError("--dropout must be in [0, 1)");
-            else
-                o.train.model.dropout = *v;
-            continue;
-        }
-        if (flag == "--seed") {
-            auto v = parseNumber<uint64_t>(flag, text);
-            if (!v) return v.error();
-            o.train.seed = *v;
-            continue;
-        }
-        auto v = parseNumber<int64_t>(flag, text);
-        if (!v) return v.error();
-        const int64_t n = *v;
-        if (flag == "--threads") {
-            if (n < 0) return makeError("--threads must be >= 0");
-            o.train.threads = static_cast<int>(n);
-            continue;
-        }
-        if (n < 1) return makeError(flag + " must be >= 1");
-        if (flag == "--steps")
-            o.train.steps = static_cast<int>(n);
-        else if (flag == "--layers")
-            o.train.model.layers = n;
-        else if (flag == "--hidden")
-            o.train.model.hidden = n;
-        else if (flag == "--heads")
-            o.train.model.heads = n;
-        else if (flag == "--seq")
-            o.train.model.seq = n;
-        else if (flag == "--batch")
-            o.train.model.batch = n;
-        else if (flag == "--vocab")
-            o.train.model.vocab = n;
-    }
-    if (kind == ModelKind::Gpt && o.train.model.hidden % o.train.model.heads != 0)
+    ModelConfig& model = o.train.model;
+    if (*p.layers_opt) model.layers = p.layers;
+    if (*p.hidden_opt) model.hidden = p.hidden;
+    if (*p.heads_opt) model.heads = p.heads;
+    if (*p.seq_opt) model.seq = p.seq;
+    if (*p.batch_opt) model.batch = p.batch;
+    if (*p.vocab_opt) model.vocab = p.vocab;
+    if (*p.dropout_opt) model.dropout = p.dropout;
+    if (kind == ModelKind::Gpt && model.hidden % model.heads != 0)
         return makeError("--hidden must be a multiple of --heads");
-    if (o.train.device != "cpu" && o.train.device.rfind("cuda", 0) != 0)
-        return makeError("unknown device '" + o.train.device + "' (cpu, cuda, cuda:N)");
     return o;
 }
 

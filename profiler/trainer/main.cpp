@@ -31,7 +31,7 @@ bool writeFile(const fs::path& path, const std::string& text) {
 
 int main(int argc, char** argv) {
     auto parsed = parseCommandLine(std::vector<std::string>(argv + 1, argv + argc));
-    if (!parsed) return fail(parsed.message() + " (see --help)", 2);
+    if (!parsed) return fail(parsed.message() + " (see --help)", 1);
     const CliOptions& o = *parsed;
     if (o.help) {
         std::cout << usage();

@@ -1,8 +1,14 @@
 #include "report.h"
 
+#include <rapidjson/prettywriter.h>
+#include <rapidjson/stringbuffer.h>
+
+#include <cmath>
 #include <cstdio>
 #include <numeric>
-#include <sstream>
+
+#include "memscope/phases.h"
+#include "memscope/report_json.h"
 
 namespace memscope::trainer {
 namespace {
@@ -26,35 +32,6 @@ std::string fixed(double v, int digits) {
     char buf[48];
     std::snprintf(buf, sizeof buf, "%.*f", digits, v);
     return buf;
-}
-
-std::string jsonString(std::string_view s) {
-    std::string out = "\"";
-    for (char c : s) {
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                if (static_cast<unsigned char>(c) < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                    out += buf;
-                } else {
-                    out += c;
-                }
-        }
-    }
-    return out + "\"";
 }
 
 std::string_view kindName(PhaseKind k) {
@@ -95,6 +72,9 @@ Result<PolicyReport> makeReport(RunResult run) {
         for (const auto& [block, bytes] : activationByBlockAtForwardEnd(*loaded, last))
             r.activation_at_forward_end += bytes;
         r.max_gradient_bytes = maxLive(*loaded, Category::Gradient);
+        const DeviceTimeline& busiest = highestPeakDevice(*loaded);
+        r.phase_peaks = busiest.phase_peaks.by_phase;
+        r.peaks_by_phase_json = peaksByPhaseToJson(*loaded->trace, busiest.phase_peaks);
     }
     r.run = std::move(run);
     return r;
@@ -108,6 +88,41 @@ void compareToFull(std::vector<PolicyReport>& reports) {
     const double base = full->mean_step_ms;
     for (auto& r : reports) r.overhead_vs_full = (r.mean_step_ms - base) / base;
 }
+
+namespace {
+
+// Forward, backward and optimizer: the peak and its increase per policy.
+void printPhaseTable(std::ostream& out, const std::vector<PolicyReport>& reports) {
+    bool any = false;
+    for (const auto& r : reports)
+        for (const auto& p : r.phase_peaks) any = any || p.has_value();
+    if (!any) return;
+    char line[256];
+    out << "\npeak by phase, MiB (increase: over the live bytes at the start of the phase)\n";
+    std::snprintf(line, sizeof line, "%-18s", "policy");
+    out << line;
+    for (TrainingPhase p : kAllTrainingPhases) {
+        const std::string name(toString(p));
+        std::snprintf(line, sizeof line, " %10s %10s", name.c_str(), "increase");
+        out << line;
+    }
+    out << "\n";
+    for (const auto& r : reports) {
+        std::snprintf(line, sizeof line, "%-18s", policyName(r.run.policy).c_str());
+        out << line;
+        for (TrainingPhase p : kAllTrainingPhases) {
+            const auto& peak = r.phase_peaks[static_cast<size_t>(index(p))];
+            const std::string bytes = peak ? mib(peak->bytes) : "-";
+            const std::string increase = peak ? "+" + mib(peak->increaseBytes()) : "-";
+            std::snprintf(line, sizeof line, " %10s %10s", bytes.c_str(), increase.c_str());
+            out << line;
+        }
+        out << "\n";
+    }
+    out << "(recompute and the optimizer run in backward count as backward)\n";
+}
+
+}  // namespace
 
 void printTable(std::ostream& out, const TrainConfig& c, const std::string& preset,
                 const std::vector<PolicyReport>& reports) {
@@ -140,54 +155,127 @@ void printTable(std::ostream& out, const TrainConfig& c, const std::string& pres
     }
     out << "(composition at the peak in MiB; step time is the mean after the first step; "
            "'vs full' is step-time overhead against the full policy)\n";
+    printPhaseTable(out, reports);
 }
+
+namespace {
+
+using JsonWriter = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
+
+void key(JsonWriter& w, std::string_view k) {
+    w.Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
+}
+void string(JsonWriter& w, std::string_view s) {
+    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+}
+// JSON has no NaN or infinity (a diverged loss): those are null.
+void number(JsonWriter& w, double v) {
+    if (std::isfinite(v))
+        w.Double(v);
+    else
+        w.Null();
+}
+// Divided, not multiplied by the reciprocal: 35681963 / 1e6 is exactly the
+// double nearest 35.681963, and prints so.
+template <typename T>
+void list(JsonWriter& w, std::string_view name, const std::vector<T>& values, double divisor) {
+    key(w, name);
+    w.StartArray();
+    for (const T& v : values) number(w, static_cast<double>(v) / divisor);
+    w.EndArray();
+}
+
+// Core's object is pretty-printed from column 0; indent its lines to `depth`
+// levels of the enclosing writer's four spaces (a raw newline only occurs
+// between tokens: JSON strings escape theirs).
+std::string indented(const std::string& json, int depth) {
+    const std::string pad(static_cast<size_t>(4 * depth), ' ');
+    std::string out;
+    out.reserve(json.size() + json.size() / 8);
+    for (char c : json) {
+        out += c;
+        if (c == '\n') out += pad;
+    }
+    return out;
+}
+
+}  // namespace
 
 std::string toJson(const TrainConfig& c, const std::string& preset,
                    const std::vector<PolicyReport>& reports) {
-    std::ostringstream o;
-    o.precision(10);
-    o << "{\n  \"model\": " << jsonString(modelName(c.model.kind))
-      << ",\n  \"config\": " << jsonString(describe(c.model))
-      << ",\n  \"preset\": " << jsonString(preset) << ",\n  \"device\": " << jsonString(c.device)
-      << ",\n  \"dtype\": " << jsonString(dtypeName(c.model.dtype)) << ",\n  \"steps\": " << c.steps
-      << ",\n  \"seed\": " << c.seed << ",\n  \"runs\": [";
-    for (size_t i = 0; i < reports.size(); ++i) {
-        const PolicyReport& r = reports[i];
-        o << (i ? "," : "") << "\n    {\"policy\": " << jsonString(policyName(r.run.policy))
-          << ", \"trace\": " << jsonString(r.run.trace_path);
+    rapidjson::StringBuffer buf;
+    JsonWriter w(buf);
+    w.StartObject();
+    key(w, "model");
+    string(w, modelName(c.model.kind));
+    key(w, "config");
+    string(w, describe(c.model));
+    key(w, "preset");
+    string(w, preset);
+    key(w, "device");
+    string(w, c.device);
+    key(w, "dtype");
+    string(w, dtypeName(c.model.dtype));
+    key(w, "steps");
+    w.Int(c.steps);
+    key(w, "seed");
+    w.Uint64(c.seed);
+    key(w, "runs");
+    w.StartArray();
+    for (const PolicyReport& r : reports) {
+        w.StartObject();
+        key(w, "policy");
+        string(w, policyName(r.run.policy));
+        key(w, "trace");
+        string(w, r.run.trace_path);
         if (r.peak) {
-            o << ", \"peak_bytes\": " << r.peak->bytes << ", \"peak_time_us\": " << r.peak->time_us
-              << ", \"peak_phase\": " << jsonString(r.peak->phase)
-              << ", \"peak_phase_kind\": " << jsonString(kindName(r.peak->kind))
-              << ", \"peak_step\": " << r.peak->step << ", \"peak_by_category\": {";
-            bool first = true;
+            key(w, "peak_bytes");
+            w.Int64(r.peak->bytes);
+            key(w, "peak_time_us");
+            w.Int64(r.peak->time_us);
+            key(w, "peak_phase");
+            string(w, r.peak->phase);
+            key(w, "peak_phase_kind");
+            string(w, kindName(r.peak->kind));
+            key(w, "peak_step");
+            w.Int(r.peak->step);
+            key(w, "peak_by_category");
+            w.StartObject();
             for (Category cat : kAllCategories) {
-                o << (first ? "" : ", ") << jsonString(toString(cat)) << ": "
-                  << r.peak->by_category[index(cat)];
-                first = false;
+                key(w, toString(cat));
+                w.Int64(r.peak->by_category[index(cat)]);
             }
-            o << "}, \"activation_bytes_at_forward_end\": " << r.activation_at_forward_end
-              << ", \"max_gradient_bytes\": " << r.max_gradient_bytes;
+            w.EndObject();
+            key(w, "activation_bytes_at_forward_end");
+            w.Int64(r.activation_at_forward_end);
+            key(w, "max_gradient_bytes");
+            w.Int64(r.max_gradient_bytes);
         }
-        o << ", \"mean_step_ms\": " << r.mean_step_ms
-          << ", \"mean_recompute_ms\": " << r.mean_recompute_ms << ", \"overhead_vs_full\": ";
+        if (!r.peaks_by_phase_json.empty()) {
+            // {"forward": {...}, "backward": {...}, "optimizer": {...}} as
+            // `memscope-cli summary --json` prints it; depth 3: the root
+            // object, "runs", this run.
+            key(w, "peaks_by_phase");
+            const std::string raw = indented(r.peaks_by_phase_json, 3);
+            w.RawValue(raw.data(), raw.size(), rapidjson::kObjectType);
+        }
+        key(w, "mean_step_ms");
+        number(w, r.mean_step_ms);
+        key(w, "mean_recompute_ms");
+        number(w, r.mean_recompute_ms);
+        key(w, "overhead_vs_full");
         if (r.overhead_vs_full)
-            o << *r.overhead_vs_full;
+            number(w, *r.overhead_vs_full);
         else
-            o << "null";
-        auto list = [&](const char* key, const auto& values, double scale) {
-            o << ", \"" << key << "\": [";
-            for (size_t k = 0; k < values.size(); ++k)
-                o << (k ? ", " : "") << static_cast<double>(values[k]) * scale;
-            o << "]";
-        };
-        list("step_ms", r.run.step_ns, 1e-6);
-        list("recompute_ms", r.run.recompute_ns, 1e-6);
-        list("losses", r.run.losses, 1.0);
-        o << "}";
+            w.Null();
+        list(w, "step_ms", r.run.step_ns, 1e6);
+        list(w, "recompute_ms", r.run.recompute_ns, 1e6);
+        list(w, "losses", r.run.losses, 1.0);
+        w.EndObject();
     }
-    o << "\n  ]\n}\n";
-    return o.str();
+    w.EndArray();
+    w.EndObject();
+    return std::string(buf.GetString(), buf.GetSize()) + "\n";
 }
 
 }  // namespace memscope::trainer

@@ -1,6 +1,8 @@
 #pragma once
-// The per-run report: a table on stdout and the same figures as JSON.
+// The per-run report: tables on stdout and the same figures as JSON
+// (summary.json, written with RapidJSON).
 
+#include <array>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -8,6 +10,7 @@
 
 #include "analysis.h"
 #include "config.h"
+#include "memscope/phase_peaks.h"
 #include "trainer.h"
 
 namespace memscope::trainer {
@@ -20,6 +23,12 @@ struct PolicyReport {
     double mean_step_ms = 0;  // steps after the first (warm-up) when there are any
     double mean_recompute_ms = 0;
     std::optional<double> overhead_vs_full;  // (step - full step) / full step
+    // Core's per-phase peaks (forward, backward, optimizer; each absent when
+    // the phase was not recorded) of the device with the highest peak, and
+    // the same as `memscope-cli summary --json` prints them
+    // (devices.<id>.peaks_by_phase); "" when not recorded.
+    std::array<std::optional<WindowPeak>, kTrainingPhaseCount> phase_peaks;
+    std::string peaks_by_phase_json;
 };
 
 // Reads the run's trace back (when it has one) and derives the figures.

@@ -8,7 +8,6 @@
 #include <exception>
 #include <mutex>
 #include <optional>
-#include <sstream>
 
 #include "capture.h"
 #include "cuda_snapshot.h"
@@ -24,39 +23,48 @@ const void* storageOf(const at::Tensor& t) {
     return t.defined() && t.has_storage() ? t.storage().data() : nullptr;
 }
 
-std::string joinMs(const std::vector<int64_t>& ns) {
-    std::ostringstream os;
-    for (size_t i = 0; i < ns.size(); ++i) os << (i ? "," : "") << static_cast<double>(ns[i]) / 1e6;
-    return os.str();
-}
-
 TraceMetadata metadataFor(const TrainConfig& c, const Policy& p, const RunOptions& o) {
     TraceMetadata m;
     m.source_format = "memscope-train";
     m.name = std::string(modelName(c.model.kind)) + "-" + policyName(p);
     m.pid = static_cast<int64_t>(::getpid());
     m.rank = 0;
+    // The policy, the model's shape and the per-step figures are the typed
+    // run metrics (runMetrics), not properties.
     m.setProperty("source", "memscope-train");
-    m.setProperty("model", std::string(modelName(c.model.kind)));
-    m.setProperty("config", describe(c.model));
     m.setProperty("preset", o.preset);
-    m.setProperty("policy", policyName(p));
-    m.setProperty("dtype", std::string(dtypeName(c.model.dtype)));
     m.setProperty("device", c.device);
     m.setProperty("memory_device", c.device == "cpu"
                                        ? "host allocations are device 0"
                                        : "host allocations are device -1, GPUs their ordinal");
-    m.setProperty("layers", std::to_string(c.model.layers));
-    m.setProperty("hidden", std::to_string(c.model.hidden));
-    m.setProperty("heads", std::to_string(c.model.heads));
-    m.setProperty("seq", std::to_string(c.model.seq));
-    m.setProperty("batch", std::to_string(c.model.batch));
-    m.setProperty("vocab", std::to_string(c.model.vocab));
-    m.setProperty("dropout", std::to_string(c.model.dropout));
     m.setProperty("steps", std::to_string(c.steps));
     m.setProperty("seed", std::to_string(c.seed));
     m.setProperty("optimizer", p.optimizer_in_backward ? "adam (in backward)" : "adam (foreach)");
     m.setProperty("torch_version", torchVersion());
+    return m;
+}
+
+// The run metrics as far as the run got: written at the start and after every
+// step, so that a killed run keeps the steps it finished.
+RunMetrics runMetrics(const TrainConfig& c, const Policy& p, const RunResult& r) {
+    RunMetrics m;
+    m.policy = policyName(p);
+    ModelShape shape;
+    shape.name = std::string(modelName(c.model.kind));
+    shape.description = describe(c.model);
+    shape.dtype = std::string(dtypeTorchName(c.model.dtype));
+    // The command line keeps the sizes within int32 (config.cpp).
+    shape.layers = static_cast<int32_t>(c.model.layers);
+    shape.hidden = static_cast<int32_t>(c.model.hidden);
+    shape.heads = static_cast<int32_t>(c.model.heads);
+    shape.seq = static_cast<int32_t>(c.model.seq);
+    shape.batch = static_cast<int32_t>(c.model.batch);
+    shape.vocab = static_cast<int32_t>(c.model.vocab);
+    shape.dropout = c.model.dropout;
+    m.model = std::move(shape);
+    m.step_ns = r.step_ns;
+    m.recompute_ns = r.recompute_ns;
+    m.losses = r.losses;
     return m;
 }
 
@@ -83,6 +91,7 @@ RunResult train(const TrainConfig& config, const Policy& policy, const RunOption
         if (cuda) torch::cuda::synchronize();
     };
 
+    if (writer) writer->setRunMetrics(runMetrics(config, policy, result));
     RunContext ctx(writer, ledger);
     std::optional<CaptureScope> capture;
     if (ledger) capture.emplace(*ledger, ctx.clock(), CaptureOptions{!cuda});
@@ -141,6 +150,7 @@ RunResult train(const TrainConfig& config, const Policy& policy, const RunOption
         ctx.commit();
         result.step_ns.push_back(ctx.now() - t0);
         result.recompute_ns.push_back(ctx.recomputeNs() - r0);
+        if (writer) writer->setRunMetrics(runMetrics(config, policy, result));
     }
 
     if (cuda && !options.cuda_snapshot_path.empty() && result.cuda_snapshot.empty()) {
@@ -190,13 +200,7 @@ Result<RunResult> runPolicy(const TrainConfig& config, const Policy& policy,
         return makeError(policyName(policy) + ": training failed: " + e.what());
     }
     if (writer) {
-        writer->setProperty("step_times_ms", joinMs(result.step_ns));
-        writer->setProperty("recompute_ms", joinMs(result.recompute_ns));
-        std::ostringstream losses;
-        losses.precision(9);
-        for (size_t i = 0; i < result.losses.size(); ++i)
-            losses << (i ? "," : "") << result.losses[i];
-        writer->setProperty("losses", losses.str());
+        // The run metrics are complete already: train() set them after the last step.
         writer->setProperty("unmatched_frees", std::to_string(result.counts.unmatched_frees));
         if (!result.cuda_snapshot.empty())
             writer->setProperty("cuda_snapshot", result.cuda_snapshot);

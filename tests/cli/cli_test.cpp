@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "../core/analysis_test_util.h"
-#include "memscope/native_format.h"
 #include "memscope/compare_table.h"
+#include "memscope/native_format.h"
 #include "memscope/open_run.h"
 
 using namespace memscope;
@@ -80,10 +80,13 @@ protected:
         const struct {
             const char* policy;
             uint64_t act, recompute;
-        } runs[] = {{"full", 5000, 0}, {"block", 1000, 3000}, {"selective", 3000, 500}, {"opt-in-bwd", 5000, 0}};
+        } runs[] = {{"full", 5000, 0},
+                    {"block", 1000, 3000},
+                    {"selective", 3000, 500},
+                    {"opt-in-bwd", 5000, 0}};
         for (const auto& r : runs) {
-            Trace t = testutil::trainingRun(std::string("mlp-") + r.policy, r.policy, r.act, r.recompute, 3,
-                                           std::string(r.policy) == "opt-in-bwd");
+            Trace t = testutil::trainingRun(std::string("mlp-") + r.policy, r.policy, r.act,
+                                            r.recompute, 3, std::string(r.policy) == "opt-in-bwd");
             paths.push_back(file(std::string("mlp-") + r.policy + ".memscope"));
             EXPECT_TRUE(writeNativeTrace(t, paths.back()).ok());
         }
@@ -170,14 +173,16 @@ TEST_F(Cli, SummaryJsonHasPeaksByPhaseAndStep) {
         int64_t highest = 0;
         for (const auto& [name, p] : phases.items()) {
             highest = std::max(highest, p["bytes"].get<int64_t>());
-            EXPECT_EQ(p["increase_bytes"].get<int64_t>(), p["bytes"].get<int64_t>() - p["start_bytes"].get<int64_t>());
+            EXPECT_EQ(p["increase_bytes"].get<int64_t>(),
+                      p["bytes"].get<int64_t>() - p["start_bytes"].get<int64_t>());
             EXPECT_TRUE(p["time_us"].is_number());
         }
         // The largest phase peak is the device's peak.
         EXPECT_EQ(highest, d["peak_active_bytes"].get<int64_t>()) << f["path"];
         ASSERT_EQ(d["peaks_by_step"].size(), 3u);
         EXPECT_EQ(d["peaks_by_step"][0]["index"], 0);
-        EXPECT_LT(d["peaks_by_step"][0]["start_us"].get<int64_t>(), d["peaks_by_step"][0]["end_us"].get<int64_t>());
+        EXPECT_LT(d["peaks_by_step"][0]["start_us"].get<int64_t>(),
+                  d["peaks_by_step"][0]["end_us"].get<int64_t>());
     }
     // The optimizer fused into backward has no optimizer phase of its own.
     EXPECT_FALSE(j["files"][3]["devices"]["0"]["peaks_by_phase"].contains("optimizer"));
@@ -203,7 +208,8 @@ TEST_F(Cli, CompareJsonDeltasAgainstTheBaseline) {
     const auto b2 = nlohmann::json::parse(run("compare --json --baseline 2" + join(paths)).out);
     EXPECT_EQ(b2["baseline"], paths[1]);
     EXPECT_EQ(b2["runs"][1]["delta_peak_bytes"], 0);
-    const auto fwd = nlohmann::json::parse(run("compare --json --phase forward --align step" + join(paths)).out);
+    const auto fwd =
+        nlohmann::json::parse(run("compare --json --phase forward --align step" + join(paths)).out);
     EXPECT_EQ(fwd["phase"], "forward");
     EXPECT_EQ(fwd["runs"][1]["peak_bytes"], fwd["runs"][1]["peaks_by_phase"]["forward"]["bytes"]);
     const CliRun csv = run("compare --csv --baseline " + paths[2] + join(paths));
@@ -228,7 +234,8 @@ TEST_F(Cli, CompareTableAgreesWithCore) {
     std::vector<CompareInput> inputs;
     for (const auto& p : paths) opened.push_back(*openRun(p, PluginRegistry()));
     for (const auto& o : opened)
-        inputs.push_back({o.path, o.name, RunRef{o.parts[0].trace.get(), &o.parts[0].timeline->devices().at(0)}});
+        inputs.push_back({o.path, o.name,
+                          RunRef{o.parts[0].trace.get(), &o.parts[0].timeline->devices().at(0)}});
     const CompareTable table = buildCompareTable(inputs, defaultBaseline(inputs), AlignMode::Time);
     EXPECT_EQ(run("compare --csv" + join(paths)).out, toCsv(table));
 }
@@ -247,9 +254,13 @@ TEST_F(Cli, CheckExitsOneJustUnderThePeakAndZeroAtIt) {
     // Units, a phase, a device.
     EXPECT_EQ(run("check " + paths[0] + " --max-peak 1GiB").exit_code, 0);
     EXPECT_EQ(run("check " + paths[0] + " --max-peak 1KB").exit_code, 1);
-    const int64_t fwd = j["files"][0]["devices"]["0"]["peaks_by_phase"]["forward"]["bytes"].get<int64_t>();
-    EXPECT_EQ(run("check " + paths[0] + " --phase forward --max-peak " + std::to_string(fwd)).exit_code, 0);
-    const CliRun fwdOver = run("check " + paths[0] + " --phase forward --device 0 --max-peak " + std::to_string(fwd - 1));
+    const int64_t fwd =
+        j["files"][0]["devices"]["0"]["peaks_by_phase"]["forward"]["bytes"].get<int64_t>();
+    EXPECT_EQ(
+        run("check " + paths[0] + " --phase forward --max-peak " + std::to_string(fwd)).exit_code,
+        0);
+    const CliRun fwdOver = run("check " + paths[0] + " --phase forward --device 0 --max-peak " +
+                               std::to_string(fwd - 1));
     EXPECT_EQ(fwdOver.exit_code, 1);
     EXPECT_NE(fwdOver.out.find("forward"), std::string::npos) << fwdOver.out;
     // Growth against a baseline: block is smaller than full, full is not within 0% of block.

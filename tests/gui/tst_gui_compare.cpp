@@ -1,6 +1,7 @@
 // Compare: four trainer-like policy runs show four plots on one y scale and the
 // right summary table; alignment modes; difference curve; CSV; the screenshot
 // command.
+#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -73,6 +74,23 @@ private slots:
         QCOMPARE(m->data(m->index(1, col(m, CompareColumnKind::RecomputeOverhead)), SummaryTableModel::RawRole).toDouble(), 0.33);
         QVERIFY(m->data(m->index(0, col(m, CompareColumnKind::StepTime)), SummaryTableModel::RawRole).toDouble() > 0);
         QVERIFY(!m->data(m->index(0, col(m, CompareColumnKind::PeakPhase))).toString().isEmpty());
+
+#ifdef MEMSCOPE_CLI
+        // The GUI's table and `memscope-cli compare` show the same numbers.
+        QProcess cli;
+        cli.start(QStringLiteral(MEMSCOPE_CLI), QStringList{QStringLiteral("compare"), QStringLiteral("--csv")} + paths_);
+        QVERIFY(cli.waitForFinished(60000));
+        QCOMPARE(cli.exitCode(), 0);
+        QCOMPARE(QString::fromUtf8(cli.readAllStandardOutput()), m->toCsv());
+        // And per phase.
+        c->setScope(PeakScope{TrainingPhase::Backward});
+        cli.start(QStringLiteral(MEMSCOPE_CLI),
+                  QStringList{QStringLiteral("compare"), QStringLiteral("--csv"), QStringLiteral("--phase"), QStringLiteral("backward")} + paths_);
+        QVERIFY(cli.waitForFinished(60000));
+        QCOMPARE(QString::fromUtf8(cli.readAllStandardOutput()), m->toCsv());
+        QVERIFY(m->headerData(col(m, CompareColumnKind::Peak), Qt::Horizontal).toString().contains(QStringLiteral("backward")));
+        c->setScope({});
+#endif
 
         // Align by step: the shared axis spans the three steps.
         c->setAlignMode(AlignMode::Step);

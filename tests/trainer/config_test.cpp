@@ -41,6 +41,73 @@ TEST(TrainerConfig, CommandLine) {
     EXPECT_TRUE(parseCommandLine({"--help"})->help);
 }
 
+TEST(TrainerConfig, CommandLineDefaults) {
+    auto o = parseCommandLine({});
+    ASSERT_TRUE(o.ok()) << o.message();
+    EXPECT_EQ(o->train.model.kind, ModelKind::Mlp);
+    EXPECT_EQ(o->preset, "quick");
+    EXPECT_EQ(o->policies, parsePolicies("all").value());
+    EXPECT_EQ(o->train.steps, 3);
+    EXPECT_EQ(o->train.seed, 1234u);
+    EXPECT_EQ(o->train.lr, 1e-3);
+    EXPECT_EQ(o->train.device, "cpu");
+    EXPECT_EQ(o->train.threads, 0);
+    EXPECT_EQ(o->train.model.dtype, DType::Float32);
+    EXPECT_EQ(o->train.model.layers, preset(ModelKind::Mlp, "quick")->layers);
+    EXPECT_TRUE(o->capture);
+    EXPECT_FALSE(o->out_dir);
+    EXPECT_FALSE(o->json_path);
+    EXPECT_FALSE(o->help);
+}
+
+TEST(TrainerConfig, CommandLineTypesAndChecks) {
+    auto o = parseCommandLine({"--no-capture", "--seed=7", "--lr", "0.5", "--threads", "2",
+                               "--device", "cuda:1", "--dropout", "0", "--model=gpt", "--dtype",
+                               "bfloat16", "--json", "s.json", "--preset", "paper"});
+    ASSERT_TRUE(o.ok()) << o.message();
+    EXPECT_FALSE(o->capture);
+    EXPECT_EQ(o->train.seed, 7u);
+    EXPECT_EQ(o->train.lr, 0.5);
+    EXPECT_EQ(o->train.threads, 2);
+    EXPECT_EQ(o->train.device, "cuda:1");
+    EXPECT_EQ(o->train.model.dropout, 0.0);
+    EXPECT_EQ(o->train.model.dtype, DType::BFloat16);
+    EXPECT_EQ(o->train.model.vocab, 50257);  // the paper preset
+    EXPECT_EQ(*o->json_path, "s.json");
+    // A repeated option: the last value wins, as before CLI11.
+    auto repeated = parseCommandLine({"--steps", "2", "--steps", "5"});
+    ASSERT_TRUE(repeated.ok()) << repeated.message();
+    EXPECT_EQ(repeated->train.steps, 5);
+    for (const std::vector<std::string>& bad :
+         std::vector<std::vector<std::string>>{{"--seed", "-1"},
+                                               {"--threads", "-1"},
+                                               {"--steps", "0"},
+                                               {"--layers", "0"},
+                                               {"--layers", "3000000000"},
+                                               {"--dropout", "1"},
+                                               {"--dropout", "-0.1"},
+                                               {"--lr", "fast"},
+                                               {"--model", "resnet"},
+                                               {"--preset", "huge"},
+                                               {"--dtype", "fp8"},
+                                               {"--device", "cuda:x"},
+                                               {"--policy", "block+selective"},
+                                               {"positional"}}) {
+        auto r = parseCommandLine(bad);
+        EXPECT_FALSE(r.ok()) << bad.front();
+        if (!r.ok()) {
+            EXPECT_FALSE(r.message().empty());
+        }
+    }
+}
+
+TEST(TrainerConfig, UsageIsGenerated) {
+    const std::string text = usage();
+    for (const char* option : {"--model", "--policy", "--preset", "--out", "--no-capture",
+                               "--layers", "--dropout", "Exit status"})
+        EXPECT_NE(text.find(option), std::string::npos) << option;
+}
+
 TEST(TrainerConfig, PaperPresetsAreTheLiteratureSizes) {
     auto mlp = preset(ModelKind::Mlp, "paper");
     ASSERT_TRUE(mlp.ok());

@@ -153,9 +153,10 @@ TEST(TrainerTheory, TraceIsLabelled) {
     EXPECT_EQ(rec->run.counts.unmatched_frees, 0u);
     ASSERT_NE(t.metadata.property("device"), nullptr);
     EXPECT_EQ(*t.metadata.property("device"), "cpu");
-    EXPECT_EQ(*t.metadata.property("policy"), "block");
-    EXPECT_NE(t.metadata.property("step_times_ms"), nullptr);
-    EXPECT_NE(t.metadata.property("recompute_ms"), nullptr);
+    ASSERT_TRUE(t.metrics.has_value());
+    EXPECT_EQ(t.metrics->policy, "block");
+    EXPECT_EQ(t.metrics->step_ns.size(), 2u);
+    EXPECT_EQ(t.metrics->recompute_ns.size(), 2u);
     for (const Event& e : t.events) {
         ASSERT_EQ(e.device, 0);
         ASSERT_FALSE(e.phase.isNull());

@@ -64,6 +64,7 @@ std::string alignUnit(AlignMode mode, const RunRef& run);
 // (forward start, backward start, backward end) land at the reference run's
 // average fractions of its step, so a slower run's backward still lines up with
 // the reference's backward. A run without step phases falls back to Time.
-std::vector<Alignment> alignRuns(std::span<const RunRef> runs, AlignMode mode, size_t reference = 0);
+std::vector<Alignment> alignRuns(std::span<const RunRef> runs, AlignMode mode,
+                                 size_t reference = 0);
 
 }  // namespace memscope

@@ -29,12 +29,13 @@ std::vector<uint32_t> largestIntervals(const DeviceTimeline& timeline, size_t co
 
 // Of `largest` (largest first), at most `max` that touch [lo, hi), in order of
 // start: the allocations a by-allocation view gives a band of their own.
-std::vector<uint32_t> shownIntervals(const DeviceTimeline& timeline, std::span<const uint32_t> largest,
-                                     int64_t lo, int64_t hi, size_t max);
+std::vector<uint32_t> shownIntervals(const DeviceTimeline& timeline,
+                                     std::span<const uint32_t> largest, int64_t lo, int64_t hi,
+                                     size_t max);
 
 // The live allocations at x, bottom first, as `mode` stacks them.
-std::vector<uint32_t> stackedAt(const DeviceTimeline& timeline, StackMode mode, std::span<const uint32_t> shown,
-                                int64_t x);
+std::vector<uint32_t> stackedAt(const DeviceTimeline& timeline, StackMode mode,
+                                std::span<const uint32_t> shown, int64_t x);
 
 // The allocation drawn at height y (bytes) at x, if any.
 std::optional<uint32_t> allocationAt(const DeviceTimeline& timeline, StackMode mode,

@@ -20,7 +20,8 @@ struct SearchResult {
     size_t total_matches = 0;         // before the limit
 };
 
-SearchResult searchAllocations(const Trace& trace, const DeviceTimeline& timeline, std::string_view query,
-                               size_t limit, const std::atomic<bool>* cancel = nullptr);
+SearchResult searchAllocations(const Trace& trace, const DeviceTimeline& timeline,
+                               std::string_view query, size_t limit,
+                               const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace memscope

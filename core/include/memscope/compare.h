@@ -22,16 +22,17 @@ namespace memscope {
 struct RunSummary {
     std::string name;
     int64_t peak_bytes = 0;
-    int64_t peak_time = 0;          // run x (Event::time)
-    double peak_seconds = 0;        // since the run's first event (events for EventIndex)
-    std::string peak_phase;         // "step 1 / backward / block 3", "" outside phases
+    int64_t peak_time = 0;    // run x (Event::time)
+    double peak_seconds = 0;  // since the run's first event (events for EventIndex)
+    std::string peak_phase;   // "step 1 / backward / block 3", "" outside phases
     std::array<int64_t, kCategoryCount> peak_by_category{};
     int64_t reserved_peak = 0;
-    bool has_reserved = false;      // the source records segments (a reserved curve)
-    std::optional<double> step_time_s;         // mean step time: recorded metrics, else step phases
-    std::optional<double> recompute_overhead;  // fraction of step time: recorded metrics, else phases
+    bool has_reserved = false;          // the source records segments (a reserved curve)
+    std::optional<double> step_time_s;  // mean step time: recorded metrics, else step phases
+    std::optional<double>
+        recompute_overhead;  // fraction of step time: recorded metrics, else phases
     size_t steps = 0;
-    PhasePeaks phase_peaks;         // per training phase and step
+    PhasePeaks phase_peaks;  // per training phase and step
 };
 
 RunSummary summarizeRun(const RunRef& run);
@@ -74,7 +75,8 @@ struct CurvePoint {
     int64_t y = 0;
     friend bool operator==(const CurvePoint&, const CurvePoint&) = default;
 };
-std::vector<CurvePoint> differenceCurve(const StepSeries& a, const AxisMap& map_a, const StepSeries& b,
-                                        const AxisMap& map_b, double x0, double x1, size_t maxPoints);
+std::vector<CurvePoint> differenceCurve(const StepSeries& a, const AxisMap& map_a,
+                                        const StepSeries& b, const AxisMap& map_b, double x0,
+                                        double x1, size_t maxPoints);
 
 }  // namespace memscope

@@ -56,7 +56,7 @@ struct CompareTable {
     size_t baseline = 0;
     AlignMode align = AlignMode::Time;
     PeakScope scope;
-    std::string axis_unit;            // "s", "events", "step"
+    std::string axis_unit;  // "s", "events", "step"
     std::vector<CompareRow> rows;
     // Categories with bytes at some run's peak, in torch.profiler's order: a
     // table never shows a column of zeros.

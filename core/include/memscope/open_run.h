@@ -41,8 +41,8 @@ struct OpenOptions {
     TimelineOptions timeline_options;
 };
 
-Result<OpenedRun> openRun(const std::string& path, const PluginRegistry& registry, const TaskContext& ctx = {},
-                          const OpenOptions& options = {});
+Result<OpenedRun> openRun(const std::string& path, const PluginRegistry& registry,
+                          const TaskContext& ctx = {}, const OpenOptions& options = {});
 
 // One file, by path; errors name the file.
 Result<OpenedTrace> openTrace(const std::string& path, const PluginRegistry& registry,

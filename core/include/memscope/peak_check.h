@@ -25,7 +25,8 @@ struct CheckedPeak {
 // The peaks to check: every device of the timeline, or only `device`; the
 // whole run's peak, or the phase's. An error names what is missing (a device
 // the trace does not have, a phase it never entered).
-Result<std::vector<CheckedPeak>> peaksToCheck(const Timeline& timeline, std::optional<int16_t> device,
+Result<std::vector<CheckedPeak>> peaksToCheck(const Timeline& timeline,
+                                              std::optional<int16_t> device,
                                               std::optional<TrainingPhase> phase);
 
 // A baseline's peak plus `percent` (may be negative), rounded down.
@@ -33,7 +34,8 @@ int64_t growthLimit(int64_t baseline_bytes, double percent);
 
 struct CheckVerdict {
     bool over = false;
-    std::string message;  // "device 0, forward: peak 1.50 GiB is 12.0 MiB (0.8%) over the limit 1.49 GiB"
+    std::string
+        message;  // "device 0, forward: peak 1.50 GiB is 12.0 MiB (0.8%) over the limit 1.49 GiB"
 };
 
 CheckVerdict judge(const CheckedPeak& peak, int64_t limit);

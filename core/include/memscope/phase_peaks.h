@@ -10,19 +10,19 @@
 #include <vector>
 
 #include "memscope/phases.h"
-#include "memscope/types.h"
 #include "memscope/trace.h"
+#include "memscope/types.h"
 
 namespace memscope {
 
 // The highest live bytes within one window (a phase occurrence or a step).
 struct WindowPeak {
     int64_t bytes = 0;
-    int64_t time = 0;         // Event::time of the peak (the window's start if nothing rose)
-    int64_t event_index = -1; // device-local index of the peak event; -1 = the state at the start
-    int64_t start_bytes = 0;  // live bytes when the window began
-    int32_t step = -1;        // ordinal of the window's step (index into PhasePeaks::by_step), -1 = none
-    PhaseId phase;            // innermost recorded phase of the peak event
+    int64_t time = 0;          // Event::time of the peak (the window's start if nothing rose)
+    int64_t event_index = -1;  // device-local index of the peak event; -1 = the state at the start
+    int64_t start_bytes = 0;   // live bytes when the window began
+    int32_t step = -1;  // ordinal of the window's step (index into PhasePeaks::by_step), -1 = none
+    PhaseId phase;      // innermost recorded phase of the peak event
     std::array<int64_t, kCategoryCount> by_category{};
 
     int64_t increaseBytes() const { return bytes - start_bytes; }

@@ -21,13 +21,17 @@ inline constexpr int kTrainingPhaseCount = 3;
 inline constexpr std::array<TrainingPhase, kTrainingPhaseCount> kAllTrainingPhases = {
     TrainingPhase::Forward, TrainingPhase::Backward, TrainingPhase::Optimizer};
 
-constexpr int index(TrainingPhase p) { return static_cast<int>(p); }
+constexpr int index(TrainingPhase p) {
+    return static_cast<int>(p);
+}
 std::string_view toString(TrainingPhase phase);  // "forward", "backward", "optimizer"
 std::optional<TrainingPhase> trainingPhaseFromString(std::string_view name);
 std::optional<TrainingPhase> trainingPhaseOf(PhaseKind kind);
 
 // Whether a phase applies to a device (-1 = all devices).
-inline bool phaseOnDevice(const Phase& p, int16_t device) { return p.device < 0 || p.device == device; }
+inline bool phaseOnDevice(const Phase& p, int16_t device) {
+    return p.device < 0 || p.device == device;
+}
 
 // A step phase of a device and the boundaries of its first forward and
 // backward inside it; steps ordered by start, open ones left out.

@@ -49,6 +49,8 @@ struct TaskContext {
     }
 };
 
-inline Error cancelledError() { return makeError("cancelled"); }
+inline Error cancelledError() {
+    return makeError("cancelled");
+}
 
 }  // namespace memscope

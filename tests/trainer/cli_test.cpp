@@ -1,0 +1,135 @@
+// memscope-train as a program: --help and usage errors, and the summary.json
+// of a quick run of every policy, its peaks_by_phase read back with RapidJSON.
+
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Output {
+    int status = -1;   // the exit status; -1 when it did not exit normally
+    std::string text;  // stdout and stderr together
+};
+
+Output runTrainer(const std::string& args) {
+    Output out;
+    const std::string command = std::string("'") + MEMSCOPE_TRAIN_EXE + "' " + args + " 2>&1";
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (!pipe) return out;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.text.append(buf, n);
+    const int status = ::pclose(pipe);
+    if (status != -1 && WIFEXITED(status)) out.status = WEXITSTATUS(status);
+    return out;
+}
+
+std::string readFile(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+const rapidjson::Value* member(const rapidjson::Value& object, const char* name) {
+    if (!object.IsObject()) return nullptr;
+    auto it = object.FindMember(name);
+    return it == object.MemberEnd() ? nullptr : &it->value;
+}
+
+// Every policy of `model` at the quick preset, with --out: summary.json's
+// runs[i].peaks_by_phase has the three phases, the highest of them is the
+// run's peak (the quick runs peak inside a phase), and each increase is
+// against the phase's start.
+void checkSummary(const std::string& model) {
+    const fs::path dir = fs::temp_directory_path() / ("memscope-trainer-cli-" + model);
+    fs::remove_all(dir);
+    const Output run = runTrainer("--model " + model +
+                                  " --policy full,block,selective,opt-in-bwd,block+opt-in-bwd,"
+                                  "selective+opt-in-bwd --preset quick --out '" +
+                                  dir.string() + "'");
+    ASSERT_EQ(run.status, 0) << run.text;
+    // The terminal report has the per-phase table.
+    EXPECT_NE(run.text.find("peak by phase"), std::string::npos) << run.text;
+
+    const std::string text = readFile(dir / "summary.json");
+    rapidjson::Document doc;
+    doc.Parse(text.c_str());
+    ASSERT_FALSE(doc.HasParseError()) << text;
+    for (const char* key : {"model", "config", "preset", "device", "dtype", "steps", "seed"})
+        EXPECT_NE(member(doc, key), nullptr) << key;
+    const rapidjson::Value* runs = member(doc, "runs");
+    ASSERT_TRUE(runs && runs->IsArray());
+    ASSERT_EQ(runs->Size(), 6u);
+    for (const rapidjson::Value& r : runs->GetArray()) {
+        const std::string policy = member(r, "policy")->GetString();
+        for (const char* key :
+             {"trace", "peak_bytes", "peak_time_us", "peak_phase", "peak_phase_kind", "peak_step",
+              "peak_by_category", "activation_bytes_at_forward_end", "max_gradient_bytes",
+              "mean_step_ms", "mean_recompute_ms", "overhead_vs_full", "step_ms", "recompute_ms",
+              "losses"})
+            EXPECT_NE(member(r, key), nullptr) << policy << ": " << key;
+        const rapidjson::Value* peaks = member(r, "peaks_by_phase");
+        ASSERT_TRUE(peaks && peaks->IsObject()) << policy;
+        int64_t highest = 0;
+        for (const char* phase : {"forward", "backward", "optimizer"}) {
+            const rapidjson::Value* p = member(*peaks, phase);
+            ASSERT_TRUE(p && p->IsObject()) << policy << ": " << phase;
+            for (const char* key :
+                 {"bytes", "time_us", "increase_bytes", "start_bytes", "phase", "by_category"})
+                ASSERT_NE(member(*p, key), nullptr) << policy << ": " << phase << "." << key;
+            const int64_t bytes = member(*p, "bytes")->GetInt64();
+            EXPECT_EQ(member(*p, "increase_bytes")->GetInt64(),
+                      bytes - member(*p, "start_bytes")->GetInt64())
+                << policy << ": " << phase;
+            highest = std::max(highest, bytes);
+        }
+        EXPECT_EQ(highest, member(r, "peak_bytes")->GetInt64())
+            << policy << ": the peak, in " << member(r, "peak_phase")->GetString()
+            << ", is the highest phase peak";
+    }
+    fs::remove_all(dir);
+}
+
+}  // namespace
+
+TEST(TrainerCli, HelpListsTheOptions) {
+    const Output help = runTrainer("--help");
+    EXPECT_EQ(help.status, 0) << help.text;
+    for (const char* option :
+         {"--model",  "--policy", "--preset", "--out",     "--json",       "--steps",  "--dtype",
+          "--device", "--seed",   "--lr",     "--threads", "--no-capture", "--layers", "--hidden",
+          "--heads",  "--seq",    "--batch",  "--vocab",   "--dropout",    "-h,--help"})
+        EXPECT_NE(help.text.find(option), std::string::npos) << option;
+    EXPECT_EQ(runTrainer("-h").text, help.text);
+}
+
+TEST(TrainerCli, BadValuesExitOneWithAMessage) {
+    for (const char* args :
+         {"--model resnet", "--policy nonsense", "--preset huge", "--device tpu", "--steps 0",
+          "--steps zero", "--dtype fp8", "--dropout 1", "--bogus", "--steps"}) {
+        const Output out = runTrainer(args);
+        EXPECT_EQ(out.status, 1) << args << ": " << out.text;
+        EXPECT_NE(out.text.find("memscope-train: "), std::string::npos) << args << ": " << out.text;
+        // Nothing ran.
+        EXPECT_EQ(out.text.find(" ..."), std::string::npos) << args << ": " << out.text;
+    }
+}
+
+TEST(TrainerCli, MlpSummaryHasPeaksByPhase) {
+    checkSummary("mlp");
+}
+
+TEST(TrainerCli, GptSummaryHasPeaksByPhase) {
+    checkSummary("gpt");
+}

@@ -2,8 +2,8 @@
 
 namespace memscope::testutil {
 
-Trace trainingRun(const std::string& name, const std::string& policy, uint64_t act, uint64_t recompute, int steps,
-                  bool optimizer_in_backward) {
+Trace trainingRun(const std::string& name, const std::string& policy, uint64_t act,
+                  uint64_t recompute, int steps, bool optimizer_in_backward) {
     Trace t;
     t.metadata.name = name;
     t.metadata.source_format = "test";
@@ -24,15 +24,25 @@ Trace trainingRun(const std::string& name, const std::string& policy, uint64_t a
     uint64_t state = 0;
     for (int s = 0; s < steps; ++s) {
         const int64_t step_start = now;
-        const PhaseId step = t.addPhase({t.internString("step " + std::to_string(s)), PhaseKind::Step, {}, s, -1, -1, now, now});
-        const PhaseId fwd = t.addPhase({t.internString("forward"), PhaseKind::Forward, step, s, -1, -1, now, now});
+        const PhaseId step = t.addPhase({t.internString("step " + std::to_string(s)),
+                                         PhaseKind::Step,
+                                         {},
+                                         s,
+                                         -1,
+                                         -1,
+                                         now,
+                                         now});
+        const PhaseId fwd =
+            t.addPhase({t.internString("forward"), PhaseKind::Forward, step, s, -1, -1, now, now});
         const uint64_t a = alloc(act, Category::Activation, fwd);
         const uint64_t tmp = alloc(50, Category::Temporary, fwd);
         release(tmp, 50, Category::Temporary, fwd);
         t.phases[fwd.value - 1].end = now += 10000;
-        const PhaseId bwd = t.addPhase({t.internString("backward"), PhaseKind::Backward, step, s, -1, -1, now, now});
+        const PhaseId bwd = t.addPhase(
+            {t.internString("backward"), PhaseKind::Backward, step, s, -1, -1, now, now});
         if (recompute) {
-            const PhaseId rc = t.addPhase({t.internString("recompute"), PhaseKind::Recompute, bwd, s, -1, -1, now, now});
+            const PhaseId rc = t.addPhase(
+                {t.internString("recompute"), PhaseKind::Recompute, bwd, s, -1, -1, now, now});
             const uint64_t r = alloc(recompute, Category::Activation, rc);
             release(r, recompute, Category::Activation, rc);
             t.phases[rc.value - 1].end = now += 10000;
@@ -40,7 +50,8 @@ Trace trainingRun(const std::string& name, const std::string& policy, uint64_t a
         const uint64_t g = alloc(1000, Category::Gradient, bwd);
         release(a, act, Category::Activation, bwd);
         auto optimizer = [&](PhaseId parent) {
-            const PhaseId opt = t.addPhase({t.internString("optimizer"), PhaseKind::Optimizer, parent, s, -1, -1, now, now});
+            const PhaseId opt = t.addPhase(
+                {t.internString("optimizer"), PhaseKind::Optimizer, parent, s, -1, -1, now, now});
             if (!state) state = alloc(2000, Category::OptimizerState, opt);
             const uint64_t tmp2 = alloc(300, Category::Temporary, opt);
             release(tmp2, 300, Category::Temporary, opt);

@@ -7,8 +7,8 @@
 
 namespace memscope::testutil {
 
-inline Event event(int64_t t, EventKind k, uint64_t addr, uint64_t size, Category c, PhaseId phase = {},
-                   int16_t device = 0) {
+inline Event event(int64_t t, EventKind k, uint64_t addr, uint64_t size, Category c,
+                   PhaseId phase = {}, int16_t device = 0) {
     Event e;
     e.time = t;
     e.kind = k;
@@ -25,7 +25,7 @@ inline Event event(int64_t t, EventKind k, uint64_t addr, uint64_t size, Categor
 // a temporary of 50 B), backward (frees the activations, gradients 1000 B,
 // a recompute of `recompute` B inside it) and optimizer (state 2000 B in
 // the first step, a temporary of 300 B). Every event carries its phase.
-Trace trainingRun(const std::string& name, const std::string& policy, uint64_t act, uint64_t recompute = 0,
-                  int steps = 2, bool optimizer_in_backward = false);
+Trace trainingRun(const std::string& name, const std::string& policy, uint64_t act,
+                  uint64_t recompute = 0, int steps = 2, bool optimizer_in_backward = false);
 
 }  // namespace memscope::testutil

@@ -1,5 +1,7 @@
 // The compare table (the numbers both the GUI and `memscope-cli compare`
 // show), the CI gate's rules, and the stacking order the views share.
+#include "memscope/compare_table.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -7,7 +9,6 @@
 #include "analysis_test_util.h"
 #include "memscope/allocation_order.h"
 #include "memscope/allocation_search.h"
-#include "memscope/compare_table.h"
 #include "memscope/peak_check.h"
 
 namespace memscope {
@@ -29,7 +30,8 @@ Runs threeRuns() {
     r.traces.push_back(trainingRun("selective", "selective", 3000, 500));
     for (const Trace& t : r.traces) r.timelines.push_back(*Timeline::build(t));
     for (size_t i = 0; i < r.traces.size(); ++i)
-        r.inputs.push_back({"/runs/" + r.traces[i].metadata.name + ".memscope", r.traces[i].metadata.name,
+        r.inputs.push_back({"/runs/" + r.traces[i].metadata.name + ".memscope",
+                            r.traces[i].metadata.name,
                             RunRef{&r.traces[i], &r.timelines[i]->devices().at(0)}});
     return r;
 }
@@ -51,7 +53,8 @@ TEST(CompareTable, BaselineIsTheFullPolicyAndDeltasAreAgainstIt) {
     // Only the categories some run holds at its peak get a column.
     for (Category c : t.categories) {
         bool any = false;
-        for (const CompareRow& row : t.rows) any = any || row.peak->by_category[size_t(index(c))] != 0;
+        for (const CompareRow& row : t.rows)
+            any = any || row.peak->by_category[size_t(index(c))] != 0;
         EXPECT_TRUE(any) << toString(c);
     }
     EXPECT_EQ(std::count(t.categories.begin(), t.categories.end(), Category::Unknown), 0);
@@ -63,7 +66,8 @@ TEST(CompareTable, BaselineIsTheFullPolicyAndDeltasAreAgainstIt) {
 
 TEST(CompareTable, PhaseScopeComparesThePhasePeaks) {
     const Runs r = threeRuns();
-    const CompareTable t = buildCompareTable(r.inputs, 1, AlignMode::Step, PeakScope{TrainingPhase::Forward});
+    const CompareTable t =
+        buildCompareTable(r.inputs, 1, AlignMode::Step, PeakScope{TrainingPhase::Forward});
     for (size_t i = 0; i < t.rows.size(); ++i) {
         const auto& f = t.rows[i].summary.phase_peaks.by_phase[index(TrainingPhase::Forward)];
         ASSERT_TRUE(f);
@@ -81,7 +85,8 @@ TEST(CompareTable, CsvTextAndJsonCarryTheSameNumbers) {
     const Runs r = threeRuns();
     const CompareTable t = buildCompareTable(r.inputs, 1, AlignMode::Time);
     const std::string csv = toCsv(t);
-    EXPECT_EQ(csv.substr(0, csv.find('\n')).rfind("path,run,peak_bytes,delta_peak_bytes,", 0), 0u) << csv;
+    EXPECT_EQ(csv.substr(0, csv.find('\n')).rfind("path,run,peak_bytes,delta_peak_bytes,", 0), 0u)
+        << csv;
     EXPECT_NE(csv.find("/runs/full.memscope,full,9000,0,"), std::string::npos) << csv;
     const std::string text = toText(t);
     EXPECT_NE(text.find("full (baseline)"), std::string::npos);
@@ -99,7 +104,8 @@ TEST(CompareTable, CsvTextAndJsonCarryTheSameNumbers) {
         EXPECT_TRUE(row["step_time_ms"].is_number());
         EXPECT_EQ(row["peaks_by_phase"].size(), 3u);
         int64_t highest = 0;
-        for (const auto& [name, p] : row["peaks_by_phase"].items()) highest = std::max(highest, p["bytes"].get<int64_t>());
+        for (const auto& [name, p] : row["peaks_by_phase"].items())
+            highest = std::max(highest, p["bytes"].get<int64_t>());
         EXPECT_EQ(highest, row["peak_bytes"].get<int64_t>());
         EXPECT_EQ(row["categories_at_peak"].size(), t.categories.size());
     }
@@ -112,7 +118,8 @@ TEST(CompareTable, ARunWithoutThePhaseHasNoFigureButTheOthersStillCompare) {
     plain.events = {event(1, EventKind::Alloc, 0x10, 64, Category::Unknown)};
     auto tl = *Timeline::build(plain);
     r.inputs.push_back({"/runs/plain", "plain", RunRef{&plain, &tl->devices().at(0)}});
-    const CompareTable t = buildCompareTable(r.inputs, 1, AlignMode::Phase, PeakScope{TrainingPhase::Backward});
+    const CompareTable t =
+        buildCompareTable(r.inputs, 1, AlignMode::Phase, PeakScope{TrainingPhase::Backward});
     EXPECT_FALSE(t.rows[3].peak);
     EXPECT_FALSE(t.rows[3].delta.peak_bytes);
     EXPECT_TRUE(t.rows[3].alignment.fell_back);
@@ -179,7 +186,8 @@ TEST(AllocationOrder, HitTestFollowsTheStackingOfEachMode) {
 
 TEST(AllocationSearch, ByAddressInsideABlockAndByFrameText) {
     Trace t;
-    const FrameId f = t.internFrame({t.internString("softmax"), t.internString("/src/Model.py"), 419});
+    const FrameId f =
+        t.internFrame({t.internString("softmax"), t.internString("/src/Model.py"), 419});
     const std::array frames{f};
     const StackId s = t.internStack(frames);
     t.events = {event(0, EventKind::Alloc, 0x1000, 256, Category::Activation),
@@ -191,7 +199,8 @@ TEST(AllocationSearch, ByAddressInsideABlockAndByFrameText) {
     ASSERT_EQ(byAddr.intervals.size(), 1u);
     EXPECT_EQ(d.intervals[byAddr.intervals[0]].address, 0x1000u);
     EXPECT_EQ(searchAllocations(t, d, "4096", 10).total_matches, 1u);  // decimal 4096 = 0x1000
-    EXPECT_EQ(searchAllocations(t, d, "4352", 10).total_matches, 0u);  // 0x1100: just past the block
+    EXPECT_EQ(searchAllocations(t, d, "4352", 10).total_matches,
+              0u);  // 0x1100: just past the block
     auto byText = searchAllocations(t, d, "model.PY", 10);
     ASSERT_EQ(byText.intervals.size(), 1u);
     EXPECT_EQ(d.intervals[byText.intervals[0]].size, 512u);

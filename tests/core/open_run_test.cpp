@@ -1,5 +1,7 @@
 // openRun: the one way front ends open a file or a folder of per-rank traces,
 // with typed warnings and the native reader as a fallback.
+#include "memscope/open_run.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,7 +12,6 @@
 #include "analysis_test_util.h"
 #include "memscope/builtin_plugins.h"
 #include "memscope/native_format.h"
-#include "memscope/open_run.h"
 
 namespace memscope {
 namespace {

@@ -11,7 +11,9 @@ namespace {
 using testutil::event;
 using testutil::trainingRun;
 
-const DeviceTimeline& only(const std::shared_ptr<const Timeline>& tl) { return tl->devices().at(0); }
+const DeviceTimeline& only(const std::shared_ptr<const Timeline>& tl) {
+    return tl->devices().at(0);
+}
 
 TEST(PhasePeaks, ForwardBackwardOptimizerPeaksAndIncreases) {
     const Trace t = trainingRun("full", "full", /*act=*/5000);
@@ -46,14 +48,16 @@ TEST(PhasePeaks, ForwardBackwardOptimizerPeaksAndIncreases) {
     ASSERT_EQ(p.by_step.size(), 2u);
     EXPECT_EQ(p.by_step[0].index, 0);
     EXPECT_EQ(p.by_step[0].recorded_step, 0);
-    EXPECT_EQ(p.by_step[0].whole.bytes, 6000 + 1000);  // params + act + grad, before the state exists
+    EXPECT_EQ(p.by_step[0].whole.bytes,
+              6000 + 1000);  // params + act + grad, before the state exists
     EXPECT_EQ(p.by_step[1].whole.bytes, 9000);
     ASSERT_TRUE(p.by_step[0].phases[index(TrainingPhase::Forward)]);
     EXPECT_EQ(p.by_step[0].phases[index(TrainingPhase::Forward)]->bytes, 6050);
 }
 
 TEST(PhasePeaks, RecomputeAndOptimizerInsideBackwardCountAsBackward) {
-    const Trace t = trainingRun("fused", "opt-in-bwd", 5000, /*recompute=*/2000, 1, /*optimizer_in_backward=*/true);
+    const Trace t = trainingRun("fused", "opt-in-bwd", 5000, /*recompute=*/2000, 1,
+                                /*optimizer_in_backward=*/true);
     auto built = Timeline::build(t);
     ASSERT_TRUE(built.ok());
     const PhasePeaks& p = only(*built).phase_peaks;
@@ -61,7 +65,8 @@ TEST(PhasePeaks, RecomputeAndOptimizerInsideBackwardCountAsBackward) {
     ASSERT_TRUE(p.by_phase[index(TrainingPhase::Backward)]);
     // params 1000 + act 5000 + recompute 2000, inside backward's recompute phase.
     EXPECT_EQ(p.by_phase[index(TrainingPhase::Backward)]->bytes, 8000);
-    EXPECT_EQ(p.by_phase[index(TrainingPhase::Backward)]->by_category[index(Category::Activation)], 7000);
+    EXPECT_EQ(p.by_phase[index(TrainingPhase::Backward)]->by_category[index(Category::Activation)],
+              7000);
     // The optimizer state is born inside backward: it counts there too.
     EXPECT_EQ(only(*built).peak.bytes, 8000);
 }
@@ -80,7 +85,8 @@ TEST(PhasePeaks, EventsWithoutRecordedPhasesFallInTheRangeThatHoldsThem) {
 
 TEST(PhasePeaks, APhaseWithoutAllocationsHoldsTheValueInForce) {
     Trace t;
-    const PhaseId fwd = t.addPhase({t.internString("forward"), PhaseKind::Forward, {}, -1, -1, -1, 100, 200});
+    const PhaseId fwd =
+        t.addPhase({t.internString("forward"), PhaseKind::Forward, {}, -1, -1, -1, 100, 200});
     (void)fwd;
     t.events = {event(10, EventKind::Alloc, 0x10, 64, Category::Parameter),
                 event(300, EventKind::Alloc, 0x20, 32, Category::Activation)};
@@ -96,7 +102,8 @@ TEST(PhasePeaks, APhaseWithoutAllocationsHoldsTheValueInForce) {
 TEST(PhasePeaks, GhostsRaiseEveryWindowAndATraceWithoutPhasesHasNone) {
     Trace t = trainingRun("full", "full", 5000, 0, 1);
     // A free of a block never allocated in the trace: 4096 B live from the start.
-    t.events.push_back(event(t.events.back().time + 10, EventKind::FreeCompleted, 0xdead0000, 4096, Category::Unknown));
+    t.events.push_back(event(t.events.back().time + 10, EventKind::FreeCompleted, 0xdead0000, 4096,
+                             Category::Unknown));
     auto built = Timeline::build(t);
     ASSERT_TRUE(built.ok());
     const auto& f = only(*built).phase_peaks.by_phase[index(TrainingPhase::Forward)];
@@ -114,7 +121,8 @@ TEST(PhasePeaks, GhostsRaiseEveryWindowAndATraceWithoutPhasesHasNone) {
 
 TEST(PhasePeaks, ACorruptParentCycleDoesNotHang) {
     Trace t;
-    const PhaseId a = t.addPhase({t.internString("a"), PhaseKind::Backward, {}, -1, -1, -1, 0, 100});
+    const PhaseId a =
+        t.addPhase({t.internString("a"), PhaseKind::Backward, {}, -1, -1, -1, 0, 100});
     const PhaseId b = t.addPhase({t.internString("b"), PhaseKind::Range, a, -1, -1, -1, 0, 100});
     t.phases[a.value - 1].parent = b;  // a -> b -> a
     t.events = {event(10, EventKind::Alloc, 0x10, 64, Category::Unknown, b)};

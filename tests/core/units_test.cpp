@@ -1,4 +1,6 @@
 // Byte sizes in and out, and the run metrics record.
+#include "memscope/units.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -6,7 +8,6 @@
 
 #include "memscope/native_format.h"
 #include "memscope/run_metrics.h"
-#include "memscope/units.h"
 
 namespace memscope {
 namespace {
@@ -32,7 +33,8 @@ TEST(Units, ParseByteSize) {
     EXPECT_EQ(parseByteSize("2g").value(), int64_t(2) << 30);
     EXPECT_EQ(parseByteSize("512KiB").value(), 512 * 1024);
     EXPECT_EQ(parseByteSize("  64 B ").value(), 64);
-    for (const char* bad : {"", "GiB", "-5", "1.2.3GB", "12 parsecs", "99999999999999999999", "1e30GB"}) {
+    for (const char* bad :
+         {"", "GiB", "-5", "1.2.3GB", "12 parsecs", "99999999999999999999", "1e30GB"}) {
         auto r = parseByteSize(bad);
         EXPECT_FALSE(r.ok()) << bad;
         if (!r.ok()) {
@@ -55,7 +57,8 @@ TEST(RunMetrics, MeansLeaveOutTheWarmUpStep) {
 }
 
 TEST(RunMetrics, PersistedByTheNativeFormat) {
-    const auto path = std::filesystem::temp_directory_path() / ("memscope-metrics-" + std::to_string(::getpid()) + ".memscope");
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("memscope-metrics-" + std::to_string(::getpid()) + ".memscope");
     Trace t;
     t.metadata.name = "block";
     RunMetrics m;

@@ -76,6 +76,7 @@ CompareTable buildCompareTable(std::span<const CompareInput> runs, size_t baseli
         if (row.name.empty()) row.name = row.summary.name;
         row.peak = scopedPeak(row.summary, scope);
         row.alignment = alignments[i];
+        row.run = runs[i].run;
         if (runs[i].run.trace) row.time_base = runs[i].run.trace->metadata.time_base;
         if (row.peak && scope.phase) {
             // The innermost recorded phase at the phase's peak, or the phase's name.
@@ -352,23 +353,12 @@ std::string toJson(const CompareTable& table) {
         categories(w, row.peak ? row.peak->by_category : std::array<int64_t, kCategoryCount>{},
                    &table.categories);
         key(w, "peaks_by_phase");
-        w.StartObject();
-        for (TrainingPhase p : kAllTrainingPhases) {
-            const auto& peak = row.summary.phase_peaks.by_phase[size_t(index(p))];
-            if (!peak) continue;
-            key(w, toString(p));
+        if (row.run.trace) {
+            peaksByPhase(w, *row.run.trace, row.summary.phase_peaks.by_phase);
+        } else {
             w.StartObject();
-            key(w, "bytes");
-            w.Int64(peak->bytes);
-            key(w, "increase_bytes");
-            w.Int64(peak->increaseBytes());
-            key(w, "time_us");
-            optional(w, micros(row.time_base, peak->time));
-            key(w, "by_category");
-            categories(w, peak->by_category);
             w.EndObject();
         }
-        w.EndObject();
         w.EndObject();
     }
     w.EndArray();

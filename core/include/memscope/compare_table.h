@@ -30,6 +30,7 @@ struct CompareRow {
     double peak_x = 0;               // the peak on the aligned axis
     std::string peak_phase;          // "step 1 / backward / block 3" at the peak in scope
     Alignment alignment;
+    RunRef run;  // the trace and device compared
     TimeBase time_base = TimeBase::Nanoseconds;
 };
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "memscope/builtin_plugins.h"
+#include "memscope/file_io.h"
 
 namespace memscope::cli {
 
@@ -22,6 +23,9 @@ const PluginRegistry& registry() {
 
 Result<OpenedRun> openWithProgress(const std::string& path, const OpenOptions& options) {
     std::error_code ec;
+    // A pipe or FIFO would be read twice (probe, then load): refuse it clearly.
+    if (std::filesystem::exists(path, ec) && !std::filesystem::is_directory(path, ec))
+        if (auto regular = requireRegularFile(path); !regular) return regular.error();
     const auto size =
         std::filesystem::is_regular_file(path, ec) ? std::filesystem::file_size(path, ec) : 0;
     const bool show = !ec && size > (64u << 20) && isatty(STDERR_FILENO);

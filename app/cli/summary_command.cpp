@@ -6,6 +6,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "memscope/peak_explainer.h"
 #include "memscope/report_json.h"
 #include "memscope/summary.h"
 #include "memscope/units.h"
@@ -42,6 +43,18 @@ void printPhasePeaks(const DeviceSummary& d) {
                     formatBytes(peak->bytes).c_str(), formatBytes(peak->increaseBytes()).c_str());
     }
     if (!pp.by_step.empty()) std::printf("    steps            %zu\n", pp.by_step.size());
+}
+
+// The allocation sites that hold the most at the peak, by their user frame.
+void printSites(const Trace& trace, const DeviceTimeline& tl) {
+    const auto sites = sitesAtPeak(trace, tl, 5);
+    if (sites.empty() || (sites.size() == 1 && !sites[0].site)) return;
+    std::printf("    top sites at the peak\n");
+    for (const SiteAtPeak& s : sites) {
+        const auto category = toString(s.category);
+        std::printf("      %10s  %-15.*s %5u x  %s\n", formatBytes(s.bytes).c_str(),
+                    int(category.size()), category.data(), s.count, s.label.c_str());
+    }
 }
 
 void printTable(const FileReport& f) {
@@ -84,6 +97,8 @@ void printTable(const FileReport& f) {
                         formatBytes(bytes).c_str());
         }
         printPhasePeaks(d);
+        if (f.trace && f.timeline)
+            if (const DeviceTimeline* tl = f.timeline->device(device)) printSites(*f.trace, *tl);
     }
 }
 
@@ -101,8 +116,12 @@ int run(const SummaryOptions& o) {
         }
         runs.push_back(std::move(*opened));
         for (const OpenedTrace& part : runs.back().parts) {
-            FileReport f{part.path, part.format, part.trace.get(),
-                         summarize(*part.trace, *part.timeline), part.warnings};
+            FileReport f{part.path,
+                         part.format,
+                         part.trace.get(),
+                         part.timeline.get(),
+                         summarize(*part.trace, *part.timeline),
+                         part.warnings};
             if (!o.json) {
                 if (!reports.empty()) std::printf("\n");
                 printTable(f);

@@ -43,6 +43,9 @@ QString allocationText(const Trace& trace, const DeviceTimeline& tl, const Alloc
                        int maxFrames) {
     QStringList lines;
     lines << QStringLiteral("%1 at %2").arg(formatBytes(double(a.size)), formatAddress(a.address));
+    // The user's own frame first: what a person looks for.
+    const std::string site = siteLabel(trace, a.stack);
+    if (!site.empty()) lines << QStringLiteral("site: %1").arg(toQString(site));
     lines << QStringLiteral("category: %1").arg(toQString(toString(a.category)));
     const std::string phase = phasePath(trace, a.phase);
     if (!phase.empty()) lines << QStringLiteral("phase: %1").arg(toQString(phase));

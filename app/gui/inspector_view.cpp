@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "format.h"
+#include "memscope/frames.h"
 #include "memscope/phases.h"
 #include "models.h"
 
@@ -73,6 +74,9 @@ void InspectorView::setAllocation(RunPtr run, DeviceRef ref, uint32_t interval) 
                  .arg(formatBytes(double(a.size)), formatAddress(a.address),
                       toQString(toString(a.category)));
     const std::string phase = phasePath(*trace, a.phase);
+    const std::string site = siteLabel(*trace, a.stack);
+    if (!site.empty())
+        lines << QStringLiteral("site: <b>%1</b>").arg(toQString(site).toHtmlEscaped());
     if (!phase.empty()) lines << QStringLiteral("phase: %1").arg(toQString(phase).toHtmlEscaped());
     const QString from = a.alloc_event == kNoEvent ? QStringLiteral("before recording")
                                                    : formatRunTime(*trace, *tl, a.start);

@@ -87,7 +87,7 @@ QVariant AllocationListModel::headerData(int section, Qt::Orientation orientatio
         case Free:
             return QStringLiteral("Freed");
         case Frame:
-            return QStringLiteral("Top frame");
+            return QStringLiteral("Site");
         default:
             return {};
     }
@@ -119,10 +119,8 @@ QVariant AllocationListModel::data(const QModelIndex& index, int role) const {
         case Free:
             return a.free_event == kNoEvent ? QStringLiteral("never")
                                             : formatRunTime(*trace, *tl, a.end);
-        case Frame: {
-            const QStringList f = topFrames(*trace, a.stack, 1);
-            return f.isEmpty() ? QString() : f.front();
-        }
+        case Frame:
+            return toQString(siteLabel(*trace, a.stack));  // the user's frame first
         default:
             return {};
     }

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "json_out.h"
+#include "memscope/peak_explainer.h"
 #include "memscope/units.h"
 
 namespace memscope {
@@ -297,6 +298,13 @@ std::string toText(const CompareTable& table) {
         while (!line.empty() && line.back() == ' ') line.pop_back();
         out += line + "\n";
     }
+    // What each run changed at its peak against the baseline, per category.
+    for (size_t r = 0; r < table.rows.size(); ++r) {
+        const CompareRow& row = table.rows[r];
+        if (r == table.baseline || !row.peak || !row.delta.peak_bytes) continue;
+        out += row.name + " vs " + table.rows[table.baseline].name + ": " +
+               describeChange(row.delta.by_category) + "\n";
+    }
     return out;
 }
 
@@ -349,6 +357,18 @@ std::string toJson(const CompareTable& table) {
         optional(w, row.delta.step_time_ratio);
         key(w, "recompute_overhead");
         optional(w, row.summary.recompute_overhead);
+        key(w, "delta_by_category");
+        categories(w, row.delta.by_category, &table.categories);
+        key(w, "change_vs_baseline");
+        string(w, row.peak && row.delta.peak_bytes ? describeChange(row.delta.by_category)
+                                                   : std::string());
+        if (row.run.trace && row.run.timeline && row.peak) {
+            key(w, "peak_sites");
+            const auto sites = table.scope.phase
+                                   ? sitesAt(*row.run.trace, *row.run.timeline, row.peak->time, 5)
+                                   : sitesAtPeak(*row.run.trace, *row.run.timeline, 5);
+            peakSites(w, *row.run.trace, *row.run.timeline, sites);
+        }
         key(w, "categories_at_peak");
         categories(w, row.peak ? row.peak->by_category : std::array<int64_t, kCategoryCount>{},
                    &table.categories);

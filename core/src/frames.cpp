@@ -1,35 +1,129 @@
 #include "memscope/frames.h"
 
-namespace memscope {
+#include <array>
+#include <string_view>
 
-bool isNoiseFrame(const Trace& trace, FrameId id) {
-    if (id.isNull() || id.value > trace.frames().size()) return false;
-    // memory_viz's list: the unwinder and traceback capture, process start-up,
-    // CPython's call machinery, dispatcher boxing and registration glue.
-    static constexpr std::string_view kFunctions[] = {
+namespace memscope {
+namespace {
+
+bool contains(std::string_view s, std::string_view part) {
+    return s.find(part) != std::string_view::npos;
+}
+bool startsWith(std::string_view s, std::string_view p) {
+    return s.substr(0, p.size()) == p;
+}
+bool endsWith(std::string_view s, std::string_view p) {
+    return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+
+bool isPythonFile(std::string_view file) {
+    return endsWith(file, ".py") || endsWith(file, ".pyx");
+}
+
+// C and C++ frames that stand between the user's code and the allocator.
+bool isNativeNoise(std::string_view fn, std::string_view file) {
+    // memory_viz's own list: unwinder, traceback capture, start-up.
+    static constexpr std::array<std::string_view, 7> kMemoryViz = {
         "unwind::unwind",  "CapturedTraceback::gather",
         "gather_with_cpp", "__libc_start_main",
         "PyEval_",         "PyObject_",
         "PyFunction_"};
-    static constexpr std::string_view kFiles[] = {"core/boxing",
-                                                  "/Register",
-                                                  "/Redispatch",
-                                                  "pythonrun.c",
-                                                  "Modules/main.c",
-                                                  "Objects/call.c",
-                                                  "Objects/methodobject.c",
-                                                  "pycore_ceval.h",
-                                                  "ceval.c",
-                                                  "cpython/abstract.h"};
+    // The caching allocator and the tensor factories that call it.
+    static constexpr std::array<std::string_view, 9> kAllocator = {
+        "CachingAllocator", "c10::alloc",        "at::detail::empty",
+        "_empty_strided",   "at::native::empty", "c10::Allocator",
+        "c10::StorageImpl", "c10::TensorImpl",   "c10::intrusive_ptr"};
+    // The dispatcher and its generated wrappers; the autograd engine's threads.
+    static constexpr std::array<std::string_view, 14> kDispatch = {
+        "c10::Dispatcher",         "c10::impl::",
+        "c10::KernelFunction",     "c10::BoxedKernel",
+        "c10::OperatorHandle",     "at::_ops::",
+        "c10::callUnboxed",        "at::redispatch",
+        "torch::ADInplaceOrView",  "torch::autograd::VariableType",
+        "torch::autograd::Engine", "torch::autograd::python::PythonEngine",
+        "PyInterpreter",           "torch::autograd::Node::operator()"};
+    // CPython's C API and call machinery, threads and process start-up.
+    static constexpr std::array<std::string_view, 13> kRuntimePrefixes = {
+        "Py",
+        "_Py",
+        "THPVariable_",
+        "THPFunction_",
+        "THPEngine_",
+        "pymain_",
+        "__libc_",
+        "_start",
+        "start_thread",
+        "__clone",
+        "clone",
+        "std::",
+        "dynamo__custom_eval_frame"};
+    // Files of the dispatcher, the interpreter and the C library.
+    static constexpr std::array<std::string_view, 14> kFiles = {"core/boxing",
+                                                                "/Register",
+                                                                "/Redispatch",
+                                                                "pythonrun.c",
+                                                                "Modules/main.c",
+                                                                "Objects/call.c",
+                                                                "Objects/methodobject.c",
+                                                                "pycore_ceval.h",
+                                                                "ceval.c",
+                                                                "cpython/abstract.h",
+                                                                "/csu/",
+                                                                "/nptl/",
+                                                                "sysdeps/",
+                                                                "CUDACachingAllocator.cpp"};
+    for (std::string_view n : kMemoryViz)
+        if (contains(fn, n)) return true;
+    for (std::string_view n : kAllocator)
+        if (contains(fn, n)) return true;
+    for (std::string_view n : kDispatch)
+        if (contains(fn, n)) return true;
+    for (std::string_view p : kRuntimePrefixes)
+        if (startsWith(fn, p)) return true;
+    for (std::string_view f : kFiles)
+        if (contains(file, f)) return true;
+    return false;
+}
+
+// torch.nn.Module's call wrappers: every module call passes through them.
+bool isModuleWrapper(std::string_view fn, std::string_view file) {
+    return endsWith(file, "torch/nn/modules/module.py") &&
+           (fn == "_call_impl" || fn == "_wrapped_call_impl" || fn == "__call__");
+}
+
+// Installed packages (torch among them), the standard library and generated code.
+bool isLibraryPython(std::string_view file) {
+    static constexpr std::array<std::string_view, 8> kPaths = {
+        "/site-packages/", "/dist-packages/", "torchinductor",   "<frozen",
+        "/lib/python3",    "<string>",        "<eval_with_key>", "/torch/"};
+    for (std::string_view p : kPaths)
+        if (contains(file, p)) return true;
+    return startsWith(file, "torch/");
+}
+
+}  // namespace
+
+FrameRole frameRole(const Trace& trace, FrameId id) {
+    if (id.isNull() || id.value > trace.frames().size()) return FrameRole::Noise;
     const Frame& f = trace.frame(id);
     const std::string_view fn = trace.string(f.function);
     const std::string_view file = trace.string(f.file);
-    if (fn == "_start") return true;
-    for (std::string_view n : kFunctions)
-        if (fn.find(n) != std::string_view::npos) return true;
-    for (std::string_view n : kFiles)
-        if (file.find(n) != std::string_view::npos) return true;
-    return false;
+    // Names past 4 KiB are no real code location; not scanning them keeps the
+    // rule's cost bounded whatever a file holds.
+    if (fn.size() > 4096 || file.size() > 4096) return FrameRole::Library;
+    if (isPythonFile(file)) {
+        if (isModuleWrapper(fn, file)) return FrameRole::Noise;
+        return isLibraryPython(file) ? FrameRole::Library : FrameRole::User;
+    }
+    if (fn == "_start" || isNativeNoise(fn, file)) return FrameRole::Noise;
+    return FrameRole::Library;
+}
+
+std::vector<FrameRole> frameRoles(const Trace& trace) {
+    std::vector<FrameRole> roles(trace.frames().size() + 1, FrameRole::Noise);
+    FrameRoleCache cache(trace);
+    for (uint32_t i = 1; i <= trace.frames().size(); ++i) roles[i] = cache.role(FrameId(i));
+    return roles;
 }
 
 std::string frameText(const Trace& trace, FrameId id) {
@@ -50,6 +144,36 @@ std::vector<FrameId> visibleFrames(const Trace& trace, StackId stack, size_t max
         if (!isNoiseFrame(trace, f)) out.push_back(f);
     }
     return out;
+}
+
+FrameRole FrameRoleCache::role(FrameId id) {
+    if (id.isNull() || id.value > trace_.frames().size()) return FrameRole::Noise;
+    const Frame& f = trace_.frame(id);
+    const uint64_t key = uint64_t(f.function.value) << 32 | f.file.value;
+    auto [it, fresh] = by_strings_.try_emplace(key, FrameRole::Noise);
+    if (fresh) it->second = frameRole(trace_, id);
+    return it->second;
+}
+
+std::optional<FrameId> siteFrame(const Trace& trace, StackId stack) {
+    FrameRoleCache cache(trace);
+    return siteFrame(trace, stack, cache);
+}
+
+std::optional<FrameId> siteFrame(const Trace& trace, StackId stack, FrameRoleCache& cache) {
+    if (stack.isNull() || stack.value >= trace.stackCount()) return std::nullopt;
+    std::optional<FrameId> library;
+    for (FrameId f : trace.stack(stack)) {
+        const FrameRole role = cache.role(f);
+        if (role == FrameRole::User) return f;
+        if (role == FrameRole::Library && !library) library = f;
+    }
+    return library;
+}
+
+std::string siteLabel(const Trace& trace, StackId stack) {
+    const auto f = siteFrame(trace, stack);
+    return f ? frameText(trace, *f) : std::string();
 }
 
 }  // namespace memscope

@@ -9,7 +9,9 @@
 #include <optional>
 #include <string_view>
 
+#include "memscope/peak_explainer.h"
 #include "memscope/phase_peaks.h"
+#include "memscope/timeline.h"
 #include "memscope/trace.h"
 
 namespace memscope::json {
@@ -51,5 +53,8 @@ void peaksByPhase(Out& w, const Trace& trace,
                   const std::array<std::optional<WindowPeak>, kTrainingPhaseCount>& peaks);
 // [{"index", "step", "start_us", "end_us", "bytes", ..., "peaks_by_phase"}]
 void peaksByStep(Out& w, const Trace& trace, const std::vector<StepPeaks>& steps);
+// [{"site", "bytes", "count", "category", "largest_bytes", "largest_alloc_us", "largest_free_us"}]
+void peakSites(Out& w, const Trace& trace, const DeviceTimeline& tl,
+               const std::vector<SiteAtPeak>& sites);
 
 }  // namespace memscope::json

@@ -32,6 +32,22 @@ constexpr uint64_t kProgressBytes = 4u << 20;
 constexpr uint64_t kParallelMinEvents = 256 * 1024;
 constexpr unsigned kMaxThreads = 8;
 
+// Whole-file limits: a file may not expand past what its own size makes
+// plausible, however each chunk looks alone. zstd packs a chunk of zeros a
+// thousandfold, so per-chunk limits let a 10 KB file claim gigabytes. Real
+// traces compress tables and events less than tenfold and hold well under one
+// item (event, string, property, ...) per byte of file.
+constexpr uint64_t kRawFloor = 64ull << 20;  // decompressed bytes any file may have
+constexpr uint64_t kRawPerFileByte = 64;
+constexpr uint64_t kItemFloor = 4ull << 20;  // items any file may have
+constexpr uint64_t kItemsPerFileByte = 16;
+
+uint64_t scaled(uint64_t floor, uint64_t per_byte, uint64_t size) {
+    uint64_t v;
+    if (__builtin_mul_overflow(per_byte, size, &v)) return UINT64_MAX;
+    return std::max(floor, v);
+}
+
 std::string hex(uint64_t v) {
     char buf[24];
     std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
@@ -120,6 +136,17 @@ private:
         if (crc != h.crc) return "checksum mismatch (corrupt data)";
         if (h.flags & ~kFlagZstd) return "unknown chunk flags " + std::to_string(h.flags);
         if (h.raw_size > kMaxRawChunkBytes) return "chunk too large";
+        // Charged before anything is decompressed or reserved.
+        raw_total_ += h.raw_size;
+        items_total_ += h.count;
+        if (raw_total_ > raw_budget_)
+            return "the chunks expand to more than " + std::to_string(raw_budget_) +
+                   " bytes, far more than a " + std::to_string(size_) +
+                   "-byte trace holds (a hostile or broken writer)";
+        if (items_total_ > item_budget_)
+            return "the chunks declare more than " + std::to_string(item_budget_) +
+                   " items, far more than a " + std::to_string(size_) +
+                   "-byte trace holds (a hostile or broken writer)";
 
         std::string problem;
         if (h.type == ChunkType::Events) {
@@ -164,6 +191,9 @@ private:
     NativeReadReport& report_;
     bool defer_;
     Decompressor decompressor_;
+    uint64_t raw_total_ = 0, items_total_ = 0;
+    const uint64_t raw_budget_ = scaled(kRawFloor, kRawPerFileByte, size_);
+    const uint64_t item_budget_ = scaled(kItemFloor, kItemsPerFileByte, size_);
 };
 
 // Decodes the jobs into `events` on up to kMaxThreads threads (this one
@@ -233,7 +263,8 @@ ReadOutcome readChunks(const unsigned char* data, size_t size, const TaskContext
         if (h.type == ChunkType::Events) declared += h.count;
         offset += kChunkHeaderSize + h.stored_size;
     }
-    const bool plausible = declared <= size / 2;
+    const bool plausible =
+        declared <= size / 2 && declared <= scaled(kItemFloor, kItemsPerFileByte, size);
 
     if (plausible && declared >= kParallelMinEvents && std::thread::hardware_concurrency() > 1) {
         ChunkScan scan(data, size, ctx, report, /*defer_events=*/true);

@@ -1,17 +1,13 @@
 // readNativeTrace: maps the file, checks the file header, and leaves the
 // chunks to readChunks (native_chunk_reader.cpp). The first bad chunk ends the
 // load, and what came before it is the result (docs/FORMAT.md, "Recovery").
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <new>
 
+#include "memscope/file_io.h"
 #include "memscope/native_format.h"
 #include "native_chunk_reader.h"
 #include "native_crc32c.h"
@@ -67,31 +63,18 @@ Result<Trace> readNativeTrace(std::span<const std::byte> bytes, const TaskContex
 
 Result<Trace> readNativeTrace(const std::string& path, const TaskContext& ctx,
                               NativeReadReport* report) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return makeError(path + ": cannot open: " + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        const int err = errno;
-        ::close(fd);
-        return makeError(path + ": cannot stat: " + std::strerror(err));
-    }
-    const auto size = static_cast<size_t>(st.st_size);
     NativeReadReport local;
     NativeReadReport& rep = report ? *report : local;
-    if (size == 0) {
-        ::close(fd);
-        rep = NativeReadReport();
-        return makeError(path + ": empty file, not a memscope native trace");
-    }
-    // mmap: one pass, no copy. A file that a live writer is still appending to
-    // only grows, so the mapped range stays valid.
-    // MAP_POPULATE: the whole file is read anyway, and one populate is much
-    // cheaper than a page fault per 4 KiB.
-    void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-    ::close(fd);
-    if (map == MAP_FAILED) return makeError(path + ": cannot map: " + std::strerror(errno));
-    Result<Trace> result = readBytes(static_cast<const unsigned char*>(map), size, ctx, rep);
-    ::munmap(map, size);
+    rep = NativeReadReport();
+    // A mapping, one pass and no copy, guarded so that a file another process
+    // cuts short while we read it becomes an error rather than SIGBUS.
+    auto file = InputFile::open(path, /*populate=*/true);
+    if (!file) return makeError(path + ": " + file.message());
+    const std::span<const std::byte> bytes = (*file)->bytes();
+    if (bytes.empty()) return makeError(path + ": empty file, not a memscope native trace");
+    Result<Trace> result =
+        readBytes(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), ctx, rep);
+    if ((*file)->shrank()) return makeError((*file)->shrankMessage());
     if (!result) return makeError(path + ": " + result.message());
     return result;
 }

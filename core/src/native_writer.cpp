@@ -2,6 +2,7 @@
 // for a whole Trace. Interning is NativeTables', chunk encoding ChunkWriter's.
 #include <algorithm>
 
+#include "memscope/file_io.h"
 #include "memscope/native_format.h"
 #include "native_chunk_writer.h"
 #include "native_tables.h"
@@ -109,8 +110,10 @@ Result<void> NativeTraceWriter::close() {
     return d.close_result;
 }
 
-Result<void> writeNativeTrace(const Trace& trace, const std::string& path,
-                              const NativeWriterOptions& options) {
+namespace {
+
+Result<void> writeWholeTrace(const Trace& trace, const std::string& path,
+                             const NativeWriterOptions& options) {
     auto created = NativeTraceWriter::create(path, trace.metadata, options);
     if (!created) return created.error();
     NativeTraceWriter& w = **created;
@@ -136,6 +139,16 @@ Result<void> writeNativeTrace(const Trace& trace, const std::string& path,
     if (trace.allocator_state) w.setAllocatorState(*trace.allocator_state);
     if (trace.metrics) w.setRunMetrics(*trace.metrics);
     return w.close();
+}
+
+}  // namespace
+
+// A whole trace replaces PATH only once it is complete: an old file survives a
+// full disk, and no partial file is left behind.
+Result<void> writeNativeTrace(const Trace& trace, const std::string& path,
+                              const NativeWriterOptions& options) {
+    return writeFileReplacing(
+        path, [&](const std::string& temp) { return writeWholeTrace(trace, temp, options); });
 }
 
 }  // namespace memscope

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "memscope/file_io.h"
 #include "memscope/native_format.h"
 
 namespace memscope {
@@ -126,6 +127,9 @@ Result<OpenedRun> openRun(const std::string& path, const PluginRegistry& registr
     OpenedRun run;
     run.path = path;
     if (!fs::is_directory(status)) {
+        // A pipe or device cannot be read twice (probe, then load): refuse it
+        // with a message rather than hang on it.
+        if (auto regular = requireRegularFile(path); !regular) return regular.error();
         auto one = openTrace(path, registry, ctx, options);
         if (!one) return one.error();
         run.name = one->trace->metadata.name.empty() ? stem(path) : one->trace->metadata.name;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "saturating.h"
+
 namespace memscope {
 
 std::string_view toString(TrainingPhase phase) {
@@ -223,10 +225,11 @@ PhasePeaks PhasePeakTracker::finish(
         const Window& w = windows_[i];
         WindowPeak p = w.peak;
         if (w.seen) {
-            p.bytes += initial_live;
-            p.start_bytes = w.start_live + initial_live;
+            addSat(p.bytes, initial_live);
+            p.start_bytes = w.start_live;
+            addSat(p.start_bytes, initial_live);
             for (int c = 0; c < kCategoryCount; ++c)
-                p.by_category[size_t(c)] += initial_by_category[size_t(c)];
+                addSat(p.by_category[size_t(c)], initial_by_category[size_t(c)]);
         } else {
             // Nothing was allocated or freed inside: the value in force then.
             p.bytes = p.start_bytes = live.valueAt(w.start);

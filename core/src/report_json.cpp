@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "json_out.h"
+#include "memscope/peak_explainer.h"
 #include "memscope/phases.h"
 
 namespace memscope {
@@ -83,6 +84,32 @@ void peaksByStep(Out& w, const Trace& trace, const std::vector<StepPeaks>& steps
     w.EndArray();
 }
 
+void peakSites(Out& w, const Trace& trace, const DeviceTimeline& tl,
+               const std::vector<SiteAtPeak>& sites) {
+    w.StartArray();
+    for (const SiteAtPeak& s : sites) {
+        w.StartObject();
+        key(w, "site");
+        string(w, s.label);
+        key(w, "bytes");
+        w.Int64(s.bytes);
+        key(w, "count");
+        w.Uint(s.count);
+        key(w, "category");
+        string(w, toString(s.category));
+        // The lifetime of the site's largest allocation live at the peak.
+        const AllocationInterval& a = tl.intervals[s.largest];
+        key(w, "largest_bytes");
+        w.Uint64(a.size);
+        key(w, "largest_alloc_us");
+        optional(w, a.alloc_event == kNoEvent ? std::nullopt : micros(trace, a.start));
+        key(w, "largest_free_us");
+        optional(w, a.free_event == kNoEvent ? std::nullopt : micros(trace, a.end));
+        w.EndObject();
+    }
+    w.EndArray();
+}
+
 }  // namespace json
 
 std::string peaksByPhaseToJson(const Trace& trace, const PhasePeaks& peaks) {
@@ -158,6 +185,12 @@ std::string summaryToJson(std::span<const FileReport> files) {
             optional(w, d.last_time_us);
             key(w, "categories_at_peak");
             categories(w, d.categories_at_peak);
+            if (f.trace && f.timeline) {
+                if (const DeviceTimeline* tl = f.timeline->device(device)) {
+                    key(w, "peak_sites");
+                    peakSites(w, *f.trace, *tl, sitesAtPeak(*f.trace, *tl, 10));
+                }
+            }
             if (f.trace) {
                 key(w, "peaks_by_phase");
                 peaksByPhase(w, *f.trace, d.phase_peaks.by_phase);

@@ -1,12 +1,18 @@
+#include "memscope/timeline.h"
+
 #include <algorithm>
 #include <numeric>
 #include <unordered_map>
 
-#include "memscope/timeline.h"
 #include "phase_peak_tracker.h"
+#include "saturating.h"
 
 namespace memscope {
 namespace {
+
+using detail::addSat;
+using detail::clampSize;
+using detail::subSat;
 
 constexpr uint64_t kProgressEvery = 1u << 20;
 
@@ -15,7 +21,9 @@ int64_t effectiveEnd(const AllocationInterval& a) {
     return a.free_event == kNoEvent ? INT64_MAX : a.end;
 }
 
-bool addsSegment(EventKind k) { return k == EventKind::SegmentAlloc || k == EventKind::SegmentMap; }
+bool addsSegment(EventKind k) {
+    return k == EventKind::SegmentAlloc || k == EventKind::SegmentMap;
+}
 bool removesSegment(EventKind k) {
     return k == EventKind::SegmentFree || k == EventKind::SegmentUnmap;
 }
@@ -62,7 +70,8 @@ public:
         for (auto& s : tl_.live_by_category) s.finalize();
         tl_.reserved.finalize();
         describePeak();
-        tl_.phase_peaks = tracker_.finish(tl_.initial_live, initialByCat_, tl_.live, tl_.live_by_category);
+        tl_.phase_peaks =
+            tracker_.finish(tl_.initial_live, initialByCat_, tl_.live, tl_.live_by_category);
         return std::move(tl_);
     }
 
@@ -82,49 +91,55 @@ private:
             }
             const uint64_t ti = tl_.trace_events[local];
             const Event& e = events[ti];
-            const bool changesLive = e.kind == EventKind::Alloc || e.kind == EventKind::FreeCompleted;
+            const bool changesLive =
+                e.kind == EventKind::Alloc || e.kind == EventKind::FreeCompleted;
             detail::PhasePeakTracker::Slot slot;
-            if (changesLive && !tracker_.idle()) slot = tracker_.enter(e, int64_t(local), live, byCat);
+            if (changesLive && !tracker_.idle())
+                slot = tracker_.enter(e, int64_t(local), live, byCat);
             switch (e.kind) {
                 case EventKind::Alloc: {
-                    live += int64_t(e.size);
-                    byCat[index(e.category)] += int64_t(e.size);
+                    addSat(live, clampSize(e.size));
+                    addSat(byCat[index(e.category)], clampSize(e.size));
                     // A second alloc at a live address replaces it, as memory_viz does.
                     open_[e.address] = uint32_t(allocs_.size());
                     allocs_.push_back(AllocationInterval{e.time, tl_.end, e.address, e.size, ti,
                                                          kNoEvent, e.stack, e.phase, e.category});
                     allocSpans_.push_back({int64_t(local), kNever});
                     tl_.live.append(e.time, live);
-                    tl_.live_by_category[index(e.category)].append(e.time, byCat[index(e.category)]);
+                    tl_.live_by_category[index(e.category)].append(e.time,
+                                                                   byCat[index(e.category)]);
                     break;
                 }
                 case EventKind::FreeCompleted: {
                     Category cat = e.category;
-                    int64_t size = int64_t(e.size);
+                    int64_t size = clampSize(e.size);
                     if (auto it = open_.find(e.address); it != open_.end()) {
                         AllocationInterval& a = allocs_[it->second];
                         a.end = e.time;
                         a.free_event = ti;
                         allocSpans_[it->second].freed = int64_t(local);
                         cat = a.category;
-                        size = int64_t(a.size);
+                        size = clampSize(a.size);
                         open_.erase(it);
                     } else {
                         ghosts_.push_back(AllocationInterval{tl_.start, e.time, e.address, e.size,
                                                              kNoEvent, ti, e.stack, e.phase,
                                                              e.category});
                         ghostSpans_.push_back({-1, int64_t(local)});
-                        initialByCat_[index(cat)] += size;
+                        addSat(initialByCat_[index(cat)], size);
                     }
-                    live -= size;
-                    byCat[index(cat)] -= size;
+                    subSat(live, size);
+                    subSat(byCat[index(cat)], size);
                     tl_.live.append(e.time, live);
                     tl_.live_by_category[index(cat)].append(e.time, byCat[index(cat)]);
                     break;
                 }
                 default:
                     if (addsSegment(e.kind) || removesSegment(e.kind)) {
-                        reservedDelta += addsSegment(e.kind) ? int64_t(e.size) : -int64_t(e.size);
+                        if (addsSegment(e.kind))
+                            addSat(reservedDelta, clampSize(e.size));
+                        else
+                            subSat(reservedDelta, clampSize(e.size));
                         tl_.reserved.append(e.time, reservedDelta);
                     }
                     continue;
@@ -151,17 +166,19 @@ private:
                                                      kNoEvent, kNoEvent, b.stack, PhaseId(),
                                                      Category::Unknown});
                 ghostSpans_.push_back({-1, kNever});
-                initialByCat_[index(Category::Unknown)] += int64_t(b.size);
+                addSat(initialByCat_[index(Category::Unknown)], clampSize(b.size));
             }
         }
     }
 
     void applyInitialValues() {
-        const int64_t initial = std::accumulate(initialByCat_.begin(), initialByCat_.end(), int64_t(0));
+        int64_t initial = 0;
+        for (int64_t v : initialByCat_) addSat(initial, v);
         tl_.initial_live = initial;
         shift(tl_.live, initial);
         for (int c = 0; c < kCategoryCount; ++c) shift(tl_.live_by_category[c], initialByCat_[c]);
-        tl_.peak.bytes = initial + peakRelative_;
+        tl_.peak.bytes = initial;
+        addSat(tl_.peak.bytes, peakRelative_);
         tl_.peak.event_index = peakLocal_;
         tl_.peak.by_category = {};
     }
@@ -169,9 +186,14 @@ private:
     static void shift(StepSeries& s, int64_t by) {
         // StepSeries is append-only: rebuild it with the offset applied.
         StepSeries shifted;
-        shifted.initial = s.initial + by;
+        shifted.initial = s.initial;
+        addSat(shifted.initial, by);
         shifted.reserve(s.size());
-        for (size_t i = 0; i < s.size(); ++i) shifted.append(s.xs()[i], s.ys()[i] + by);
+        for (size_t i = 0; i < s.size(); ++i) {
+            int64_t y = s.ys()[i];
+            addSat(y, by);
+            shifted.append(s.xs()[i], y);
+        }
         s = std::move(shifted);
     }
 
@@ -200,8 +222,10 @@ private:
         if (trace_.allocator_state) {
             int64_t finalReserved = 0;
             for (const Segment& s : trace_.allocator_state->segments)
-                if (s.device == tl_.device) finalReserved += int64_t(s.total_size);
-            initial = std::max<int64_t>(0, finalReserved - reservedDelta_);
+                if (s.device == tl_.device) addSat(finalReserved, clampSize(s.total_size));
+            int64_t diff = finalReserved;
+            subSat(diff, reservedDelta_);
+            initial = std::max<int64_t>(0, diff);
         }
         shift(tl_.reserved, initial);
     }
@@ -223,7 +247,7 @@ private:
         for (uint32_t i = 0; i < tl_.intervals.size(); ++i) {
             const AllocationInterval& a = tl_.intervals[i];
             if (spans_[i].allocated > peakLocal || spans_[i].freed <= peakLocal) continue;
-            p.by_category[index(a.category)] += int64_t(a.size);
+            addSat(p.by_category[index(a.category)], clampSize(a.size));
             p.live_intervals.push_back(i);
             StackBytes& sb = stacks[a.stack.value];
             sb.stack = a.stack;
@@ -236,7 +260,8 @@ private:
         for (auto& [id, sb] : stacks) p.by_stack.push_back(sb);
         std::sort(p.by_stack.begin(), p.by_stack.end(),
                   [](const StackBytes& x, const StackBytes& y) { return x.bytes > y.bytes; });
-        if (p.by_stack.size() > options_.peak_top_stacks) p.by_stack.resize(options_.peak_top_stacks);
+        if (p.by_stack.size() > options_.peak_top_stacks)
+            p.by_stack.resize(options_.peak_top_stacks);
     }
 
     const Trace& trace_;
@@ -267,8 +292,9 @@ private:
 std::vector<uint32_t> DeviceTimeline::liveAt(int64_t x) const {
     std::vector<uint32_t> out;
     // Intervals are sorted by start: only those before the first start > x count.
-    const auto past = std::upper_bound(intervals.begin(), intervals.end(), x,
-                                       [](int64_t v, const AllocationInterval& a) { return v < a.start; });
+    const auto past =
+        std::upper_bound(intervals.begin(), intervals.end(), x,
+                         [](int64_t v, const AllocationInterval& a) { return v < a.start; });
     const size_t count = size_t(past - intervals.begin());
     for (size_t block = 0; block * kIntervalBlock < count; ++block) {
         if (block < interval_block_end.size() && interval_block_end[block] <= x) continue;

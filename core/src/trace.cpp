@@ -1,7 +1,7 @@
+#include "memscope/trace.h"
+
 #include <algorithm>
 #include <cstdint>
-
-#include "memscope/trace.h"
 
 namespace memscope {
 namespace {
@@ -22,18 +22,52 @@ size_t hashFrames(std::span<const FrameId> frames) {
 
 }  // namespace
 
-const std::string* TraceMetadata::property(std::string_view key) const {
-    for (const auto& [k, v] : properties)
-        if (k == key) return &v;
+const std::pair<std::string, std::string>* TraceMetadata::find(std::string_view key) const {
+    constexpr size_t kScanBelow = 32;
+    if (properties.size() < kScanBelow) {
+        for (const auto& p : properties)
+            if (p.first == key) return &p;
+        return nullptr;
+    }
+    auto valid = [&] {
+        // Direct edits of `properties` since the index was built show as a
+        // shorter list or a key no longer where the index has it.
+        if (indexed_ > properties.size()) return false;
+        for (size_t i : {size_t(0), indexed_ / 2, indexed_ ? indexed_ - 1 : 0})
+            if (i < indexed_) {
+                auto it = property_index_.find(properties[i].first);
+                if (it == property_index_.end() || it->second != i) return false;
+            }
+        return true;
+    };
+    if (!valid()) {
+        property_index_.clear();
+        indexed_ = 0;
+    }
+    for (; indexed_ < properties.size(); ++indexed_)
+        property_index_.try_emplace(properties[indexed_].first, indexed_);
+    auto it = property_index_.find(key);
+    if (it == property_index_.end()) return nullptr;
+    if (it->second < properties.size() && properties[it->second].first == key)
+        return &properties[it->second];
+    // Edited behind the index: rebuild once.
+    property_index_.clear();
+    indexed_ = 0;
+    for (const auto& p : properties)
+        if (p.first == key) return &p;
     return nullptr;
 }
 
+const std::string* TraceMetadata::property(std::string_view key) const {
+    const auto* p = find(key);
+    return p ? &p->second : nullptr;
+}
+
 void TraceMetadata::setProperty(std::string key, std::string value) {
-    for (auto& [k, v] : properties)
-        if (k == key) {
-            v = std::move(value);
-            return;
-        }
+    if (const auto* p = find(key)) {
+        const_cast<std::pair<std::string, std::string>*>(p)->second = std::move(value);
+        return;
+    }
     properties.emplace_back(std::move(key), std::move(value));
 }
 

@@ -4,10 +4,14 @@
 #include <charconv>
 #include <cstring>
 
+#include "memscope/file_io.h"
+
 namespace memscope::json_input {
 namespace {
 
-bool isGzip(const unsigned char* p, size_t n) { return n >= 2 && p[0] == 0x1f && p[1] == 0x8b; }
+bool isGzip(const unsigned char* p, size_t n) {
+    return n >= 2 && p[0] == 0x1f && p[1] == 0x8b;
+}
 
 class FileSource final : public Source {
 public:
@@ -61,8 +65,10 @@ public:
             if (z_.avail_in == 0) {
                 const size_t n = raw_->read(in_.data(), in_.size());
                 if (n == 0) {
-                    if (!raw_->error().empty()) error_ = raw_->error();
-                    else if (!member_ended_) error_ = "truncated gzip data";
+                    if (!raw_->error().empty())
+                        error_ = raw_->error();
+                    else if (!member_ended_)
+                        error_ = "truncated gzip data";
                     done_ = true;
                     break;
                 }
@@ -99,6 +105,8 @@ private:
 }  // namespace
 
 Result<std::unique_ptr<Source>> openFile(const std::string& path) {
+    // A pipe would block here and could not be read again after the probe.
+    if (auto regular = requireRegularFile(path); !regular) return regular.error();
     std::FILE* f = std::fopen(path.c_str(), "rb");
     if (!f) return makeError("cannot open " + path + ": " + std::strerror(errno));
     unsigned char magic[2] = {0, 0};
@@ -107,7 +115,8 @@ Result<std::unique_ptr<Source>> openFile(const std::string& path) {
     const long size = std::ftell(f);
     std::fseek(f, 0, SEEK_SET);
     std::unique_ptr<Source> raw = std::make_unique<FileSource>(f, size > 0 ? uint64_t(size) : 0);
-    if (isGzip(magic, n)) return std::unique_ptr<Source>(std::make_unique<GzipSource>(std::move(raw)));
+    if (isGzip(magic, n))
+        return std::unique_ptr<Source>(std::make_unique<GzipSource>(std::move(raw)));
     return raw;
 }
 
@@ -163,7 +172,8 @@ bool microsToNanos(const char* s, size_t n, int64_t& out) {
         int64_t us;
         if (!parseInt(s, n, us) || __builtin_mul_overflow(us, int64_t(1000), &out)) {
             double d;
-            if (!parseDouble(s, n, d) || !(d * 1000.0 > -9.2e18 && d * 1000.0 < 9.2e18)) return false;
+            if (!parseDouble(s, n, d) || !(d * 1000.0 > -9.2e18 && d * 1000.0 < 9.2e18))
+                return false;
             out = int64_t(d * 1000.0);
         }
         return true;

@@ -43,7 +43,18 @@ std::string headText(std::span<const std::byte> head, size_t max = 2048);
 class Stream {
 public:
     using Ch = char;
-    explicit Stream(Source& source) : source_(source), buf_(256 * 1024) { refill(); }
+    explicit Stream(Source& source, const TaskContext* ctx = nullptr)
+        : source_(source), ctx_(ctx), buf_(256 * 1024) {
+        refill();
+    }
+    // The handler calls mark() at every value it is given. A run of text with
+    // no value in it longer than kMaxRun (a giant string, key, number or
+    // whitespace) stops the parse: RapidJSON would hold a whole string in
+    // memory before handing it over, whether the importer uses it or not.
+    void mark() { run_start_ = offset_ + pos_; }
+    bool cancelled() const { return cancelled_; }
+    const std::string& error() const { return error_; }
+    static constexpr uint64_t kMaxRun = 64ull << 20;
     Ch Peek() const { return pos_ < end_ ? buf_[pos_] : '\0'; }
     Ch Take() {
         if (pos_ >= end_) return '\0';
@@ -59,12 +70,31 @@ public:
     size_t PutEnd(Ch*) { return 0; }
 
 private:
+    // Every 256 KiB: cancel and the run limit are checked here, so both take
+    // effect within a millisecond whatever the text is.
     void refill() {
         offset_ += end_;
         pos_ = 0;
+        end_ = 0;
+        if (ctx_ && ctx_->cancelled()) {
+            cancelled_ = true;
+            return;
+        }
+        if (offset_ - run_start_ > kMaxRun) {
+            if (error_.empty())
+                error_ = "no JSON value ends within " + std::to_string(kMaxRun >> 20) +
+                         " MiB at byte " + std::to_string(run_start_) +
+                         " of the uncompressed text (a string, key or blank run this long is "
+                         "not a trace memscope reads)";
+            return;
+        }
         end_ = source_.read(buf_.data(), buf_.size());
     }
     Source& source_;
+    const TaskContext* ctx_;
+    uint64_t run_start_ = 0;
+    bool cancelled_ = false;
+    std::string error_;
     std::vector<char> buf_;
     size_t pos_ = 0, end_ = 0;
     uint64_t offset_ = 0;

@@ -1,5 +1,6 @@
 #include "pickle_machine.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -61,7 +62,8 @@ bool Machine::popMark(size_t& mark) {
 
 Value Machine::newContainer(Kind kind) {
     // Over the limit: the next step sees the error and stops.
-    if (live_containers_ >= limits_.max_live_containers) fail("more live containers than the limit");
+    if (live_containers_ >= limits_.max_live_containers)
+        fail("more live containers than the limit");
     uint32_t index;
     if (!free_.empty()) {
         index = free_.back();
@@ -87,13 +89,16 @@ void Machine::release(uint32_t index) {
             slot = c.replacement.tag == Tag::None ? Value{Tag::Dead, 0, 0} : c.replacement;
     }
     live_items_ -= c.items.size();
-    if (c.items.capacity() > 256) std::vector<Value>().swap(c.items);
-    else c.items.clear();
+    if (c.items.capacity() > 256)
+        std::vector<Value>().swap(c.items);
+    else
+        c.items.clear();
     c.replacement = Value{};
     c.memo = -1;
     c.sink = 0;
     c.live = false;
     c.folded = false;
+    c.shared = false;
     ++c.generation;
     --live_containers_;
     free_.push_back(index);
@@ -119,7 +124,9 @@ Container* Machine::containerAt(size_t stack_index, Kind kind, const char* what)
     Container* c = stack_index < stack_.size() ? deref(stack_[stack_index]) : nullptr;
     if (!c || c->kind != kind) {
         fail(std::string(what) + " on something that is not a live " +
-             (kind == Kind::Dict ? "dict" : kind == Kind::Set ? "set" : "list"));
+             (kind == Kind::Dict  ? "dict"
+              : kind == Kind::Set ? "set"
+                                  : "list"));
         return nullptr;
     }
     return c;
@@ -127,12 +134,19 @@ Container* Machine::containerAt(size_t stack_index, Kind kind, const char* what)
 
 bool Machine::memoPut(uint64_t index) {
     if (stack_.empty()) return fail("memo store with an empty stack");
-    if (index >= limits_.max_memo) return fail("memo index " + std::to_string(index) + " beyond the limit");
+    if (index >= limits_.max_memo)
+        return fail("memo index " + std::to_string(index) + " beyond the limit");
     if (index == memo_.size()) {
         memo_.push_back(Value{Tag::Unset, 0, 0});
     } else if (index > memo_.size()) {
-        // Python writes memo indexes densely; a huge gap is an attempt to make us allocate.
-        if (index > memo_.size() + 65536) return fail("memo index " + std::to_string(index) + " far beyond the memo");
+        // Python writes memo indexes densely; gaps are an attempt to make us
+        // allocate. All gaps together may not exceed the memo's real size.
+        memo_gaps_ += index - memo_.size();
+        if (memo_gaps_ >
+                std::max<uint64_t>(65536, memo_.size() - memo_gaps_ + index - memo_.size()) ||
+            index > memo_.size() + 65536)
+            return fail("memo index " + std::to_string(index) + " far beyond the memo (" +
+                        std::to_string(memo_.size()) + " slots): not a pickle Python writes");
         memo_.resize(size_t(index) + 1, Value{Tag::Unset, 0, 0});
     }
     const Value& v = stack_.back();
@@ -158,7 +172,9 @@ bool Machine::appendAll(uint32_t list, size_t from) {
         for (size_t k = from; k < stack_.size() && plain; ++k) plain = stack_[k].tag != Tag::Ref;
         if (plain && n > 0) {
             bool consumed = false;
-            if (!handler_.onPlainBatch(*this, list, std::span<const Value>(stack_).subspan(from), consumed)) return false;
+            if (!handler_.onPlainBatch(*this, list, std::span<const Value>(stack_).subspan(from),
+                                       consumed))
+                return false;
             if (consumed) {
                 stack_.resize(from);
                 handler_.onBatchEnd(*this);
@@ -168,15 +184,16 @@ bool Machine::appendAll(uint32_t list, size_t from) {
     }
     size_t i = from;
     while (i < stack_.size()) {
-        if (stack_[i].tag == Tag::Ref) {
+        if (stack_[i].tag == Tag::Ref || stack_[i].tag == Tag::Entry) {
             if (!appendTo(list, stack_[i])) return false;
             ++i;
             continue;
         }
         size_t j = i + 1;  // a run of plain values (e.g. interned frames): one insert
-        while (j < stack_.size() && stack_[j].tag != Tag::Ref) ++j;
+        while (j < stack_.size() && stack_[j].tag != Tag::Ref && stack_[j].tag != Tag::Entry) ++j;
         auto& items = containers_[list].items;
-        items.insert(items.end(), stack_.begin() + std::ptrdiff_t(i), stack_.begin() + std::ptrdiff_t(j));
+        items.insert(items.end(), stack_.begin() + std::ptrdiff_t(i),
+                     stack_.begin() + std::ptrdiff_t(j));
         live_items_ += j - i;
         i = j;
     }
@@ -225,6 +242,9 @@ bool Machine::buildTuple(size_t from) {
 Result<Value> Machine::run(const TaskContext& ctx, const std::function<void(uint64_t)>& consumed) {
     uint64_t next_report = kReportEvery;
     while (!stopped_) {
+        // Cancel is polled every 4096 opcodes too: one opcode costs at most
+        // one entry's conversion, so a cancel takes effect within milliseconds.
+        if ((++ops_ & 0xfff) == 0 && ctx.cancelled()) return cancelledError();
         if (pos_ >= next_report) {
             if (ctx.cancelled()) return cancelledError();
             ctx.report(pos_, size_);
@@ -250,14 +270,17 @@ bool Machine::step(uint8_t op) {
             if (!need(1)) return false;
             protocol_ = data_[pos_++];
             if (protocol_ < 2 || protocol_ > 5)
-                return fail("pickle protocol " + std::to_string(protocol_) + " is not supported (2 to 5 are)");
+                return fail("pickle protocol " + std::to_string(protocol_) +
+                            " is not supported (2 to 5 are)");
             return true;
         }
         case FRAME: {
             if (!need(8)) return false;
             const uint64_t len = readLE(data_ + pos_, 8);
             pos_ += 8;
-            if (len > size_ - pos_) return fail("truncated: a FRAME of " + std::to_string(len) + " bytes runs past the end");
+            if (len > size_ - pos_)
+                return fail("truncated: a FRAME of " + std::to_string(len) +
+                            " bytes runs past the end");
             return true;
         }
         case STOP:
@@ -265,7 +288,8 @@ bool Machine::step(uint8_t op) {
             stopped_ = true;
             return true;
         case MARK:
-            if (marks_.size() >= limits_.max_marks) return fail("MARKs nested deeper than the limit");
+            if (marks_.size() >= limits_.max_marks)
+                return fail("MARKs nested deeper than the limit");
             marks_.push_back(stack_.size());
             return true;
         case POP:
@@ -274,18 +298,22 @@ bool Machine::step(uint8_t op) {
                 return true;
             }
             if (stack_.empty()) return fail("POP from an empty stack");
+            dropPopped(stack_.back());
             stack_.pop_back();
             return true;
         case POP_MARK: {
             size_t m;
             if (!popMark(m)) return false;
+            for (size_t i = m; i < stack_.size(); ++i) dropPopped(stack_[i]);
             stack_.resize(m);
             return true;
         }
         case DUP:
             if (stack_.empty()) return fail("DUP on an empty stack");
+            markShared(stack_.back());
             return push(stack_.back());
-        case MEMOIZE: return memoPut(memo_.size());
+        case MEMOIZE:
+            return memoPut(memo_.size());
         case BINPUT:
             if (!need(1)) return false;
             return memoPut(data_[pos_++]);
@@ -300,13 +328,17 @@ bool Machine::step(uint8_t op) {
             if (!need(4)) return false;
             pos_ += 4;
             return memoGet(readLE(data_ + pos_ - 4, 4));
-        case NONE: return push(Value{Tag::None, 0, 0});
-        case NEWTRUE: return push(Value{Tag::Bool, 0, 1});
-        case NEWFALSE: return push(Value{Tag::Bool, 0, 0});
+        case NONE:
+            return push(Value{Tag::None, 0, 0});
+        case NEWTRUE:
+            return push(Value{Tag::Bool, 0, 1});
+        case NEWFALSE:
+            return push(Value{Tag::Bool, 0, 0});
         case BININT:
             if (!need(4)) return false;
             pos_ += 4;
-            return push(Value{Tag::Int, 0, uint64_t(int64_t(int32_t(uint32_t(readLE(data_ + pos_ - 4, 4)))))});
+            return push(Value{Tag::Int, 0,
+                              uint64_t(int64_t(int32_t(uint32_t(readLE(data_ + pos_ - 4, 4)))))});
         case BININT1:
             if (!need(1)) return false;
             return push(Value{Tag::Int, 0, data_[pos_++]});
@@ -344,7 +376,8 @@ bool Machine::step(uint8_t op) {
         case BINBYTES:
             if (!need(4)) return false;
             pos_ += 4;
-            return pushString(op == BINUNICODE ? Tag::Str : Tag::Bytes, readLE(data_ + pos_ - 4, 4));
+            return pushString(op == BINUNICODE ? Tag::Str : Tag::Bytes,
+                              readLE(data_ + pos_ - 4, 4));
         case BINSTRING: {
             if (!need(4)) return false;
             const int32_t n = int32_t(uint32_t(readLE(data_ + pos_, 4)));
@@ -357,17 +390,24 @@ bool Machine::step(uint8_t op) {
         case BYTEARRAY8:
             if (!need(8)) return false;
             pos_ += 8;
-            return pushString(op == BINUNICODE8 ? Tag::Str : Tag::Bytes, readLE(data_ + pos_ - 8, 8));
-        case EMPTY_LIST: return push(newContainer(Kind::List));
-        case EMPTY_DICT: return push(newContainer(Kind::Dict));
-        case EMPTY_TUPLE: return push(newContainer(Kind::Tuple));
-        case EMPTY_SET: return push(newContainer(Kind::Set));
+            return pushString(op == BINUNICODE8 ? Tag::Str : Tag::Bytes,
+                              readLE(data_ + pos_ - 8, 8));
+        case EMPTY_LIST:
+            return push(newContainer(Kind::List));
+        case EMPTY_DICT:
+            return push(newContainer(Kind::Dict));
+        case EMPTY_TUPLE:
+            return push(newContainer(Kind::Tuple));
+        case EMPTY_SET:
+            return push(newContainer(Kind::Set));
         case TUPLE1:
         case TUPLE2:
         case TUPLE3: {
             const size_t n = size_t(op - TUPLE1 + 1);
-            if (stack_.size() < n) return fail(std::string(opName(op)) + " with too few values on the stack");
-            if (!marks_.empty() && marks_.back() > stack_.size() - n) return fail(std::string(opName(op)) + " across a MARK");
+            if (stack_.size() < n)
+                return fail(std::string(opName(op)) + " with too few values on the stack");
+            if (!marks_.empty() && marks_.back() > stack_.size() - n)
+                return fail(std::string(opName(op)) + " across a MARK");
             return buildTuple(stack_.size() - n);
         }
         case TUPLE:
@@ -400,7 +440,8 @@ bool Machine::step(uint8_t op) {
         }
         case APPEND: {
             if (stack_.size() < 2) return fail("APPEND with too few values on the stack");
-            if (!marks_.empty() && marks_.back() > stack_.size() - 2) return fail("APPEND across a MARK");
+            if (!marks_.empty() && marks_.back() > stack_.size() - 2)
+                return fail("APPEND across a MARK");
             if (!containerAt(stack_.size() - 2, Kind::List, "APPEND")) return false;
             const Value item = stack_.back();
             stack_.pop_back();
@@ -411,7 +452,8 @@ bool Machine::step(uint8_t op) {
         case APPENDS: {
             size_t m;
             if (!popMark(m)) return false;
-            if (m == 0 || !containerAt(m - 1, Kind::List, "APPENDS")) return m == 0 ? fail("APPENDS with no list") : false;
+            if (m == 0 || !containerAt(m - 1, Kind::List, "APPENDS"))
+                return m == 0 ? fail("APPENDS with no list") : false;
             return appendAll(uint32_t(stack_[m - 1].bits), m);
         }
         case ADDITEMS: {
@@ -427,10 +469,12 @@ bool Machine::step(uint8_t op) {
         }
         case SETITEM: {
             if (stack_.size() < 3) return fail("SETITEM with too few values on the stack");
-            if (!marks_.empty() && marks_.back() > stack_.size() - 3) return fail("SETITEM across a MARK");
+            if (!marks_.empty() && marks_.back() > stack_.size() - 3)
+                return fail("SETITEM across a MARK");
             Container* d = containerAt(stack_.size() - 3, Kind::Dict, "SETITEM");
             if (!d) return false;
-            if (!addItem(*d, stack_[stack_.size() - 2]) || !addItem(*d, stack_.back())) return false;
+            if (!addItem(*d, stack_[stack_.size() - 2]) || !addItem(*d, stack_.back()))
+                return false;
             stack_.resize(stack_.size() - 2);
             return true;
         }
@@ -442,7 +486,9 @@ bool Machine::step(uint8_t op) {
             Container* d = containerAt(m - 1, Kind::Dict, "SETITEMS");
             if (!d) return false;
             live_items_ += stack_.size() - m;
-            if (live_items_ > limits_.max_live_items) return fail("more live objects than the limit");
+            if (live_items_ > limits_.max_live_items)
+                return fail("more live objects than the limit");
+            for (size_t i = m; i < stack_.size(); ++i) markShared(stack_[i]);
             d->items.insert(d->items.end(), stack_.begin() + std::ptrdiff_t(m), stack_.end());
             stack_.resize(m);
             return true;
@@ -451,13 +497,20 @@ bool Machine::step(uint8_t op) {
         case READONLY_BUFFER:
             return fail(std::string("opcode ") + std::string(opName(op)) +
                         " needs out-of-band buffers, which snapshots never use: refused");
-        case INT: case LONG: case FLOAT: case STRING: case UNICODE: case GET: case PUT:
+        case INT:
+        case LONG:
+        case FLOAT:
+        case STRING:
+        case UNICODE:
+        case GET:
+        case PUT:
             return fail("protocol-0 text opcode " + std::string(opName(op)) + " (" + hexByte(op) +
                         ") is not supported");
         default:
             if (runsCode(op))
                 return fail("refused opcode " + std::string(opName(op)) + " (" + hexByte(op) +
-                            "): it would make Python import or call code, which a memory snapshot never needs");
+                            "): it would make Python import or call code, which a memory snapshot "
+                            "never needs");
             return fail("unknown opcode " + hexByte(op));
     }
 }

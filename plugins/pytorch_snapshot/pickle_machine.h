@@ -22,12 +22,19 @@
 namespace memscope::pickle {
 
 enum class Tag : uint8_t {
-    None, Bool, Int, UInt, Float, Str, Bytes,
+    None,
+    Bool,
+    Int,
+    UInt,
+    Float,
+    Str,
+    Bytes,
     Ref,    // a container: bits = index, aux = generation
     Frame,  // a frame dict already interned: bits = FrameId
     Stack,  // a frames list already interned: bits = StackId
     Dead,   // an object that was consumed and freed
     Unset,  // memo slot never written (never on the stack)
+    Entry,  // a trace entry dict already converted: bits = event index
 };
 
 struct Value {
@@ -52,19 +59,20 @@ struct Container {
     Value replacement;         // what the memo holds once freed (Frame/Stack); None = Dead
     int64_t memo = -1;         // latest memo slot holding this container
     uint32_t generation = 0;
-    uint32_t sink = 0;         // for the handler (0 = none)
+    uint32_t sink = 0;  // for the handler (0 = none)
     Kind kind = Kind::List;
     bool live = false;
     bool folded = false;  // the handler keeps the items elsewhere (see onPlainBatch)
+    bool shared = false;  // referenced from another container or DUP'ed: a POP cannot free it
 };
 
 struct Limits {
-    uint64_t max_string = 64ull << 20;         // bytes in one string
-    uint64_t max_memo = 64ull << 20;           // memo slots
-    uint64_t max_stack = 4ull << 20;           // values on the stack
-    uint64_t max_marks = 1ull << 16;           // nesting of MARKs (depth)
-    uint64_t max_live_containers = 4ull << 20; // lists/dicts/tuples alive at once
-    uint64_t max_live_items = 32ull << 20;     // values held by live containers
+    uint64_t max_string = 64ull << 20;          // bytes in one string
+    uint64_t max_memo = 64ull << 20;            // memo slots
+    uint64_t max_stack = 4ull << 20;            // values on the stack
+    uint64_t max_marks = 1ull << 16;            // nesting of MARKs (depth)
+    uint64_t max_live_containers = 4ull << 20;  // lists/dicts/tuples alive at once
+    uint64_t max_live_items = 32ull << 20;      // values held by live containers
 };
 
 class Machine;
@@ -82,7 +90,8 @@ public:
     // handler may keep them in its own form (a frames list as a StackId: the
     // hot path of every snapshot) and set `consumed`; it then marks the list
     // `folded` and must give the items back in unfold() if more are appended.
-    virtual bool onPlainBatch(Machine& m, uint32_t list, std::span<const Value> items, bool& consumed) {
+    virtual bool onPlainBatch(Machine& m, uint32_t list, std::span<const Value> items,
+                              bool& consumed) {
         (void)m, (void)list, (void)items, (void)consumed;
         return true;
     }
@@ -128,14 +137,23 @@ private:
     bool appendTo(uint32_t list, Value item);
     bool addItem(Container& c, Value v) {
         if (++live_items_ > limits_.max_live_items) return fail("more live objects than the limit");
+        markShared(v);
         c.items.push_back(v);
         return true;
+    }
+    void markShared(const Value& v) {
+        if (Container* c = deref(v)) c->shared = true;
+    }
+    // A container popped off the stack that nothing else refers to is garbage.
+    void dropPopped(const Value& v) {
+        if (Container* c = deref(v); c && !c->shared && c->memo < 0) release(uint32_t(v.bits));
     }
     bool appendAll(uint32_t list, size_t from);
     void unfold(uint32_t list);
     bool memoPut(uint64_t index);
     bool memoGet(uint64_t index) {
-        if (index >= memo_.size() || memo_[size_t(index)].tag == Tag::Unset) return memoMissing(index);
+        if (index >= memo_.size() || memo_[size_t(index)].tag == Tag::Unset)
+            return memoMissing(index);
         return push(memo_[size_t(index)]);
     }
     bool memoMissing(uint64_t index);
@@ -161,6 +179,8 @@ private:
     std::vector<uint32_t> free_;
     uint64_t live_containers_ = 0;
     uint64_t live_items_ = 0;
+    uint64_t memo_gaps_ = 0;  // slots skipped by memo stores so far
+    uint64_t ops_ = 0;
 };
 
 }  // namespace memscope::pickle

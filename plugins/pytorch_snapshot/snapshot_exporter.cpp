@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "memscope/file_io.h"
 #include "memscope/plugins/pytorch_snapshot.h"
 #include "pickle_writer.h"
 
@@ -16,30 +17,43 @@ namespace memscope::pytorch_snapshot {
 namespace {
 
 constexpr std::string_view kCategoryNames[kCategoryCount] = {
-    "parameter", "optimizer_state", "input", "temporary",
-    "activation", "gradient", "autograd_detail", "unknown"};
+    "parameter",  "optimizer_state", "input",           "temporary",
+    "activation", "gradient",        "autograd_detail", "unknown"};
 
 std::string_view actionOf(EventKind k) {
     switch (k) {
-        case EventKind::Alloc: return "alloc";
-        case EventKind::FreeRequested: return "free_requested";
-        case EventKind::FreeCompleted: return "free_completed";
-        case EventKind::SegmentAlloc: return "segment_alloc";
-        case EventKind::SegmentFree: return "segment_free";
-        case EventKind::SegmentMap: return "segment_map";
-        case EventKind::SegmentUnmap: return "segment_unmap";
-        case EventKind::Oom: return "oom";
-        case EventKind::Snapshot: return "snapshot";
-        case EventKind::Marker: return "annotate";
+        case EventKind::Alloc:
+            return "alloc";
+        case EventKind::FreeRequested:
+            return "free_requested";
+        case EventKind::FreeCompleted:
+            return "free_completed";
+        case EventKind::SegmentAlloc:
+            return "segment_alloc";
+        case EventKind::SegmentFree:
+            return "segment_free";
+        case EventKind::SegmentMap:
+            return "segment_map";
+        case EventKind::SegmentUnmap:
+            return "segment_unmap";
+        case EventKind::Oom:
+            return "oom";
+        case EventKind::Snapshot:
+            return "snapshot";
+        case EventKind::Marker:
+            return "annotate";
     }
     return "annotate";
 }
 
 std::string_view stateName(BlockState s) {
     switch (s) {
-        case BlockState::ActiveAllocated: return "active_allocated";
-        case BlockState::ActivePendingFree: return "active_pending_free";
-        case BlockState::Inactive: return "inactive";
+        case BlockState::ActiveAllocated:
+            return "active_allocated";
+        case BlockState::ActivePendingFree:
+            return "active_pending_free";
+        case BlockState::Inactive:
+            return "inactive";
     }
     return "inactive";
 }
@@ -99,7 +113,8 @@ private:
         keys_.emplace(std::string(s), w_.memoize());
     }
     void interned(StringId id) {
-        if (id.value < string_memo_.size() && string_memo_[id.value] != kNone) return w_.get(string_memo_[id.value]);
+        if (id.value < string_memo_.size() && string_memo_[id.value] != kNone)
+            return w_.get(string_memo_[id.value]);
         w_.string(t_.string(id));
         if (id.value >= string_memo_.size()) string_memo_.resize(id.value + 1, kNone);
         string_memo_[id.value] = w_.memoize();
@@ -108,13 +123,21 @@ private:
     void writeJson(const nlohmann::ordered_json& j, int depth) {
         using T = nlohmann::ordered_json::value_t;
         switch (j.type()) {
-            case T::null: case T::discarded: return w_.none();
-            case T::boolean: return w_.boolean(j.get<bool>());
-            case T::number_integer: return w_.integer(j.get<int64_t>());
-            case T::number_unsigned: return w_.unsignedInteger(j.get<uint64_t>());
-            case T::number_float: return w_.floating(j.get<double>());
-            case T::string: return w_.string(j.get_ref<const std::string&>());
-            case T::binary: return w_.none();
+            case T::null:
+            case T::discarded:
+                return w_.none();
+            case T::boolean:
+                return w_.boolean(j.get<bool>());
+            case T::number_integer:
+                return w_.integer(j.get<int64_t>());
+            case T::number_unsigned:
+                return w_.unsignedInteger(j.get<uint64_t>());
+            case T::number_float:
+                return w_.floating(j.get<double>());
+            case T::string:
+                return w_.string(j.get_ref<const std::string&>());
+            case T::binary:
+                return w_.none();
             case T::array: {
                 w_.emptyList();
                 pickle::Batcher b(w_, false);
@@ -145,7 +168,8 @@ private:
     }
 
     void frame(FrameId id) {
-        if (id.value < frame_memo_.size() && frame_memo_[id.value] != kNone) return w_.get(frame_memo_[id.value]);
+        if (id.value < frame_memo_.size() && frame_memo_[id.value] != kNone)
+            return w_.get(frame_memo_[id.value]);
         const Frame& f = t_.frame(id);
         w_.emptyDict();
         const uint32_t memo = w_.memoize();
@@ -162,7 +186,8 @@ private:
     }
     void stack(StackId id) {
         if (id.isNull()) return w_.emptyList();
-        if (id.value < stack_memo_.size() && stack_memo_[id.value] != kNone) return w_.get(stack_memo_[id.value]);
+        if (id.value < stack_memo_.size() && stack_memo_[id.value] != kNone)
+            return w_.get(stack_memo_[id.value]);
         w_.emptyList();
         const uint32_t memo = w_.memoize();
         pickle::Batcher b(w_, false);
@@ -194,20 +219,30 @@ private:
             w_.emptyDict();
             w_.memoize();
             w_.mark();
-            key("device"); w_.integer(s.device);
-            key("address"); w_.unsignedInteger(s.address);
-            key("total_size"); w_.unsignedInteger(s.total_size);
-            key("allocated_size"); w_.unsignedInteger(allocated);
-            key("active_size"); w_.unsignedInteger(active);
-            key("requested_size"); w_.unsignedInteger(requested);
-            key("stream"); w_.unsignedInteger(s.stream);
-            key("segment_type"); key(s.large ? "large" : "small");
+            key("device");
+            w_.integer(s.device);
+            key("address");
+            w_.unsignedInteger(s.address);
+            key("total_size");
+            w_.unsignedInteger(s.total_size);
+            key("allocated_size");
+            w_.unsignedInteger(allocated);
+            key("active_size");
+            w_.unsignedInteger(active);
+            key("requested_size");
+            w_.unsignedInteger(requested);
+            key("stream");
+            w_.unsignedInteger(s.stream);
+            key("segment_type");
+            key(s.large ? "large" : "small");
             key("segment_pool_id");
             w_.unsignedInteger(s.pool_id_first);
             w_.unsignedInteger(s.pool_id_second);
             w_.tuple2();
-            key("is_expandable"); w_.boolean(s.expandable);
-            key("frames"); stack(s.stack);
+            key("is_expandable");
+            w_.boolean(s.expandable);
+            key("frames");
+            stack(s.stack);
             key("blocks");
             w_.emptyList();
             pickle::Batcher blocks(w_, false);
@@ -215,11 +250,16 @@ private:
                 blocks.item();
                 w_.emptyDict();
                 w_.mark();
-                key("address"); w_.unsignedInteger(b.address);
-                key("size"); w_.unsignedInteger(b.size);
-                key("requested_size"); w_.unsignedInteger(b.requested_size);
-                key("state"); key(stateName(b.state));
-                key("frames"); stack(b.stack);
+                key("address");
+                w_.unsignedInteger(b.address);
+                key("size");
+                w_.unsignedInteger(b.size);
+                key("requested_size");
+                w_.unsignedInteger(b.requested_size);
+                key("state");
+                key(stateName(b.state));
+                key("frames");
+                stack(b.stack);
                 w_.setItems();
             }
             blocks.finish();
@@ -255,12 +295,17 @@ private:
             for (const Segment& s : t_.allocator_state->segments)
                 max_device = std::max(max_device, s.device);
         std::vector<std::vector<uint64_t>> by_device(size_t(max_device + 2));  // [0] = host
-        for (uint64_t i = 0; i < t_.events.size(); ++i) by_device[size_t(t_.events[i].device + 1)].push_back(i);
+        for (uint64_t i = 0; i < t_.events.size(); ++i)
+            by_device[size_t(t_.events[i].device + 1)].push_back(i);
         for (auto& v : by_device)
-            std::stable_sort(v.begin(), v.end(), [&](uint64_t a, uint64_t b) { return t_.events[a].time < t_.events[b].time; });
-        defaults_ = nlohmann::ordered_json::parse(
-            t_.metadata.property("pytorch.entry_defaults") ? *t_.metadata.property("pytorch.entry_defaults") : "{}",
-            nullptr, false);
+            std::stable_sort(v.begin(), v.end(), [&](uint64_t a, uint64_t b) {
+                return t_.events[a].time < t_.events[b].time;
+            });
+        defaults_ =
+            nlohmann::ordered_json::parse(t_.metadata.property("pytorch.entry_defaults")
+                                              ? *t_.metadata.property("pytorch.entry_defaults")
+                                              : "{}",
+                                          nullptr, false);
         w_.emptyList();
         w_.memoize();
         pickle::Batcher devices(w_, false);
@@ -303,7 +348,8 @@ private:
         bool has_cc = false, has_um = false;
         for (auto a = lo; a != hi; ++a) {
             const std::string_view k = t_.string(a->key);
-            if (k == "action" && (e.kind == EventKind::Marker || e.kind == EventKind::FreeCompleted))
+            if (k == "action" &&
+                (e.kind == EventKind::Marker || e.kind == EventKind::FreeCompleted))
                 action = t_.string(a->value);
             has_cc |= k == "compile_context";
             has_um |= k == "user_metadata";
@@ -311,34 +357,41 @@ private:
         w_.emptyDict();
         w_.memoize();
         w_.mark();
-        key("action"); key(action);
+        key("action");
+        key(action);
         if (e.kind != EventKind::Oom) {
             key("addr");
             w_.unsignedInteger(e.address);
         }
-        key("size"); w_.unsignedInteger(e.size);
-        key("stream"); w_.unsignedInteger(e.stream < t_.streams.size() ? t_.streams[e.stream] : 0);
+        key("size");
+        w_.unsignedInteger(e.size);
+        key("stream");
+        w_.unsignedInteger(e.stream < t_.streams.size() ? t_.streams[e.stream] : 0);
         if (t_.metadata.time_base == TimeBase::Nanoseconds) {
             key("time_us");
             w_.integer(e.time >= 0 ? e.time / 1000 : -((-e.time + 999) / 1000));
         }
-        key("frames"); stack(e.stack);
+        key("frames");
+        stack(e.stack);
         for (auto a = lo; a != hi; ++a) {
             const std::string_view k = t_.string(a->key);
             if (k == "action") continue;
             key(k);
             const std::string_view v = t_.string(a->value);
-            if (k == "compile_context" || k == "user_metadata") w_.string(v);
+            if (k == "compile_context" || k == "user_metadata")
+                w_.string(v);
             else if (k == "pool_id") {
                 const nlohmann::ordered_json j = nlohmann::ordered_json::parse(v, nullptr, false);
-                if (j.is_array() && j.size() == 2 && j[0].is_number_integer() && j[1].is_number_integer()) {
+                if (j.is_array() && j.size() == 2 && j[0].is_number_integer() &&
+                    j[1].is_number_integer()) {
                     w_.unsignedInteger(j[0].get<uint64_t>());
                     w_.unsignedInteger(j[1].get<uint64_t>());
                     w_.tuple2();
                 } else {
                     json(std::string(v));
                 }
-            } else json(std::string(v));
+            } else
+                json(std::string(v));
         }
         if (!has_cc && defaults_.is_object() && defaults_.contains("compile_context")) {
             key("compile_context");
@@ -351,7 +404,8 @@ private:
         if (with_categories_) {
             const bool other = e.kind != EventKind::Alloc && e.kind != EventKind::FreeCompleted;
             key("category");
-            key(unknown_on_other_kinds_ && other ? std::string_view("unknown") : kCategoryNames[index(e.category)]);
+            key(unknown_on_other_kinds_ && other ? std::string_view("unknown")
+                                                 : kCategoryNames[index(e.category)]);
         }
         w_.setItems();
     }
@@ -521,9 +575,13 @@ private:
             w_.emptyDict();
             w_.mark();
             key("stage");
-            key(a.stage == AnnotationStage::Start ? "START" : a.stage == AnnotationStage::End ? "END" : "INSTANT");
-            key("name"); interned(a.name);
-            key("device"); w_.integer(a.device);
+            key(a.stage == AnnotationStage::Start ? "START"
+                : a.stage == AnnotationStage::End ? "END"
+                                                  : "INSTANT");
+            key("name");
+            interned(a.name);
+            key("device");
+            w_.integer(a.device);
             key("time_us");
             w_.integer(a.time_us);
             w_.setItems();
@@ -551,14 +609,27 @@ private:
 
 }  // namespace
 
-Result<void> exportFile(const Trace& trace, const std::string& path, const TaskContext& ctx) {
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> out(std::fopen(path.c_str(), "wb"), &std::fclose);
+namespace {
+
+Result<void> writeFile(const Trace& trace, const std::string& path, const TaskContext& ctx) {
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> out(std::fopen(path.c_str(), "wb"),
+                                                        &std::fclose);
     if (!out) return makeError("cannot write " + path + ": " + std::strerror(errno));
     std::setvbuf(out.get(), nullptr, _IOFBF, 1 << 20);
     SnapshotWriter writer(trace, out.get(), ctx);
     if (auto r = writer.write(); !r) return makeError("cannot write " + path + ": " + r.message());
-    if (std::fclose(out.release()) != 0) return makeError("cannot write " + path + ": " + std::strerror(errno));
+    if (std::fclose(out.release()) != 0)
+        return makeError("cannot write " + path + ": " + std::strerror(errno));
     return {};
+}
+
+}  // namespace
+
+// Through a temporary file renamed into place: a failed write (a full disk, a
+// cancel) leaves an existing PATH as it was and no partial file.
+Result<void> exportFile(const Trace& trace, const std::string& path, const TaskContext& ctx) {
+    return writeFileReplacing(path,
+                              [&](const std::string& temp) { return writeFile(trace, temp, ctx); });
 }
 
 }  // namespace memscope::pytorch_snapshot

@@ -2,7 +2,7 @@
 #include <filesystem>
 #include <functional>
 
-#include "mapped_file.h"
+#include "memscope/file_io.h"
 #include "memscope/plugins/pytorch_snapshot.h"
 #include "pickle_machine.h"
 #include "pickle_opcodes.h"
@@ -22,11 +22,13 @@ Result<Trace> run(std::span<const std::byte> bytes, const TaskContext& ctx, std:
     pickle::Limits limits;
     // A hostile file must not make us hold many times its size; real snapshots
     // keep only the current entry alive, far below these.
-    limits.max_live_items = std::max<uint64_t>(1u << 20, std::min<uint64_t>(limits.max_live_items, bytes.size()));
+    limits.max_live_items =
+        std::max<uint64_t>(1u << 20, std::min<uint64_t>(limits.max_live_items, bytes.size()));
     pickle::Machine machine(bytes, mapper, limits);
     Result<pickle::Value> root = machine.run(ctx, consumed);
     if (!root) return root.error();
     if (auto ok = mapper.finish(machine, *root); !ok) return ok.error();
+    for (LoadWarning& w : mapper.warnings()) ctx.warn(std::move(w));
     return trace;
 }
 
@@ -51,20 +53,26 @@ int probe(std::span<const std::byte> head, std::string_view path) {
     return 20;  // some other pickle: we may still read it, others should win
 }
 
-Result<Trace> importBytes(std::span<const std::byte> bytes, const TaskContext& ctx, std::string name) {
+Result<Trace> importBytes(std::span<const std::byte> bytes, const TaskContext& ctx,
+                          std::string name) {
     return run(bytes, ctx, std::move(name), {});
 }
 
 Result<Trace> importFile(const std::string& path, const TaskContext& ctx) {
-    auto file = MappedFile::open(path);
+    // Guarded: a file cut short by another process while it is read gives an
+    // error, never SIGBUS.
+    auto file = InputFile::open(path);
     if (!file) return file.error();
-    MappedFile& f = **file;
+    InputFile& f = **file;
     // Memo references reach back a little; dropping pages more than 64 MiB behind
     // the reader costs at most a page fault from the page cache when one does.
     auto consumed = [&f](uint64_t offset) {
         if (offset > (64u << 20)) f.dropBefore(size_t(offset - (64u << 20)));
     };
-    return run(f.bytes(), ctx, std::filesystem::path(path).stem().string(), consumed);
+    Result<Trace> trace =
+        run(f.bytes(), ctx, std::filesystem::path(path).stem().string(), consumed);
+    if (f.shrank()) return makeError(f.shrankMessage());
+    return trace;
 }
 
 }  // namespace memscope::pytorch_snapshot

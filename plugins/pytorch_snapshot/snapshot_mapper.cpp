@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -49,15 +50,31 @@ BlockState stateOf(std::string_view s) {
     return BlockState::Inactive;
 }
 
-void renderInto(Machine& m, const Value& v, int depth, std::string& out) {
-    constexpr size_t kMaxText = 64 * 1024;
-    if (out.size() > kMaxText) return;
+// Longer text is cut (a memoized megabyte string rendered once per entry would
+// otherwise be stored once per entry).
+constexpr size_t kMaxAttributeText = 4096;
+
+void renderInto(Machine& m, const Value& v, int depth, std::string& out, size_t max_text) {
+    if (out.size() > max_text) return;
     char buf[40];
     switch (v.tag) {
-        case Tag::None: case Tag::Dead: case Tag::Unset: out += "null"; return;
-        case Tag::Bool: out += v.bits ? "true" : "false"; return;
-        case Tag::Int: std::snprintf(buf, sizeof buf, "%" PRId64, v.asI64()); out += buf; return;
-        case Tag::UInt: std::snprintf(buf, sizeof buf, "%" PRIu64, v.asU64()); out += buf; return;
+        case Tag::None:
+        case Tag::Dead:
+        case Tag::Unset:
+        case Tag::Entry:
+            out += "null";
+            return;
+        case Tag::Bool:
+            out += v.bits ? "true" : "false";
+            return;
+        case Tag::Int:
+            std::snprintf(buf, sizeof buf, "%" PRId64, v.asI64());
+            out += buf;
+            return;
+        case Tag::UInt:
+            std::snprintf(buf, sizeof buf, "%" PRIu64, v.asU64());
+            out += buf;
+            return;
         case Tag::Float: {
             std::snprintf(buf, sizeof buf, "%.17g", v.asDouble());
             out += buf;
@@ -65,9 +82,16 @@ void renderInto(Machine& m, const Value& v, int depth, std::string& out) {
             if (!std::strpbrk(buf, ".eEn")) out += ".0";
             return;
         }
-        case Tag::Str: case Tag::Bytes: appendJsonString(out, m.str(v)); return;
-        case Tag::Frame: case Tag::Stack: out += "null"; return;
-        case Tag::Ref: break;
+        case Tag::Str:
+        case Tag::Bytes:
+            appendJsonString(out, m.str(v).substr(0, max_text - std::min(max_text, out.size())));
+            return;
+        case Tag::Frame:
+        case Tag::Stack:
+            out += "null";
+            return;
+        case Tag::Ref:
+            break;
     }
     Container* c = m.deref(v);
     if (!c || depth <= 0) {
@@ -79,21 +103,22 @@ void renderInto(Machine& m, const Value& v, int depth, std::string& out) {
         for (size_t i = 0; i + 1 < c->items.size(); i += 2) {
             if (i) out += ',';
             const Value& k = c->items[i];
-            if (k.tag == Tag::Str || k.tag == Tag::Bytes) appendJsonString(out, m.str(k));
+            if (k.tag == Tag::Str || k.tag == Tag::Bytes)
+                appendJsonString(out, m.str(k));
             else {
                 std::string key;
-                renderInto(m, k, depth - 1, key);
+                renderInto(m, k, depth - 1, key, max_text);
                 appendJsonString(out, key);
             }
             out += ':';
-            renderInto(m, c->items[i + 1], depth - 1, out);
+            renderInto(m, c->items[i + 1], depth - 1, out, max_text);
         }
         out += '}';
     } else {
         out += '[';
         for (size_t i = 0; i < c->items.size(); ++i) {
             if (i) out += ',';
-            renderInto(m, c->items[i], depth - 1, out);
+            renderInto(m, c->items[i], depth - 1, out, max_text);
         }
         out += ']';
     }
@@ -145,9 +170,71 @@ PhaseGuess classifyPhase(std::string_view name) {
     return g;
 }
 
-std::string renderJson(Machine& m, const Value& v, int depth) {
+std::string renderJson(Machine& m, const Value& v, int depth, size_t max_text) {
     std::string out;
-    renderInto(m, v, depth, out);
+    renderInto(m, v, depth, out, max_text);
+    return out;
+}
+
+// Long strings are interned once per place in the input (a memo slot is one
+// place): hashing an 8 MiB string for every frame that refers to it is what
+// made 40,000 such frames take minutes.
+StringId SnapshotMapper::internStr(Machine& m, const Value& v) {
+    if (v.aux < 256) return trace_.internString(m.str(v));
+    auto [it, fresh] = long_strings_.try_emplace(v.bits);
+    if (fresh) it->second = trace_.internString(m.str(v));
+    return it->second;
+}
+
+bool SnapshotMapper::dropEntry(Machine& m, uint32_t dict, Drops& why, std::string first) {
+    if (why.count++ == 0) why.first = std::move(first);
+    releaseTree(m, Value{Tag::Ref, m.at(dict).generation, dict}, 2, true);
+    return true;
+}
+
+// The same entry dict in a second list (a memo reference): Python sees one
+// object in both lists, so both get the event.
+bool SnapshotMapper::duplicateEntry(Machine& m, uint32_t list, uint64_t event) {
+    if (event >= trace_.events.size()) return true;
+    const uint32_t sink = sinkFor(m, list, kEventSink);
+    if (sink == UINT32_MAX) return false;
+    const uint64_t index = trace_.events.size();
+    auto& ranges = event_sinks_[sink].ranges;
+    if (!ranges.empty() && ranges.back().second == index)
+        ++ranges.back().second;
+    else
+        ranges.emplace_back(index, index + 1);
+    const auto first =
+        std::lower_bound(trace_.attributes.begin(), trace_.attributes.end(), event,
+                         [](const EventAttribute& a, uint64_t e) { return a.event < e; });
+    std::vector<EventAttribute> copies;
+    for (auto it = first; it != trace_.attributes.end() && it->event == event; ++it) {
+        copies.push_back(*it);
+        copies.back().event = index;
+    }
+    trace_.attributes.insert(trace_.attributes.end(), copies.begin(), copies.end());
+    trace_.events.push_back(trace_.events[event]);
+    has_time_.push_back(has_time_[event]);
+    if (!has_time_[event]) ++events_without_time_;
+    return true;
+}
+
+std::vector<LoadWarning> SnapshotMapper::warnings() const {
+    std::vector<LoadWarning> out;
+    auto add = [&](const Drops& d, WarningKind kind, const std::string& what) {
+        if (d.count)
+            out.push_back({kind, std::to_string(d.count) + " " + what + " (first: " + d.first + ")",
+                           d.count});
+    };
+    add(bad_addr_, WarningKind::SkippedRecords,
+        "trace entries with an 'addr' that is not an integer were left out");
+    add(huge_size_, WarningKind::SkippedRecords,
+        "trace entries with a 'size' of 2^63 bytes or more were left out");
+    add(bad_time_, WarningKind::ClampedValues,
+        "trace entries without a usable 'time_us' (missing, NaN or out of range) were given the "
+        "time of the entry before them on their device");
+    add(cut_text_, WarningKind::ClampedValues,
+        "attribute values longer than 4 KiB were cut to 4 KiB");
     return out;
 }
 
@@ -160,15 +247,18 @@ SnapshotMapper::SnapshotMapper(Trace& trace) : trace_(trace) {
 }
 
 void SnapshotMapper::attribute(StringId key, std::string_view value) {
-    trace_.attributes.push_back(EventAttribute{trace_.events.size(), key, trace_.internString(value)});
+    trace_.attributes.push_back(
+        EventAttribute{trace_.events.size(), key, trace_.internString(value)});
 }
 
 uint32_t SnapshotMapper::sinkFor(Machine& m, uint32_t list, uint32_t type) {
     Container& c = m.at(list);
     if (c.sink == 0) {
         const size_t index = type == kEventSink ? event_sinks_.size() : segment_sinks_.size();
-        if (type == kEventSink) event_sinks_.emplace_back();
-        else segment_sinks_.emplace_back();
+        if (type == kEventSink)
+            event_sinks_.emplace_back();
+        else
+            segment_sinks_.emplace_back();
         c.sink = uint32_t((index + 1) << 1) | type;
     }
     if ((c.sink & 1) != type) {
@@ -193,6 +283,10 @@ void SnapshotMapper::onBatchEnd(Machine& m) {
 }
 
 bool SnapshotMapper::onAppend(Machine& m, uint32_t list, Value& item, bool& keep) {
+    if (item.tag == Tag::Entry) {
+        keep = false;
+        return duplicateEntry(m, list, item.bits);
+    }
     Container* c = m.deref(item);
     if (!c || c->kind != Kind::Dict) return true;
     if (c->replacement.tag == Tag::Frame) {  // the same frame dict twice in one batch
@@ -206,10 +300,12 @@ bool SnapshotMapper::onAppend(Machine& m, uint32_t list, Value& item, bool& keep
         if (k == "action") {
             action = true;  // torch writes it first: no need to look further
             break;
-        }
-        else if (k == "filename") filename = true;
-        else if (k == "name") name = true;
-        else if (k == "total_size" || k == "blocks") segment = true;
+        } else if (k == "filename")
+            filename = true;
+        else if (k == "name")
+            name = true;
+        else if (k == "total_size" || k == "blocks")
+            segment = true;
     }
     const uint32_t dict = uint32_t(item.bits);
     if (action) {
@@ -226,7 +322,8 @@ bool SnapshotMapper::onAppend(Machine& m, uint32_t list, Value& item, bool& keep
 
 // A frames list written by CPython is one batch of memo references to frame
 // dicts already interned: intern the stack now, without storing the items.
-bool SnapshotMapper::onPlainBatch(Machine& m, uint32_t list, std::span<const Value> items, bool& consumed) {
+bool SnapshotMapper::onPlainBatch(Machine& m, uint32_t list, std::span<const Value> items,
+                                  bool& consumed) {
     frame_buf_.clear();
     for (const Value& v : items) {
         if (v.tag != Tag::Frame) return true;
@@ -255,8 +352,10 @@ bool SnapshotMapper::convertFrame(Machine& m, uint32_t dict, Value& out) {
             if (d.items[i].tag != Tag::Str) continue;
             const std::string_view k = m.str(d.items[i]);
             const Value& v = d.items[i + 1];
-            if (k == "name" && v.tag == Tag::Str) f.function = trace_.internString(m.str(v));
-            else if (k == "filename" && v.tag == Tag::Str) f.file = trace_.internString(m.str(v));
+            if (k == "name" && v.tag == Tag::Str)
+                f.function = internStr(m, v);
+            else if (k == "filename" && v.tag == Tag::Str)
+                f.file = internStr(m, v);
             else if (k == "line" && v.isInt() && !v.isNegative())
                 f.line = uint32_t(std::min<uint64_t>(v.asU64(), UINT32_MAX));
         }
@@ -291,7 +390,17 @@ StackId SnapshotMapper::stackOf(Machine& m, const Value& frames) {
 bool SnapshotMapper::convertEntry(Machine& m, uint32_t list, uint32_t dict) {
     Container& d = m.at(dict);
     Event ev;
-    bool has_time = false;
+    bool has_time = false, bad_addr = false, huge_size = false;
+    const size_t attrs_before = trace_.attributes.size();
+    auto render = [&](const Value& v, int depth) {
+        std::string text = renderJson(m, v, depth, kMaxAttributeText);
+        if (text.size() >= kMaxAttributeText && cut_text_.count++ == 0)
+            cut_text_.first = "entry " + std::to_string(entries_seen_);
+        return text;
+    };
+    auto attributeStr = [&](StringId key, const Value& v) {
+        trace_.attributes.push_back(EventAttribute{trace_.events.size(), key, internStr(m, v)});
+    };
     Value frames;
     std::string_view action;
     bool has_action = false;
@@ -305,9 +414,17 @@ bool SnapshotMapper::convertEntry(Machine& m, uint32_t list, uint32_t dict) {
             action = m.str(v);
             has_action = true;
         } else if (key == "addr") {
-            if (v.isInt()) ev.address = v.asU64();
+            if (v.isInt())
+                ev.address = v.asU64();
+            else if (v.tag != Tag::None)
+                bad_addr = true;
         } else if (key == "size") {
-            if (!v.isInt() || v.isNegative()) return m.fail("a trace entry's 'size' is not a non-negative integer");
+            if (v.tag == Tag::UInt) {
+                huge_size = true;
+                continue;
+            }
+            if (!v.isInt() || v.isNegative())
+                return m.fail("a trace entry's 'size' is not a non-negative integer");
             ev.size = v.asU64();
         } else if (key == "stream") {
             if (v.isInt()) ev.stream = trace_.internStream(v.asU64());
@@ -320,6 +437,13 @@ bool SnapshotMapper::convertEntry(Machine& m, uint32_t list, uint32_t dict) {
                 has_time = true;
             } else if (v.tag == Tag::UInt) {
                 return m.fail("a trace entry's 'time_us' is out of range");
+            } else if (v.tag == Tag::Float) {
+                // A float clock (some writers): used where finite and in range.
+                const double ns = v.asDouble() * 1000.0;
+                if (ns > -9.2e18 && ns < 9.2e18) {
+                    ev.time = int64_t(std::llround(ns));
+                    has_time = true;
+                }
             }
         } else if (key == "frames") {
             frames = v;
@@ -330,25 +454,35 @@ bool SnapshotMapper::convertEntry(Machine& m, uint32_t list, uint32_t dict) {
             // "N/A" is PyTorch's "none"; storing it per event would cost more than the event.
             if (v.tag == Tag::Str) {
                 const std::string_view s = m.str(v);
-                if (!s.empty() && s != "N/A") attribute(key_compile_context_, s);
+                if (!s.empty() && s != "N/A") attributeStr(key_compile_context_, v);
             } else if (v.tag != Tag::None) {
-                attribute(key_compile_context_, renderJson(m, v, 4));
+                attribute(key_compile_context_, render(v, 4));
             }
         } else if (key == "user_metadata") {
             saw_user_metadata_ = true;
             if (v.tag == Tag::Str) {
-                if (v.aux) attribute(key_user_metadata_, m.str(v));
+                if (v.aux) attributeStr(key_user_metadata_, v);
             } else if (v.tag != Tag::None) {
-                attribute(key_user_metadata_, renderJson(m, v, 4));
+                attribute(key_user_metadata_, render(v, 4));
             }
         } else if (key == "pool_id") {
-            const std::string s = renderJson(m, v, 2);
+            const std::string s = render(v, 2);
             if (s != "[0,0]" && s != "null") attribute(key_pool_id_, s);
         } else {
-            attribute(trace_.internString(key), renderJson(m, v, 4));
+            attribute(internStr(m, k), render(v, 4));
         }
     }
     if (!has_action) return m.fail("a trace entry without 'action'");
+    ++entries_seen_;
+    auto where = [&] {
+        return "entry " + std::to_string(entries_seen_ - 1) + " ('" + std::string(action) + "')";
+    };
+    if (bad_addr || huge_size) {
+        // Attributes pushed for it go with it.
+        trace_.attributes.resize(attrs_before);
+        return dropEntry(m, dict, bad_addr ? bad_addr_ : huge_size_, where());
+    }
+    if (!has_time && bad_time_.first.empty()) bad_time_.first = where();
     const std::optional<EventKind> kind = kindOf(action);
     ev.kind = kind.value_or(EventKind::Marker);
     // The action's own name is kept where the kind does not say it, so that the
@@ -360,11 +494,18 @@ bool SnapshotMapper::convertEntry(Machine& m, uint32_t list, uint32_t dict) {
     if (sink == UINT32_MAX) return false;
     auto& ranges = event_sinks_[sink].ranges;
     const uint64_t index = trace_.events.size();
-    if (!ranges.empty() && ranges.back().second == index) ++ranges.back().second;
-    else ranges.emplace_back(index, index + 1);
+    if (!ranges.empty() && ranges.back().second == index)
+        ++ranges.back().second;
+    else
+        ranges.emplace_back(index, index + 1);
     trace_.events.push_back(ev);
     has_time_.push_back(has_time);
-    if (!has_time) ++events_without_time_;
+    if (!has_time)
+        ++events_without_time_;
+    else
+        ++events_with_time_;
+    // Another list that refers to this dict (a memo reference) gets the event too.
+    m.at(dict).replacement = Value{Tag::Entry, 0, index};
     releaseTree(m, Value{Tag::Ref, m.at(dict).generation, dict}, 2, true);
     return true;
 }
@@ -381,19 +522,22 @@ bool SnapshotMapper::convertSegment(Machine& m, uint32_t list, uint32_t dict) {
         const std::string_view key = m.str(d.items[i]);
         const Value& v = d.items[i + 1];
         if (key == "device") {
-            if (!v.isInt() || v.asI64() < -1 || v.asI64() > INT16_MAX) return m.fail("a segment's 'device' is out of range");
+            if (!v.isInt() || v.asI64() < -1 || v.asI64() > INT16_MAX)
+                return m.fail("a segment's 'device' is out of range");
             s.device = int16_t(v.asI64());
         } else if (key == "address") {
             if (v.isInt()) s.address = v.asU64();
         } else if (key == "total_size") {
-            if (!v.isInt() || v.isNegative()) return m.fail("a segment's 'total_size' is not a non-negative integer");
+            if (!v.isInt() || v.isNegative())
+                return m.fail("a segment's 'total_size' is not a non-negative integer");
             s.total_size = v.asU64();
         } else if (key == "stream") {
             if (v.isInt()) s.stream = v.asU64();
         } else if (key == "segment_type") {
             if (v.tag == Tag::Str) s.large = m.str(v) != "small";
         } else if (key == "segment_pool_id") {
-            if (Container* t = m.deref(v); t && t->items.size() == 2 && t->items[0].isInt() && t->items[1].isInt()) {
+            if (Container* t = m.deref(v);
+                t && t->items.size() == 2 && t->items[0].isInt() && t->items[1].isInt()) {
                 s.pool_id_first = t->items[0].asU64();
                 s.pool_id_second = t->items[1].asU64();
             }
@@ -446,8 +590,10 @@ bool SnapshotMapper::convertSegment(Machine& m, uint32_t list, uint32_t dict) {
                         if (h0->items[i].tag != Tag::Str) continue;
                         const std::string_view key = m.str(h0->items[i]);
                         const Value& v = h0->items[i + 1];
-                        if (key == "frames") blk.stack = stackOf(m, v);
-                        else if (key == "real_size" && v.isInt() && !v.isNegative() && !has_requested) {
+                        if (key == "frames")
+                            blk.stack = stackOf(m, v);
+                        else if (key == "real_size" && v.isInt() && !v.isNegative() &&
+                                 !has_requested) {
                             blk.requested_size = v.asU64();
                             has_requested = true;
                         }
@@ -458,7 +604,8 @@ bool SnapshotMapper::convertSegment(Machine& m, uint32_t list, uint32_t dict) {
             out.blocks.push_back(blk);
         }
     }
-    if (out.blocks.size() - s.first_block > UINT32_MAX) return m.fail("too many blocks in one segment");
+    if (out.blocks.size() - s.first_block > UINT32_MAX)
+        return m.fail("too many blocks in one segment");
     s.block_count = uint32_t(out.blocks.size() - s.first_block);
     out.segments.push_back(s);
     releaseTree(m, Value{Tag::Ref, m.at(dict).generation, dict}, 4, false);
@@ -468,11 +615,14 @@ bool SnapshotMapper::convertSegment(Machine& m, uint32_t list, uint32_t dict) {
 Result<void> SnapshotMapper::placeDevices(Machine& m, const Value& traces, bool host) {
     const char* what = host ? "host_traces" : "device_traces";
     Container* l = m.deref(traces);
-    if (!l || l->kind == Kind::Dict) return makeError(std::string("not a memory snapshot: '") + what + "' is not a list");
+    if (!l || l->kind == Kind::Dict)
+        return makeError(std::string("not a memory snapshot: '") + what + "' is not a list");
     auto assign = [&](uint32_t sink_tag, int32_t device) -> Result<void> {
-        if ((sink_tag & 1) != kEventSink) return makeError(std::string("'") + what + "' holds segments");
+        if ((sink_tag & 1) != kEventSink)
+            return makeError(std::string("'") + what + "' holds segments");
         EventSink& s = event_sinks_[(sink_tag >> 1) - 1];
-        if (s.device != kUnassigned) return makeError(std::string("a device trace appears twice in '") + what + "'");
+        if (s.device != kUnassigned)
+            return makeError(std::string("a device trace appears twice in '") + what + "'");
         s.device = device;
         return {};
     };
@@ -480,12 +630,15 @@ Result<void> SnapshotMapper::placeDevices(Machine& m, const Value& traces, bool 
     for (size_t i = 0; i < l->items.size(); ++i) {
         Container* d = m.deref(l->items[i]);
         if (!d || d->kind == Kind::Dict)
-            return makeError(std::string("not a memory snapshot: '") + what + "'[" + std::to_string(i) + "] is not a list");
-        if (i > size_t(INT16_MAX)) return makeError(std::string("too many devices in '") + what + "'");
+            return makeError(std::string("not a memory snapshot: '") + what + "'[" +
+                             std::to_string(i) + "] is not a list");
+        if (i > size_t(INT16_MAX))
+            return makeError(std::string("too many devices in '") + what + "'");
         if (d->sink) {
             if (auto r = assign(d->sink, host ? -1 : int32_t(i)); !r) return r;
         } else if (!d->items.empty()) {
-            return makeError(std::string("'") + what + "'[" + std::to_string(i) + "] holds something other than trace entries");
+            return makeError(std::string("'") + what + "'[" + std::to_string(i) +
+                             "] holds something other than trace entries");
         }
     }
     return {};
@@ -493,11 +646,13 @@ Result<void> SnapshotMapper::placeDevices(Machine& m, const Value& traces, bool 
 
 Result<void> SnapshotMapper::addSegments(Machine& m, const Value& list, bool host) {
     Container* l = m.deref(list);
-    if (!l || l->kind == Kind::Dict) return makeError("not a memory snapshot: 'segments' is not a list");
+    if (!l || l->kind == Kind::Dict)
+        return makeError("not a memory snapshot: 'segments' is not a list");
     if (!trace_.allocator_state) trace_.allocator_state.emplace();
     AllocatorState& state = *trace_.allocator_state;
     if (l->sink == 0) {
-        if (!l->items.empty()) return makeError("'segments' holds something other than segment dicts");
+        if (!l->items.empty())
+            return makeError("'segments' holds something other than segment dicts");
         return {};
     }
     if ((l->sink & 1) != kSegmentSink) return makeError("'segments' holds trace entries");
@@ -527,9 +682,12 @@ void SnapshotMapper::addAnnotations(Machine& m, const Value& list) {
             const Value& v = a->items[j + 1];
             if (key == "stage" && v.tag == Tag::Str) {
                 const std::string_view s = m.str(v);
-                ann.stage = s == "START" ? AnnotationStage::Start : s == "END" ? AnnotationStage::End : AnnotationStage::Instant;
+                ann.stage = s == "START" ? AnnotationStage::Start
+                            : s == "END" ? AnnotationStage::End
+                                         : AnnotationStage::Instant;
             } else if (key == "name") {
-                ann.name = trace_.internString(v.tag == Tag::Str ? std::string(m.str(v)) : renderJson(m, v, 2));
+                ann.name = trace_.internString(v.tag == Tag::Str ? std::string(m.str(v))
+                                                                 : renderJson(m, v, 2));
             } else if (key == "device" && v.isInt() && v.asI64() >= -1 && v.asI64() <= INT16_MAX) {
                 ann.device = int16_t(v.asI64());
             } else if (key == "time_us" && v.tag == Tag::Int) {
@@ -579,6 +737,37 @@ void SnapshotMapper::finishEvents() {
         }
         attrs.resize(aw);
     }
+    if (!events.empty() && events_without_time_ > 0 && events_without_time_ < events.size()) {
+        // Some entries have a clock and some do not: the clock is kept, and an
+        // entry without one takes the time of the entry before it on its
+        // device (the first timed one for those before any), with a warning.
+        std::unordered_map<int16_t, int64_t> last, first;
+        for (uint64_t i = 0; i < events.size(); ++i)
+            if (has_time_[i]) first.try_emplace(events[i].device, events[i].time);
+        int64_t any = 0;
+        for (uint64_t i = 0; i < events.size(); ++i)
+            if (has_time_[i]) {
+                any = events[i].time;
+                break;
+            }
+        for (uint64_t i = 0; i < events.size(); ++i) {
+            Event& e = events[i];
+            if (has_time_[i]) {
+                last[e.device] = e.time;
+                continue;
+            }
+            auto it = last.find(e.device);
+            if (it != last.end())
+                e.time = it->second;
+            else if (auto f = first.find(e.device); f != first.end())
+                e.time = f->second;
+            else
+                e.time = any;
+        }
+        bad_time_.count = events_without_time_;
+        if (bad_time_.first.empty()) bad_time_.first = "an entry before the first timed one";
+        events_without_time_ = 0;
+    }
     if (!events.empty() && events_without_time_ == 0) {
         trace_.metadata.time_base = TimeBase::Nanoseconds;
         trace_.metadata.setProperty("pytorch.time_source", "time_us");
@@ -586,9 +775,9 @@ void SnapshotMapper::finishEvents() {
     }
     // No clock (2.1-era files): each device's events are numbered in order.
     trace_.metadata.time_base = TimeBase::EventIndex;
-    trace_.metadata.setProperty("pytorch.time_source",
-                                events.empty() ? "none (no trace entries)"
-                                               : "event index (the snapshot has no time_us)");
+    trace_.metadata.setProperty(
+        "pytorch.time_source",
+        events.empty() ? "none (no trace entries)" : "event index (the snapshot has no time_us)");
     std::vector<int64_t> next(size_t(1) << 16, 0);
     for (Event& e : events) e.time = next[uint16_t(e.device)]++;
 }
@@ -596,14 +785,19 @@ void SnapshotMapper::finishEvents() {
 Result<void> SnapshotMapper::finish(Machine& m, const Value& root) {
     Container* r = m.deref(root);
     if (!r || r->kind == Kind::Tuple || r->kind == Kind::Set)
-        return makeError("not a memory snapshot: the pickle holds no dict or list at the top level");
+        return makeError(
+            "not a memory snapshot: the pickle holds no dict or list at the top level");
     if (r->kind == Kind::List) {
         // torch.cuda.memory_snapshot() and very old dumps: a bare list of segments.
         if (auto s = addSegments(m, root, false); !s) return s;
     } else {
         bool known = false, no_state = false;
+        // A key given twice: the last one wins, as in Python's dict.
+        std::unordered_map<std::string_view, size_t> last_of;
+        for (size_t i = 0; i + 1 < r->items.size(); i += 2)
+            if (r->items[i].tag == Tag::Str) last_of[m.str(r->items[i])] = i;
         for (size_t i = 0; i + 1 < r->items.size(); i += 2) {
-            if (r->items[i].tag != Tag::Str) continue;
+            if (r->items[i].tag != Tag::Str || last_of[m.str(r->items[i])] != i) continue;
             const std::string key(m.str(r->items[i]));
             const Value& v = r->items[i + 1];
             Result<void> ok;
@@ -625,8 +819,10 @@ Result<void> SnapshotMapper::finish(Machine& m, const Value& root) {
                 if (Container* s = m.deref(v); s && s->kind == Kind::Dict) {
                     for (size_t j = 0; j + 1 < s->items.size(); j += 2) {
                         const Value& k = s->items[j];
-                        const std::string name = k.tag == Tag::Str ? std::string(m.str(k)) : renderJson(m, k, 1);
-                        trace_.metadata.setProperty("allocator_settings." + name, renderJson(m, s->items[j + 1]));
+                        const std::string name =
+                            k.tag == Tag::Str ? std::string(m.str(k)) : renderJson(m, k, 1);
+                        trace_.metadata.setProperty("allocator_settings." + name,
+                                                    renderJson(m, s->items[j + 1]));
                     }
                 } else {
                     trace_.metadata.setProperty("allocator_settings", renderJson(m, v));
@@ -636,15 +832,21 @@ Result<void> SnapshotMapper::finish(Machine& m, const Value& root) {
             }
             if (!ok) return ok;
         }
-        if (!known) return makeError("not a memory snapshot: the top-level dict has neither 'segments' nor 'device_traces'");
-        if (no_state && trace_.allocator_state && trace_.allocator_state->segments.empty()) trace_.allocator_state.reset();
+        if (!known)
+            return makeError(
+                "not a memory snapshot: the top-level dict has neither 'segments' nor "
+                "'device_traces'");
+        if (no_state && trace_.allocator_state && trace_.allocator_state->segments.empty())
+            trace_.allocator_state.reset();
     }
     finishEvents();
     buildPhases();
     std::string defaults;
     if (saw_compile_context_) defaults += "\"compile_context\":\"N/A\"";
-    if (saw_user_metadata_) defaults += std::string(defaults.empty() ? "" : ",") + "\"user_metadata\":\"\"";
-    if (!defaults.empty()) trace_.metadata.setProperty("pytorch.entry_defaults", "{" + defaults + "}");
+    if (saw_user_metadata_)
+        defaults += std::string(defaults.empty() ? "" : ",") + "\"user_metadata\":\"\"";
+    if (!defaults.empty())
+        trace_.metadata.setProperty("pytorch.entry_defaults", "{" + defaults + "}");
     trace_.metadata.setProperty("pytorch.pickle_protocol", std::to_string(m.protocol()));
     return {};
 }

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "memscope/trace.h"
@@ -21,12 +22,16 @@ public:
 
     bool onAppend(pickle::Machine& m, uint32_t list, pickle::Value& item, bool& keep) override;
     void onBatchEnd(pickle::Machine& m) override;
-    bool onPlainBatch(pickle::Machine& m, uint32_t list, std::span<const pickle::Value> items, bool& consumed) override;
+    bool onPlainBatch(pickle::Machine& m, uint32_t list, std::span<const pickle::Value> items,
+                      bool& consumed) override;
     void unfold(pickle::Machine& m, uint32_t list) override;
 
     // After the machine stopped: places events on devices, sets the allocator
     // state, annotations and metadata from the top-level value.
     Result<void> finish(pickle::Machine& m, const pickle::Value& root);
+    // Values dropped or cut while mapping: one warning per reason, counted,
+    // naming the first.
+    std::vector<LoadWarning> warnings() const;
 
 private:
     struct EventSink {
@@ -39,6 +44,13 @@ private:
     };
     static constexpr int32_t kUnassigned = INT32_MIN;
 
+    struct Drops {
+        uint64_t count = 0;
+        std::string first;
+    };
+    bool dropEntry(pickle::Machine& m, uint32_t dict, Drops& why, std::string first);
+    bool duplicateEntry(pickle::Machine& m, uint32_t list, uint64_t event);
+    StringId internStr(pickle::Machine& m, const pickle::Value& v);
     bool convertEntry(pickle::Machine& m, uint32_t list, uint32_t dict);
     bool convertSegment(pickle::Machine& m, uint32_t list, uint32_t dict);
     bool convertFrame(pickle::Machine& m, uint32_t dict, pickle::Value& out);
@@ -61,9 +73,13 @@ private:
     std::vector<FrameId> frame_buf_;
     std::vector<uint8_t> has_time_;  // per event: time_us was present
     uint64_t events_without_time_ = 0;
+    uint64_t events_with_time_ = 0;
     bool saw_compile_context_ = false;
     bool saw_user_metadata_ = false;
     std::string scratch_;
+    std::unordered_map<uint64_t, StringId> long_strings_;  // input offset -> id
+    Drops bad_addr_, huge_size_, bad_time_, cut_text_;
+    uint64_t entries_seen_ = 0;
     StringId key_device_free_, key_compile_context_, key_user_metadata_, key_action_, key_pool_id_;
 };
 
@@ -79,6 +95,7 @@ struct PhaseGuess {
 PhaseGuess classifyPhase(std::string_view name);
 
 // Renders a pickle value as JSON text (depth and length limited), for metadata.
-std::string renderJson(pickle::Machine& m, const pickle::Value& v, int depth = 8);
+std::string renderJson(pickle::Machine& m, const pickle::Value& v, int depth = 8,
+                       size_t max_text = 64 * 1024);
 
 }  // namespace memscope::pytorch_snapshot

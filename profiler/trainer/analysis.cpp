@@ -112,6 +112,10 @@ double layerFormula(const ModelConfig& m, Recompute recompute, double e) {
             return e * 16 * sbh + masks * 2 * sbh;
         case Recompute::Block:
             return e * sbh;
+        case Recompute::Sqrt:
+        case Recompute::Segments:
+        case Recompute::Save:
+            return 0;  // not one of the paper's per-layer formulas
     }
     return 0;
 }

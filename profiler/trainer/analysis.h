@@ -58,7 +58,8 @@ int64_t liveAtEnd(const LoadedTrace& t, PhaseId phase, Category category);
 //   none:      e·(16·sbh + 2·as²b) + (2·sbh + as²b)   (= sbh(34 + 5as/h) for e = 2)
 //   selective: e·16·sbh + 2·sbh                       (= 34·sbh)
 //   block:     e·sbh                                  (= 2·sbh)
-// Without dropout the mask terms go.
+// Without dropout the mask terms go. 0 for the other recomputations (sqrt,
+// segments, save), which the paper has no per-layer formula for.
 double gptLayerFormula(const ModelConfig& m, Recompute recompute);
 // The paper's 16-bit number, for reporting next to the e-adjusted one.
 double gptLayerFormula16(const ModelConfig& m, Recompute recompute);

@@ -1,13 +1,75 @@
 #include "config.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <type_traits>
 
+#include "memscope/units.h"
+
 namespace memscope::trainer {
+
+namespace {
+
+struct SaveOpName {
+    SaveOp op;
+    std::string_view name;
+};
+constexpr SaveOpName kSaveOps[] = {{kSaveMatmul, "matmul"}, {kSaveAttention, "attention"}};
+
+std::optional<SaveOp> saveOpByName(std::string_view name) {
+    for (const auto& s : kSaveOps)
+        if (s.name == name) return s.op;
+    return std::nullopt;
+}
+
+// "save:" followed by op kinds joined with ',' (or "none").
+Result<uint32_t> parseSaveOps(std::string_view list) {
+    if (list == "none") return 0u;
+    uint32_t ops = 0;
+    size_t pos = 0;
+    while (true) {
+        const size_t comma = list.find(',', pos);
+        const std::string_view name =
+            list.substr(pos, comma == list.npos ? list.npos : comma - pos);
+        const auto op = saveOpByName(name);
+        if (!op)
+            return makeError("unknown op kind '" + std::string(name) + "' in save:" +
+                             std::string(list) + " (" + std::string(saveOpsHelp()) + ")");
+        ops |= *op;
+        if (comma == list.npos) break;
+        pos = comma + 1;
+    }
+    return ops;
+}
+
+// Whether a ',' item continues the save list before it: an op kind name,
+// possibly followed by a '+' composition ("attention+opt-in-bwd").
+bool continuesSaveList(std::string_view item) {
+    const std::string_view head = item.substr(0, item.find('+'));
+    return head == "none" || saveOpByName(head).has_value();
+}
+
+}  // namespace
+
+std::string saveOpsName(uint32_t ops) {
+    std::string name;
+    for (const auto& s : kSaveOps) {
+        if (!(ops & s.op)) continue;
+        if (!name.empty()) name += ',';
+        name += s.name;
+    }
+    return name.empty() ? "none" : name;
+}
+
+std::string_view saveOpsHelp() {
+    return "op kinds: matmul (linear layers' outputs), attention (gpt's attention core, "
+           "kept whole), none";
+}
 
 std::string policyName(const Policy& policy) {
     std::string name;
@@ -21,10 +83,84 @@ std::string policyName(const Policy& policy) {
         case Recompute::Selective:
             name = "selective";
             break;
+        case Recompute::Sqrt:
+            name = "sqrt";
+            break;
+        case Recompute::Segments:
+            name = "segments:" + std::to_string(policy.segments);
+            break;
+        case Recompute::Save:
+            name = "save:" + saveOpsName(policy.save_ops);
+            break;
     }
     if (policy.optimizer_in_backward) name += name.empty() ? "opt-in-bwd" : "+opt-in-bwd";
     return name;
 }
+
+std::string policyFileStem(const Policy& policy) {
+    std::string stem = policyName(policy);
+    for (char& c : stem)
+        if (c == ':' || c == ',') c = '-';
+    return stem;
+}
+
+namespace {
+
+constexpr std::string_view kPolicyList =
+    "full, block, selective, sqrt, segments:K, save:OPS, opt-in-bwd, all, sweep, or a '+' "
+    "composition such as block+opt-in-bwd";
+
+Result<Policy> parseOnePolicy(std::string_view item) {
+    Policy policy;
+    bool recompute_set = false;
+    size_t p = 0;
+    while (p <= item.size()) {
+        const size_t plus = item.find('+', p);
+        const std::string_view part =
+            item.substr(p, plus == std::string_view::npos ? item.npos : plus - p);
+        std::optional<Policy> recompute;
+        if (part == "full") {
+            recompute = Policy{Recompute::None};
+        } else if (part == "block") {
+            recompute = Policy{Recompute::Block};
+        } else if (part == "selective") {
+            recompute = Policy{Recompute::Selective};
+        } else if (part == "sqrt") {
+            recompute = Policy{Recompute::Sqrt};
+        } else if (part.rfind("segments:", 0) == 0) {
+            const std::string_view k = part.substr(9);
+            int value = 0;
+            auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), value);
+            if (k.empty() || ec != std::errc() || ptr != k.data() + k.size() || value < 1)
+                return makeError("policy '" + std::string(part) +
+                                 "': K must be a whole number >= 1");
+            recompute = Policy{Recompute::Segments, false, value};
+        } else if (part.rfind("save:", 0) == 0) {
+            auto ops = parseSaveOps(part.substr(5));
+            if (!ops) return ops.error();
+            recompute = Policy{Recompute::Save, false, 0, *ops};
+        } else if (part == "opt-in-bwd") {
+            policy.optimizer_in_backward = true;
+        } else {
+            return makeError("unknown policy '" + std::string(part) + "' (" +
+                             std::string(kPolicyList) + ")");
+        }
+        if (recompute) {
+            if (recompute_set)
+                return makeError("policy '" + std::string(item) +
+                                 "': at most one recomputation (full, block, selective, sqrt, "
+                                 "segments:K, save:OPS)");
+            recompute_set = true;
+            recompute->optimizer_in_backward = policy.optimizer_in_backward;
+            policy = *recompute;
+        }
+        if (plus == std::string_view::npos) break;
+        p = plus + 1;
+    }
+    return policy;
+}
+
+}  // namespace
 
 Result<std::vector<Policy>> parsePolicies(std::string_view text) {
     if (text == "all") {
@@ -33,43 +169,85 @@ Result<std::vector<Policy>> parsePolicies(std::string_view text) {
                                    {Recompute::Selective, false},
                                    {Recompute::None, true}};
     }
-    std::vector<Policy> policies;
-    // Comma-separated list; each item a '+' composition of parts.
+    if (text == "sweep") return sweepPolicies(ModelKind::Gpt, 4);
+    // Comma-separated list; a save list's op kinds join the item before them.
+    std::vector<std::string> items;
     size_t pos = 0;
-    while (pos <= text.size()) {
-        size_t comma = text.find(',', pos);
-        std::string_view item =
+    while (true) {
+        const size_t comma = text.find(',', pos);
+        const std::string_view item =
             text.substr(pos, comma == std::string_view::npos ? text.npos : comma - pos);
-        Policy policy;
-        bool recompute_set = false;
-        size_t p = 0;
-        while (p <= item.size()) {
-            size_t plus = item.find('+', p);
-            std::string_view part =
-                item.substr(p, plus == std::string_view::npos ? item.npos : plus - p);
-            if (part == "full" || part == "block" || part == "selective") {
-                if (recompute_set)
-                    return makeError("policy '" + std::string(item) +
-                                     "': at most one of full, block, selective");
-                recompute_set = true;
-                policy.recompute = part == "block"       ? Recompute::Block
-                                   : part == "selective" ? Recompute::Selective
-                                                         : Recompute::None;
-            } else if (part == "opt-in-bwd") {
-                policy.optimizer_in_backward = true;
-            } else {
-                return makeError("unknown policy '" + std::string(part) +
-                                 "' (full, block, selective, opt-in-bwd, all, or a '+' "
-                                 "composition such as block+opt-in-bwd)");
-            }
-            if (plus == std::string_view::npos) break;
-            p = plus + 1;
-        }
-        policies.push_back(policy);
+        if (!items.empty() && items.back().find("save:") != std::string::npos &&
+            items.back().find('+', items.back().find("save:")) == std::string::npos &&
+            continuesSaveList(item))
+            items.back() += "," + std::string(item);
+        else
+            items.emplace_back(item);
         if (comma == std::string_view::npos) break;
         pos = comma + 1;
     }
+    std::vector<Policy> policies;
+    for (const std::string& item : items) {
+        auto policy = parseOnePolicy(item);
+        if (!policy) return policy.error();
+        policies.push_back(*policy);
+    }
     return policies;
+}
+
+std::vector<Policy> sweepPolicies(ModelKind kind, int64_t layers) {
+    std::vector<Policy> base{
+        {Recompute::None}, {Recompute::Block}, {Recompute::Selective}, {Recompute::Sqrt}};
+    if (layers >= 2) base.push_back({Recompute::Segments, false, 2});
+    if (layers >= 4) base.push_back({Recompute::Segments, false, 4});
+    base.push_back({Recompute::Save, false, 0, 0});
+    base.push_back({Recompute::Save, false, 0, kSaveMatmul});
+    if (kind == ModelKind::Gpt) {
+        base.push_back({Recompute::Save, false, 0, kSaveAttention});
+        base.push_back({Recompute::Save, false, 0, kSaveMatmul | kSaveAttention});
+    }
+    std::vector<Policy> all;
+    for (Policy p : base) {
+        all.push_back(p);
+        p.optimizer_in_backward = true;
+        all.push_back(p);
+    }
+    return all;
+}
+
+Result<std::vector<Segment>> segmentPlan(const Policy& policy, int64_t layers) {
+    std::vector<Segment> plan;
+    switch (policy.recompute) {
+        case Recompute::None:
+        case Recompute::Selective:
+            if (layers > 0) plan.push_back({0, layers, false});
+            break;
+        case Recompute::Block:
+        case Recompute::Save:
+            for (int64_t i = 0; i < layers; ++i) plan.push_back({i, i + 1, true});
+            break;
+        case Recompute::Sqrt: {
+            int64_t k = 1;
+            while (k * k < layers) ++k;  // ceil(sqrt(L))
+            for (int64_t i = 0; i < layers; i += k)
+                plan.push_back({i, std::min(i + k, layers), true});
+            break;
+        }
+        case Recompute::Segments: {
+            const int64_t k = policy.segments;
+            if (k < 1 || k > layers)
+                return makeError("policy " + policyName(policy) + ": K must be in [1, " +
+                                 std::to_string(layers) + "], the model's layers");
+            // torch.utils.checkpoint.checkpoint_sequential: segments of L/K
+            // blocks; the last runs without checkpointing.
+            const int64_t size = layers / k;
+            int64_t i = 0;
+            for (int64_t s = 0; s + 1 < k; ++s, i += size) plan.push_back({i, i + size, true});
+            plan.push_back({i, layers, false});
+            break;
+        }
+    }
+    return plan;
 }
 
 std::string_view modelName(ModelKind kind) {
@@ -126,12 +304,12 @@ struct ParsedOptions {
     std::string model = "mlp";
     std::string policy = "all";
     std::string dtype = "fp32";
-    std::string out_dir, json_path;
+    std::string out_dir, json_path, budget;
     int64_t layers = 0, hidden = 0, heads = 0, seq = 0, batch = 0, vocab = 0;
     double dropout = 0;
     bool no_capture = false;
     // Set by declare(): whether each override was given.
-    CLI::Option *out = nullptr, *json = nullptr;
+    CLI::Option *out = nullptr, *json = nullptr, *budget_opt = nullptr;
     CLI::Option *layers_opt = nullptr, *hidden_opt = nullptr, *heads_opt = nullptr,
                 *seq_opt = nullptr, *batch_opt = nullptr, *vocab_opt = nullptr,
                 *dropout_opt = nullptr;
@@ -193,6 +371,14 @@ const CLI::Validator kProbability(
     },
     "", "probability");
 
+// A byte count, plain or with a unit (core's parseByteSize).
+const CLI::Validator kByteSizeValidator(
+    [](std::string& text) -> std::string {
+        auto parsed = parseByteSize(text);
+        return parsed ? std::string() : parsed.message();
+    },
+    "", "size");
+
 // One policy, a '+' composition, a ',' list, or "all" (parsePolicies).
 const CLI::Validator kPolicyValidator(
     [](std::string& text) -> std::string {
@@ -217,8 +403,18 @@ void declare(CLI::App& app, CliOptions& o, ParsedOptions& p) {
         ->check(quiet(CLI::IsMember({"mlp", "gpt"})))
         ->type_name("mlp|gpt");
     app.add_option("--policy", p.policy,
-                   "full | block | selective | opt-in-bwd | all;\n"
-                   "compose with '+', e.g. block+opt-in-bwd; list with ','")
+                   "full | block | selective | sqrt | segments:K | save:OPS |\n"
+                   "opt-in-bwd | all | sweep; compose with '+', e.g.\n"
+                   "block+opt-in-bwd; list with ','.\n"
+                   "sqrt: checkpointed segments of ceil(sqrt(L)) blocks\n"
+                   "(Chen et al. 2016). segments:K: checkpoint_sequential\n"
+                   "with K segments. save:OPS: recompute each block except\n"
+                   "the op kinds named, e.g. save:matmul,\n"
+                   "save:matmul,attention, save:none; op kinds: matmul\n"
+                   "(linear layers' outputs), attention (gpt's attention\n"
+                   "core, kept whole), none. all: full, block, selective,\n"
+                   "opt-in-bwd. sweep: every policy, alone and with\n"
+                   "+opt-in-bwd, and the memory/time frontier")
         ->check(kPolicyValidator)
         ->type_name("P");
     app.add_option("--preset", o.preset, "model size (quick: seconds on 2 CPU cores)")
@@ -230,6 +426,12 @@ void declare(CLI::App& app, CliOptions& o, ParsedOptions& p) {
                 ->type_name("DIR");
     p.json = app.add_option("--json", p.json_path, "write the summary as JSON to FILE")
                  ->type_name("FILE");
+    p.budget_opt = app.add_option("--budget", p.budget,
+                                  "name the fastest policy run whose peak fits SIZE\n"
+                                  "(e.g. 2.5GiB, 800MB, 512K), or by how much the\n"
+                                  "smallest misses")
+                       ->check(kByteSizeValidator)
+                       ->type_name("SIZE");
     app.add_option("--steps", o.train.steps, "training steps (>= 1)")
         ->check(whole<int>(1))
         ->type_name("N");
@@ -306,9 +508,6 @@ Result<CliOptions> parseCommandLine(const std::vector<std::string>& args) {
     o.train.model = *m;
     o.train.model.dtype =
         p.dtype == "bf16" || p.dtype == "bfloat16" ? DType::BFloat16 : DType::Float32;
-    auto policies = parsePolicies(p.policy);
-    if (!policies) return policies.error();
-    o.policies = *policies;
     o.capture = !p.no_capture;
     if (*p.out) o.out_dir = p.out_dir;
     if (*p.json) o.json_path = p.json_path;
@@ -323,6 +522,23 @@ Result<CliOptions> parseCommandLine(const std::vector<std::string>& args) {
     if (*p.dropout_opt) model.dropout = p.dropout;
     if (kind == ModelKind::Gpt && model.hidden % model.heads != 0)
         return makeError("--hidden must be a multiple of --heads");
+
+    // The policies, once the number of layers is known.
+    if (p.policy == "sweep") {
+        o.policies = sweepPolicies(kind, model.layers);
+    } else {
+        auto policies = parsePolicies(p.policy);
+        if (!policies) return policies.error();
+        o.policies = *policies;
+    }
+    for (const Policy& policy : o.policies) {
+        auto plan = segmentPlan(policy, model.layers);
+        if (!plan) return plan.error();
+    }
+    if (*p.budget_opt) {
+        if (!o.capture) return makeError("--budget needs the runs' peaks: drop --no-capture");
+        o.budget_bytes = parseByteSize(p.budget).value();
+    }
     return o;
 }
 

@@ -15,8 +15,20 @@
 // Because "activation" and "gradient" are only known in hindsight, events are
 // held back until commit() (once per step) and written then; an allocation that
 // outlives a commit keeps the category it had at that commit.
+//
+// The hot path (onAlloc, onFree: called by the allocator hook for every
+// tensor) takes no lock, allocates nothing and touches no string: it claims a
+// slot of a preallocated log with one atomic increment, fills in 32 bytes and
+// publishes them. Everything else (matching frees to allocations, tags,
+// categories) happens when the trainer's thread reads the log: in tag, mark,
+// classifyLiveSince, commit and counts. commit() also allocates the log's
+// chunks ahead for the next step (twice the busiest step so far), so only a
+// step that outgrows them allocates in the hook.
 
+#include <array>
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -28,13 +40,22 @@ namespace memscope::trainer {
 
 class AllocationLedger {
 public:
-    explicit AllocationLedger(BackgroundTraceWriter& writer) : writer_(writer) {}
+    explicit AllocationLedger(BackgroundTraceWriter& writer);
+    ~AllocationLedger();
+    AllocationLedger(const AllocationLedger&) = delete;
+    AllocationLedger& operator=(const AllocationLedger&) = delete;
 
     // From the allocator hook; may be called on autograd's worker threads.
-    void onAlloc(uint64_t ptr, uint64_t size, int16_t device, int64_t time);
-    void onFree(uint64_t ptr, uint64_t size, int16_t device, int64_t time);
+    // Lock-free and allocation-free (see above).
+    void onAlloc(uint64_t ptr, uint64_t size, int16_t device, int64_t time) {
+        append(ptr, size, device, time, false);
+    }
+    void onFree(uint64_t ptr, uint64_t size, int16_t device, int64_t time) {
+        append(ptr, size, device, time, true);
+    }
 
-    void setPhase(PhaseId phase);
+    // The phase later events belong to (read by the hook, atomically).
+    void setPhase(PhaseId phase) { phase_.store(phase.value, std::memory_order_release); }
 
     // Ground truth for a live allocation (by the storage's base pointer).
     void tag(uint64_t ptr, Category category);
@@ -48,12 +69,59 @@ public:
     struct Counts {
         uint64_t allocs = 0;
         uint64_t frees = 0;
-        uint64_t unmatched_frees = 0;  // frees of memory allocated before recording
-        uint64_t late_tags = 0;        // tags that came after the allocation was committed
+        uint64_t unmatched_frees = 0;   // frees of memory allocated before recording
+        uint64_t late_tags = 0;         // tags that came after the allocation was committed
+        uint64_t hook_allocations = 0;  // log chunks the hook had to allocate itself
     };
     Counts counts() const;
 
 private:
+    // One hook report, as the hot path writes it.
+    struct Record {
+        uint64_t ptr;
+        uint64_t size;
+        int64_t time;
+        uint32_t phase;
+        int16_t device;
+        uint8_t is_free;
+        std::atomic<uint8_t> ready;  // set last (release), cleared once read
+    };
+    static_assert(sizeof(Record) == 32);
+    static constexpr uint64_t kChunkRecords = 4096;
+    static constexpr size_t kMaxChunks = size_t{1} << 18;  // 2^30 records per run
+    struct Chunk {
+        std::array<Record, kChunkRecords> records;
+    };
+
+    void append(uint64_t ptr, uint64_t size, int16_t device, int64_t time, bool is_free) {
+        const uint64_t i = write_.fetch_add(1, std::memory_order_relaxed);
+        Chunk* chunk = chunks_[(i / kChunkRecords) % kMaxChunks].load(std::memory_order_acquire);
+        if (chunk == nullptr) chunk = installChunk(i / kChunkRecords);
+        Record& r = chunk->records[i % kChunkRecords];
+        r.ptr = ptr;
+        r.size = size;
+        r.time = time;
+        r.phase = phase_.load(std::memory_order_acquire);
+        r.device = device;
+        r.is_free = is_free ? 1 : 0;
+        r.ready.store(1, std::memory_order_release);
+    }
+    // The chunk for chunk number `n`, allocated if nobody has yet (the slow path).
+    Chunk* installChunk(uint64_t n, bool from_hook = true);
+    // Reads the log up to what has been claimed (the trainer's thread; mutex_ held).
+    void drain() const;
+    void process(const Record& r) const;
+    // Allocates the chunks for the next `records` slots (commit).
+    void reserveAhead(uint64_t records);
+
+    std::atomic<uint64_t> write_{0};
+    std::atomic<uint32_t> phase_{0};
+    std::atomic<uint64_t> hook_allocations_{0};
+    std::unique_ptr<std::atomic<Chunk*>[]> chunks_;
+    mutable uint64_t read_ = 0;
+    uint64_t step_start_ = 0;  // write_ at the previous commit
+    uint64_t busiest_step_ = 0;
+
     static constexpr uint32_t kNone = UINT32_MAX;
     struct Pending {
         Event event;
@@ -67,12 +135,12 @@ private:
     };
 
     BackgroundTraceWriter& writer_;
+    // The reading side's state (the hook never takes this lock).
     mutable std::mutex mutex_;
-    std::vector<Pending> pending_;
-    std::unordered_map<uint64_t, Live> live_;
-    uint64_t seq_ = 0;
-    PhaseId phase_;
-    Counts counts_;
+    mutable std::vector<Pending> pending_;
+    mutable std::unordered_map<uint64_t, Live> live_;
+    mutable uint64_t seq_ = 0;
+    mutable Counts counts_;
 };
 
 }  // namespace memscope::trainer

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "config.h"
 #include "report.h"
@@ -65,7 +66,7 @@ int main(int argc, char** argv) {
         RunOptions run;
         run.preset = o.preset;
         const std::string stem =
-            std::string(modelName(o.train.model.kind)) + "-" + policyName(policy);
+            std::string(modelName(o.train.model.kind)) + "-" + policyFileStem(policy);
         if (o.capture) run.trace_path = (dir / (stem + ".memscope")).string();
         if (o.train.device != "cpu" && o.out_dir)
             run.cuda_snapshot_path = (dir / (stem + ".pickle")).string();
@@ -85,9 +86,15 @@ int main(int argc, char** argv) {
         reports.push_back(std::move(report.value()));
     }
     compareToFull(reports);
+    markFrontier(reports);
     printTable(std::cout, o.train, o.preset, reports);
+    std::optional<BudgetReport> budget;
+    if (o.budget_bytes) {
+        budget = answerBudget(reports, *o.budget_bytes);
+        std::cout << "\n" << budget->line << "\n";
+    }
 
-    const std::string json = toJson(o.train, o.preset, reports);
+    const std::string json = toJson(o.train, o.preset, reports, budget);
     if (o.json_path && !writeFile(*o.json_path, json))
         status = fail("cannot write " + *o.json_path, 1);
     if (o.out_dir && !writeFile(dir / "summary.json", json))

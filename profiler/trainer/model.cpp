@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "checkpoint.h"
 
@@ -14,6 +15,66 @@ at::Tensor dropout(const at::Tensor& x, double p, at::Generator& gen) {
     // x * keep saves only `keep` (x's gradient is grad * keep); the scale is
     // applied in place to the product, which nothing saves.
     return x.mul(keep).mul_(1.0 / (1.0 - p));
+}
+
+at::Tensor Model::runBlocks(at::Tensor x, const Policy& policy, at::Generator& gen,
+                            RunContext& ctx) const {
+    auto plan = segmentPlan(policy, layers());
+    if (!plan) throw std::invalid_argument(plan.message());
+    const bool selective = policy.recompute == Recompute::Selective;
+    const bool per_block =
+        policy.recompute == Recompute::Block || policy.recompute == Recompute::Save;
+    const uint32_t save_ops = policy.recompute == Recompute::Save ? policy.save_ops : 0;
+    int segment = 0;
+    for (const Segment& seg : *plan) {
+        if (!seg.checkpointed) {
+            for (int64_t i = seg.begin; i < seg.end; ++i) {
+                const int b = static_cast<int>(i);
+                PhaseScope scope(ctx, PhaseKind::Block, "block " + std::to_string(i), -1, b);
+                x = block(i, blockInputs(i, x), gen, ctx, selective, nullptr);
+            }
+        } else if (per_block) {
+            const int64_t i = seg.begin;
+            const int b = static_cast<int>(i);
+            PhaseScope scope(ctx, PhaseKind::Block, "block " + std::to_string(i), -1, b);
+            x = checkpoint(
+                [this, &ctx, i](const std::vector<at::Tensor>& v, at::Generator& g,
+                                OpCache* cache) { return block(i, v, g, ctx, false, cache); },
+                blockInputs(i, x), gen, ctx, {"block " + std::to_string(i), b, true}, save_ops);
+        } else {
+            // One region over blocks [begin, end): its inputs are the
+            // segment's input and every parameter of its blocks.
+            std::vector<at::Tensor> in{x};
+            size_t per = 0;
+            for (int64_t i = seg.begin; i < seg.end; ++i) {
+                std::vector<at::Tensor> v = blockInputs(i, x);
+                per = v.size() - 1;
+                in.insert(in.end(), v.begin() + 1, v.end());
+            }
+            const Segment range = seg;
+            x = checkpoint(
+                [this, &ctx, range, per](const std::vector<at::Tensor>& v, at::Generator& g,
+                                         OpCache*) {
+                    at::Tensor h = v[0];
+                    for (int64_t i = range.begin; i < range.end; ++i) {
+                        PhaseScope scope(ctx, PhaseKind::Block, "block " + std::to_string(i), -1,
+                                         static_cast<int>(i));
+                        std::vector<at::Tensor> bin{h};
+                        const auto first =
+                            v.begin() + 1 + static_cast<long>((i - range.begin) * per);
+                        bin.insert(bin.end(), first, first + static_cast<long>(per));
+                        h = block(i, bin, g, ctx, false, nullptr);
+                    }
+                    return h;
+                },
+                in, gen, ctx,
+                {"segment " + std::to_string(segment) + " (blocks " + std::to_string(seg.begin) +
+                     "-" + std::to_string(seg.end - 1) + ")",
+                 static_cast<int>(seg.begin), false});
+        }
+        ++segment;
+    }
+    return x;
 }
 
 namespace {
@@ -78,37 +139,30 @@ public:
 
     at::Tensor loss(const Batch& batch, const Policy& policy, at::Generator& gen,
                     RunContext& ctx) const override {
-        at::Tensor h = batch.input;
-        for (int64_t i = 0; i < c_.layers; ++i) {
-            PhaseScope scope(ctx, PhaseKind::Block, "block " + std::to_string(i), -1,
-                             static_cast<int>(i));
-            std::vector<at::Tensor> in{h};
-            for (int k = 1; k < kMlpParams; ++k)
-                in.push_back(params_[i * (kMlpParams - 1) + k - 1].tensor);
-            const int block = static_cast<int>(i);
-            switch (policy.recompute) {
-                case Recompute::None:
-                    h = fullBlock(in);
-                    break;
-                case Recompute::Block:
-                    h = checkpoint([this](const auto& v, at::Generator&) { return fullBlock(v); },
-                                   in, gen, ctx, {"block " + std::to_string(i), block, true});
-                    break;
-                case Recompute::Selective:
-                    h = selectiveBlock(in, gen, ctx, block);
-                    break;
-            }
-        }
-        return at::mse_loss(h, batch.target);
+        return at::mse_loss(runBlocks(batch.input, policy, gen, ctx), batch.target);
+    }
+
+protected:
+    int64_t layers() const override { return c_.layers; }
+    std::vector<at::Tensor> blockInputs(int64_t i, const at::Tensor& x) const override {
+        std::vector<at::Tensor> in{x};
+        for (int k = 1; k < kMlpParams; ++k)
+            in.push_back(params_[static_cast<size_t>(i * (kMlpParams - 1) + k - 1)].tensor);
+        return in;
+    }
+    at::Tensor block(int64_t i, const std::vector<at::Tensor>& in, at::Generator& gen,
+                     RunContext& ctx, bool selective, OpCache* cache) const override {
+        if (selective) return selectiveBlock(in, gen, ctx, static_cast<int>(i));
+        return fullBlock(in, cache);
     }
 
 private:
     at::Tensor normIn(const std::vector<at::Tensor>& v, const at::Tensor& x) const {
         return at::layer_norm(x, {c_.hidden}, v[kLnW], v[kLnB], 1e-5);
     }
-    at::Tensor fullBlock(const std::vector<at::Tensor>& v) const {
-        at::Tensor h1 = at::linear(normIn(v, v[0]), v[kW1], v[kB1]);
-        return v[0] + at::linear(at::gelu(h1), v[kW2], v[kB2]);
+    at::Tensor fullBlock(const std::vector<at::Tensor>& v, OpCache* cache) const {
+        at::Tensor h1 = savedLinear(normIn(v, v[0]), v[kW1], v[kB1], cache);
+        return v[0] + savedLinear(at::gelu(h1), v[kW2], v[kB2], cache);
     }
     // Saves the matmul outputs and recomputes the norm and the GELU (the common
     // selective-checkpointing policy): two regions, LN->fc1 and GELU->fc2, whose
@@ -117,14 +171,14 @@ private:
                               int block) const {
         const std::string b = std::to_string(block);
         at::Tensor h1 = checkpoint(
-            [this](const std::vector<at::Tensor>& in, at::Generator&) {
+            [this](const std::vector<at::Tensor>& in, at::Generator&, OpCache*) {
                 return at::linear(normIn(in, in[0]), in[kW1], in[kB1]);
             },
             {v[0], v[kLnW], v[kLnB], v[kW1], v[kB1]}, gen, ctx, {"norm " + b, block, false});
         // Re-index for the second region: {h1, w2, b2}.
         at::Tensor h2 =
-            checkpoint([](const std::vector<at::Tensor>& in,
-                          at::Generator&) { return at::linear(at::gelu(in[0]), in[1], in[2]); },
+            checkpoint([](const std::vector<at::Tensor>& in, at::Generator&,
+                          OpCache*) { return at::linear(at::gelu(in[0]), in[1], in[2]); },
                        {h1, v[kW2], v[kB2]}, gen, ctx, {"gelu " + b, block, false});
         return v[0] + h2;
     }
@@ -203,22 +257,7 @@ public:
             PhaseScope scope(ctx, PhaseKind::Range, "embedding");
             x = at::embedding(params_[0].tensor, batch.input) + params_[1].tensor;
         }
-        for (int64_t i = 0; i < c_.layers; ++i) {
-            const int block = static_cast<int>(i);
-            PhaseScope scope(ctx, PhaseKind::Block, "block " + std::to_string(i), -1, block);
-            std::vector<at::Tensor> in{x};
-            const size_t base = 2 + static_cast<size_t>(i) * (kGptParams - 1);
-            for (int k = 1; k < kGptParams; ++k) in.push_back(params_[base + k - 1].tensor);
-            if (policy.recompute == Recompute::Block) {
-                x = checkpoint(
-                    [this, &ctx, block](const std::vector<at::Tensor>& v, at::Generator& g) {
-                        return layer(v, g, false, ctx, block);
-                    },
-                    in, gen, ctx, {"block " + std::to_string(i), block, true});
-            } else {
-                x = layer(in, gen, policy.recompute == Recompute::Selective, ctx, block);
-            }
-        }
+        x = runBlocks(x, policy, gen, ctx);
         PhaseScope scope(ctx, PhaseKind::Range, "head");
         const size_t n = params_.size();
         x = at::layer_norm(x, {c_.hidden}, params_[n - 3].tensor, params_[n - 2].tensor, 1e-5);
@@ -226,31 +265,46 @@ public:
         return at::cross_entropy_loss(logits.view({-1, c_.vocab}), batch.target.view({-1}));
     }
 
+protected:
+    int64_t layers() const override { return c_.layers; }
+    std::vector<at::Tensor> blockInputs(int64_t i, const at::Tensor& x) const override {
+        std::vector<at::Tensor> in{x};
+        const size_t base = 2 + static_cast<size_t>(i) * (kGptParams - 1);
+        for (int k = 1; k < kGptParams; ++k) in.push_back(params_[base + k - 1].tensor);
+        return in;
+    }
+    at::Tensor block(int64_t i, const std::vector<at::Tensor>& in, at::Generator& gen,
+                     RunContext& ctx, bool selective, OpCache* cache) const override {
+        return layer(in, gen, selective, ctx, static_cast<int>(i), cache);
+    }
+
 private:
     at::Tensor layer(const std::vector<at::Tensor>& v, at::Generator& gen, bool selective,
-                     RunContext& ctx, int block) const {
+                     RunContext& ctx, int block, OpCache* cache) const {
         const int64_t b = c_.batch, s = c_.seq, h = c_.hidden, a = c_.heads;
         const at::Tensor& x = v[0];
         at::Tensor ln1 = at::layer_norm(x, {h}, v[kLn1W], v[kLn1B], 1e-5);
         // One contiguous (3, b, a, s, h/a) buffer: q, k and v are views of it,
         // so what attention saves of them is exactly 3·s·b·h elements.
-        at::Tensor qkv = at::linear(ln1, v[kWqkv], v[kBqkv])
+        at::Tensor qkv = savedLinear(ln1, v[kWqkv], v[kBqkv], cache)
                              .view({b, s, 3, a, h / a})
                              .permute({2, 0, 3, 1, 4})
                              .contiguous();
         at::Tensor attn;
         if (selective) {
             attn =
-                checkpoint([this](const std::vector<at::Tensor>& in,
-                                  at::Generator& g) { return attentionCore(in[0], g); },
+                checkpoint([this](const std::vector<at::Tensor>& in, at::Generator& g,
+                                  OpCache*) { return attentionCore(in[0], g); },
                            {qkv}, gen, ctx, {"attention " + std::to_string(block), block, false});
         } else {
-            attn = attentionCore(qkv, gen);
+            attn = keptOp(
+                [this](const at::Tensor& in, at::Generator& g) { return attentionCore(in, g); },
+                qkv, gen, cache, kSaveAttention);
         }
-        at::Tensor y = x + dropout(at::linear(attn, v[kWo], v[kBo]), c_.dropout, gen);
+        at::Tensor y = x + dropout(savedLinear(attn, v[kWo], v[kBo], cache), c_.dropout, gen);
         at::Tensor ln2 = at::layer_norm(y, {h}, v[kLn2W], v[kLn2B], 1e-5);
-        at::Tensor g = at::gelu(at::linear(ln2, v[kFc1W], v[kFc1B]));
-        return y + dropout(at::linear(g, v[kFc2W], v[kFc2B]), c_.dropout, gen);
+        at::Tensor g = at::gelu(savedLinear(ln2, v[kFc1W], v[kFc1B], cache));
+        return y + dropout(savedLinear(g, v[kFc2W], v[kFc2B], cache), c_.dropout, gen);
     }
 
     // QKᵀ, scale, causal mask, softmax, dropout, ·V; returns (b, s, h).

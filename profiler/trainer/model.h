@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint.h"
 #include "config.h"
 #include "run_context.h"
 #include "torch_api.h"
@@ -38,6 +39,20 @@ public:
                             RunContext& ctx) const = 0;
 
 protected:
+    // The blocks under `policy`, cut into segments by segmentPlan: plain
+    // blocks, one checkpointed region per block (block, save:OPS), or
+    // checkpointed runs of blocks (sqrt, segments:K). Each block runs inside a
+    // Block phase.
+    at::Tensor runBlocks(at::Tensor x, const Policy& policy, at::Generator& dropout,
+                         RunContext& ctx) const;
+    virtual int64_t layers() const = 0;
+    // Block i's inputs: its activation, then its parameters.
+    virtual std::vector<at::Tensor> blockInputs(int64_t i, const at::Tensor& x) const = 0;
+    // Block i on `in` (blockInputs' layout); `selective` for the policy of that
+    // name; `cache` for save:OPS (null otherwise).
+    virtual at::Tensor block(int64_t i, const std::vector<at::Tensor>& in, at::Generator& dropout,
+                             RunContext& ctx, bool selective, OpCache* cache) const = 0;
+
     std::vector<NamedParameter> params_;
     std::vector<at::Tensor> buffers_;
 };

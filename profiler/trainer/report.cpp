@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "memscope/phases.h"
+#include "memscope/policy_frontier.h"
 #include "memscope/report_json.h"
 
 namespace memscope::trainer {
@@ -91,6 +92,41 @@ void compareToFull(std::vector<PolicyReport>& reports) {
 
 namespace {
 
+// The recorded reports as frontier points, and where each came from.
+std::vector<PolicyPoint> pointsOf(const std::vector<PolicyReport>& reports,
+                                  std::vector<size_t>* from) {
+    std::vector<PolicyPoint> points;
+    for (size_t i = 0; i < reports.size(); ++i) {
+        const PolicyReport& r = reports[i];
+        if (!r.peak) continue;
+        points.push_back({policyName(r.run.policy), r.peak->bytes, r.mean_step_ms});
+        if (from) from->push_back(i);
+    }
+    return points;
+}
+
+}  // namespace
+
+void markFrontier(std::vector<PolicyReport>& reports) {
+    std::vector<size_t> from;
+    const std::vector<PolicyPoint> points = pointsOf(reports, &from);
+    const std::vector<bool> on = onFrontier(points);
+    for (size_t k = 0; k < from.size(); ++k) reports[from[k]].on_frontier = on[k];
+}
+
+BudgetReport answerBudget(const std::vector<PolicyReport>& reports, int64_t bytes) {
+    const std::vector<PolicyPoint> points = pointsOf(reports, nullptr);
+    const BudgetAnswer answer = fitBudget(points, bytes);
+    BudgetReport b;
+    b.bytes = bytes;
+    if (answer.choice) b.policy = points[*answer.choice].name;
+    b.short_by_bytes = answer.short_by_bytes;
+    b.line = describeBudget(points, answer);
+    return b;
+}
+
+namespace {
+
 // Forward, backward and optimizer: the peak and its increase per policy.
 void printPhaseTable(std::ostream& out, const std::vector<PolicyReport>& reports) {
     bool any = false;
@@ -99,7 +135,7 @@ void printPhaseTable(std::ostream& out, const std::vector<PolicyReport>& reports
     if (!any) return;
     char line[256];
     out << "\npeak by phase, MiB (increase: over the live bytes at the start of the phase)\n";
-    std::snprintf(line, sizeof line, "%-18s", "policy");
+    std::snprintf(line, sizeof line, "%-24s", "policy");
     out << line;
     for (TrainingPhase p : kAllTrainingPhases) {
         const std::string name(toString(p));
@@ -108,7 +144,7 @@ void printPhaseTable(std::ostream& out, const std::vector<PolicyReport>& reports
     }
     out << "\n";
     for (const auto& r : reports) {
-        std::snprintf(line, sizeof line, "%-18s", policyName(r.run.policy).c_str());
+        std::snprintf(line, sizeof line, "%-24s", policyName(r.run.policy).c_str());
         out << line;
         for (TrainingPhase p : kAllTrainingPhases) {
             const auto& peak = r.phase_peaks[static_cast<size_t>(index(p))];
@@ -122,6 +158,32 @@ void printPhaseTable(std::ostream& out, const std::vector<PolicyReport>& reports
     out << "(recompute and the optimizer run in backward count as backward)\n";
 }
 
+// Peak against step time: the memory/time trade-off of the recorded runs.
+void printFrontierTable(std::ostream& out, const std::vector<PolicyReport>& reports) {
+    size_t recorded = 0;
+    for (const auto& r : reports) recorded += r.on_frontier ? 1 : 0;
+    if (recorded < 2) return;
+    char line[256];
+    out << "\nmemory against time (frontier: no other policy is both smaller and faster)\n";
+    std::snprintf(line, sizeof line, "%-24s %9s %9s %9s %9s %9s %9s  %s\n", "policy", "peak MiB",
+                  "fwd MiB", "bwd MiB", "opt MiB", "step ms", "recomp ms", "frontier");
+    out << line;
+    for (const auto& r : reports) {
+        if (!r.on_frontier) continue;
+        std::string phases[kTrainingPhaseCount];
+        for (TrainingPhase p : kAllTrainingPhases) {
+            const auto& peak = r.phase_peaks[static_cast<size_t>(index(p))];
+            phases[static_cast<size_t>(index(p))] = peak ? mib(peak->bytes) : "-";
+        }
+        std::snprintf(line, sizeof line, "%-24s %9s %9s %9s %9s %9s %9s  %s\n",
+                      policyName(r.run.policy).c_str(), mib(r.peak->bytes).c_str(),
+                      phases[0].c_str(), phases[1].c_str(), phases[2].c_str(),
+                      fixed(r.mean_step_ms, 1).c_str(), fixed(r.mean_recompute_ms, 1).c_str(),
+                      *r.on_frontier ? "yes" : "-");
+        out << line;
+    }
+}
+
 }  // namespace
 
 void printTable(std::ostream& out, const TrainConfig& c, const std::string& preset,
@@ -129,7 +191,7 @@ void printTable(std::ostream& out, const TrainConfig& c, const std::string& pres
     out << "memscope-train: " << modelName(c.model.kind) << " (" << describe(c.model)
         << "), preset " << preset << ", device " << c.device << ", " << c.steps << " steps\n";
     char line[512];
-    std::snprintf(line, sizeof line, "%-18s %9s %9s %-32s %8s %8s %8s %8s %8s %8s %9s %9s %8s\n",
+    std::snprintf(line, sizeof line, "%-24s %9s %9s %-32s %8s %8s %8s %8s %8s %8s %9s %9s %8s\n",
                   "policy", "peak MiB", "at ms", "peak phase", "param", "grad", "optim", "input",
                   "activ", "temp", "step ms", "recomp ms", "vs full");
     out << line;
@@ -146,7 +208,7 @@ void printTable(std::ostream& out, const TrainConfig& c, const std::string& pres
                                                         fixed(100.0 * *r.overhead_vs_full, 1) + "%"
                                                   : "-";
         std::snprintf(line, sizeof line,
-                      "%-18s %9s %9s %-32s %8s %8s %8s %8s %8s %8s %9s %9s %8s\n",
+                      "%-24s %9s %9s %-32s %8s %8s %8s %8s %8s %8s %9s %9s %8s\n",
                       policyName(r.run.policy).c_str(), peak.c_str(), at.c_str(), phase.c_str(),
                       cats[0].c_str(), cats[1].c_str(), cats[2].c_str(), cats[3].c_str(),
                       cats[4].c_str(), cats[5].c_str(), fixed(r.mean_step_ms, 1).c_str(),
@@ -156,6 +218,7 @@ void printTable(std::ostream& out, const TrainConfig& c, const std::string& pres
     out << "(composition at the peak in MiB; step time is the mean after the first step; "
            "'vs full' is step-time overhead against the full policy)\n";
     printPhaseTable(out, reports);
+    printFrontierTable(out, reports);
 }
 
 namespace {
@@ -202,7 +265,8 @@ std::string indented(const std::string& json, int depth) {
 }  // namespace
 
 std::string toJson(const TrainConfig& c, const std::string& preset,
-                   const std::vector<PolicyReport>& reports) {
+                   const std::vector<PolicyReport>& reports,
+                   const std::optional<BudgetReport>& budget) {
     rapidjson::StringBuffer buf;
     JsonWriter w(buf);
     w.StartObject();
@@ -259,6 +323,10 @@ std::string toJson(const TrainConfig& c, const std::string& preset,
             const std::string raw = indented(r.peaks_by_phase_json, 3);
             w.RawValue(raw.data(), raw.size(), rapidjson::kObjectType);
         }
+        if (r.on_frontier) {
+            key(w, "on_frontier");
+            w.Bool(*r.on_frontier);
+        }
         key(w, "mean_step_ms");
         number(w, r.mean_step_ms);
         key(w, "mean_recompute_ms");
@@ -274,6 +342,20 @@ std::string toJson(const TrainConfig& c, const std::string& preset,
         w.EndObject();
     }
     w.EndArray();
+    if (budget) {
+        key(w, "budget");
+        w.StartObject();
+        key(w, "bytes");
+        w.Int64(budget->bytes);
+        key(w, "policy");
+        if (budget->policy)
+            string(w, *budget->policy);
+        else
+            w.Null();
+        key(w, "short_by_bytes");
+        w.Int64(budget->short_by_bytes);
+        w.EndObject();
+    }
     w.EndObject();
     return std::string(buf.GetString(), buf.GetSize()) + "\n";
 }

@@ -29,16 +29,36 @@ struct PolicyReport {
     // (devices.<id>.peaks_by_phase); "" when not recorded.
     std::array<std::optional<WindowPeak>, kTrainingPhaseCount> phase_peaks;
     std::string peaks_by_phase_json;
+    // Whether no other recorded run of the same table is both no larger and
+    // no slower (and better in one); absent when not recorded (markFrontier).
+    std::optional<bool> on_frontier;
+};
+
+// The answer to --budget: the fastest recorded run whose peak fits.
+struct BudgetReport {
+    int64_t bytes = 0;
+    std::optional<std::string> policy;  // null when none fits
+    int64_t short_by_bytes = 0;         // how far the smallest peak is over; 0 when one fits
+    std::string line;                   // the sentence printed
 };
 
 // Reads the run's trace back (when it has one) and derives the figures.
 Result<PolicyReport> makeReport(RunResult run);
 // Fills overhead_vs_full for every report when a "full" run is among them.
 void compareToFull(std::vector<PolicyReport>& reports);
+// Fills on_frontier for every recorded report: peak against mean step time
+// (core's policy_frontier).
+void markFrontier(std::vector<PolicyReport>& reports);
+// The fastest recorded run whose peak is at most `bytes`.
+BudgetReport answerBudget(const std::vector<PolicyReport>& reports, int64_t bytes);
 
+// The run table, the per-phase table, and (two or more recorded runs) the
+// frontier table: peak, phase peaks, step and recompute time, on the frontier.
 void printTable(std::ostream& out, const TrainConfig& config, const std::string& preset,
                 const std::vector<PolicyReport>& reports);
+// `budget` adds the top-level "budget" object.
 std::string toJson(const TrainConfig& config, const std::string& preset,
-                   const std::vector<PolicyReport>& reports);
+                   const std::vector<PolicyReport>& reports,
+                   const std::optional<BudgetReport>& budget = std::nullopt);
 
 }  // namespace memscope::trainer

@@ -5,6 +5,8 @@
 #include <torch/version.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -177,6 +179,39 @@ bool cudaAvailable() {
 
 std::string torchVersion() {
     return TORCH_VERSION;
+}
+
+Result<HookCost> measureHookCost(int pairs, const std::string& scratch_trace) {
+    auto round = [pairs] {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < pairs; ++i) {
+            at::Tensor t = at::empty({64}, at::TensorOptions().dtype(at::kFloat));
+        }
+        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now() - t0)
+                            .count();
+        return static_cast<double>(ns) / (2.0 * pairs);
+    };
+    HookCost cost;
+    cost.off_ns = cost.on_ns = 1e300;
+    auto created = BackgroundTraceWriter::create(scratch_trace, TraceMetadata{});
+    if (!created) return makeError("cannot write " + scratch_trace + ": " + created.message());
+    std::unique_ptr<BackgroundTraceWriter> writer = std::move(created.value());
+    AllocationLedger ledger(*writer);
+    const EpochClock clock;
+    for (int rep = 0; rep < 5; ++rep) {
+        cost.off_ns = std::min(cost.off_ns, round());
+        const uint64_t before = ledger.counts().allocs + ledger.counts().frees;
+        {
+            CaptureScope capture(ledger, clock, CaptureOptions{});
+            cost.on_ns = std::min(cost.on_ns, round());
+        }
+        cost.events = ledger.counts().allocs + ledger.counts().frees - before;
+        ledger.commit();
+    }
+    if (auto closed = writer->close(); !closed)
+        return makeError("cannot finish " + scratch_trace + ": " + closed.message());
+    return cost;
 }
 
 Result<RunResult> runPolicy(const TrainConfig& config, const Policy& policy,

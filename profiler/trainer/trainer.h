@@ -34,6 +34,17 @@ struct RunResult {
 bool cudaAvailable();
 std::string torchVersion();
 
+// The memory hook's own cost per recorded event: tensors of 256 bytes are
+// allocated and freed `pairs` times with the hook off and on (recording into
+// `scratch_trace`); the best of five rounds of each, in ns per event (an
+// allocation or a free). `on - off` is what recording adds to each event.
+struct HookCost {
+    double off_ns = 0;
+    double on_ns = 0;
+    uint64_t events = 0;  // recorded per round
+};
+Result<HookCost> measureHookCost(int pairs, const std::string& scratch_trace);
+
 Result<RunResult> runPolicy(const TrainConfig& config, const Policy& policy,
                             const RunOptions& options);
 

@@ -90,7 +90,9 @@ TEST(CompareTable, CsvTextAndJsonCarryTheSameNumbers) {
     EXPECT_NE(csv.find("/runs/full.memscope,full,9000,0,"), std::string::npos) << csv;
     const std::string text = toText(t);
     EXPECT_NE(text.find("full (baseline)"), std::string::npos);
-    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 4);
+    // Header, three rows, and a line per non-baseline run on what changed.
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 6);
+    EXPECT_NE(text.find("block vs full: \u2212"), std::string::npos) << text;
 
     const auto j = nlohmann::json::parse(toJson(t));
     EXPECT_EQ(j["baseline"], "/runs/full.memscope");

@@ -5,12 +5,14 @@
 #include <rapidjson/document.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -132,4 +134,107 @@ TEST(TrainerCli, MlpSummaryHasPeaksByPhase) {
 
 TEST(TrainerCli, GptSummaryHasPeaksByPhase) {
     checkSummary("gpt");
+}
+
+namespace {
+
+struct SweepRow {
+    std::string policy;
+    int64_t peak = 0;
+    double step_ms = 0;
+    bool on_frontier = false;
+};
+
+// Runs memscope-train with `args` and --out, and reads summary.json's runs
+// and budget object back.
+struct Sweep {
+    Output output;
+    std::vector<SweepRow> rows;
+    rapidjson::Document doc;
+};
+
+void runSweep(const std::string& args, const std::string& tag, Sweep& sweep) {
+    const fs::path dir = fs::temp_directory_path() / ("memscope-trainer-sweep-" + tag);
+    fs::remove_all(dir);
+    sweep.output = runTrainer(args + " --out '" + dir.string() + "'");
+    ASSERT_EQ(sweep.output.status, 0) << sweep.output.text;
+    const std::string text = readFile(dir / "summary.json");
+    sweep.doc.Parse(text.c_str());
+    ASSERT_FALSE(sweep.doc.HasParseError()) << text;
+    const rapidjson::Value* runs = member(sweep.doc, "runs");
+    ASSERT_TRUE(runs && runs->IsArray());
+    for (const rapidjson::Value& r : runs->GetArray()) {
+        SweepRow row;
+        row.policy = member(r, "policy")->GetString();
+        row.peak = member(r, "peak_bytes")->GetInt64();
+        row.step_ms = member(r, "mean_step_ms")->GetDouble();
+        const rapidjson::Value* on = member(r, "on_frontier");
+        ASSERT_TRUE(on && on->IsBool()) << row.policy;
+        row.on_frontier = on->GetBool();
+        ASSERT_TRUE(fs::exists(fs::path(member(r, "trace")->GetString()))) << row.policy;
+        sweep.rows.push_back(row);
+    }
+    fs::remove_all(dir);
+}
+
+}  // namespace
+
+// --policy sweep --budget: every policy of the set ran and was recorded; the
+// frontier flags agree with the definition on the measured table; the budget
+// names the fastest run whose peak fits.
+TEST(TrainerCli, SweepMarksTheFrontierAndAnswersTheBudget) {
+    Sweep sweep;
+    // A budget between the smallest and the largest peak of the quick mlp
+    // (about 3.8 and 6.5 MiB).
+    runSweep("--model mlp --policy sweep --preset quick --budget 5MiB", "mlp", sweep);
+    if (HasFatalFailure()) return;
+    ASSERT_EQ(sweep.rows.size(), 16u);
+    for (const char* name : {"full", "sqrt", "segments:2", "segments:4+opt-in-bwd", "save:matmul",
+                             "save:none+opt-in-bwd"}) {
+        EXPECT_TRUE(std::any_of(sweep.rows.begin(), sweep.rows.end(), [&](const SweepRow& r) {
+            return r.policy == name;
+        })) << name;
+    }
+    for (const SweepRow& a : sweep.rows) {
+        bool dominated = false;
+        for (const SweepRow& b : sweep.rows)
+            dominated = dominated || (b.peak <= a.peak && b.step_ms <= a.step_ms &&
+                                      (b.peak < a.peak || b.step_ms < a.step_ms));
+        EXPECT_EQ(a.on_frontier, !dominated) << a.policy;
+    }
+    const rapidjson::Value* budget = member(sweep.doc, "budget");
+    ASSERT_TRUE(budget && budget->IsObject());
+    const int64_t bytes = member(*budget, "bytes")->GetInt64();
+    EXPECT_EQ(bytes, 5 * 1024 * 1024);
+    const SweepRow* fastest = nullptr;
+    for (const SweepRow& r : sweep.rows)
+        if (r.peak <= bytes && (!fastest || r.step_ms < fastest->step_ms)) fastest = &r;
+    ASSERT_NE(fastest, nullptr);
+    ASSERT_TRUE(member(*budget, "policy")->IsString());
+    const std::string chosen = member(*budget, "policy")->GetString();
+    const auto row = std::find_if(sweep.rows.begin(), sweep.rows.end(),
+                                  [&](const SweepRow& r) { return r.policy == chosen; });
+    ASSERT_NE(row, sweep.rows.end());
+    EXPECT_LE(row->peak, bytes);
+    EXPECT_EQ(row->step_ms, fastest->step_ms);
+    EXPECT_TRUE(row->on_frontier);
+    EXPECT_EQ(member(*budget, "short_by_bytes")->GetInt64(), 0);
+    EXPECT_NE(sweep.output.text.find(chosen + " is the fastest policy that fits"),
+              std::string::npos)
+        << sweep.output.text;
+    EXPECT_NE(sweep.output.text.find("memory against time"), std::string::npos);
+}
+
+TEST(TrainerCli, BudgetThatNothingFitsSaysByHowMuch) {
+    Sweep sweep;
+    runSweep("--model gpt --policy full,block --preset quick --steps 1 --budget 1MiB", "none",
+             sweep);
+    if (HasFatalFailure()) return;
+    ASSERT_EQ(sweep.rows.size(), 2u);
+    const rapidjson::Value* budget = member(sweep.doc, "budget");
+    ASSERT_TRUE(budget && budget->IsObject());
+    EXPECT_TRUE(member(*budget, "policy")->IsNull());
+    const int64_t smallest = std::min(sweep.rows[0].peak, sweep.rows[1].peak);
+    EXPECT_EQ(member(*budget, "short_by_bytes")->GetInt64(), smallest - 1024 * 1024);
+    EXPECT_NE(sweep.output.text.find("no policy fits"), std::string::npos) << sweep.output.text;
 }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 using namespace memscope::trainer;
 
 TEST(TrainerConfig, AllIsTheFourPolicies) {
@@ -116,4 +118,79 @@ TEST(TrainerConfig, PaperPresetsAreTheLiteratureSizes) {
     EXPECT_EQ(mlp->batch, 8);
     EXPECT_EQ(mlp->seq, 512);
     EXPECT_FALSE(preset(ModelKind::Gpt, "huge").ok());
+}
+
+TEST(TrainerConfig, LiteraturePoliciesParseAndName) {
+    auto p = parsePolicies(
+        "sqrt,segments:3+opt-in-bwd,save:matmul,attention,save:none,"
+        "opt-in-bwd+save:attention,matmul,block");
+    ASSERT_TRUE(p.ok()) << p.message();
+    ASSERT_EQ(p->size(), 6u);
+    EXPECT_EQ((*p)[0].recompute, Recompute::Sqrt);
+    EXPECT_EQ((*p)[1].recompute, Recompute::Segments);
+    EXPECT_EQ((*p)[1].segments, 3);
+    EXPECT_TRUE((*p)[1].optimizer_in_backward);
+    EXPECT_EQ((*p)[2].recompute, Recompute::Save);
+    EXPECT_EQ((*p)[2].save_ops, kSaveMatmul | kSaveAttention);
+    EXPECT_EQ((*p)[3].save_ops, 0u);
+    EXPECT_TRUE((*p)[4].optimizer_in_backward);
+    EXPECT_EQ((*p)[4].save_ops, kSaveMatmul | kSaveAttention);
+    EXPECT_EQ((*p)[5].recompute, Recompute::Block);
+    // Names read back to the same policies.
+    for (const Policy& policy : *p) {
+        auto again = parsePolicies(policyName(policy));
+        ASSERT_TRUE(again.ok()) << policyName(policy);
+        ASSERT_EQ(again->size(), 1u) << policyName(policy);
+        EXPECT_EQ(again->front(), policy) << policyName(policy);
+    }
+    EXPECT_EQ(policyName((*p)[2]), "save:matmul,attention");
+    EXPECT_EQ(policyName((*p)[4]), "save:matmul,attention+opt-in-bwd");
+    EXPECT_EQ(policyFileStem((*p)[2]), "save-matmul-attention");
+    EXPECT_EQ(policyName((*p)[1]), "segments:3+opt-in-bwd");
+    for (const char* bad : {"segments:0", "segments:", "segments:x", "save:", "save:conv",
+                            "save:matmul,conv", "sqrt+block", "save:none+segments:2"})
+        EXPECT_FALSE(parsePolicies(bad).ok()) << bad;
+}
+
+TEST(TrainerConfig, SegmentPlans) {
+    auto plan = [](const char* policy, int64_t layers) {
+        std::vector<std::tuple<int64_t, int64_t, bool>> out;
+        const auto segments = segmentPlan(parsePolicies(policy)->front(), layers);
+        for (const Segment& s : segments.value()) out.emplace_back(s.begin, s.end, s.checkpointed);
+        return out;
+    };
+    using V = std::vector<std::tuple<int64_t, int64_t, bool>>;
+    EXPECT_EQ(plan("full", 3), (V{{0, 3, false}}));
+    EXPECT_EQ(plan("selective", 3), (V{{0, 3, false}}));
+    EXPECT_EQ(plan("block", 2), (V{{0, 1, true}, {1, 2, true}}));
+    EXPECT_EQ(plan("save:matmul", 2), (V{{0, 1, true}, {1, 2, true}}));
+    // Chen et al.: segments of ceil(sqrt(L)) blocks, all checkpointed.
+    EXPECT_EQ(plan("sqrt", 5), (V{{0, 3, true}, {3, 5, true}}));
+    EXPECT_EQ(plan("sqrt", 9), (V{{0, 3, true}, {3, 6, true}, {6, 9, true}}));
+    EXPECT_EQ(plan("sqrt", 24),
+              (V{{0, 5, true}, {5, 10, true}, {10, 15, true}, {15, 20, true}, {20, 24, true}}));
+    // checkpoint_sequential: L/K blocks per segment, the last one plain.
+    EXPECT_EQ(plan("segments:2", 5), (V{{0, 2, true}, {2, 5, false}}));
+    EXPECT_EQ(plan("segments:3", 6), (V{{0, 2, true}, {2, 4, true}, {4, 6, false}}));
+    EXPECT_EQ(plan("segments:1", 4), (V{{0, 4, false}}));
+    EXPECT_FALSE(segmentPlan(parsePolicies("segments:7")->front(), 6).ok());
+}
+
+TEST(TrainerConfig, SweepAndBudget) {
+    auto o = parseCommandLine({"--model", "gpt", "--policy", "sweep", "--budget", "2.5GiB"});
+    ASSERT_TRUE(o.ok()) << o.message();
+    EXPECT_EQ(o->policies, sweepPolicies(ModelKind::Gpt, o->train.model.layers));
+    EXPECT_EQ(*o->budget_bytes, int64_t{5} * 512 * 1024 * 1024);
+    auto mlp = parseCommandLine({"--policy", "sweep"});
+    ASSERT_TRUE(mlp.ok());
+    for (const Policy& p : mlp->policies) EXPECT_FALSE(p.save_ops & kSaveAttention);
+    // Every policy of the sweep, each alone and with +opt-in-bwd, once.
+    const auto sweep = sweepPolicies(ModelKind::Gpt, 4);
+    EXPECT_EQ(sweep.size(), 20u);
+    for (size_t i = 0; i < sweep.size(); ++i)
+        for (size_t j = i + 1; j < sweep.size(); ++j) EXPECT_FALSE(sweep[i] == sweep[j]);
+    EXPECT_FALSE(parseCommandLine({"--budget", "lots"}).ok());
+    EXPECT_FALSE(parseCommandLine({"--budget", "1GiB", "--no-capture"}).ok());
+    EXPECT_FALSE(parseCommandLine({"--policy", "segments:7", "--layers", "6"}).ok());
+    EXPECT_TRUE(parseCommandLine({"--policy", "segments:6", "--layers", "6"}).ok());
 }

@@ -86,3 +86,36 @@ TEST(TrainerCorrectness, RecordingDoesNotChangeTheRun) {
     ASSERT_TRUE(recorded);
     ASSERT_EQ(plain.losses, recorded->run.losses);
 }
+
+// The literature's policies (sqrt, segments:K, save:OPS), alone and with the
+// optimizer in backward, against full: same losses, same parameters. Small
+// models and 3 steps, so that CI runs them in seconds: 5 blocks make sqrt two
+// segments of 3 and 2 blocks and segments:2 one checkpointed segment of 2
+// blocks followed by 3 plain ones.
+namespace {
+
+void checkPolicies(const TrainConfig& c, const std::string& list) {
+    const RunResult ref = runPlain(c, full());
+    ASSERT_EQ(ref.losses.size(), static_cast<size_t>(c.steps));
+    auto policies = parsePolicies(list);
+    ASSERT_TRUE(policies.ok()) << policies.message();
+    for (Policy p : *policies) {
+        expectSameRun(ref, runPlain(c, p), policyName(p));
+        p.optimizer_in_backward = true;
+        expectSameRun(ref, runPlain(c, p), policyName(p));
+    }
+}
+
+}  // namespace
+
+TEST(TrainerCorrectness, MlpLiteraturePoliciesAgree) {
+    checkPolicies(trainConfig(smallMlp(5), 3), "sqrt,segments:2,segments:5,save:none,save:matmul");
+}
+
+TEST(TrainerCorrectness, GptLiteraturePoliciesAgreeWithDropout) {
+    ModelConfig m = smallGpt();
+    m.layers = 5;
+    m.seq = 16;
+    checkPolicies(trainConfig(m, 3),
+                  "sqrt,segments:2,save:none,save:matmul,save:attention,save:matmul,attention");
+}

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 #include "memscope/native_format.h"
 
@@ -59,5 +61,44 @@ TEST(AllocationLedger, CategoriesFromTagsAndHindsight) {
     EXPECT_EQ(cat(7), Category::Unknown);
     EXPECT_EQ(cat(8), Category::Parameter);
     EXPECT_EQ(trace->events[3].kind, EventKind::FreeCompleted);
+    std::filesystem::remove(path);
+}
+
+// The hook's side is lock-free: four threads report at once while the
+// trainer's thread reads; every event arrives once, frees match their
+// allocations, and after a commit has sized the log the hook allocates nothing.
+TEST(AllocationLedger, ConcurrentReportsAndNoAllocationInTheHook) {
+    const std::string path = tempPath("concurrent");
+    {
+        auto writer = BackgroundTraceWriter::create(path, TraceMetadata{});
+        ASSERT_TRUE(writer.ok()) << writer.message();
+        AllocationLedger ledger(**writer);
+        constexpr int kThreads = 4, kPairs = 20000;
+        auto report = [&](int t) {
+            for (int i = 0; i < kPairs; ++i) {
+                const uint64_t ptr = (static_cast<uint64_t>(t + 1) << 32) + uint64_t(i) * 64;
+                ledger.onAlloc(ptr, 64, 0, i);
+                ledger.onFree(ptr, 64, 0, i + 1);
+            }
+        };
+        std::vector<std::thread> threads;
+        for (int t = 0; t < kThreads; ++t) threads.emplace_back(report, t);
+        for (int k = 0; k < 100; ++k) (void)ledger.mark();  // reads while they write
+        for (auto& t : threads) t.join();
+        ledger.commit();
+        auto c = ledger.counts();
+        EXPECT_EQ(c.allocs, uint64_t{kThreads} * kPairs);
+        EXPECT_EQ(c.frees, uint64_t{kThreads} * kPairs);
+        EXPECT_EQ(c.unmatched_frees, 0u);
+        // The commit reserved twice this step: a step as busy allocates nothing.
+        const uint64_t before = c.hook_allocations;
+        report(0);
+        ledger.commit();
+        EXPECT_EQ(ledger.counts().hook_allocations, before);
+        ASSERT_TRUE((*writer)->close().ok());
+    }
+    auto trace = readNativeTrace(path);
+    ASSERT_TRUE(trace.ok()) << trace.message();
+    EXPECT_EQ(trace->events.size(), 2u * 5 * 20000);
     std::filesystem::remove(path);
 }

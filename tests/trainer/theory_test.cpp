@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <map>
 
 #include "test_util.h"
 
@@ -176,4 +177,30 @@ TEST(TrainerTheory, TraceIsLabelled) {
     EXPECT_EQ(liveAt(rec->trace, Category::Activation, end), 0);
     EXPECT_EQ(liveAt(rec->trace, Category::Gradient, end), 0);
     EXPECT_EQ(liveAt(rec->trace, Category::Temporary, end), 0);
+}
+
+// What the literature's policies keep at the end of forward, block by block
+// (mlp, fp32, N = s·b tokens of width d): a checkpointed block or segment
+// keeps only its output (the next one's input, N·d·4 bytes); save:matmul also
+// keeps fc1's and fc2's outputs (N·4d·4 + N·d·4); sqrt (5 blocks: segments
+// 0-2 and 3-4) keeps the outputs of blocks 2 and 4 only.
+TEST(TrainerTheory, LiteraturePoliciesKeepWhatTheySay) {
+    const ModelConfig m = smallMlp(5);
+    const int64_t nd4 = m.seq * m.batch * m.hidden * 4;
+    auto kept = [&](const char* name) {
+        const Policy p = parsePolicies(name)->front();
+        auto rec = record(trainConfig(m, 1), p, "kept");
+        std::map<int, int64_t> by_block;
+        if (!rec) return by_block;
+        for (const auto& [block, bytes] : activationByBlockAtForwardEnd(rec->trace, 0))
+            if (block >= 0 && bytes != 0) by_block[block] = bytes;
+        return by_block;
+    };
+    const std::map<int, int64_t> one_each{{0, nd4}, {1, nd4}, {2, nd4}, {3, nd4}, {4, nd4}};
+    EXPECT_EQ(kept("block"), one_each);
+    EXPECT_EQ(kept("save:none"), one_each);
+    std::map<int, int64_t> matmul;
+    for (int i = 0; i < 5; ++i) matmul[i] = nd4 + 4 * nd4 + nd4;
+    EXPECT_EQ(kept("save:matmul"), matmul);
+    EXPECT_EQ(kept("sqrt"), (std::map<int, int64_t>{{2, nd4}, {4, nd4}}));
 }

@@ -19,14 +19,14 @@
 namespace memscope {
 
 // Bump on any change to the classes below or to Trace's layout.
-inline constexpr int kPluginAbiVersion = 2;  // 2: Trace::metrics, TaskContext::warnings
-
+inline constexpr int kPluginAbiVersion =
+    3;  // 2: Trace::metrics, TaskContext::warnings; 3: TraceMetadata's key index
 
 class Importer {
 public:
     virtual ~Importer() = default;
-    virtual std::string id() const = 0;           // stable, e.g. "pytorch-snapshot"
-    virtual std::string description() const = 0;  // for --help and file dialogs
+    virtual std::string id() const = 0;                       // stable, e.g. "pytorch-snapshot"
+    virtual std::string description() const = 0;              // for --help and file dialogs
     virtual std::vector<std::string> extensions() const = 0;  // e.g. {".pickle"}
 
     // How sure this importer is that it can read the file, from its first bytes

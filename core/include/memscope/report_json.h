@@ -10,6 +10,7 @@
 #include "memscope/phase_peaks.h"
 #include "memscope/summary.h"
 #include "memscope/task_context.h"
+#include "memscope/timeline.h"
 #include "memscope/trace.h"
 
 namespace memscope {
@@ -18,6 +19,7 @@ struct FileReport {
     std::string path;
     std::string format;  // the importer that read it
     const Trace* trace = nullptr;
+    const Timeline* timeline = nullptr;  // for the sites at the peak
     TraceSummary summary;
     std::vector<LoadWarning> warnings;
 };

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -46,11 +47,11 @@ struct Phase {
     StringId name;
     PhaseKind kind = PhaseKind::Range;
     PhaseId parent;
-    int32_t step = -1;   // -1 = not tied to a training step
-    int32_t block = -1;  // -1 = not tied to a model block
-    int16_t device = -1; // -1 = all devices
-    int64_t start = 0;   // same unit as Event::time
-    int64_t end = 0;     // == start while still open at the end of recording
+    int32_t step = -1;    // -1 = not tied to a training step
+    int32_t block = -1;   // -1 = not tied to a model block
+    int16_t device = -1;  // -1 = all devices
+    int64_t start = 0;    // same unit as Event::time
+    int64_t end = 0;      // == start while still open at the end of recording
 };
 
 enum class AnnotationStage : uint8_t { Start = 0, End = 1, Instant = 2 };
@@ -109,7 +110,7 @@ struct TraceMetadata {
     // ("pytorch-snapshot", "kineto") or a recorder ("memscope-train",
     // "memscope-cupti"); kept when the trace is converted to another format.
     std::string source_format;
-    std::string name;           // e.g. policy or file stem
+    std::string name;  // e.g. policy or file stem
     TimeBase time_base = TimeBase::Nanoseconds;
     int64_t pid = -1;
     int32_t rank = -1;
@@ -118,6 +119,18 @@ struct TraceMetadata {
 
     const std::string* property(std::string_view key) const;
     void setProperty(std::string key, std::string value);
+
+private:
+    // key -> index in `properties`, built once there are many (300,000 keys
+    // must not take a linear scan each); checked against `properties` on
+    // every use, so code that edits `properties` directly stays correct.
+    const std::pair<std::string, std::string>* find(std::string_view key) const;
+    struct KeyHash {
+        using is_transparent = void;
+        size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    mutable std::unordered_map<std::string, size_t, KeyHash, std::equal_to<>> property_index_;
+    mutable size_t indexed_ = 0;
 };
 
 // Interns strings to dense ids; id 0 is "".
@@ -180,7 +193,7 @@ private:
     std::vector<Frame> frames_;
     std::unordered_map<Frame, uint32_t, FrameHash> frame_index_;
     std::vector<FrameId> stack_frames_;
-    std::vector<uint32_t> stack_offsets_{0, 0};  // stack n = [off[n], off[n+1])
+    std::vector<uint32_t> stack_offsets_{0, 0};              // stack n = [off[n], off[n+1])
     std::unordered_multimap<size_t, uint32_t> stack_index_;  // hash -> stack id
     std::unordered_map<uint64_t, uint32_t> stream_index_{{0, 0}};
 };

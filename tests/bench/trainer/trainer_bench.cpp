@@ -187,6 +187,11 @@ void overhead(const ModelConfig& m, const char* label) {
                 100.0 * (b - a) / a);
     std::printf("    process CPU, best run: off %7.3f s  on %7.3f s  overhead %+6.2f%%\n", cpu_off,
                 cpu_on, 100.0 * (cpu_on - cpu_off) / cpu_off);
+    const double n = static_cast<double>(events);
+    std::printf("    per recorded event: %+.0f ns wall (step medians), %+.0f ns process CPU\n",
+                (b - a) * 1e6 * (c.steps - 1) / n * static_cast<double>(c.steps) /
+                    static_cast<double>(c.steps - 1),
+                (cpu_on - cpu_off) * 1e9 / n);
 }
 
 }  // namespace
@@ -222,6 +227,19 @@ int main(int argc, char** argv) {
         policies(g, scale.steps);
     }
     if (cost) {
+        const int pairs = 200000;
+        auto hook = measureHookCost(pairs, scratch("hook-cost"));
+        if (hook) {
+            std::printf(
+                "\nmemory hook, per event (256-byte tensors allocated and freed %d times, "
+                "best of 5):\n"
+                "  hook off %7.1f ns  on %7.1f ns  recording adds %6.1f ns per event (%llu "
+                "events per round)\n",
+                pairs, hook->off_ns, hook->on_ns, hook->on_ns - hook->off_ns,
+                static_cast<unsigned long long>(hook->events));
+        } else {
+            std::printf("\nmemory hook cost: %s\n", hook.message().c_str());
+        }
         std::printf(
             "\nrecording overhead (policy full, capture on against off, 5 interleaved runs):\n");
         ModelConfig q = preset(ModelKind::Mlp, "quick").value();

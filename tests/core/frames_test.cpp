@@ -1,0 +1,144 @@
+// The frame rule: noise, library and user frames; an allocation's site is its
+// first user frame; and the explanation of a peak by sites and categories.
+#include "memscope/frames.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "analysis_test_util.h"
+#include "memscope/builtin_plugins.h"
+#include "memscope/open_run.h"
+#include "memscope/peak_explainer.h"
+
+namespace memscope {
+namespace {
+
+using testutil::event;
+
+struct Stacked {
+    Trace trace;
+    std::vector<FrameId> frames;
+    StackId stack;
+};
+
+// Innermost first, as PyTorch records them with stacks="all".
+Stacked realisticStack() {
+    Stacked s;
+    Trace& t = s.trace;
+    const std::pair<const char*, const char*> frames[] = {
+        {"torch::unwind::unwind()", "??"},
+        {"c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(int, unsigned "
+         "long)",
+         "CUDACachingAllocator.cpp"},
+        {"at::detail::empty_strided_cuda(c10::ArrayRef<long>)", "??"},
+        {"c10::impl::wrap_kernel_functor_unboxed_<...>::call", "RegisterCUDA_0.cpp"},
+        {"at::_ops::_softmax::call(at::Tensor const&, long, bool)", "Operators_2.cpp"},
+        {"_PyEval_EvalFrameDefault", "??"},
+        {"softmax", "/usr/lib/python3/dist-packages/torch/nn/functional.py"},
+        {"forward", "/home/me/project/model.py"},
+        {"_call_impl", "/usr/lib/python3/dist-packages/torch/nn/modules/module.py"},
+        {"train", "/home/me/project/train.py"},
+        {"torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)",
+         "??"},
+        {"start_thread", "./nptl/pthread_create.c"},
+    };
+    for (const auto& [fn, file] : frames)
+        s.frames.push_back(t.internFrame({t.internString(fn), t.internString(file), 7}));
+    s.stack = t.internStack(s.frames);
+    return s;
+}
+
+TEST(Frames, RolesFollowTheOneRule) {
+    const Stacked s = realisticStack();
+    const auto role = [&](size_t i) { return frameRole(s.trace, s.frames[i]); };
+    for (size_t i : {0, 1, 2, 3, 4, 5, 8, 10, 11})
+        EXPECT_EQ(role(i), FrameRole::Noise) << frameText(s.trace, s.frames[i]);
+    EXPECT_EQ(role(6), FrameRole::Library);  // torch's own Python
+    EXPECT_EQ(role(7), FrameRole::User);
+    EXPECT_EQ(role(9), FrameRole::User);
+    EXPECT_EQ(frameRoles(s.trace).size(), s.frames.size() + 1);
+}
+
+TEST(Frames, TheSiteIsTheFirstUserFrame) {
+    const Stacked s = realisticStack();
+    ASSERT_TRUE(siteFrame(s.trace, s.stack));
+    EXPECT_EQ(*siteFrame(s.trace, s.stack), s.frames[7]);
+    EXPECT_EQ(siteLabel(s.trace, s.stack), "forward  (/home/me/project/model.py:7)");
+    const auto visible = visibleFrames(s.trace, s.stack, 10);
+    ASSERT_EQ(visible.size(), 3u);  // functional.py, model.py, train.py
+    EXPECT_EQ(visible[0], s.frames[6]);
+
+    // Only library frames: the first of them; only noise or no stack: none.
+    Trace t;
+    const std::array lib{t.internFrame(
+        {t.internString("_C._nn.linear"), t.internString("/opt/torch/nn/functional.py"), 1})};
+    EXPECT_EQ(siteLabel(t, t.internStack(lib)), "_C._nn.linear  (/opt/torch/nn/functional.py:1)");
+    const std::array noise{
+        t.internFrame({t.internString("PyObject_Call"), t.internString("??"), 0})};
+    EXPECT_FALSE(siteFrame(t, t.internStack(noise)));
+    EXPECT_FALSE(siteFrame(t, StackId()));
+    EXPECT_FALSE(siteFrame(t, StackId(999)));  // a bad id is no site, not a crash
+}
+
+TEST(PeakExplainer, SitesAtThePeakByUserFrame) {
+    Stacked s = realisticStack();
+    Trace& t = s.trace;
+    const std::array other{
+        t.internFrame({t.internString("step"), t.internString("/home/me/project/optim.py"), 3})};
+    const StackId opt = t.internStack(other);
+    t.events = {event(1, EventKind::Alloc, 0x100, 4000, Category::Activation),
+                event(2, EventKind::Alloc, 0x200, 1000, Category::Activation),
+                event(3, EventKind::Alloc, 0x300, 3000, Category::OptimizerState),
+                event(4, EventKind::Alloc, 0x400, 500, Category::Unknown)};
+    t.events[0].stack = t.events[1].stack = s.stack;
+    t.events[2].stack = opt;
+    auto tl = *Timeline::build(t);
+    const DeviceTimeline& d = tl->devices().at(0);
+    const auto sites = sitesAtPeak(t, d, 10);
+    ASSERT_EQ(sites.size(), 3u);
+    EXPECT_EQ(sites[0].label, "forward  (/home/me/project/model.py:7)");
+    EXPECT_EQ(sites[0].bytes, 5000);
+    EXPECT_EQ(sites[0].count, 2u);
+    EXPECT_EQ(sites[0].category, Category::Activation);
+    EXPECT_EQ(d.intervals[sites[0].largest].size, 4000u);
+    EXPECT_EQ(sites[1].bytes, 3000);
+    EXPECT_EQ(sites[2].label, "(no stack)");
+    EXPECT_EQ(sitesAtPeak(t, d, 1).size(), 1u);
+    EXPECT_EQ(sitesAt(t, d, 2, 10)[0].bytes, 5000);  // the two activations live at t = 2
+}
+
+TEST(PeakExplainer, ChangesPerCategoryLargestFirst) {
+    std::array<int64_t, kCategoryCount> d{};
+    EXPECT_EQ(describeChange(d), "no change");
+    d[size_t(index(Category::Activation))] = -(int64_t(36) << 27);  // -4.5 GiB
+    d[size_t(index(Category::Temporary))] = int64_t(200) << 20;
+    d[size_t(index(Category::Gradient))] = 1;
+    EXPECT_EQ(describeChange(d, 2), "\u22124.50 GiB activation, +200 MiB temporary");
+    d[size_t(index(Category::Gradient))] = INT64_MIN;  // no overflow in the magnitude
+    EXPECT_EQ(describeChange(d, 1), "\u22128192 PiB gradient");
+}
+
+TEST(PeakExplainer, RealSnapshotNamesTheUsersFrames) {
+    const std::filesystem::path file = std::filesystem::path(MEMSCOPE_FIXTURES_DIR) / "snapshots" /
+                                       "user_metadata_compile_ctx__bcrafton_a2.pickle";
+    if (!std::filesystem::exists(file))
+        GTEST_SKIP() << "fixtures folder missing: " << MEMSCOPE_FIXTURES_DIR;
+    auto run = openRun(file.string(), processRegistry());
+    ASSERT_TRUE(run.ok()) << run.message();
+    const OpenedTrace& part = run->parts.at(0);
+    const DeviceTimeline& d = part.timeline->devices().at(0);
+    const auto sites = sitesAtPeak(*part.trace, d, 10);
+    ASSERT_FALSE(sites.empty());
+    size_t user = 0;
+    for (const SiteAtPeak& s : sites) {
+        if (!s.site) continue;
+        // No allocator, dispatcher or interpreter frame ever names a site.
+        EXPECT_NE(frameRole(*part.trace, *s.site), FrameRole::Noise) << s.label;
+        if (frameRole(*part.trace, *s.site) == FrameRole::User) ++user;
+    }
+    EXPECT_GE(user, 3u);
+}
+
+}  // namespace
+}  // namespace memscope

@@ -1,0 +1,55 @@
+#pragma once
+// The hostile corpus of issue 14: one generated file per case class (memory
+// amplification, quadratic time, silently wrong figures, duplicates, pipes).
+// Built by the hostile tests (small sizes) and by memscope-bench-hostile (the
+// sizes the issue names), so both try the same shapes.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace memscope::hostile {
+
+struct Case {
+    std::string name;    // e.g. "pickle_memo_gaps"
+    std::string klass;   // the issue's class: amplification, quadratic, figures, ...
+    std::string path;    // the file written
+    std::string expect;  // what a fixed build gives: "error", "warning" or "figures"
+};
+
+// Writes every case under `folder` (created). `full`: the sizes of the issue
+// (tens of MB of input, minutes on a broken build); else small sizes that keep
+// each case well under a second.
+std::vector<Case> writeCorpus(const std::string& folder, bool full);
+
+// Builders used by the tests directly.
+std::string pickleMemoGaps(int puts);
+std::string pickleEmptyListPop(uint64_t pairs);
+std::string pickleSharedBigString(int entries, size_t string_bytes, bool user_metadata);
+std::string pickleFramesSharingStrings(int frames, size_t string_bytes);
+std::string pickleManyKeys(int keys);
+// One alloc/free pair per device list, with the given oddity on the first entry.
+enum class EntryOddity { None, TimeFloat, TimeNaN, TimeMissing, AddrFloat, SizeHuge };
+std::string pickleEntries(int entries, EntryOddity oddity);
+std::string pickleDuplicateKeys();  // 'device_traces' and 'segments' twice: the last wins
+std::string pickleSharedEntry();    // one entry dict in two device lists
+std::string kinetoJson(const std::string& first_event_ts, const std::string& first_bytes);
+std::string kinetoDuplicateTraceEvents();
+std::string kinetoDuplicateArgs();
+std::string jsonManyKeys(int keys);
+std::string gzip(const std::string& text);
+// A gzip of `prefix`, then `repeat` bytes of `fill`, then `suffix`, streamed.
+bool writeGzipFill(const std::string& path, const std::string& prefix, char fill, uint64_t repeat,
+                   const std::string& suffix);
+std::string timelineFreedOldestFirst(int allocations);
+// A native trace of `events` events (a whole file, by the real writer).
+bool writeNativeEvents(const std::string& path, uint64_t events, uint32_t per_chunk);
+// A native file whose one events chunk (of `per_chunk` identical events) is
+// repeated `copies` times: each chunk passes every per-chunk check.
+bool writeNativeRepeatedEvents(const std::string& path, uint32_t per_chunk, int copies);
+// A native file with `chunks` chunks of table type `type` (8 annotations, 9
+// attributes, 1 metadata), each `raw_bytes` of zero items, zstd-compressed.
+bool writeNativeTableBomb(const std::string& path, uint8_t type, uint32_t raw_bytes, int chunks);
+bool writeFile(const std::string& path, const std::string& bytes);
+
+}  // namespace memscope::hostile

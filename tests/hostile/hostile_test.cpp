@@ -1,0 +1,301 @@
+// Regression tests for issue 14: each hostile case ends with an error or with
+// figures plus a warning, never a crash, a hang or a silent change.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "hostile_corpus.h"
+#include "memscope/file_io.h"
+#include "memscope/native_format.h"
+#include "memscope/plugins/kineto.h"
+#include "memscope/plugins/pytorch_snapshot.h"
+
+namespace fs = std::filesystem;
+using namespace memscope;
+using namespace memscope::hostile;
+
+namespace {
+
+struct Loaded {
+    Result<Trace> trace = makeError("not loaded");
+    std::vector<LoadWarning> warnings;
+};
+
+std::span<const std::byte> bytesOf(const std::string& s) {
+    return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
+}
+
+Loaded snapshot(const std::string& bytes) {
+    Loaded l;
+    TaskContext ctx;
+    ctx.warnings = &l.warnings;
+    l.trace = pytorch_snapshot::importBytes(bytesOf(bytes), ctx, "t");
+    return l;
+}
+
+Loaded kinetoText(const std::string& text) {
+    Loaded l;
+    TaskContext ctx;
+    ctx.warnings = &l.warnings;
+    l.trace = kineto::importBytes(bytesOf(text), ctx, "t");
+    return l;
+}
+
+std::string tempDir() {
+    const fs::path p = fs::temp_directory_path() / ("memscope-hostile-" + std::to_string(getpid()));
+    fs::create_directories(p);
+    return p.string();
+}
+
+}  // namespace
+
+TEST(HostilePickle, MemoGapsAreRefused) {
+    auto l = snapshot(pickleMemoGaps(200));
+    ASSERT_FALSE(l.trace.ok());
+    EXPECT_NE(l.trace.message().find("memo index"), std::string::npos) << l.trace.message();
+}
+
+TEST(HostilePickle, PoppedContainersAreFreed) {
+    // 200,000 EMPTY_LIST + POP: with the containers kept, the live-container
+    // limit (or memory) would be hit; freed, the file loads.
+    auto l = snapshot(pickleEmptyListPop(5'000'000));
+    ASSERT_TRUE(l.trace.ok()) << l.trace.message();
+}
+
+TEST(HostilePickle, SharedLongStringsAreInternedOnce) {
+    const auto start = std::chrono::steady_clock::now();
+    auto l = snapshot(pickleFramesSharingStrings(2000, 1 << 20));
+    ASSERT_TRUE(l.trace.ok()) << l.trace.message();
+    EXPECT_EQ(l.trace->frames().size(), 2000u);  // distinct lines
+    EXPECT_LT(l.trace->strings.size(), 10u);     // two long strings, stored once
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+}
+
+TEST(HostilePickle, RenderedAttributesAreCutAndWarned) {
+    auto l = snapshot(pickleSharedBigString(50, 1 << 20, false));
+    ASSERT_TRUE(l.trace.ok()) << l.trace.message();
+    size_t biggest = 0;
+    for (const auto& a : l.trace->attributes)
+        biggest = std::max(biggest, l.trace->string(a.value).size());
+    EXPECT_LE(biggest, 4096u + 64);
+    ASSERT_FALSE(l.warnings.empty());
+    EXPECT_EQ(l.warnings[0].count, 50u);
+}
+
+TEST(HostilePickle, UserMetadataStringIsInternedOnce) {
+    auto l = snapshot(pickleSharedBigString(50, 1 << 20, true));
+    ASSERT_TRUE(l.trace.ok()) << l.trace.message();
+    EXPECT_EQ(l.trace->attributes.size(), 50u);
+    EXPECT_LT(l.trace->strings.size(), 10u);
+}
+
+TEST(HostilePickle, ManyTopLevelKeysAreLinear) {
+    const auto start = std::chrono::steady_clock::now();
+    auto l = snapshot(pickleManyKeys(100000));
+    ASSERT_TRUE(l.trace.ok()) << l.trace.message();
+    EXPECT_GE(l.trace->metadata.properties.size(), 100000u);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST(HostileSnapshot, FloatTimeIsUsed) {
+    auto l = snapshot(pickleEntries(6, EntryOddity::TimeFloat));
+    ASSERT_TRUE(l.trace.ok()) << l.trace.message();
+    EXPECT_EQ(l.trace->metadata.time_base, TimeBase::Nanoseconds);
+    // A double holds µs since the epoch to about 0.25 µs.
+    EXPECT_NEAR(double(l.trace->events[0].time), 1.7000000000000005e18, 1000.0);
+    EXPECT_TRUE(l.warnings.empty());
+}
+
+TEST(HostileSnapshot, NanOrMissingTimeKeepsTheClockAndWarns) {
+    for (EntryOddity o : {EntryOddity::TimeNaN, EntryOddity::TimeMissing}) {
+        auto l = snapshot(pickleEntries(6, o));
+        ASSERT_TRUE(l.trace.ok()) << l.trace.message();
+        EXPECT_EQ(l.trace->metadata.time_base, TimeBase::Nanoseconds);
+        ASSERT_EQ(l.trace->events.size(), 6u);
+        EXPECT_EQ(l.trace->events[1].time, 1'700'000'000'000'010'000);
+        ASSERT_EQ(l.warnings.size(), 1u);
+        EXPECT_EQ(l.warnings[0].count, 1u);
+        EXPECT_NE(l.warnings[0].message.find("entry 0"), std::string::npos)
+            << l.warnings[0].message;
+    }
+}
+
+TEST(HostileSnapshot, FloatAddressAndHugeSizeAreDroppedWithAWarning) {
+    for (EntryOddity o : {EntryOddity::AddrFloat, EntryOddity::SizeHuge}) {
+        auto l = snapshot(pickleEntries(6, o));
+        ASSERT_TRUE(l.trace.ok()) << l.trace.message();
+        EXPECT_EQ(l.trace->events.size(), 5u);
+        ASSERT_EQ(l.warnings.size(), 1u);
+        EXPECT_EQ(l.warnings[0].count, 1u);
+        EXPECT_NE(l.warnings[0].message.find("first: entry 0"), std::string::npos);
+    }
+}
+
+TEST(HostileSnapshot, DuplicateKeysLastWins) {
+    auto l = snapshot(pickleDuplicateKeys());
+    ASSERT_TRUE(l.trace.ok()) << l.trace.message();
+    ASSERT_EQ(l.trace->events.size(), 2u);
+    EXPECT_EQ(l.trace->events[0].size, 2u << 20);
+}
+
+TEST(HostileSnapshot, EntrySharedByTwoDevicesIsInBoth) {
+    auto l = snapshot(pickleSharedEntry());
+    ASSERT_TRUE(l.trace.ok()) << l.trace.message();
+    ASSERT_EQ(l.trace->events.size(), 2u);
+    EXPECT_EQ(l.trace->devices(), (std::vector<int16_t>{0, 1}));
+}
+
+TEST(HostileKineto, InvalidTimeOrBytesAreDroppedWithAWarning) {
+    for (auto [ts, bytes] :
+         {std::pair{"", "1024"}, std::pair{"\"x\"", "1024"}, std::pair{"1700000000000000", "NaN"},
+          std::pair{"1700000000000000", "Infinity"},
+          std::pair{"1700000000000000", "99999999999999999999999"}}) {
+        auto l = kinetoText(kinetoJson(ts, bytes));
+        ASSERT_TRUE(l.trace.ok()) << l.trace.message();
+        EXPECT_EQ(l.trace->events.size(), 3u) << ts << " " << bytes;
+        ASSERT_EQ(l.warnings.size(), 1u) << ts << " " << bytes;
+        EXPECT_EQ(l.warnings[0].count, 1u);
+        for (const Event& e : l.trace->events) EXPECT_GT(e.time, 0);
+    }
+}
+
+TEST(HostileKineto, DuplicatesResolveAsPython) {
+    auto dup = kinetoText(kinetoDuplicateTraceEvents());
+    ASSERT_TRUE(dup.trace.ok()) << dup.trace.message();
+    EXPECT_EQ(dup.trace->events.size(), 4u);
+    auto args = kinetoText(kinetoDuplicateArgs());
+    ASSERT_TRUE(args.trace.ok()) << args.trace.message();
+    ASSERT_EQ(args.trace->events.size(), 1u);
+    EXPECT_EQ(args.trace->events[0].size, 2048u);
+    EXPECT_EQ(args.trace->events[0].device, 1);
+}
+
+TEST(HostileJson, ManyKeysAreLinearAndCapped) {
+    const auto start = std::chrono::steady_clock::now();
+    auto l = kinetoText(jsonManyKeys(30000));
+    ASSERT_TRUE(l.trace.ok()) << l.trace.message();
+    EXPECT_LE(l.trace->metadata.properties.size(), 10001u);
+    ASSERT_FALSE(l.warnings.empty());
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST(HostileJson, GiantStringIsRefusedNotMaterialized) {
+    const std::string dir = tempDir();
+    const std::string p = dir + "/big.json.gz";
+    ASSERT_TRUE(writeGzipFill(p, "{\"traceEvents\": [], \"note\": \"", 'a', 96ull << 20, "\"}"));
+    auto r = kineto::importFile(p);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.message().find("MiB"), std::string::npos) << r.message();
+}
+
+TEST(HostileJson, CancelStopsAWhitespaceRunQuickly) {
+    const std::string dir = tempDir();
+    const std::string p = dir + "/blank.json.gz";
+    ASSERT_TRUE(writeGzipFill(p, "{\"traceEvents\": [", ' ', 48ull << 20, "]}"));
+    std::atomic<bool> cancel{true};
+    TaskContext ctx;
+    ctx.cancel = &cancel;
+    const auto start = std::chrono::steady_clock::now();
+    auto r = kineto::importFile(p, ctx);
+    const auto ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.message(), "cancelled");
+    EXPECT_LT(ms, 100.0);
+    std::printf("cancel latency, 48 MiB of blanks: %.2f ms\n", ms);
+}
+
+TEST(HostileNative, ExpansionIsBoundedByTheFileSize) {
+    const std::string dir = tempDir();
+    const std::string p = dir + "/bomb.memscope";
+    ASSERT_TRUE(writeNativeRepeatedEvents(p, 1u << 20, 8));
+    std::vector<LoadWarning> warnings;
+    TaskContext ctx;
+    ctx.warnings = &warnings;
+    auto r = importNativeTrace(p, ctx);
+    if (r.ok()) {
+        EXPECT_LE(r->events.size(), std::max<uint64_t>(4u << 20, 16 * fs::file_size(p)));
+        ASSERT_FALSE(warnings.empty());
+    }
+    for (uint8_t type : {uint8_t(1), uint8_t(8), uint8_t(9)}) {
+        const std::string q = dir + "/table" + std::to_string(type) + ".memscope";
+        ASSERT_TRUE(writeNativeTableBomb(q, type, 24u << 20, 2));
+        warnings.clear();
+        auto t = importNativeTrace(q, ctx);
+        ASSERT_TRUE(t.ok()) << t.message();
+        EXPECT_LE(t->annotations.size() + t->attributes.size() + t->metadata.properties.size(),
+                  4u << 20);
+        ASSERT_FALSE(warnings.empty()) << int(type);
+    }
+}
+
+TEST(HostileFiles, FifoIsRefusedWithoutBlocking) {
+    const std::string dir = tempDir();
+    const std::string p = dir + "/pipe";
+    ::unlink(p.c_str());
+    ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0);
+    auto r = requireRegularFile(p);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.message().find("pipe"), std::string::npos);
+    auto opened = InputFile::open(p);  // O_NONBLOCK: returns at once
+    ASSERT_FALSE(opened.ok());
+    EXPECT_FALSE(kineto::importFile(p).ok());
+    EXPECT_FALSE(pytorch_snapshot::importFile(p).ok());
+}
+
+TEST(HostileFiles, ShrinkingFileIsAnErrorNotSigbus) {
+    const std::string dir = tempDir();
+    const std::string p = dir + "/shrink.memscope";
+    ASSERT_TRUE(writeNativeEvents(p, 200'000, 65536));
+    auto f = InputFile::open(p);
+    ASSERT_TRUE(f.ok());
+    const auto bytes = (*f)->bytes();
+    ASSERT_EQ(::truncate(p.c_str(), 100), 0);
+    volatile unsigned sum = 0;
+    for (size_t i = 0; i < bytes.size(); i += 4096) sum = sum + unsigned(bytes[i]);  // would SIGBUS
+    EXPECT_TRUE((*f)->shrank());
+    EXPECT_NE((*f)->shrankMessage().find("shrank"), std::string::npos);
+    // And while a load runs, at several delays: never a crash.
+    for (int delay_us : {0, 500, 2000, 8000}) {
+        ASSERT_TRUE(writeNativeEvents(p, 400'000, 65536));
+        std::thread cut([&] {
+            std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+            (void)::truncate(p.c_str(), 4096);
+        });
+        auto r = importNativeTrace(p);
+        cut.join();
+        if (!r.ok()) {
+            EXPECT_FALSE(r.message().empty());
+        }
+    }
+}
+
+TEST(HostileFiles, FailedWriteKeepsTheOldFileAndLeavesNoPartial) {
+    const std::string dir = tempDir() + "/replace";
+    fs::create_directories(dir);
+    const std::string out = dir + "/out.memscope";
+    writeFile(out, "old");
+    auto r = writeFileReplacing(out, [](const std::string& temp) -> Result<void> {
+        writeFile(temp, "partial");
+        return makeError("cannot write " + temp + ": No space left on device");
+    });
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.message(), "cannot write " + out + ": No space left on device");
+    std::ifstream in(out);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_EQ(text, "old");
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
+    // A good write replaces it and keeps its permissions.
+    ::chmod(out.c_str(), 0640);
+    ASSERT_TRUE(writeNativeEvents(out, 10, 1024));
+    struct stat st {};
+    ::stat(out.c_str(), &st);
+    EXPECT_EQ(st.st_mode & 0777, 0640u);
+    EXPECT_TRUE(importNativeTrace(out).ok());
+}

@@ -313,12 +313,10 @@ std::string toJson(const CompareTable& table) {
     rapidjson::StringBuffer buf;
     Out w(buf);
     w.StartObject();
-    key(w, "baseline");
-    string(w, table.rows.empty() ? std::string() : table.rows[table.baseline].path);
-    key(w, "align");
-    string(w, toString(table.align));
-    key(w, "axis_unit");
-    string(w, table.axis_unit);
+    field(w, "baseline",
+          std::string_view(table.rows.empty() ? std::string() : table.rows[table.baseline].path));
+    field(w, "align", std::string_view(toString(table.align)));
+    field(w, "axis_unit", std::string_view(table.axis_unit));
     key(w, "phase");
     if (table.scope.phase)
         string(w, toString(*table.scope.phase));
@@ -328,35 +326,27 @@ std::string toJson(const CompareTable& table) {
     w.StartArray();
     for (const CompareRow& row : table.rows) {
         w.StartObject();
-        key(w, "path");
-        string(w, row.path);
-        key(w, "name");
-        string(w, row.name);
-        key(w, "peak_bytes");
-        optional(w, row.peak ? std::optional<int64_t>(row.peak->bytes) : std::nullopt);
-        key(w, "delta_peak_bytes");
-        optional(w, row.delta.peak_bytes);
+        field(w, "path", std::string_view(row.path));
+        field(w, "name", std::string_view(row.name));
+        field(w, "peak_bytes", row.peak ? std::optional<int64_t>(row.peak->bytes) : std::nullopt);
+        field(w, "delta_peak_bytes", row.delta.peak_bytes);
         key(w, "peak_ratio");
         w.Double(row.delta.peak_ratio);
-        key(w, "peak_time_us");
-        optional(w, row.peak ? micros(row.time_base, row.peak->time) : std::nullopt);
+        field(w, "peak_time_us", row.peak ? micros(row.time_base, row.peak->time) : std::nullopt);
         key(w, "peak_x");
         if (row.peak)
             w.Double(row.peak_x);
         else
             w.Null();
-        key(w, "peak_phase");
-        string(w, row.peak_phase);
+        field(w, "peak_phase", std::string_view(row.peak_phase));
         key(w, "reserved_peak_bytes");
         optional(w, row.summary.has_reserved ? std::optional<int64_t>(row.summary.reserved_peak)
                                              : std::nullopt);
         key(w, "step_time_ms");
         optional(w, row.summary.step_time_s ? std::optional<double>(*row.summary.step_time_s * 1e3)
                                             : std::nullopt);
-        key(w, "step_time_ratio");
-        optional(w, row.delta.step_time_ratio);
-        key(w, "recompute_overhead");
-        optional(w, row.summary.recompute_overhead);
+        field(w, "step_time_ratio", row.delta.step_time_ratio);
+        field(w, "recompute_overhead", row.summary.recompute_overhead);
         key(w, "delta_by_category");
         categories(w, row.delta.by_category, &table.categories);
         key(w, "change_vs_baseline");

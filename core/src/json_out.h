@@ -37,6 +37,22 @@ void optional(Out& w, const std::optional<T>& v) {
     }
 }
 
+// "key": value, for the value types the reports write.
+inline void field(Out& w, std::string_view k, int64_t v) {
+    key(w, k), w.Int64(v);
+}
+inline void field(Out& w, std::string_view k, uint64_t v) {
+    key(w, k), w.Uint64(v);
+}
+inline void field(Out& w, std::string_view k, std::string_view v) {
+    key(w, k), string(w, v);
+}
+template <typename T>
+void field(Out& w, std::string_view k, const std::optional<T>& v) {
+    key(w, k);
+    optional(w, v);
+}
+
 // Ns since the epoch to µs, rounded down (also before 1970); null without a clock.
 std::optional<int64_t> micros(TimeBase base, int64_t time);
 inline std::optional<int64_t> micros(const Trace& trace, int64_t time) {

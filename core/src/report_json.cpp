@@ -27,16 +27,11 @@ void categories(Out& w, const std::array<int64_t, kCategoryCount>& bytes,
 
 void windowPeak(Out& w, const Trace& trace, const WindowPeak& p) {
     w.StartObject();
-    key(w, "bytes");
-    w.Int64(p.bytes);
-    key(w, "time_us");
-    optional(w, micros(trace, p.time));
-    key(w, "increase_bytes");
-    w.Int64(p.increaseBytes());
-    key(w, "start_bytes");
-    w.Int64(p.start_bytes);
-    key(w, "phase");
-    string(w, phasePath(trace, p.phase));
+    field(w, "bytes", int64_t(p.bytes));
+    field(w, "time_us", micros(trace, p.time));
+    field(w, "increase_bytes", int64_t(p.increaseBytes()));
+    field(w, "start_bytes", int64_t(p.start_bytes));
+    field(w, "phase", std::string_view(phasePath(trace, p.phase)));
     key(w, "by_category");
     categories(w, p.by_category);
     w.EndObject();
@@ -65,16 +60,11 @@ void peaksByStep(Out& w, const Trace& trace, const std::vector<StepPeaks>& steps
             w.Int(s.recorded_step);
         else
             w.Null();
-        key(w, "start_us");
-        optional(w, micros(trace, s.start));
-        key(w, "end_us");
-        optional(w, micros(trace, s.end));
-        key(w, "bytes");
-        w.Int64(s.whole.bytes);
-        key(w, "time_us");
-        optional(w, micros(trace, s.whole.time));
-        key(w, "increase_bytes");
-        w.Int64(s.whole.increaseBytes());
+        field(w, "start_us", micros(trace, s.start));
+        field(w, "end_us", micros(trace, s.end));
+        field(w, "bytes", int64_t(s.whole.bytes));
+        field(w, "time_us", micros(trace, s.whole.time));
+        field(w, "increase_bytes", int64_t(s.whole.increaseBytes()));
         key(w, "by_category");
         categories(w, s.whole.by_category);
         key(w, "peaks_by_phase");
@@ -89,22 +79,17 @@ void peakSites(Out& w, const Trace& trace, const DeviceTimeline& tl,
     w.StartArray();
     for (const SiteAtPeak& s : sites) {
         w.StartObject();
-        key(w, "site");
-        string(w, s.label);
-        key(w, "bytes");
-        w.Int64(s.bytes);
+        field(w, "site", std::string_view(s.label));
+        field(w, "bytes", int64_t(s.bytes));
         key(w, "count");
         w.Uint(s.count);
-        key(w, "category");
-        string(w, toString(s.category));
+        field(w, "category", std::string_view(toString(s.category)));
         // The lifetime of the site's largest allocation live at the peak.
         const AllocationInterval& a = tl.intervals[s.largest];
-        key(w, "largest_bytes");
-        w.Uint64(a.size);
-        key(w, "largest_alloc_us");
-        optional(w, a.alloc_event == kNoEvent ? std::nullopt : micros(trace, a.start));
-        key(w, "largest_free_us");
-        optional(w, a.free_event == kNoEvent ? std::nullopt : micros(trace, a.end));
+        field(w, "largest_bytes", uint64_t(a.size));
+        field(w, "largest_alloc_us",
+              a.alloc_event == kNoEvent ? std::nullopt : micros(trace, a.start));
+        field(w, "largest_free_us", a.free_event == kNoEvent ? std::nullopt : micros(trace, a.end));
         w.EndObject();
     }
     w.EndArray();
@@ -128,26 +113,20 @@ std::string summaryToJson(std::span<const FileReport> files) {
     w.StartArray();
     for (const FileReport& f : files) {
         w.StartObject();
-        key(w, "path");
-        string(w, f.path);
-        key(w, "format");
-        string(w, f.format);
+        field(w, "path", std::string_view(f.path));
+        field(w, "format", std::string_view(f.format));
         if (f.trace && !f.trace->metadata.source_format.empty() &&
             f.trace->metadata.source_format != f.format) {
-            key(w, "source");
-            string(w, f.trace->metadata.source_format);
+            field(w, "source", std::string_view(f.trace->metadata.source_format));
         }
         if (!f.warnings.empty()) {
             key(w, "warnings");
             w.StartArray();
             for (const LoadWarning& x : f.warnings) {
                 w.StartObject();
-                key(w, "kind");
-                string(w, toString(x.kind));
-                key(w, "message");
-                string(w, x.message);
-                key(w, "count");
-                w.Uint64(x.count);
+                field(w, "kind", std::string_view(toString(x.kind)));
+                field(w, "message", std::string_view(x.message));
+                field(w, "count", uint64_t(x.count));
                 w.EndObject();
             }
             w.EndArray();
@@ -157,32 +136,19 @@ std::string summaryToJson(std::span<const FileReport> files) {
         for (const auto& [device, d] : f.summary.devices) {
             key(w, std::to_string(device));
             w.StartObject();
-            key(w, "segments");
-            optional(w, d.segments);
-            key(w, "reserved_bytes");
-            optional(w, d.reserved_bytes);
-            key(w, "final_active_bytes");
-            optional(w, d.final_active_bytes);
-            key(w, "trace_entries");
-            w.Uint64(d.trace_entries);
-            key(w, "alloc_count");
-            w.Uint64(d.alloc_count);
-            key(w, "free_completed_count");
-            w.Uint64(d.free_completed_count);
-            key(w, "segment_alloc_count");
-            w.Uint64(d.segment_alloc_count);
-            key(w, "oom_count");
-            w.Uint64(d.oom_count);
-            key(w, "peak_active_bytes");
-            w.Int64(d.peak_active_bytes);
-            key(w, "peak_event_index");
-            w.Int64(d.peak_event_index);
-            key(w, "peak_time_us");
-            optional(w, d.peak_time_us);
-            key(w, "first_time_us");
-            optional(w, d.first_time_us);
-            key(w, "last_time_us");
-            optional(w, d.last_time_us);
+            field(w, "segments", d.segments);
+            field(w, "reserved_bytes", d.reserved_bytes);
+            field(w, "final_active_bytes", d.final_active_bytes);
+            field(w, "trace_entries", uint64_t(d.trace_entries));
+            field(w, "alloc_count", uint64_t(d.alloc_count));
+            field(w, "free_completed_count", uint64_t(d.free_completed_count));
+            field(w, "segment_alloc_count", uint64_t(d.segment_alloc_count));
+            field(w, "oom_count", uint64_t(d.oom_count));
+            field(w, "peak_active_bytes", int64_t(d.peak_active_bytes));
+            field(w, "peak_event_index", int64_t(d.peak_event_index));
+            field(w, "peak_time_us", d.peak_time_us);
+            field(w, "first_time_us", d.first_time_us);
+            field(w, "last_time_us", d.last_time_us);
             key(w, "categories_at_peak");
             categories(w, d.categories_at_peak);
             if (f.trace && f.timeline) {

@@ -169,7 +169,7 @@ bool InputFile::shrank() const {
 std::string InputFile::shrankMessage() const {
     struct stat st {};
     const long long now = fd_ >= 0 && ::fstat(fd_, &st) == 0 ? (long long)st.st_size : -1;
-    return path_ + " shrank from " + std::to_string(size_) + " to " +
+    return "the file shrank from " + std::to_string(size_) + " to " +
            (now >= 0 ? std::to_string(now) : std::string("fewer")) +
            " bytes while it was read (another process truncated or rewrote it): open it again "
            "once it is complete";

@@ -74,7 +74,7 @@ Result<Trace> readNativeTrace(const std::string& path, const TaskContext& ctx,
     if (bytes.empty()) return makeError(path + ": empty file, not a memscope native trace");
     Result<Trace> result =
         readBytes(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), ctx, rep);
-    if ((*file)->shrank()) return makeError((*file)->shrankMessage());
+    if ((*file)->shrank()) return makeError(path + ": " + (*file)->shrankMessage());
     if (!result) return makeError(path + ": " + result.message());
     return result;
 }

@@ -1,8 +1,13 @@
-// Streams a chrome trace through RapidJSON's SAX reader and keeps only the
-// "[memory]" events: memory stays proportional to those, not to the file.
+// Streams a chrome trace through RapidJSON's SAX reader and keeps the
+// "[memory]" events and the CPU ops (compactly: interned name, span, thread):
+// memory stays proportional to those, not to the file. The ops then give the
+// phases (ProfilerStep#N, forward, backward, optimizer) and each memory
+// event's innermost op as a one-frame stack.
 #include <rapidjson/reader.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <queue>
 #include <unordered_map>
 
 #include "json_input.h"
@@ -17,7 +22,11 @@ enum class Field : uint8_t {
     Other,
     Name,
     Ts,
+    Dur,
     Pid,
+    Tid,
+    Ph,
+    Cat,
     Args,
     DeviceType,
     DeviceId,
@@ -43,12 +52,7 @@ public:
         } else if (depth_ == event_depth_ + 1 && in_events_ && field_ == Field::Args) {
             in_args_ = true;
             // A second "args" replaces the first, as in Python's json.
-            const Pending before = ev_;
-            ev_ = Pending{};
-            ev_.memory = before.memory;
-            ev_.has_ts = before.has_ts;
-            ev_.ts = before.ts;
-            ev_.pid = before.pid;
+            ev_.resetArgs();
         } else if (depth_ == 2 && field_ == Field::Rank) {
             in_distributed_ = true;  // "distributedInfo": {"rank": ...}
         }
@@ -83,6 +87,9 @@ public:
                 trace_.attributes.clear();
                 live_by_size_.clear();
                 last_reserved_.clear();
+                ops_.clear();
+                threads_.clear();
+                event_thread_.clear();
                 memory_events_ = 0;
                 no_ts_ = bad_bytes_ = Drops{};
             }
@@ -111,8 +118,16 @@ public:
                 field_ = Field::Name;
             else if (k == "ts")
                 field_ = Field::Ts;
+            else if (k == "dur")
+                field_ = Field::Dur;
             else if (k == "pid")
                 field_ = Field::Pid;
+            else if (k == "tid")
+                field_ = Field::Tid;
+            else if (k == "ph")
+                field_ = Field::Ph;
+            else if (k == "cat")
+                field_ = Field::Cat;
             else if (k == "args")
                 field_ = Field::Args;
         } else if (in_args_ && depth_ == event_depth_ + 1) {
@@ -133,9 +148,16 @@ public:
     }
     bool String(const char* s, rapidjson::SizeType n, bool) {
         if (stream_) stream_->mark();
-        if (field_ == Field::Name)
-            ev_.memory = std::string_view(s, n) == "[memory]";
-        else if (depth_ == 1 && (field_ == Field::Other))
+        const std::string_view text(s, n);
+        if (field_ == Field::Name) {
+            ev_.memory = text == "[memory]";
+            ev_.name_cut = text.size() > kMaxOpName;
+            ev_.name.assign(text.substr(0, kMaxOpName));
+        } else if (field_ == Field::Ph) {
+            ev_.complete = text == "X";
+        } else if (field_ == Field::Cat) {
+            ev_.cpu = text == "cpu_op" || text == "user_annotation" || text == "python_function";
+        } else if (depth_ == 1 && (field_ == Field::Other))
             scalarProperty(std::string_view(s, n));
         else
             return number(s, n);  // some writers quote numbers
@@ -177,6 +199,7 @@ public:
             "top-level values longer than 4 KiB were cut");
         add(dropped_properties_, WarningKind::SkippedRecords,
             "top-level keys beyond the first 10,000 were left out of the metadata");
+        add(cut_names_, WarningKind::ClampedValues, "op names longer than 1 KiB were cut");
         return out;
     }
     const std::string& error() const { return error_; }
@@ -184,12 +207,21 @@ public:
 
 private:
     struct Pending {
-        bool memory = false;
+        bool memory = false, complete = false, cpu = false, name_cut = false;
         bool bytes_seen = false;
-        std::string ts_text, bytes_text;
-        bool has_ts = false, has_addr = false, has_bytes = false, has_reserved = false;
-        int64_t ts = 0, bytes = 0, device_type = 1, device_id = 0, pid = -1;
+        std::string name, ts_text, bytes_text;
+        bool has_ts = false, has_dur = false, has_addr = false, has_bytes = false,
+             has_reserved = false;
+        int64_t ts = 0, dur = 0, bytes = 0, device_type = 1, device_id = 0, pid = -1,
+                tid = INT64_MIN;
         uint64_t addr = 0, reserved = 0;
+        void resetArgs() {
+            bytes_seen = has_addr = has_bytes = has_reserved = false;
+            bytes_text.clear();
+            bytes = device_id = 0;
+            device_type = 1;
+            addr = reserved = 0;
+        }
     };
 
     bool tooDeep() {
@@ -224,8 +256,14 @@ private:
                 ev_.has_ts = microsToNanos(s, n, ev_.ts);
                 ev_.ts_text.assign(s, std::min<size_t>(n, 40));
                 break;
+            case Field::Dur:
+                ev_.has_dur = microsToNanos(s, n, ev_.dur) && ev_.dur >= 0;
+                break;
             case Field::Pid:
                 parseInt(s, n, ev_.pid);
+                break;
+            case Field::Tid:
+                parseInt(s, n, ev_.tid);
                 break;
             case Field::DeviceType:
                 parseInt(s, n, ev_.device_type);
@@ -260,7 +298,17 @@ private:
     }
 
     bool flushEvent() {
-        if (!ev_.memory) return true;
+        if (!ev_.memory) {
+            if (ev_.complete && ev_.cpu && ev_.has_ts && ev_.has_dur &&
+                ev_.ts <= INT64_MAX - ev_.dur) {
+                if (ev_.name_cut && cut_names_.count++ == 0)
+                    cut_names_.first = ev_.name.substr(0, 80);
+                ops_.push_back(
+                    Op{ev_.ts, ev_.ts + ev_.dur, threadOf(), trace_.internString(ev_.name)});
+            }
+            ev_.name.clear();  // keeps its capacity for the next event
+            return true;
+        }
         const std::string which = "[memory] event " + std::to_string(memory_seen_++);
         if (!ev_.has_bytes) {
             // Without Bytes it is not a memory record we understand; with an
@@ -290,17 +338,37 @@ private:
         e.size = ev_.bytes < 0 ? uint64_t(0) - uint64_t(ev_.bytes) : uint64_t(ev_.bytes);
         e.address = ev_.has_addr ? ev_.addr : syntheticAddress(e);
         if (trace_.metadata.pid < 0 && ev_.pid >= 0) trace_.metadata.pid = ev_.pid;
-        if (ev_.has_reserved) {
+        if (ev_.has_reserved && e.device >= 0) {
             // Kept only where it changes: it is the reserved curve, not per-event data.
-            auto [it, fresh] = last_reserved_.try_emplace(e.device, ev_.reserved);
+            auto [it, fresh] = last_reserved_.try_emplace(e.device, 0);
             if (fresh || it->second != ev_.reserved) {
+                // The change becomes a segment event, so that the timeline's
+                // reserved series follows Total Reserved.
+                if (it->second != ev_.reserved) {
+                    Event seg;
+                    seg.device = e.device;
+                    seg.time = e.time;
+                    seg.kind = ev_.reserved > it->second ? EventKind::SegmentAlloc
+                                                         : EventKind::SegmentFree;
+                    seg.size = ev_.reserved > it->second ? ev_.reserved - it->second
+                                                         : it->second - ev_.reserved;
+                    trace_.events.push_back(seg);
+                    event_thread_.push_back(kNoThread);
+                }
                 it->second = ev_.reserved;
                 trace_.attributes.push_back({trace_.events.size(), key_total_reserved_,
                                              trace_.internString(std::to_string(ev_.reserved))});
             }
         }
         trace_.events.push_back(e);
+        event_thread_.push_back(threadOf());
         return true;
+    }
+
+    // (pid, tid) as a dense index: ops and memory events match on it.
+    uint32_t threadOf() {
+        auto [it, fresh] = threads_.try_emplace({ev_.pid, ev_.tid}, uint32_t(threads_.size()));
+        return it->second;
     }
 
     // 2021-era traces have no Addr: pair a free with the latest live allocation
@@ -326,10 +394,29 @@ private:
     };
     static constexpr size_t kMaxPropertyText = 4096;
     static constexpr size_t kMaxProperties = 10000;
+    static constexpr size_t kMaxOpName = 1024;
+    static constexpr uint32_t kNoThread = UINT32_MAX;
+    struct PairHash {
+        size_t operator()(const std::pair<int64_t, int64_t>& p) const {
+            return std::hash<int64_t>{}(p.first) * 31 + std::hash<int64_t>{}(p.second);
+        }
+    };
+
+public:
+    struct Op {
+        int64_t start = 0, end = 0;  // ns
+        uint32_t thread = 0;
+        StringId name;
+    };
+    std::vector<Op> ops_;
+    std::vector<uint32_t> event_thread_;  // per Trace::events entry; kNoThread for segments
+
+private:
+    std::unordered_map<std::pair<int64_t, int64_t>, uint32_t, PairHash> threads_;
 
     Trace& trace_;
     json_input::Stream* stream_ = nullptr;
-    Drops no_ts_, bad_bytes_, cut_properties_, dropped_properties_;
+    Drops no_ts_, bad_bytes_, cut_properties_, dropped_properties_, cut_names_;
     uint64_t memory_seen_ = 0;
     int events_arrays_ = 0;
     json_input::ProgressGate gate_;
@@ -346,6 +433,196 @@ private:
     std::unordered_map<int16_t, uint64_t> last_reserved_;
     std::unordered_map<uint64_t, std::vector<uint64_t>> live_by_size_;
 };
+
+using Op = Handler::Op;
+
+bool isBackwardOp(std::string_view n) {
+    return n.starts_with("autograd::engine::evaluate_function") || n.ends_with("Backward0") ||
+           n.ends_with("Backward1");
+}
+
+// "ProfilerStep#12" -> 12; -1 when the name is not a profiler step.
+int32_t profilerStep(std::string_view n) {
+    constexpr std::string_view kPrefix = "ProfilerStep#";
+    if (!n.starts_with(kPrefix) || n.size() == kPrefix.size() || n.size() > kPrefix.size() + 9)
+        return -1;
+    int32_t v = 0;
+    for (char c : n.substr(kPrefix.size())) {
+        if (c < '0' || c > '9') return -1;
+        v = v * 10 + (c - '0');
+    }
+    return v;
+}
+
+// Steps from ProfilerStep#N; inside each, forward / backward / optimizer from
+// the ops' names (kinds inferred, said in the metadata's "phases").
+void addPhases(Trace& trace, const std::vector<Op>& ops) {
+    struct Step {
+        int64_t start = 0, end = 0;
+        int32_t n = 0;
+        StringId name;
+        int64_t bw_start = INT64_MAX, bw_end = INT64_MIN, opt_start = INT64_MAX,
+                opt_end = INT64_MIN;
+        std::vector<std::pair<int64_t, int64_t>> zero_grads;
+    };
+    std::vector<Step> steps;
+    for (const Op& op : ops)
+        if (int32_t n = profilerStep(trace.string(op.name)); n >= 0) {
+            Step st;
+            st.start = op.start;
+            st.end = op.end;
+            st.n = n;
+            st.name = op.name;
+            steps.push_back(std::move(st));
+        }
+    if (steps.empty()) return;
+    std::sort(steps.begin(), steps.end(),
+              [](const Step& a, const Step& b) { return a.start < b.start; });
+    std::unordered_map<uint32_t, int> kind_of;  // name -> 0 other, 1 bw, 2 opt, 3 zero_grad
+    for (const Op& op : ops) {
+        auto [k, fresh] = kind_of.try_emplace(op.name.value, 0);
+        if (fresh) {
+            const std::string_view n = trace.string(op.name);
+            k->second = isBackwardOp(n)                         ? 1
+                        : n.starts_with("Optimizer.step#")      ? 2
+                        : n.starts_with("Optimizer.zero_grad#") ? 3
+                                                                : 0;
+        }
+        if (k->second == 0) continue;
+        auto it = std::upper_bound(steps.begin(), steps.end(), op.start,
+                                   [](int64_t t, const Step& s) { return t < s.start; });
+        if (it == steps.begin()) continue;
+        Step& s = *std::prev(it);
+        if (op.start > s.end) continue;
+        if (k->second == 1) {
+            s.bw_start = std::min(s.bw_start, op.start);
+            s.bw_end = std::max(s.bw_end, op.end);
+        } else if (k->second == 2) {
+            s.opt_start = std::min(s.opt_start, op.start);
+            s.opt_end = std::max(s.opt_end, op.end);
+        } else {
+            s.zero_grads.push_back({op.start, op.end});
+        }
+    }
+    const StringId forward = trace.internString("forward"),
+                   backward = trace.internString("backward"),
+                   optimizer = trace.internString("optimizer"),
+                   zero_grad = trace.internString("zero_grad");
+    for (const Step& s : steps) {
+        Phase p;
+        p.name = s.name;
+        p.kind = PhaseKind::Step;
+        p.step = s.n;
+        p.start = s.start;
+        p.end = s.end;
+        const PhaseId step = trace.addPhase(p);
+        p.parent = step;
+        struct Child {
+            PhaseId id;
+            int64_t start, end;
+        };
+        std::vector<Child> children;
+        auto child = [&](StringId name, PhaseKind kind, int64_t start, int64_t end) {
+            p.name = name;
+            p.kind = kind;
+            p.start = start;
+            p.end = std::max(start, end);
+            children.push_back({trace.addPhase(p), p.start, p.end});
+        };
+        const int64_t forward_end = s.bw_start != INT64_MAX    ? s.bw_start
+                                    : s.opt_start != INT64_MAX ? s.opt_start
+                                                               : s.end;
+        child(forward, PhaseKind::Forward, s.start, forward_end);
+        if (s.bw_start != INT64_MAX) child(backward, PhaseKind::Backward, s.bw_start, s.bw_end);
+        if (s.opt_start != INT64_MAX)
+            child(optimizer, PhaseKind::Optimizer, s.opt_start, s.opt_end);
+        const size_t training = children.size();
+        for (const auto& [start, end] : s.zero_grads) {
+            // Inside the forward/backward/optimizer phase that holds it, else the step.
+            p.parent = step;
+            for (size_t i = 0; i < training; ++i)
+                if (children[i].start <= start && start <= children[i].end)
+                    p.parent = children[i].id;
+            child(zero_grad, PhaseKind::Range, start, end);
+        }
+    }
+    trace.metadata.setProperty("phases", "inferred from profiler ops");
+}
+
+// Each event's innermost phase by time: the shortest one holding it (the
+// later-added on a tie, a child over its parent). A sweep in time order.
+void assignEventPhases(Trace& trace) {
+    if (trace.phases.empty()) return;
+    std::vector<uint32_t> by_start(trace.phases.size());
+    for (uint32_t i = 0; i < by_start.size(); ++i) by_start[i] = i;
+    std::sort(by_start.begin(), by_start.end(), [&](uint32_t a, uint32_t b) {
+        return trace.phases[a].start < trace.phases[b].start;
+    });
+    std::vector<uint64_t> order(trace.events.size());
+    for (uint64_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) {
+        return trace.events[a].time < trace.events[b].time;
+    });
+    auto narrower = [&](uint32_t a, uint32_t b) {  // true when b is innermost over a
+        const Phase &x = trace.phases[a], &y = trace.phases[b];
+        const uint64_t dx = uint64_t(x.end) - uint64_t(x.start),
+                       dy = uint64_t(y.end) - uint64_t(y.start);
+        return dx != dy ? dy < dx : b > a;
+    };
+    std::priority_queue<uint32_t, std::vector<uint32_t>, decltype(narrower)> active(narrower);
+    size_t next = 0;
+    for (uint64_t i : order) {
+        Event& e = trace.events[i];
+        while (next < by_start.size() && trace.phases[by_start[next]].start <= e.time)
+            active.push(by_start[next++]);
+        while (!active.empty() && trace.phases[active.top()].end < e.time) active.pop();
+        if (!active.empty()) e.phase = PhaseId(active.top() + 1);
+    }
+}
+
+// Each memory event's innermost enclosing op on its thread becomes a
+// one-frame stack: per thread, ops by start and events by time, one sweep.
+void assignOpStacks(Trace& trace, std::vector<Op>& ops, const std::vector<uint32_t>& thread) {
+    std::sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) {
+        if (a.thread != b.thread) return a.thread < b.thread;
+        if (a.start != b.start) return a.start < b.start;
+        return a.end > b.end;  // the outer one first
+    });
+    std::vector<uint64_t> order;
+    order.reserve(trace.events.size());
+    for (uint64_t i = 0; i < trace.events.size() && i < thread.size(); ++i)
+        if (thread[i] != UINT32_MAX) order.push_back(i);
+    std::sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) {
+        if (thread[a] != thread[b]) return thread[a] < thread[b];
+        return trace.events[a].time < trace.events[b].time;
+    });
+    std::unordered_map<uint32_t, StackId> stack_of;  // op name -> its one-frame stack
+    std::vector<size_t> open;                        // enclosing ops, outermost first
+    size_t next = 0;
+    uint32_t current = UINT32_MAX;
+    for (uint64_t i : order) {
+        Event& e = trace.events[i];
+        if (thread[i] != current) {
+            current = thread[i];
+            open.clear();
+            while (next < ops.size() && ops[next].thread < current) ++next;
+        }
+        for (; next < ops.size() && ops[next].thread == current && ops[next].start <= e.time;
+             ++next) {
+            while (!open.empty() && ops[open.back()].end < ops[next].start) open.pop_back();
+            open.push_back(next);
+        }
+        while (!open.empty() && ops[open.back()].end < e.time) open.pop_back();
+        if (open.empty()) continue;
+        const StringId name = ops[open.back()].name;
+        auto [it, fresh] = stack_of.try_emplace(name.value);
+        if (fresh) {
+            const FrameId f = trace.internFrame(Frame{name, StringId{}, 0});
+            it->second = trace.internStack(std::span<const FrameId>(&f, 1));
+        }
+        e.stack = it->second;
+    }
+}
 
 Result<Trace> importSource(json_input::Source& src, const TaskContext& ctx, std::string name) {
     Trace trace;
@@ -369,6 +646,11 @@ Result<Trace> importSource(json_input::Source& src, const TaskContext& ctx, std:
                          "uncompressed text): error " + std::to_string(int(ok.Code())));
     }
     trace.metadata.setProperty("kineto.memory_events", std::to_string(handler.memoryEvents()));
+    addPhases(trace, handler.ops_);
+    if (ctx.cancelled()) return cancelledError();
+    assignEventPhases(trace);
+    assignOpStacks(trace, handler.ops_, handler.event_thread_);
+    if (ctx.cancelled()) return cancelledError();
     for (LoadWarning& w : handler.warnings()) ctx.warn(std::move(w));
     ctx.report(src.total(), src.total());
     return trace;

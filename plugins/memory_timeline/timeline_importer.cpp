@@ -3,6 +3,7 @@
 // one, and a decrease frees allocations of its category so that the live bytes
 // per category equal torch's own curve at every time.
 #include <filesystem>
+#include <iterator>
 #include <map>
 
 #include "json_input.h"
@@ -25,7 +26,7 @@ public:
     void alloc(int64_t time, uint64_t size, Category c) {
         const uint64_t a = kSyntheticBase | ++next_;
         push(time, EventKind::Alloc, a, size, c);
-        live_[index(c)].push_back({a, size});
+        live_[index(c)].emplace_hint(live_[index(c)].end(), a, size);
         by_size_[{index(c), size}].push_back(a);
     }
     // Raw export: frees of the same tensor carry its exact size; prefer that.
@@ -34,10 +35,10 @@ public:
         while (it != by_size_.end() && !it->second.empty()) {
             const uint64_t a = it->second.back();
             it->second.pop_back();
+            // Entries freed by freeBytes since are stale here: skipped.
             auto& live = live_[index(c)];
-            for (size_t i = live.size(); i-- > 0;) {
-                if (live[i].first != a) continue;
-                live.erase(live.begin() + std::ptrdiff_t(i));
+            if (auto l = live.find(a); l != live.end()) {
+                live.erase(l);
                 push(time, EventKind::FreeCompleted, a, size, c);
                 return;
             }
@@ -49,8 +50,9 @@ public:
     void freeBytes(int64_t time, uint64_t bytes, Category c) {
         auto& live = live_[index(c)];
         while (bytes > 0 && !live.empty()) {
-            auto [a, size] = live.back();
-            live.pop_back();
+            const auto last = std::prev(live.end());
+            const auto [a, size] = *last;
+            live.erase(last);
             push(time, EventKind::FreeCompleted, a, size, c);
             if (size > bytes) {
                 alloc(time, size - bytes, c);
@@ -58,7 +60,9 @@ public:
             }
             bytes -= size;
         }
-        if (bytes > 0) push(time, EventKind::FreeCompleted, kSyntheticBase | ++next_, bytes, c);  // predates the trace
+        if (bytes > 0)
+            push(time, EventKind::FreeCompleted, kSyntheticBase | ++next_, bytes,
+                 c);  // predates the trace
     }
 
 private:
@@ -73,7 +77,9 @@ private:
     }
     Trace& t_;
     uint64_t next_ = 0;
-    std::array<std::vector<std::pair<uint64_t, uint64_t>>, kCategoryCount> live_;
+    // Per category, address -> size. Addresses grow with each allocation, so
+    // the last entry is the newest; a free finds its entry in O(log n).
+    std::array<std::map<uint64_t, uint64_t>, kCategoryCount> live_;
     std::map<std::pair<int, uint64_t>, std::vector<uint64_t>> by_size_;
 };
 
@@ -82,9 +88,11 @@ Result<Trace> build(TimelineRows rows, std::string name) {
     trace.metadata.source_format = std::string(kId);
     trace.metadata.name = std::move(name);
     trace.metadata.time_base = TimeBase::Nanoseconds;
-    trace.metadata.setProperty("memory_timeline.shape", rows.coalesced ? "coalesced [times_us, sizes]"
-                                                                       : "raw [t_ns, action, bytes, category]");
-    trace.metadata.setProperty("memory_timeline.device", "the export names no device: shown as device 0");
+    trace.metadata.setProperty(
+        "memory_timeline.shape",
+        rows.coalesced ? "coalesced [times_us, sizes]" : "raw [t_ns, action, bytes, category]");
+    trace.metadata.setProperty("memory_timeline.device",
+                               "the export names no device: shown as device 0");
     EventMaker make(trace);
     if (!rows.coalesced) {
         // t = -1: tensors that predate profiling; they start with the first event.
@@ -92,11 +100,15 @@ Result<Trace> build(TimelineRows rows, std::string name) {
         for (const auto& r : rows.raw)
             if (r[0] >= 0 && (t_min < 0 || r[0] < t_min)) t_min = r[0];
         for (const auto& [t, action, bytes, cat] : rows.raw) {
-            if (action < 1 || action > 4) return makeError("not a torch.profiler memory timeline: action " + std::to_string(action));
+            if (action < 1 || action > 4)
+                return makeError("not a torch.profiler memory timeline: action " +
+                                 std::to_string(action));
             const int64_t time = t < 0 ? std::max<int64_t>(t_min, 0) : t;
             const Category c = categoryOf(cat);
-            if (bytes >= 0) make.alloc(time, uint64_t(bytes), c);
-            else make.freeExact(time, uint64_t(0) - uint64_t(bytes), c);
+            if (bytes >= 0)
+                make.alloc(time, uint64_t(bytes), c);
+            else
+                make.freeExact(time, uint64_t(0) - uint64_t(bytes), c);
         }
         trace.events.shrink_to_fit();
         return trace;
@@ -108,11 +120,14 @@ Result<Trace> build(TimelineRows rows, std::string name) {
             return makeError("not a torch.profiler memory timeline: time out of range");
         const auto& s = rows.sizes[i];
         for (int c = 0; c < kCategoryCount; ++c) {
-            const int64_t now = size_t(c + 1) < s.size() ? s[size_t(c + 1)] : 0;  // sizes[0] is a plot baseline
+            const int64_t now =
+                size_t(c + 1) < s.size() ? s[size_t(c + 1)] : 0;  // sizes[0] is a plot baseline
             const int64_t delta = now - prev[size_t(c)];
             prev[size_t(c)] = now;
-            if (delta > 0) make.alloc(time, uint64_t(delta), Category(c));
-            else if (delta < 0) make.freeBytes(time, uint64_t(0) - uint64_t(delta), Category(c));
+            if (delta > 0)
+                make.alloc(time, uint64_t(delta), Category(c));
+            else if (delta < 0)
+                make.freeBytes(time, uint64_t(0) - uint64_t(delta), Category(c));
         }
     }
     return trace;
@@ -145,7 +160,8 @@ Result<Trace> importFile(const std::string& path, const TaskContext& ctx) {
     return build(std::move(*rows), stemOf(path));
 }
 
-Result<Trace> importBytes(std::span<const std::byte> bytes, const TaskContext& ctx, std::string name) {
+Result<Trace> importBytes(std::span<const std::byte> bytes, const TaskContext& ctx,
+                          std::string name) {
     auto src = json_input::openMemory(bytes);
     auto rows = readRows(*src, ctx);
     if (!rows) return rows.error();

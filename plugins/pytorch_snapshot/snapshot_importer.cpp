@@ -27,7 +27,7 @@ Result<Trace> run(std::span<const std::byte> bytes, const TaskContext& ctx, std:
     pickle::Machine machine(bytes, mapper, limits);
     Result<pickle::Value> root = machine.run(ctx, consumed);
     if (!root) return root.error();
-    if (auto ok = mapper.finish(machine, *root); !ok) return ok.error();
+    if (auto ok = mapper.finish(machine, *root, ctx); !ok) return ok.error();
     for (LoadWarning& w : mapper.warnings()) ctx.warn(std::move(w));
     return trace;
 }

@@ -230,6 +230,10 @@ std::vector<LoadWarning> SnapshotMapper::warnings() const {
         "trace entries with an 'addr' that is not an integer were left out");
     add(huge_size_, WarningKind::SkippedRecords,
         "trace entries with a 'size' of 2^63 bytes or more were left out");
+    add(huge_segment_, WarningKind::SkippedRecords,
+        "segments with a 'total_size' of 2^63 bytes or more were left out with their blocks");
+    add(huge_block_, WarningKind::SkippedRecords,
+        "blocks with a 'size' or 'requested_size' of 2^63 bytes or more were left out");
     add(bad_time_, WarningKind::ClampedValues,
         "trace entries without a usable 'time_us' (missing, NaN or out of range) were given the "
         "time of the entry before them on their device");
@@ -517,6 +521,8 @@ bool SnapshotMapper::convertSegment(Machine& m, uint32_t list, uint32_t dict) {
     Container& d = m.at(dict);
     Segment s;
     Value frames, blocks;
+    const uint64_t segment_index = segments_seen_++;
+    bool huge_total = false;
     for (size_t i = 0; i + 1 < d.items.size(); i += 2) {
         if (d.items[i].tag != Tag::Str) continue;
         const std::string_view key = m.str(d.items[i]);
@@ -528,6 +534,10 @@ bool SnapshotMapper::convertSegment(Machine& m, uint32_t list, uint32_t dict) {
         } else if (key == "address") {
             if (v.isInt()) s.address = v.asU64();
         } else if (key == "total_size") {
+            if (v.tag == Tag::UInt) {
+                huge_total = true;
+                continue;
+            }
             if (!v.isInt() || v.isNegative())
                 return m.fail("a segment's 'total_size' is not a non-negative integer");
             s.total_size = v.asU64();
@@ -549,6 +559,13 @@ bool SnapshotMapper::convertSegment(Machine& m, uint32_t list, uint32_t dict) {
             blocks = v;
         }
     }
+    if (huge_total) {
+        // Its blocks lie in a range no address can hold: they go with it.
+        if (huge_segment_.count++ == 0)
+            huge_segment_.first = "segment " + std::to_string(segment_index);
+        releaseTree(m, Value{Tag::Ref, m.at(dict).generation, dict}, 4, false);
+        return true;
+    }
     s.stack = stackOf(m, frames);
     s.first_block = uint32_t(out.blocks.size());
     if (Container* bl = m.deref(blocks); bl && bl->kind != Kind::Dict) {
@@ -557,7 +574,7 @@ bool SnapshotMapper::convertSegment(Machine& m, uint32_t list, uint32_t dict) {
             Container* b = m.deref(bl->items[bi]);
             if (!b || b->kind != Kind::Dict) continue;
             Block blk;
-            bool has_address = false, has_requested = false;
+            bool has_address = false, has_requested = false, huge = false;
             Value bframes, history;
             for (size_t i = 0; i + 1 < b->items.size(); i += 2) {
                 if (b->items[i].tag != Tag::Str) continue;
@@ -566,6 +583,8 @@ bool SnapshotMapper::convertSegment(Machine& m, uint32_t list, uint32_t dict) {
                 if (key == "address" && v.isInt()) {
                     blk.address = v.asU64();
                     has_address = true;
+                } else if ((key == "size" || key == "requested_size") && v.tag == Tag::UInt) {
+                    huge = true;
                 } else if (key == "size" && v.isInt() && !v.isNegative()) {
                     blk.size = v.asU64();
                 } else if (key == "requested_size" && v.isInt() && !v.isNegative()) {
@@ -578,6 +597,12 @@ bool SnapshotMapper::convertSegment(Machine& m, uint32_t list, uint32_t dict) {
                 } else if (key == "history") {
                     history = v;
                 }
+            }
+            if (huge) {
+                if (huge_block_.count++ == 0)
+                    huge_block_.first = "segment " + std::to_string(segment_index) + ", block " +
+                                        std::to_string(bi);
+                continue;
             }
             if (!has_address) blk.address = next;
             next = blk.address + blk.size;
@@ -592,8 +617,8 @@ bool SnapshotMapper::convertSegment(Machine& m, uint32_t list, uint32_t dict) {
                         const Value& v = h0->items[i + 1];
                         if (key == "frames")
                             blk.stack = stackOf(m, v);
-                        else if (key == "real_size" && v.isInt() && !v.isNegative() &&
-                                 !has_requested) {
+                        else if (key == "real_size" && v.isInt() && v.tag != Tag::UInt &&
+                                 !v.isNegative() && !has_requested) {
                             blk.requested_size = v.asU64();
                             has_requested = true;
                         }
@@ -660,6 +685,7 @@ Result<void> SnapshotMapper::addSegments(Machine& m, const Value& list, bool hos
     const uint64_t offset = state.blocks.size();
     if (offset + sink.blocks.size() > UINT32_MAX) return makeError("too many blocks");
     for (Segment s : sink.segments) {
+        if (stop()) return {};
         s.first_block += uint32_t(offset);
         if (host) s.device = -1;
         state.segments.push_back(s);
@@ -673,6 +699,7 @@ void SnapshotMapper::addAnnotations(Machine& m, const Value& list) {
     Container* l = m.deref(list);
     if (!l) return;
     for (size_t i = 0; i < l->items.size(); ++i) {
+        if (stop()) return;
         Container* a = m.deref(l->items[i]);
         if (!a || a->kind != Kind::Dict) continue;
         Annotation ann;
@@ -707,6 +734,7 @@ void SnapshotMapper::finishEvents() {
         if (s.device == kUnassigned) continue;
         for (auto [b, e] : s.ranges)
             for (uint64_t i = b; i < e; ++i) {
+                if (stop()) return;
                 events[i].device = int16_t(s.device);
                 keep[i] = 1;
                 ++kept;
@@ -718,6 +746,7 @@ void SnapshotMapper::finishEvents() {
         uint64_t w = 0;
         events_without_time_ = 0;
         for (uint64_t i = 0; i < events.size(); ++i) {
+            if (stop()) return;
             if (!keep[i]) continue;
             remap[i] = w;
             events[w] = events[i];
@@ -730,6 +759,7 @@ void SnapshotMapper::finishEvents() {
         auto& attrs = trace_.attributes;
         size_t aw = 0;
         for (size_t i = 0; i < attrs.size(); ++i) {
+            if (stop()) return;
             const uint64_t to = attrs[i].event < remap.size() ? remap[attrs[i].event] : UINT64_MAX;
             if (to == UINT64_MAX) continue;
             attrs[aw] = attrs[i];
@@ -751,6 +781,7 @@ void SnapshotMapper::finishEvents() {
                 break;
             }
         for (uint64_t i = 0; i < events.size(); ++i) {
+            if (stop()) return;
             Event& e = events[i];
             if (has_time_[i]) {
                 last[e.device] = e.time;
@@ -782,7 +813,9 @@ void SnapshotMapper::finishEvents() {
     for (Event& e : events) e.time = next[uint16_t(e.device)]++;
 }
 
-Result<void> SnapshotMapper::finish(Machine& m, const Value& root) {
+Result<void> SnapshotMapper::finish(Machine& m, const Value& root, const TaskContext& ctx) {
+    ctx_ = &ctx;
+    if (ctx.cancelled()) return cancelledError();
     Container* r = m.deref(root);
     if (!r || r->kind == Kind::Tuple || r->kind == Kind::Set)
         return makeError(
@@ -831,6 +864,7 @@ Result<void> SnapshotMapper::finish(Machine& m, const Value& root) {
                 trace_.metadata.setProperty("snapshot." + key, renderJson(m, v));
             }
             if (!ok) return ok;
+            if (cancelled_) return cancelledError();
         }
         if (!known)
             return makeError(
@@ -840,7 +874,10 @@ Result<void> SnapshotMapper::finish(Machine& m, const Value& root) {
             trace_.allocator_state.reset();
     }
     finishEvents();
+    if (cancelled_) return cancelledError();
     buildPhases();
+    if (cancelled_ || ctx.cancelled()) return cancelledError();
+    ctx_ = nullptr;
     std::string defaults;
     if (saw_compile_context_) defaults += "\"compile_context\":\"N/A\"";
     if (saw_user_metadata_)
@@ -873,6 +910,7 @@ void SnapshotMapper::buildPhases() {
     // device -> STARTs in order; the closed ones leave lazily, from the end.
     std::unordered_map<int16_t, std::vector<uint32_t>> open;
     for (const Annotation& a : anns) {
+        if (stop()) return;
         if (a.stage == AnnotationStage::Instant) continue;
         const uint64_t k = (uint64_t(uint16_t(a.device)) << 32) | a.name.value;
         std::vector<uint32_t>& on_device = open[a.device];
@@ -1048,6 +1086,7 @@ void SnapshotMapper::assignEventPhases(const std::vector<uint8_t>& open_to_end) 
         }
     }
     for (Event& e : trace_.events) {
+        if (stop()) return;
         Device& d = by_device[size_t(e.device + 1)];
         const std::vector<Step>& s = d.steps;
         if (s.empty() || e.time < s.front().time) continue;

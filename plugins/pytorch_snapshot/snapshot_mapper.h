@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "memscope/task_context.h"
 #include "memscope/trace.h"
 #include "pickle_machine.h"
 
@@ -27,8 +28,9 @@ public:
     void unfold(pickle::Machine& m, uint32_t list) override;
 
     // After the machine stopped: places events on devices, sets the allocator
-    // state, annotations and metadata from the top-level value.
-    Result<void> finish(pickle::Machine& m, const pickle::Value& root);
+    // state, annotations and metadata from the top-level value. Polls
+    // ctx.cancelled() every few thousand items.
+    Result<void> finish(pickle::Machine& m, const pickle::Value& root, const TaskContext& ctx = {});
     // Values dropped or cut while mapping: one warning per reason, counted,
     // naming the first.
     std::vector<LoadWarning> warnings() const;
@@ -65,6 +67,11 @@ private:
     void finishEvents();
     void buildPhases();
     void assignEventPhases(const std::vector<uint8_t>& open_to_end);
+    // True once finish's context is cancelled; polled every 4096 calls.
+    bool stop() {
+        if ((++polls_ & 0xfff) == 0 && ctx_ && ctx_->cancelled()) cancelled_ = true;
+        return cancelled_;
+    }
 
     Trace& trace_;
     std::vector<EventSink> event_sinks_;
@@ -78,8 +85,12 @@ private:
     bool saw_user_metadata_ = false;
     std::string scratch_;
     std::unordered_map<uint64_t, StringId> long_strings_;  // input offset -> id
-    Drops bad_addr_, huge_size_, bad_time_, cut_text_;
+    Drops bad_addr_, huge_size_, bad_time_, cut_text_, huge_segment_, huge_block_;
     uint64_t entries_seen_ = 0;
+    uint64_t segments_seen_ = 0;
+    const TaskContext* ctx_ = nullptr;
+    uint64_t polls_ = 0;
+    bool cancelled_ = false;
     StringId key_device_free_, key_compile_context_, key_user_metadata_, key_action_, key_pool_id_;
 };
 

@@ -259,6 +259,47 @@ std::string pickleEntries(int entries, EntryOddity oddity) {
     return p.b;
 }
 
+std::string pickleHugeSegments() {
+    P p;
+    p.op(EMPTY_DICT).op(MARK);
+    p.key("segments").op(EMPTY_LIST).op(MARK);
+    auto block = [&](uint64_t address, bool huge) {
+        p.op(EMPTY_DICT).op(MARK);
+        p.key("address").integer(int64_t(address));
+        p.key("size");
+        if (huge)
+            p.huge(1ull << 63);
+        else
+            p.integer(1 << 20);
+        p.key("requested_size").integer(1 << 20);
+        p.key("state").str("active_allocated");
+        p.op(SETITEMS);
+    };
+    auto segment = [&](uint64_t address, bool huge_total, bool huge_block) {
+        p.op(EMPTY_DICT).op(MARK);
+        p.key("device").integer(0);
+        p.key("address").integer(int64_t(address));
+        p.key("total_size");
+        if (huge_total)
+            p.huge(1ull << 63);
+        else
+            p.integer(2 << 20);
+        p.key("stream").integer(0);
+        p.key("segment_type").str("large");
+        p.key("blocks").op(EMPTY_LIST).op(MARK);
+        block(address, false);
+        if (huge_block) block(address + (1 << 20), true);
+        p.op(APPENDS);
+        p.op(SETITEMS);
+    };
+    segment(0x7f0000000000, false, true);
+    segment(0x7f0001000000, true, false);
+    p.op(APPENDS);
+    p.key("device_traces").op(EMPTY_LIST).op(EMPTY_LIST).op(APPEND);
+    p.op(SETITEMS).stop();
+    return p.b;
+}
+
 std::string pickleDuplicateKeys() {
     // {'device_traces': [[alloc 1 MiB]], 'segments': [],
     //  'device_traces': [[alloc 2 MiB, alloc 2 MiB]], 'segments': []}: Python keeps the last.
@@ -354,12 +395,13 @@ bool writeGzipFill(const std::string& path, const std::string& prefix, char fill
 }
 
 std::string timelineFreedOldestFirst(int allocations) {
-    // Raw form: [t_ns, action (2 create, 4 destroy), bytes, category].
+    // Raw form: [t_ns, action (2 create, 4 destroy), bytes, category]; torch
+    // writes a destroy's bytes negated.
     std::string s = "[";
     for (int i = 0; i < allocations; ++i)
         s += (i ? ",[" : "[") + std::to_string(1000 + i) + ",2," + std::to_string(4096 + i) + ",3]";
     for (int i = 0; i < allocations; ++i)
-        s += ",[" + std::to_string(1000 + allocations + i) + ",4," + std::to_string(4096 + i) +
+        s += ",[" + std::to_string(1000 + allocations + i) + ",4,-" + std::to_string(4096 + i) +
              ",3]";
     return s + "]\n";
 }

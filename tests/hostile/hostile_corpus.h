@@ -33,6 +33,9 @@ enum class EntryOddity { None, TimeFloat, TimeNaN, TimeMissing, AddrFloat, SizeH
 std::string pickleEntries(int entries, EntryOddity oddity);
 std::string pickleDuplicateKeys();  // 'device_traces' and 'segments' twice: the last wins
 std::string pickleSharedEntry();    // one entry dict in two device lists
+// Two segments: the first holds a 1 MiB block and one of 2^63 bytes; the
+// second has a 'total_size' of 2^63 and one block.
+std::string pickleHugeSegments();
 std::string kinetoJson(const std::string& first_event_ts, const std::string& first_bytes);
 std::string kinetoDuplicateTraceEvents();
 std::string kinetoDuplicateArgs();

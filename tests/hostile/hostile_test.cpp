@@ -14,6 +14,7 @@
 #include "memscope/file_io.h"
 #include "memscope/native_format.h"
 #include "memscope/plugins/kineto.h"
+#include "memscope/plugins/memory_timeline.h"
 #include "memscope/plugins/pytorch_snapshot.h"
 
 namespace fs = std::filesystem;
@@ -151,6 +152,75 @@ TEST(HostileSnapshot, EntrySharedByTwoDevicesIsInBoth) {
     EXPECT_EQ(l.trace->devices(), (std::vector<int16_t>{0, 1}));
 }
 
+TEST(HostileSnapshot, HugeSegmentAndBlockSizesAreDroppedWithWarnings) {
+    auto l = snapshot(pickleHugeSegments());
+    ASSERT_TRUE(l.trace.ok()) << l.trace.message();
+    ASSERT_TRUE(l.trace->allocator_state.has_value());
+    const AllocatorState& s = *l.trace->allocator_state;
+    ASSERT_EQ(s.segments.size(), 1u);
+    EXPECT_EQ(s.segments[0].total_size, 2u << 20);
+    EXPECT_EQ(s.segments[0].block_count, 1u);
+    ASSERT_EQ(s.blocks.size(), 1u);
+    EXPECT_EQ(s.blocks[0].size, 1u << 20);
+    for (const Block& b : s.blocks) EXPECT_LT(b.size, 1ull << 63);
+    ASSERT_EQ(l.warnings.size(), 2u);
+    for (const LoadWarning& w : l.warnings) {
+        EXPECT_EQ(w.kind, WarningKind::SkippedRecords);
+        EXPECT_EQ(w.count, 1u);
+    }
+    EXPECT_NE(l.warnings[0].message.find("first: segment 1"), std::string::npos)
+        << l.warnings[0].message;
+    EXPECT_NE(l.warnings[1].message.find("first: segment 0, block 1"), std::string::npos)
+        << l.warnings[1].message;
+}
+
+TEST(HostileSnapshot, CancelDuringTheFinishingStageStopsIt) {
+    const std::string bytes = pickleEntries(50000, EntryOddity::None);
+    {
+        auto l = snapshot(bytes);  // not cancelled: it loads
+        ASSERT_TRUE(l.trace.ok()) << l.trace.message();
+        EXPECT_EQ(l.trace->events.size(), 50000u);
+    }
+    // Cancelled once the whole pickle was read: only the finishing stage sees it.
+    std::atomic<bool> cancel{false};
+    bool parsed = false;
+    TaskContext ctx;
+    ctx.cancel = &cancel;
+    ctx.progress = [&](uint64_t done, uint64_t total) {
+        if (done == total) {
+            parsed = true;
+            cancel = true;
+        }
+    };
+    auto r = pytorch_snapshot::importBytes(bytesOf(bytes), ctx, "t");
+    EXPECT_TRUE(parsed);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.message(), "cancelled");
+}
+
+TEST(HostileTimeline, DistinctSizesFreedOldestFirstAreFast) {
+    constexpr int kAllocations = 300000;
+    const std::string text = timelineFreedOldestFirst(kAllocations);
+    const auto start = std::chrono::steady_clock::now();
+    auto r = memory_timeline::importBytes(bytesOf(text), {}, "t");
+    const auto ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::printf("memory timeline, %d distinct sizes freed oldest first: %.1f ms\n", kAllocations,
+                ms);
+    ASSERT_TRUE(r.ok()) << r.message();
+    ASSERT_EQ(r->events.size(), size_t(2 * kAllocations));
+    // Each free pairs with its own allocation (same size, same address).
+    for (size_t i = 0; i < size_t(kAllocations); ++i) {
+        const Event& a = r->events[i];
+        const Event& f = r->events[size_t(kAllocations) + i];
+        ASSERT_EQ(a.kind, EventKind::Alloc);
+        ASSERT_EQ(f.kind, EventKind::FreeCompleted);
+        ASSERT_EQ(f.address, a.address) << i;
+        ASSERT_EQ(f.size, a.size) << i;
+        ASSERT_EQ(a.size, 4096u + i);
+    }
+}
+
 TEST(HostileKineto, InvalidTimeOrBytesAreDroppedWithAWarning) {
     for (auto [ts, bytes] :
          {std::pair{"", "1024"}, std::pair{"\"x\"", "1024"}, std::pair{"1700000000000000", "NaN"},
@@ -261,6 +331,26 @@ TEST(HostileFiles, ShrinkingFileIsAnErrorNotSigbus) {
     for (size_t i = 0; i < bytes.size(); i += 4096) sum = sum + unsigned(bytes[i]);  // would SIGBUS
     EXPECT_TRUE((*f)->shrank());
     EXPECT_NE((*f)->shrankMessage().find("shrank"), std::string::npos);
+    EXPECT_EQ((*f)->shrankMessage().find(p), std::string::npos);  // callers name the path
+    // Cut once the reader is done: the error names the path exactly once.
+    for (bool via_import : {false, true}) {
+        ASSERT_TRUE(writeNativeEvents(p, 20'000, 4096));
+        TaskContext cut_at_end;
+        bool cut = false;
+        cut_at_end.progress = [&](uint64_t done, uint64_t total) {
+            if (done == total && !cut) cut = ::truncate(p.c_str(), 100) == 0;
+        };
+        auto r = via_import ? importNativeTrace(p, cut_at_end) : readNativeTrace(p, cut_at_end);
+        ASSERT_TRUE(cut);
+        ASSERT_FALSE(r.ok());
+        const std::string& m = r.message();
+        EXPECT_NE(m.find("shrank from"), std::string::npos) << m;
+        const size_t first = m.find(p);
+        if (via_import)
+            EXPECT_EQ(first, std::string::npos) << m;  // the registry adds "PATH: "
+        else
+            EXPECT_TRUE(first == 0 && m.find(p, 1) == std::string::npos) << m;
+    }
     // And while a load runs, at several delays: never a crash.
     for (int delay_us : {0, 500, 2000, 8000}) {
         ASSERT_TRUE(writeNativeEvents(p, 400'000, 65536));

@@ -39,7 +39,8 @@ public:
     void dropBefore(size_t offset);
     // True if the file became shorter than it was when opened (checked now).
     bool shrank() const;
-    // "PATH shrank from N to M bytes while it was read ..." (for the error).
+    // "the file shrank from N to M bytes while it was read ..." (for the error;
+    // without the path, which the caller names once: "PATH: the file shrank ...").
     std::string shrankMessage() const;
 
     struct Guard;

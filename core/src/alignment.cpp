@@ -89,7 +89,7 @@ Fractions referenceFractions(const std::vector<StepBounds>& steps) {
 }
 
 double timeScale(const RunRef& run) {
-    return run.trace && run.trace->metadata.time_base == TimeBase::Nanoseconds ? 1e-9 : 1.0;
+    return run.trace ? timeScale(*run.trace) : 1.0;
 }
 
 }  // namespace

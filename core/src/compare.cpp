@@ -6,10 +6,6 @@
 namespace memscope {
 namespace {
 
-double timeScale(const Trace& trace) {
-    return trace.metadata.time_base == TimeBase::Nanoseconds ? 1e-9 : 1.0;
-}
-
 int64_t seriesMax(const StepSeries& s) {
     int64_t best = s.initial;
     for (int64_t y : s.ys()) best = std::max(best, y);

@@ -5,13 +5,14 @@
 #include "json_out.h"
 #include "memscope/peak_explainer.h"
 #include "memscope/phases.h"
+#include "memscope/units.h"
 
 namespace memscope {
 namespace json {
 
 std::optional<int64_t> micros(TimeBase base, int64_t time) {
     if (base != TimeBase::Nanoseconds) return std::nullopt;
-    return time >= 0 ? time / 1000 : -((-(time + 1)) / 1000) - 1;  // floor, also before 1970
+    return nanosToMicrosFloor(time);
 }
 
 void categories(Out& w, const std::array<int64_t, kCategoryCount>& bytes,

@@ -1,11 +1,13 @@
 #include "memscope/summary.h"
 
+#include "memscope/units.h"
+
 namespace memscope {
 namespace {
 
 std::optional<int64_t> toMicros(const Trace& trace, int64_t time) {
     if (trace.metadata.time_base != TimeBase::Nanoseconds) return std::nullopt;
-    return time >= 0 ? time / 1000 : -((-(time + 1)) / 1000) - 1;  // floor, also before 1970, no overflow
+    return nanosToMicrosFloor(time);
 }
 
 void addEndState(const Trace& trace, int16_t device, DeviceSummary& out) {
@@ -30,19 +32,30 @@ TraceSummary summarize(const Trace& trace, const Timeline& timeline) {
         DeviceSummary& d = summary.devices[tl.device];
         for (uint64_t i : tl.trace_events) {
             switch (trace.events[i].kind) {
-                case EventKind::Alloc: ++d.alloc_count; break;
-                case EventKind::FreeCompleted: ++d.free_completed_count; break;
-                case EventKind::SegmentAlloc: ++d.segment_alloc_count; break;
-                case EventKind::Oom: ++d.oom_count; break;
-                default: break;
+                case EventKind::Alloc:
+                    ++d.alloc_count;
+                    break;
+                case EventKind::FreeCompleted:
+                    ++d.free_completed_count;
+                    break;
+                case EventKind::SegmentAlloc:
+                    ++d.segment_alloc_count;
+                    break;
+                case EventKind::Oom:
+                    ++d.oom_count;
+                    break;
+                default:
+                    break;
             }
         }
         d.trace_entries = tl.trace_events.size();
         if (trace.allocator_state) {
             addEndState(trace, tl.device, d);
         } else {
-            if (!tl.reserved.empty()) d.reserved_bytes = uint64_t(std::max<int64_t>(0, tl.reserved.ys().back()));
-            d.final_active_bytes = uint64_t(std::max<int64_t>(0, tl.live.empty() ? tl.live.initial : tl.live.ys().back()));
+            if (!tl.reserved.empty())
+                d.reserved_bytes = uint64_t(std::max<int64_t>(0, tl.reserved.ys().back()));
+            d.final_active_bytes = uint64_t(
+                std::max<int64_t>(0, tl.live.empty() ? tl.live.initial : tl.live.ys().back()));
         }
         d.peak_active_bytes = tl.peak.bytes;
         d.peak_event_index = tl.peak.event_index;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "memscope/file_io.h"
+#include "memscope/units.h"
 #include "memscope/plugins/pytorch_snapshot.h"
 #include "pickle_writer.h"
 
@@ -369,7 +370,7 @@ private:
         w_.unsignedInteger(e.stream < t_.streams.size() ? t_.streams[e.stream] : 0);
         if (t_.metadata.time_base == TimeBase::Nanoseconds) {
             key("time_us");
-            w_.integer(e.time >= 0 ? e.time / 1000 : -((-e.time + 999) / 1000));
+            w_.integer(nanosToMicrosFloor(e.time));
         }
         key("frames");
         stack(e.stack);
@@ -435,8 +436,6 @@ private:
         int16_t device = 0;
         AnnotationStage stage = AnnotationStage::Instant;
     };
-    static int64_t floorUs(int64_t ns) { return ns >= 0 ? ns / 1000 : -((-ns + 999) / 1000); }
-    static int64_t ceilUs(int64_t ns) { return -floorUs(-ns); }
 
     // The trace's annotations as they are, and its phases as START/END pairs
     // (PyTorch >= 2.5's record_function annotations) where the annotations do
@@ -445,7 +444,7 @@ private:
         std::vector<AnnotationEntry> given;
         given.reserve(t_.annotations.size());
         for (const Annotation& a : t_.annotations)
-            given.push_back({floorUs(a.time), a.name, a.device, a.stage});
+            given.push_back({nanosToMicrosFloor(a.time), a.name, a.device, a.stage});
         std::vector<std::vector<AnnotationEntry>> sequences = phaseEntries();
         if (sequences.empty()) return given;
 
@@ -542,21 +541,21 @@ private:
                  root = next_sibling[root]) {
                 stack.push_back(root);
                 seq.push_back(
-                    {floorUs(phases[root].start), phases[root].name, d, AnnotationStage::Start});
+                    {nanosToMicrosFloor(phases[root].start), phases[root].name, d, AnnotationStage::Start});
                 std::vector<uint32_t> cursor{first_child[root]};
                 while (!stack.empty()) {
                     const uint32_t child = cursor.back();
                     if (child == kRoot) {
                         const Phase& p = phases[stack.back()];
                         seq.push_back(
-                            {ceilUs(std::max(p.end, p.start)), p.name, d, AnnotationStage::End});
+                            {nanosToMicrosCeil(std::max(p.end, p.start)), p.name, d, AnnotationStage::End});
                         stack.pop_back();
                         cursor.pop_back();
                         if (!cursor.empty()) cursor.back() = next_sibling[cursor.back()];
                         continue;
                     }
                     stack.push_back(child);
-                    seq.push_back({floorUs(phases[child].start), phases[child].name, d,
+                    seq.push_back({nanosToMicrosFloor(phases[child].start), phases[child].name, d,
                                    AnnotationStage::Start});
                     cursor.push_back(first_child[child]);
                 }

@@ -25,6 +25,18 @@ TEST(Units, FormatBytesThreeSignificantDigits) {
     EXPECT_EQ(formatBytes(INT64_MIN).front(), '-');  // no overflow on the most negative value
 }
 
+TEST(Units, NanosToMicrosRoundsAndNeverOverflows) {
+    EXPECT_EQ(nanosToMicrosFloor(1999), 1);
+    EXPECT_EQ(nanosToMicrosCeil(1001), 2);
+    EXPECT_EQ(nanosToMicrosFloor(-1), -1);
+    EXPECT_EQ(nanosToMicrosCeil(-1), 0);
+    EXPECT_EQ(nanosToMicrosFloor(-1000), -1);
+    EXPECT_EQ(nanosToMicrosFloor(INT64_MIN), INT64_MIN / 1000 - 1);  // sign kept at the end
+    EXPECT_EQ(nanosToMicrosCeil(INT64_MIN), INT64_MIN / 1000);
+    EXPECT_EQ(nanosToMicrosFloor(INT64_MAX), INT64_MAX / 1000);
+    EXPECT_EQ(nanosToMicrosCeil(INT64_MAX), INT64_MAX / 1000 + 1);
+}
+
 TEST(Units, ParseByteSize) {
     EXPECT_EQ(parseByteSize("1048576").value(), 1048576);
     EXPECT_EQ(parseByteSize("7.5GiB").value(), int64_t(7.5 * 1073741824.0));

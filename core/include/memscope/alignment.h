@@ -60,6 +60,11 @@ struct Alignment {
 // The shared-axis unit for a mode ("s", "events", "step").
 std::string alignUnit(AlignMode mode, const RunRef& run);
 
+// Seconds per unit of Event::time: 1e-9 with a clock, 1 (one event) without.
+inline double timeScale(const Trace& trace) {
+    return trace.metadata.time_base == TimeBase::Nanoseconds ? 1e-9 : 1.0;
+}
+
 // Maps every run onto one axis. In Phase mode the boundaries inside a step
 // (forward start, backward start, backward end) land at the reference run's
 // average fractions of its step, so a slower run's backward still lines up with

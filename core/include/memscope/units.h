@@ -10,6 +10,15 @@
 
 namespace memscope {
 
+// Nanoseconds to whole microseconds, rounded down / up, also before 1970 and
+// without overflow at the ends of int64 (snapshot time_us, JSON reports).
+constexpr int64_t nanosToMicrosFloor(int64_t ns) {
+    return ns >= 0 ? ns / 1000 : -((-(ns + 1)) / 1000) - 1;
+}
+constexpr int64_t nanosToMicrosCeil(int64_t ns) {
+    return ns > 0 ? (ns - 1) / 1000 + 1 : ns / 1000;
+}
+
 // Binary units, three significant digits: "512 B", "1.50 GiB", "-12.0 MiB", "640 MiB".
 std::string formatBytes(int64_t bytes);
 

@@ -1,5 +1,9 @@
-// memscope-cli record [-o DIR] [--tensor-level] [--stacks] [--vmm] -- CMD ARGS...
-// The CUPTI tracer is injected through the environment; see record_env.h.
+// memscope-cli record [-o DIR] [--no-python-hook] [--tensor-level] [--stacks] [--vmm]
+//                     [--history-entries N] -- CMD ARGS...
+// Two recorders are injected through the environment (record_env.h): the CUPTI
+// tracer into every process that initializes CUDA, and the Python startup hook
+// into every Python process. After the command ends, each process's parts are
+// merged into one trace (core's recording_folder.h).
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "cli_common.h"
 #include "commands.h"
+#include "memscope/recording_folder.h"
 #include "memscope_cupti/record_env.h"
 #include "record_child.h"
 #include "record_report.h"
@@ -23,40 +29,55 @@ namespace env = memscope::cupti::env;
 
 struct RecordOptions {
     fs::path dir = "memscope-traces";
+    bool no_python_hook = false;
     bool tensor_level = false;
     bool stacks = false;
     bool vmm = false;
+    uint64_t history_entries = 0;  // 0: the hook's default
     std::vector<std::string> command;
 };
 
-// The injection library: an explicit override, else where the build and the
-// install put it relative to this executable.
-std::optional<fs::path> findLibrary(std::vector<fs::path>& tried) {
-    if (const char* override_path = std::getenv(env::kLibraryOverride);
-        override_path && *override_path) {
-        tried.emplace_back(override_path);
-        std::error_code ec;
-        if (fs::is_regular_file(override_path, ec)) return fs::absolute(override_path, ec);
-        return std::nullopt;
-    }
+fs::path thisProgramsFolder() {
     std::error_code ec;
     const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (ec) return std::nullopt;
-    const fs::path bin = exe.parent_path();
-    const fs::path lib = (bin / ".." / "lib").lexically_normal();
-    for (const fs::path& dir : {lib, (bin / ".." / "lib64").lexically_normal(), bin}) {
-        const fs::path candidate = dir / "libmemscope_cupti.so";
-        tried.push_back(candidate);
-        if (fs::is_regular_file(candidate, ec)) return candidate;
+    return ec ? fs::path() : exe.parent_path();
+}
+
+// A file shipped with memscope: an explicit override, else where the build and
+// the install put it relative to this executable.
+std::optional<fs::path> findShipped(const char* override_variable,
+                                    const std::vector<fs::path>& relative,
+                                    std::vector<fs::path>& tried, bool directory) {
+    auto usable = [directory](const fs::path& p) {
+        std::error_code ec;
+        return directory ? fs::is_directory(p, ec) : fs::is_regular_file(p, ec);
+    };
+    if (const char* path = std::getenv(override_variable); path && *path) {
+        tried.emplace_back(path);
+        std::error_code ec;
+        if (usable(path)) return fs::absolute(path, ec);
+        return std::nullopt;
     }
-    // Debian-style installs put libraries one level down (lib/x86_64-linux-gnu).
-    tried.push_back(lib / "*" / "libmemscope_cupti.so");
-    for (fs::directory_iterator it(lib, ec), end; !ec && it != end; it.increment(ec)) {
-        const fs::path candidate = it->path() / "libmemscope_cupti.so";
-        std::error_code ignored;
-        if (fs::is_regular_file(candidate, ignored)) return candidate;
+    const fs::path bin = thisProgramsFolder();
+    if (bin.empty()) return std::nullopt;
+    for (const fs::path& r : relative) {
+        const fs::path candidate = (bin / r).lexically_normal();
+        tried.push_back(candidate);
+        if (usable(candidate)) return candidate;
     }
     return std::nullopt;
+}
+
+std::vector<fs::path> libraryPlaces(const std::string& name) {
+    std::vector<fs::path> places = {fs::path("../lib") / name, fs::path("../lib64") / name,
+                                    fs::path(name)};
+    // Debian-style installs put libraries one level down (lib/x86_64-linux-gnu).
+    std::error_code ec;
+    const fs::path lib = thisProgramsFolder() / ".." / "lib";
+    for (fs::directory_iterator it(lib, ec), end; !ec && it != end; it.increment(ec))
+        if (it->is_directory(ec))
+            places.push_back(fs::path("../lib") / it->path().filename() / name);
+    return places;
 }
 
 void warnIfReplacing(const char* name, const std::string& ours) {
@@ -66,75 +87,153 @@ void warnIfReplacing(const char* name, const std::string& ours) {
                      name, current);
 }
 
+// The recorders this run injects, and the environment that does it.
+struct Injection {
+    Environment set;
+    bool cupti = false;
+    bool python_hook = false;
+};
+
+Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
+    Injection in;
+    in.set.emplace_back(env::kOutputDir, dir.string());
+
+    std::vector<fs::path> tried_cupti;
+    const auto cupti = findShipped(env::kLibraryOverride, libraryPlaces("libmemscope_cupti.so"),
+                                   tried_cupti, false);
+    if (cupti) {
+        in.cupti = true;
+        in.set.emplace_back(env::kCudaInjection, cupti->string());
+        in.set.emplace_back(env::kNvtxInjection, cupti->string());
+        warnIfReplacing(env::kCudaInjection, cupti->string());
+        warnIfReplacing(env::kNvtxInjection, cupti->string());
+    }
+
+    std::vector<fs::path> tried_hook;
+    std::optional<fs::path> hook;
+    if (!o.no_python_hook) {
+        hook = findShipped(env::kPyhookOverride,
+                           {"../share/memscope/pyhook", "../../share/memscope/pyhook"}, tried_hook,
+                           true);
+        if (hook && !fs::exists(*hook / "sitecustomize.py")) hook.reset();
+    }
+    if (hook) {
+        in.python_hook = true;
+        std::string path = hook->string();
+        if (const char* previous = std::getenv(env::kPythonPath); previous && *previous)
+            path += std::string(":") + previous;
+        in.set.emplace_back(env::kPythonPath, path);
+        in.set.emplace_back(env::kHook, "1");
+        std::vector<fs::path> tried_capture;
+        if (auto capture =
+                findShipped(env::kCaptureLibrary, libraryPlaces("libmemscope_torch_capture.so"),
+                            tried_capture, false))
+            in.set.emplace_back(env::kCaptureLibrary, capture->string());
+        if (o.history_entries > 0)
+            in.set.emplace_back(env::kHistoryEntries, std::to_string(o.history_entries));
+    }
+
+    if (!in.cupti && !in.python_hook) {
+        std::string message =
+            "neither recorder was found: the CUPTI tracer libmemscope_cupti.so (this build may "
+            "have skipped it: no CUDA toolkit; or set MEMSCOPE_CUPTI_LIBRARY) nor the Python "
+            "hook (share/memscope/pyhook; or set MEMSCOPE_PYHOOK_DIR). Looked at:";
+        for (const fs::path& p : tried_cupti) message += "\n  " + p.string();
+        for (const fs::path& p : tried_hook) message += "\n  " + p.string();
+        return makeError(message);
+    }
+    if (!in.cupti)
+        std::fprintf(stderr,
+                     "memscope-cli record: the CUPTI tracer was not found (built without a CUDA "
+                     "toolkit?): recording PyTorch's allocator history, CPU allocations and "
+                     "phases only\n");
+    if (o.tensor_level) {
+        std::fprintf(stderr,
+                     "memscope-cli record: warning: --tensor-level turns PyTorch's caching "
+                     "allocator off (PYTORCH_NO_CUDA_MEMORY_CACHING=1): every tensor becomes a "
+                     "cudaMalloc/cudaFree with a device synchronization per free, CUDA graphs "
+                     "fail to capture, and reserved memory and fragmentation vanish. It is meant "
+                     "for programs without PyTorch; PyTorch programs are recorded at tensor level "
+                     "without it.\n");
+        in.set.emplace_back(env::kNoCaching, "1");
+        in.set.emplace_back(env::kTensorLevel, "1");
+    }
+    if (o.stacks) in.set.emplace_back(env::kStacks, "1");
+    // The tracer turns its cuMem* callbacks on by itself for expandable
+    // segments. With the Python hook the allocator history already has them
+    // (segment_map/unmap), and the callbacks would take the process's one
+    // CUPTI subscriber, which torch.profiler needs: off unless asked for.
+    if (o.vmm)
+        in.set.emplace_back(env::kVmmCallbacks, "1");
+    else if (in.python_hook)
+        in.set.emplace_back(env::kVmmCallbacks, "0");
+    return in;
+}
+
+// Merges each process's parts into its trace; false if any failed.
+bool finish(const fs::path& dir) {
+    const RecordingFinish done = finishRecording(dir.string(), registry());
+    for (const FinishedTrace& t : done.traces) {
+        for (const LoadWarning& w : t.warnings)
+            std::fprintf(stderr, "memscope-cli record: warning: %s: %s\n", t.path.c_str(),
+                         w.message.c_str());
+        for (const std::string& kept : t.kept)
+            std::fprintf(stderr, "memscope-cli record: allocator history kept as %s\n",
+                         kept.c_str());
+    }
+    for (const std::string& e : done.errors)
+        std::fprintf(stderr, "memscope-cli record: cannot merge a recording: %s\n", e.c_str());
+    return done.errors.empty();
+}
+
 int run(const RecordOptions& o) {
     if (o.command.empty()) {
         std::fprintf(stderr,
                      "memscope-cli record: no command given (see memscope-cli record --help)\n");
         return 1;
     }
-
-    std::vector<fs::path> tried;
-    const auto library = findLibrary(tried);
-    if (!library) {
-        std::fprintf(stderr,
-                     "memscope-cli record: the CUPTI tracer libmemscope_cupti.so was not found; "
-                     "looked at:\n");
-        for (const fs::path& p : tried) std::fprintf(stderr, "  %s\n", p.c_str());
-        std::fprintf(
-            stderr,
-            "(this build may have skipped it: no CUDA toolkit; or set MEMSCOPE_CUPTI_LIBRARY)\n");
-        return 1;
-    }
     std::error_code ec;
     const bool created_dir = fs::create_directories(o.dir, ec);
-    // Absolute, because the command may change directory before CUDA starts.
+    // Absolute, because the command may change directory before it records.
     const fs::path dir = fs::absolute(o.dir, ec).lexically_normal();
     if (!fs::is_directory(dir, ec)) {
         std::fprintf(stderr, "memscope-cli record: cannot create the output directory %s\n",
                      dir.c_str());
         return 1;
     }
-
-    Environment set = {
-        {env::kCudaInjection, library->string()},
-        {env::kNvtxInjection, library->string()},
-        {env::kOutputDir, dir.string()},
-    };
-    if (o.tensor_level) {
-        set.emplace_back(env::kNoCaching, "1");
-        set.emplace_back(env::kTensorLevel, "1");
+    const auto injection = plan(o, dir);
+    if (!injection) {
+        std::fprintf(stderr, "memscope-cli record: %s\n", injection.message().c_str());
+        if (created_dir) fs::remove(dir, ec);
+        return 1;
     }
-    if (o.stacks) set.emplace_back(env::kStacks, "1");
-    if (o.vmm) set.emplace_back(env::kVmmCallbacks, "1");
-    warnIfReplacing(env::kCudaInjection, library->string());
-    warnIfReplacing(env::kNvtxInjection, library->string());
 
     const DirectoryState before = traceFilesIn(dir);
-    const Result<int> exit_code = runRecordedCommand(o.command, set);
+    const Result<int> exit_code = runRecordedCommand(o.command, injection->set);
     if (!exit_code) {
         std::fprintf(stderr, "memscope-cli record: %s\n", exit_code.message().c_str());
         return 1;
     }
     std::fflush(stdout);
+    const bool merged = finish(dir);
 
     const auto files = newTraceFiles(dir, before);
     if (files.empty()) {
         // Leave no empty folder behind for a run that recorded nothing.
         if (created_dir) fs::remove(dir, ec);  // only removes it if empty
-        std::fprintf(
-            stderr,
-            "memscope-cli record: no CUDA activity was recorded: no process of the "
-            "command initialized "
-            "CUDA or used NVTX (no GPU or driver on this machine?); no trace written to %s\n",
-            dir.c_str());
-        return *exit_code;
+        std::fprintf(stderr,
+                     "memscope-cli record: nothing was recorded: no process of the command "
+                     "initialized CUDA, used NVTX or imported torch; no trace written to %s\n",
+                     dir.c_str());
+        return *exit_code != 0 ? *exit_code : (merged ? 0 : 1);
     }
     std::printf("memscope: %zu trace%s in %s\n", files.size(), files.size() == 1 ? "" : "s",
                 dir.c_str());
     for (const fs::path& f : files) printRecordedTrace(f);
     std::printf("open them with: memscope %s   or: memscope-cli summary %s/*.memscope\n",
                 dir.c_str(), dir.c_str());
-    return *exit_code;
+    // The command's own exit code comes first; a failed merge is ours.
+    return *exit_code != 0 ? *exit_code : (merged ? 0 : 1);
 }
 
 }  // namespace
@@ -148,7 +247,7 @@ void splitRecordCommand(std::vector<std::string>& args, size_t first,
             args.resize(i);
             return;
         }
-        if (a == "-o" || a == "--output") {
+        if (a == "-o" || a == "--output" || a == "--history-entries") {
             ++i;  // its value
             continue;
         }
@@ -161,27 +260,44 @@ void splitRecordCommand(std::vector<std::string>& args, size_t first,
 
 Command addRecord(CLI::App& parent) {
     auto o = std::make_shared<RecordOptions>();
-    CLI::App* app = parent.add_subcommand("record", "trace a CUDA program (CUPTI)");
+    CLI::App* app =
+        parent.add_subcommand("record", "record a training job's memory (PyTorch and CUDA)");
     app->add_option("-o,--output", o->dir, "folder for the traces (default: memscope-traces)");
+    app->add_flag("--no-python-hook", o->no_python_hook,
+                  "CUPTI only: no allocator history, CPU allocations or automatic phases");
+    app->add_option("--history-entries", o->history_entries,
+                    "allocator history ring size (default 1000000; saved before it wraps)")
+        ->check(CLI::PositiveNumber);
     app->add_flag("--tensor-level", o->tensor_level,
-                  "every tensor: caching allocator off (slower, see below)");
-    app->add_flag("--stacks", o->stacks, "host stack at each allocation (CUPTI callbacks)");
-    app->add_flag("--vmm", o->vmm, "record cuMem* calls (expandable segments)");
+                  "programs without PyTorch: caching allocator off (changes the program)");
+    app->add_flag("--stacks", o->stacks, "host stack at each cudaMalloc (CUPTI callbacks)");
+    app->add_flag(
+        "--vmm", o->vmm,
+        "record cuMem* calls (by itself with expandable_segments:True and --no-python-hook)");
     app->footer(
-        "Runs CMD with the memscope CUPTI tracer injected into every process that initializes\n"
-        "CUDA (torchrun ranks included), then prints where the traces are and a summary of each.\n"
-        "CMD's own exit code is returned."
-        "\n\n"
         "Usage: memscope-cli record [OPTIONS] [--] CMD [ARGS...]\n\n"
-        "One trace per process: DIR/memscope-PID[-rankR][-localL].memscope.\n"
-        "--tensor-level sets PYTORCH_NO_CUDA_MEMORY_CACHING=1, so that CUDA sees, and the trace\n"
-        "records, every tensor: slower, and it changes the program (no caching, no CUDA graphs);\n"
-        "without it the trace holds the segments the caching allocator reserves.\n"
-        "--stacks and --vmm subscribe to CUPTI callbacks: torch.profiler cannot run beside "
-        "them.\n\n"
-        "NVTX ranges (torch.cuda.nvtx.range_push/pop) become phases. The library is looked up "
-        "next\n"
-        "to this program (../lib/libmemscope_cupti.so) unless MEMSCOPE_CUPTI_LIBRARY names it.\n\n"
+        "Runs CMD with two recorders and writes one trace per process:\n"
+        "DIR/memscope-PID[-rankR][-localL].memscope. CMD's own exit code is returned.\n\n"
+        "What is recorded:\n"
+        "  Python processes that import torch (a startup hook on PYTHONPATH; your own\n"
+        "  sitecustomize still runs):\n"
+        "    - every tensor allocation and free of the CUDA caching allocator, with Python\n"
+        "      stacks (its history, caching left on), saved at exit, on SIGTERM/SIGINT and\n"
+        "      before its ring buffer wraps;\n"
+        "    - CPU tensors (c10's allocator reports), when PyTorch matches the one memscope\n"
+        "      was built against;\n"
+        "    - phases with no code change: step k / forward, backward, recompute, optimizer.\n"
+        "  Every process that initializes CUDA (CUPTI): cudaMalloc/cudaFree (segments, and\n"
+        "  memory allocated outside PyTorch) and NVTX ranges of the default domain as phases.\n\n"
+        "Cost: the history costs about what torch.cuda.memory._record_memory_history costs;\n"
+        "CUPTI's memory records are cheap. --tensor-level sets PYTORCH_NO_CUDA_MEMORY_CACHING=1:\n"
+        "a cudaMalloc per tensor and a synchronization per free, no CUDA graphs: it changes the\n"
+        "program, and is meant for programs without PyTorch. --stacks and --vmm subscribe to\n"
+        "CUPTI callbacks, which torch.profiler cannot share. torch.profiler takes CUPTI over\n"
+        "when it starts: memscope says so, and the allocator history stays complete.\n\n"
+        "The recorders are looked up next to this program (../lib, ../share/memscope/pyhook)\n"
+        "unless MEMSCOPE_CUPTI_LIBRARY, MEMSCOPE_PYHOOK_DIR or MEMSCOPE_TORCH_CAPTURE_LIBRARY\n"
+        "name them.\n\n"
         "Example: memscope-cli record -o traces -- python3 train.py --epochs 1");
     return {app, [o] { return run(*o); },
             [o](std::vector<std::string> command) { o->command = std::move(command); }};

@@ -77,6 +77,8 @@ void printTable(const FileReport& f) {
         std::printf("    final active     %s\n", orDash(d.final_active_bytes).c_str());
         std::printf("    reserved         %s", orDash(d.reserved_bytes).c_str());
         if (d.segments) std::printf("  in %llu segments", (unsigned long long)*d.segments);
+        if (d.peak_reserved_bytes)
+            std::printf("  (peak %s)", formatBytes(int64_t(*d.peak_reserved_bytes)).c_str());
         std::printf(
             "\n    events           %llu  (alloc %llu, free_completed %llu, segment_alloc %llu, "
             "oom %llu)\n",

@@ -38,6 +38,10 @@ void recordedGaps(const Trace& trace, std::vector<LoadWarning>& out) {
             dropped += toNumber(trace.string(a.value));
         else if (key == "undecodable_bytes")
             undecodable += toNumber(trace.string(a.value));
+        // Written by the recording merge (recording_merge.h): the marker's
+        // text is the warning.
+        else if (key == "history_gap" || key == "cupti_taken_over")
+            out.push_back({WarningKind::DroppedRecords, std::string(trace.string(a.value)), 1});
     }
     if (dropped)
         out.push_back({WarningKind::DroppedRecords,

@@ -96,6 +96,51 @@ void peakSites(Out& w, const Trace& trace, const DeviceTimeline& tl,
     w.EndArray();
 }
 
+// The training steps and the phases inside each, for traces that have Step
+// phases: what a test or a script checks first ("did every step get its
+// forward, backward and optimizer?").
+void steps(Out& w, const Trace& trace) {
+    // Each phase's enclosing step, found once (phases nest a few levels deep).
+    const size_t n = trace.phases.size();
+    std::vector<std::vector<uint32_t>> inside(n + 1);
+    std::vector<uint32_t> step_ids;
+    for (uint32_t id = 1; id <= n; ++id) {
+        if (trace.phases[id - 1].kind == PhaseKind::Step) {
+            step_ids.push_back(id);
+            continue;
+        }
+        uint32_t up = trace.phases[id - 1].parent.value;
+        for (int depth = 0; up != 0 && up <= n && depth < 64; ++depth) {
+            if (trace.phases[up - 1].kind == PhaseKind::Step) {
+                inside[up].push_back(id);
+                break;
+            }
+            up = trace.phases[up - 1].parent.value;
+        }
+    }
+    auto byStart = [&](uint32_t a, uint32_t b) {
+        return trace.phases[a - 1].start < trace.phases[b - 1].start;
+    };
+    std::stable_sort(step_ids.begin(), step_ids.end(), byStart);
+    w.StartArray();
+    for (uint32_t id : step_ids) {
+        const Phase& p = trace.phases[id - 1];
+        w.StartObject();
+        field(w, "step", int64_t(p.step));
+        field(w, "name", trace.string(p.name));
+        field(w, "start_us", nanosToMicrosFloor(p.start));
+        field(w, "end_us", nanosToMicrosCeil(p.end));
+        if (p.device >= 0) field(w, "device", int64_t(p.device));
+        key(w, "phases");
+        w.StartArray();
+        std::stable_sort(inside[id].begin(), inside[id].end(), byStart);
+        for (uint32_t j : inside[id]) string(w, trace.string(trace.phases[j - 1].name));
+        w.EndArray();
+        w.EndObject();
+    }
+    w.EndArray();
+}
+
 }  // namespace json
 
 std::string peaksByPhaseToJson(const Trace& trace, const PhasePeaks& peaks) {
@@ -132,6 +177,12 @@ std::string summaryToJson(std::span<const FileReport> files) {
             }
             w.EndArray();
         }
+        if (f.trace) {
+            if (const std::string* how = f.trace->metadata.property("phases"))
+                field(w, "phases_source", std::string_view(*how));
+            key(w, "steps");
+            steps(w, *f.trace);
+        }
         key(w, "devices");
         w.StartObject();
         for (const auto& [device, d] : f.summary.devices) {
@@ -139,6 +190,7 @@ std::string summaryToJson(std::span<const FileReport> files) {
             w.StartObject();
             field(w, "segments", d.segments);
             field(w, "reserved_bytes", d.reserved_bytes);
+            field(w, "peak_reserved_bytes", d.peak_reserved_bytes);
             field(w, "final_active_bytes", d.final_active_bytes);
             field(w, "trace_entries", uint64_t(d.trace_entries));
             field(w, "alloc_count", uint64_t(d.alloc_count));

@@ -57,6 +57,11 @@ TraceSummary summarize(const Trace& trace, const Timeline& timeline) {
             d.final_active_bytes = uint64_t(
                 std::max<int64_t>(0, tl.live.empty() ? tl.live.initial : tl.live.ys().back()));
         }
+        if (!tl.reserved.empty() || tl.reserved.initial > 0) {
+            int64_t most = tl.reserved.initial;
+            for (int64_t y : tl.reserved.ys()) most = std::max(most, y);
+            d.peak_reserved_bytes = uint64_t(std::max<int64_t>(0, most));
+        }
         d.peak_active_bytes = tl.peak.bytes;
         d.peak_event_index = tl.peak.event_index;
         d.categories_at_peak = tl.peak.by_category;

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,24 @@ public:
     size_t memory(CUpti_ActivityMemoryOperationType op, uint64_t address, uint64_t size,
                   uint64_t time, uint32_t device = 0, uint32_t stream = 0, uint32_t correlation = 0,
                   CUpti_ActivityMemoryKind kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) {
+        return put(memoryRecord(op, address, size, time, device, stream, correlation, kind));
+    }
+    // A cudaMallocAsync record: a tensor from the pool at `pool`, whose size
+    // is then `pool_size`.
+    size_t async(CUpti_ActivityMemoryOperationType op, uint64_t address, uint64_t size,
+                 uint64_t time, uint64_t pool, uint64_t pool_size, uint32_t stream = 5) {
+        CUpti_ActivityMemory4 r =
+            memoryRecord(op, address, size, time, 0, stream, 0, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+        r.isAsync = 1;
+        r.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+        r.memoryPoolConfig.address = pool;
+        r.memoryPoolConfig.pool.size = pool_size;
+        return put(r);
+    }
+    static CUpti_ActivityMemory4 memoryRecord(CUpti_ActivityMemoryOperationType op,
+                                              uint64_t address, uint64_t size, uint64_t time,
+                                              uint32_t device, uint32_t stream,
+                                              uint32_t correlation, CUpti_ActivityMemoryKind kind) {
         CUpti_ActivityMemory4 r{};
         r.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
         r.memoryOperationType = op;
@@ -71,8 +90,9 @@ public:
         r.deviceId = device;
         r.streamId = stream;
         r.correlationId = correlation;
-        return put(&r, sizeof(r));
+        return r;
     }
+    size_t put(const CUpti_ActivityMemory4& r) { return put(&r, sizeof(r)); }
     size_t pool(CUpti_ActivityMemoryPoolOperationType op, uint64_t address, uint64_t size,
                 uint64_t time, uint32_t device) {
         CUpti_ActivityMemoryPool3 r{};
@@ -176,22 +196,149 @@ TEST(ActivityDecoder, HostMemoryIsDeviceMinusOneWithItsKind) {
     EXPECT_EQ(sink.attributeOf(0, "memory_kind"), "pinned");
 }
 
-TEST(ActivityDecoder, PoolRecordsAreMarkersWithTheirFigures) {
+TEST(ActivityDecoder, PoolSizeChangesAreSegmentsWithTheirFigures) {
     Buffer b;
     b.pool(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED, 0x9000, 1 << 30, 1200, 2);
     b.pool(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED, 0x9000, 1 << 20, 1300, 2);
+    b.pool(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED, 0x9000, 1 << 20, 1350, 2);
+    b.pool(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED, 0x9000, 1 << 20, 1400, 2);
     CollectingSink sink;
     const DecodeStats stats = decodeActivityBuffer(b.data(), b.size(), sink);
-    EXPECT_EQ(stats.pool_records, 2u);
-    ASSERT_EQ(sink.events.size(), 2u);
-    EXPECT_EQ(sink.events[0].kind, EventKind::Marker);
+    EXPECT_EQ(stats.pool_records, 4u);
+    ASSERT_EQ(sink.events.size(), 4u);
+    // Created at 1 GiB: 1 GiB reserved.
+    EXPECT_EQ(sink.events[0].kind, EventKind::SegmentAlloc);
+    EXPECT_EQ(sink.events[0].address, 0x9000u);
     EXPECT_EQ(sink.events[0].device, 2);
     EXPECT_EQ(sink.events[0].size, uint64_t(1) << 30);
     EXPECT_EQ(sink.events[0].phase, PhaseId{7});
     EXPECT_EQ(sink.attributeOf(0, "pool_operation"), "created");
     EXPECT_EQ(sink.attributeOf(0, "pool_utilized_bytes"), std::to_string((1 << 30) / 2));
     EXPECT_EQ(sink.attributeOf(0, "pool_release_threshold"), "4096");
+    // Trimmed to 1 MiB: the difference is given back.
+    EXPECT_EQ(sink.events[1].kind, EventKind::SegmentFree);
+    EXPECT_EQ(sink.events[1].size, uint64_t(1 << 30) - (1 << 20));
     EXPECT_EQ(sink.attributeOf(1, "pool_operation"), "trimmed");
+    EXPECT_EQ(sink.attributeOf(1, "pool_size_bytes"), std::to_string(1 << 20));
+    // No change: a marker that keeps the figures.
+    EXPECT_EQ(sink.events[2].kind, EventKind::Marker);
+    // Destroyed: the rest goes.
+    EXPECT_EQ(sink.events[3].kind, EventKind::SegmentFree);
+    EXPECT_EQ(sink.events[3].size, uint64_t(1) << 20);
+    int64_t reserved = 0;
+    for (const Event& e : sink.events)
+        reserved += e.kind == EventKind::SegmentAlloc  ? int64_t(e.size)
+                    : e.kind == EventKind::SegmentFree ? -int64_t(e.size)
+                                                       : 0;
+    EXPECT_EQ(reserved, 0);
+}
+
+TEST(ActivityDecoder, StreamOrderedAllocationsAreTensorsAndTheirPoolIsReserved) {
+    Buffer b;
+    // Two tensors from a pool that grows to 32 MiB for the first, stays for
+    // the second, and shrinks to 0 after both are freed.
+    b.async(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 0xA000, 1 << 20, 1100, 0x5000,
+            32 << 20);
+    b.async(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 0xB000, 2 << 20, 1200, 0x5000,
+            32 << 20);
+    b.async(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, 0xA000, 0, 1300, 0x5000, 32 << 20);
+    b.async(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, 0xB000, 2 << 20, 1400, 0x5000, 0);
+    CollectingSink sink;
+    AllocationBook book;
+    DecoderOptions options;
+    options.book = &book;
+    const DecodeStats stats = decodeActivityBuffer(b.data(), b.size(), sink, options);
+    EXPECT_EQ(stats.async_records, 4u);
+
+    std::vector<EventKind> kinds;
+    for (const Event& e : sink.events) kinds.push_back(e.kind);
+    const std::vector<EventKind> expected = {EventKind::SegmentAlloc,  EventKind::Alloc,
+                                             EventKind::Alloc,         EventKind::FreeCompleted,
+                                             EventKind::FreeCompleted, EventKind::SegmentFree};
+    ASSERT_EQ(kinds, expected);
+    EXPECT_EQ(sink.events[0].address, 0x5000u);  // the pool
+    EXPECT_EQ(sink.events[0].size, uint64_t(32) << 20);
+    EXPECT_EQ(sink.events[1].address, 0xA000u);
+    EXPECT_EQ(sink.events[1].size, uint64_t(1) << 20);
+    EXPECT_EQ(sink.streams[sink.events[1].stream], 5u);
+    EXPECT_EQ(sink.attributeOf(1, "stream_ordered"), "1");
+    EXPECT_EQ(sink.attributeOf(3, "stream_ordered"), "1");
+    EXPECT_EQ(sink.events[3].size, uint64_t(1) << 20);  // the allocation's, not the record's 0
+    EXPECT_EQ(sink.events[5].size, uint64_t(32) << 20);
+    EXPECT_EQ(book.poolSize(0x5000), std::optional<uint64_t>(0));
+    // Not segments even without tensor_level, and no duplicate when it is on.
+    options.tensor_level = true;
+    CollectingSink again;
+    AllocationBook other;
+    options.book = &other;
+    decodeActivityBuffer(b.data(), b.size(), again, options);
+    EXPECT_EQ(again.events.size(), 6u);
+}
+
+TEST(ActivityDecoder, PoolRecordsAndAsyncRecordsShareThePoolsSize) {
+    // Sizes are remembered across buffers: created in one, grown in the next.
+    AllocationBook book;
+    DecoderOptions options;
+    options.book = &book;
+    Buffer first;
+    first.pool(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED, 0x5000, 0, 1000, 0);
+    Buffer second;
+    second.async(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 0xA000, 4096, 1100, 0x5000,
+                 2 << 20);
+    Buffer third;
+    third.pool(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED, 0x5000, 1 << 20, 1200, 0);
+    CollectingSink sink;
+    decodeActivityBuffer(first.data(), first.size(), sink, options);
+    decodeActivityBuffer(second.data(), second.size(), sink, options);
+    decodeActivityBuffer(third.data(), third.size(), sink, options);
+    ASSERT_EQ(sink.events.size(), 4u);
+    EXPECT_EQ(sink.events[0].kind, EventKind::Marker);  // created empty
+    EXPECT_EQ(sink.events[1].kind, EventKind::SegmentAlloc);
+    EXPECT_EQ(sink.events[1].size, uint64_t(2) << 20);
+    EXPECT_EQ(sink.events[2].kind, EventKind::Alloc);
+    EXPECT_EQ(sink.events[3].kind, EventKind::SegmentFree);
+    EXPECT_EQ(sink.events[3].size, uint64_t(1) << 20);
+}
+
+TEST(ActivityDecoder, ReleaseSizeComesFromTheAllocationNotTheRecord) {
+    AllocationBook book;
+    DecoderOptions options;
+    options.book = &book;
+    options.tensor_level = true;
+    Buffer allocs;
+    allocs.memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 0x1000, 8 << 20, 10, 0);
+    allocs.memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 0x1000, 4 << 20, 11, 1);
+    Buffer releases;  // a later buffer, with byte counts that disagree
+    releases.memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, 0x1000, 0, 20, 0);
+    releases.memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, 0x1000, 123, 21, 1);
+    releases.memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, 0x1000, 777, 22, 0);
+    CollectingSink sink;
+    decodeActivityBuffer(allocs.data(), allocs.size(), sink, options);
+    const DecodeStats stats = decodeActivityBuffer(releases.data(), releases.size(), sink, options);
+    ASSERT_EQ(sink.events.size(), 10u);
+    EXPECT_EQ(sink.events[4].kind, EventKind::SegmentFree);
+    EXPECT_EQ(sink.events[4].size, uint64_t(8) << 20);  // device 0's allocation
+    EXPECT_EQ(sink.events[5].kind, EventKind::FreeCompleted);
+    EXPECT_EQ(sink.events[5].size, uint64_t(8) << 20);
+    EXPECT_EQ(sink.events[6].size, uint64_t(4) << 20);  // device 1's, same address
+    // Released twice: the second is unknown, keeps its bytes, and is counted.
+    EXPECT_EQ(sink.events[8].size, 777u);
+    EXPECT_EQ(stats.unknown_releases, 1u);
+    EXPECT_EQ(book.unknownReleases(), 1u);
+    EXPECT_EQ(book.liveAllocations(), 0u);
+}
+
+TEST(ActivityDecoder, InvalidStreamIdIsNoStream) {
+    Buffer b;
+    b.memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 0x1000, 64, 10, 0,
+             CUPTI_INVALID_STREAM_ID);
+    b.memory(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 0x2000, 64, 11, 0, 9);
+    CollectingSink sink;
+    decodeActivityBuffer(b.data(), b.size(), sink);
+    ASSERT_EQ(sink.events.size(), 2u);
+    EXPECT_EQ(sink.events[0].stream, 0u);
+    EXPECT_EQ(sink.streams, (std::vector<uint64_t>{0, 9}));  // never interned
+    EXPECT_EQ(sink.events[1].stream, 1u);
 }
 
 TEST(ActivityDecoder, OtherKindsAreSkippedNotLost) {

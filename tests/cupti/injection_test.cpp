@@ -111,10 +111,42 @@ TEST_F(InjectionTest, NvtxRangesBecomePhasesAndMarksAnnotations) {
     EXPECT_LE(backward->end, step->end);
     EXPECT_GT(step->end, step->start);
 
-    ASSERT_EQ(trace.annotations.size(), 1u);
+    // The checkpoint mark, then the NCCL domain's ranges: annotations only.
+    ASSERT_EQ(trace.annotations.size(), 5u);
     EXPECT_EQ(trace.string(trace.annotations[0].name), "checkpoint");
+    EXPECT_EQ(trace.annotations[0].stage, AnnotationStage::Instant);
     EXPECT_GE(trace.annotations[0].time, forward->start);
     EXPECT_LE(trace.annotations[0].time, forward->end);
+}
+
+TEST_F(InjectionTest, NamedDomainRangesAreAnnotationsNotPhases) {
+    const ProcessResult r = test::runProcess({MEMSCOPE_TEST_DRIVER, "phases"}, nvtxEnv(), 20s);
+    ASSERT_TRUE(WIFEXITED(r.status)) << r.err;
+    EXPECT_EQ(r.err, "");  // also: NVTX got consistent push/pop levels and a range id
+    const Trace trace = loadOnly();
+    EXPECT_EQ(phaseNamed(trace, "AllReduce"), nullptr);
+    EXPECT_EQ(phaseNamed(trace, "NCCL: AllReduce"), nullptr);
+    EXPECT_EQ(phaseNamed(trace, "AllGather"), nullptr);
+    // The default domain's *Ex push is a phase, and the domain ranges inside
+    // it do not take its place.
+    const Phase* optimizer = phaseNamed(trace, "optimizer");
+    ASSERT_NE(optimizer, nullptr);
+    EXPECT_EQ(optimizer->kind, PhaseKind::Optimizer);
+
+    std::vector<std::pair<std::string, AnnotationStage>> seen;
+    for (const Annotation& a : trace.annotations) {
+        if (a.stage == AnnotationStage::Instant) continue;
+        seen.emplace_back(std::string(trace.string(a.name)), a.stage);
+        EXPECT_GE(a.time, optimizer->start);
+        EXPECT_LE(a.time, optimizer->end);
+    }
+    const std::vector<std::pair<std::string, AnnotationStage>> expected = {
+        {"NCCL: AllReduce", AnnotationStage::Start},
+        {"NCCL: AllReduce", AnnotationStage::End},
+        {"NCCL: AllGather", AnnotationStage::Start},
+        {"NCCL: AllGather", AnnotationStage::End},
+    };
+    EXPECT_EQ(seen, expected);
 }
 
 TEST_F(InjectionTest, RankAndLocalRankAreInTheFileName) {
@@ -187,10 +219,68 @@ TEST_F(InjectionTest, WithoutADriverItSaysSoOnceAndTheProgramRunsOn) {
                          {{"MEMSCOPE_OUTPUT_DIR", dir_.string()}}, 20s);
     ASSERT_TRUE(WIFEXITED(r.status)) << r.err;
     EXPECT_EQ(WEXITSTATUS(r.status), 7);
-    EXPECT_EQ(r.out, "still running 0 1\n");
+    // 1 even when refused, as NVIDIA's samples: 0 can make cuInit fail.
+    EXPECT_EQ(r.out, "still running 1 1\n");
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_NE(r.err.find("memscope: CUPTI is not available"), std::string::npos) << r.err;
     EXPECT_TRUE(traces().empty());
+}
+
+TEST_F(InjectionTest, TraceIsClosedBeforeCudasOwnExitTeardown) {
+    // NVTX first (the trace is opened), then CUDA's teardown is registered,
+    // then cuInit calls InitializeInjection: our exit handler must run first.
+    const ProcessResult r = test::runProcess(
+        {MEMSCOPE_TEST_DRIVER, "exit-order", MEMSCOPE_CUPTI_LIBRARY}, nvtxEnv(), 20s);
+    ASSERT_TRUE(WIFEXITED(r.status)) << r.err;
+    EXPECT_EQ(WEXITSTATUS(r.status), 0) << r.err;
+    EXPECT_NE(r.out.find("initialized 1\n"), std::string::npos) << r.out;
+    const auto at = r.out.find("teardown saw ");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const long seen = std::stol(r.out.substr(at + 13));
+    ASSERT_EQ(traces().size(), 1u);
+    EXPECT_EQ(seen, long(fs::file_size(traces().front())));
+    NativeReadReport report;
+    const Trace trace = loadOnly(&report);
+    EXPECT_EQ(report.bytes_lost, 0u) << report.problem;
+    const Phase* phase = phaseNamed(trace, "before cuda");
+    ASSERT_NE(phase, nullptr);
+    EXPECT_GT(phase->end, phase->start);  // ended and closed
+}
+
+TEST_F(InjectionTest, UniqueRangeNamesAreCappedAndMemoryStaysBounded) {
+    constexpr long kRanges = 200'000;
+    const ProcessResult r =
+        test::runProcess({MEMSCOPE_TEST_DRIVER, "names", std::to_string(kRanges)}, nvtxEnv(), 60s);
+    ASSERT_TRUE(WIFEXITED(r.status)) << r.err;
+    EXPECT_EQ(WEXITSTATUS(r.status), 0);
+    // Said once on stderr.
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    const auto at = r.out.find("rss_growth_kb ");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const long growth_kb = std::stol(r.out.substr(at + 14));
+    std::printf("RSS growth for %ld unique range names: %ld kB\n", kRanges, growth_kb);
+    // Measured: ~82 MB without the cap, ~33 MB with it (what remains is per
+    // range and bounded in time: the writer's pending chunk between flushes,
+    // the phase index within its horizon). A loose bound, not a benchmark.
+    EXPECT_LT(growth_kb, 64 * 1024);
+
+    const Trace trace = loadOnly();
+    EXPECT_EQ(trace.phases.size(), size_t(kRanges + 1));  // every range is still a phase
+    std::printf("distinct strings in the trace: %zu\n", trace.strings.size());
+    // 50,000 names as given, then the 300 "aten::opN" prefix classes.
+    EXPECT_LE(trace.strings.size(), 50'000u + 300u + 100u);
+    EXPECT_GE(trace.strings.size(), 50'000u);
+    EXPECT_NE(trace.metadata.property("recorder.nvtx_names_capped"), nullptr);
+    if (const std::string* capped = trace.metadata.property("recorder.nvtx_names_capped")) {
+        EXPECT_EQ(*capped, std::to_string(kRanges + 1 - 50'000));
+    }
+    int cap_markers = 0;
+    for (const EventAttribute& a : trace.attributes)
+        cap_markers += trace.string(a.key) == "nvtx_name_cap_reached";
+    EXPECT_EQ(cap_markers, 1);
+    // The last range is named by its class.
+    EXPECT_EQ(trace.string(trace.phases.back().name),
+              "aten::op" + std::to_string((kRanges - 1) % 300));
 }
 
 TEST_F(InjectionTest, RecordPassesTheExitCodeThroughWithANote) {
@@ -198,8 +288,10 @@ TEST_F(InjectionTest, RecordPassesTheExitCodeThroughWithANote) {
         {MEMSCOPE_CLI, "record", "-o", dir_.string(), "--", "/bin/sh", "-c", "exit 3"}, {}, 20s);
     ASSERT_TRUE(WIFEXITED(r.status)) << r.err;
     EXPECT_EQ(WEXITSTATUS(r.status), 3);
-    EXPECT_NE((r.out + r.err).find("no CUDA activity was recorded"), std::string::npos)
-        << r.out << r.err;
+    const std::string all = r.out + r.err;
+    EXPECT_TRUE(all.find("no CUDA activity was recorded") != std::string::npos ||
+                all.find("nothing was recorded") != std::string::npos)
+        << all;
 }
 
 TEST_F(InjectionTest, RecordFindsTheLibraryAndSummarizesTheTrace) {

@@ -17,6 +17,7 @@ struct DeviceSummary {
     std::optional<uint64_t> segments;            // end-state segment count
     std::optional<uint64_t> reserved_bytes;      // end-state, or last reserved value
     std::optional<uint64_t> final_active_bytes;  // end-state active blocks, or live at end
+    std::optional<uint64_t> peak_reserved_bytes;  // the reserved curve's maximum
     uint64_t trace_entries = 0;
     uint64_t alloc_count = 0;
     uint64_t free_completed_count = 0;

@@ -57,10 +57,16 @@ int16_t deviceOrdinal(uint32_t device_id) {
     return device_id > 0x7fff ? int16_t(-1) : static_cast<int16_t>(device_id);
 }
 
+// CUPTI's "no stream" (a synchronous allocation) is not a stream: index 0.
+uint32_t streamIndex(EventSink& sink, uint32_t raw_stream) {
+    return raw_stream == CUPTI_INVALID_STREAM_ID ? 0u : sink.stream(raw_stream);
+}
+
 class Decoder {
 public:
-    Decoder(EventSink& sink, const DecoderOptions& options, DecodeStats& stats)
-        : sink_(sink), options_(options), stats_(stats) {}
+    Decoder(EventSink& sink, const DecoderOptions& options, AllocationBook& book,
+            DecodeStats& stats)
+        : sink_(sink), options_(options), book_(book), stats_(stats) {}
 
     void memory(const CUpti_ActivityMemory4& r) {
         ++stats_.memory_records;
@@ -72,12 +78,26 @@ public:
         e.address = r.address;
         e.size = r.bytes;
         e.device = isHostMemory(r.memoryKind) ? int16_t(-1) : deviceOrdinal(r.deviceId);
-        e.stream = sink_.stream(r.streamId);
+        e.stream = streamIndex(sink_, r.streamId);
         e.phase = sink_.phaseAt(e.time);
         // Stacks are captured at the API call and joined here by correlation id;
         // only allocations carry one (a free's stack says little).
         if (alloc) e.stack = sink_.stackFor(r.correlationId);
         noteTime(e.time);
+        // A release gives back what was allocated at its address: its own byte
+        // count is not trusted for the reserved curve. An address never seen
+        // (allocated before recording began) keeps the record's count.
+        if (alloc) {
+            book_.allocated(e.device, e.address, e.size);
+        } else if (const auto bytes = book_.released(e.device, e.address)) {
+            e.size = *bytes;
+        } else {
+            ++stats_.unknown_releases;
+        }
+        if (r.isAsync) {
+            streamOrdered(r, e, alloc);
+            return;
+        }
 
         // A CUDA allocation is reserved memory (a segment) in allocator terms;
         // without a caching allocator in between it is also the tensor itself.
@@ -101,8 +121,22 @@ public:
         e.device = deviceOrdinal(r.deviceId);
         e.phase = sink_.phaseAt(e.time);
         noteTime(e.time);
+        // A local pool's size is memory this process holds: its changes are
+        // reserved bytes. An imported pool's memory is another process's.
+        int64_t change = 0;
+        const bool destroyed =
+            r.memoryPoolOperationType == CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED;
+        if (r.memoryPoolType == CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL) {
+            change = book_.poolResized(r.address, destroyed ? 0 : r.size);
+            if (destroyed) book_.poolDestroyed(r.address);
+        }
+        if (change != 0) {
+            e.kind = change > 0 ? EventKind::SegmentAlloc : EventKind::SegmentFree;
+            e.size = magnitude(change);
+        }
         const uint64_t index = append(e);
         sink_.attribute(index, "pool_operation", poolOperationName(r.memoryPoolOperationType));
+        sink_.attribute(index, "pool_size_bytes", decimal(destroyed ? 0 : r.size));
         sink_.attribute(index, "pool_utilized_bytes", decimal(r.utilizedSize));
         sink_.attribute(index, "pool_release_threshold", decimal(r.releaseThreshold));
         if (r.isManagedPool) sink_.attribute(index, "pool_managed", "1");
@@ -119,6 +153,42 @@ public:
     }
 
 private:
+    static uint64_t magnitude(int64_t change) {
+        return change < 0 ? uint64_t(0) - uint64_t(change) : uint64_t(change);
+    }
+
+    // cudaMallocAsync and friends: each record is one tensor-sized allocation
+    // carved from a memory pool, so it is a live allocation, never a segment.
+    // What the process reserves is the pool's size, which the record carries:
+    // its changes (the pool grew to serve this allocation, or shrank after
+    // this free) are the segment events. CUPTI has no record of its own for a
+    // pool growing, and the device's default pool has no "created" record.
+    void streamOrdered(const CUpti_ActivityMemory4& r, Event e, bool alloc) {
+        ++stats_.async_records;
+        const auto& pool = r.memoryPoolConfig;
+        const bool local_pool =
+            pool.memoryPoolType == CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL && pool.address != 0;
+        auto poolChange = [&] {
+            if (!local_pool) return;
+            const int64_t change = book_.poolResized(pool.address, pool.pool.size);
+            if (change == 0) return;
+            Event s = e;
+            s.kind = change > 0 ? EventKind::SegmentAlloc : EventKind::SegmentFree;
+            s.address = pool.address;
+            s.size = magnitude(change);
+            s.stack = StackId{};
+            const uint64_t index = append(s);
+            sink_.attribute(index, "pool_size_bytes", decimal(pool.pool.size));
+        };
+        if (alloc) poolChange();
+        e.kind = alloc ? EventKind::Alloc : EventKind::FreeCompleted;
+        const uint64_t index = append(e);
+        sink_.attribute(index, "stream_ordered", "1");
+        if (r.memoryKind != CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
+            sink_.attribute(index, "memory_kind", memoryKindName(r.memoryKind));
+        if (!alloc) poolChange();
+    }
+
     uint64_t append(const Event& e) {
         ++stats_.events;
         return sink_.append(e);
@@ -129,6 +199,7 @@ private:
 
     EventSink& sink_;
     const DecoderOptions& options_;
+    AllocationBook& book_;
     DecodeStats& stats_;
 };
 
@@ -161,7 +232,8 @@ DecodeStats decodeActivityBuffer(uint8_t* buffer, size_t valid_size, EventSink& 
                                  const DecoderOptions& options) {
     DecodeStats stats;
     if (!buffer || valid_size == 0) return stats;
-    Decoder decoder(sink, options, stats);
+    AllocationBook this_buffer_only;
+    Decoder decoder(sink, options, options.book ? *options.book : this_buffer_only, stats);
 
     size_t decoded_end = 0;  // end of the last record whose size we know
     bool end_known = true;   // false after a record of a kind we only skip

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "allocation_book.h"
 #include "event_sink.h"
 
 namespace memscope::cupti {
@@ -13,7 +14,12 @@ namespace memscope::cupti {
 struct DecoderOptions {
     // false: a CUDA allocation is a segment (what a caching allocator reserves);
     // true: it is also a live allocation (PYTORCH_NO_CUDA_MEMORY_CACHING=1).
+    // cudaMallocAsync allocations are live allocations either way: the
+    // reserved memory behind them is their pool's.
     bool tensor_level = false;
+    // Sizes remembered across buffers (the tracer's, for the whole run); null:
+    // a book for this buffer alone (tests of one buffer).
+    AllocationBook* book = nullptr;
 };
 
 struct DecodeStats {
@@ -23,6 +29,8 @@ struct DecodeStats {
     uint64_t other_records = 0;      // known to CUPTI, not ours: skipped
     uint64_t events = 0;             // events appended
     uint64_t undecodable_bytes = 0;  // after an invalid record or a truncated tail
+    uint64_t async_records = 0;      // stream-ordered (cudaMallocAsync) Memory4
+    uint64_t unknown_releases = 0;   // releases of an address never seen allocated
     int64_t last_time = 0;           // newest timestamp seen (0 = none)
 };
 

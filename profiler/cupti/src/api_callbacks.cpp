@@ -44,14 +44,27 @@ bool isVmm(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
 // carries one of them).
 thread_local int t_depth = 0;
 thread_local std::vector<void*> t_stack;
+thread_local int64_t t_enter_time = 0;
+
+// cudaError_t and CUresult alike: 0 is success.
+bool succeeded(const CUpti_CallbackData& data) {
+    const auto* result = static_cast<const int*>(data.functionReturnValue);
+    return result && *result == 0;
+}
 
 void onAllocationCall(const CUpti_CallbackData& data) {
     Tracer& tracer = Tracer::instance();
     if (data.callbackSite == CUPTI_API_ENTER) {
-        if (t_depth++ == 0 && !tracer.disabled()) t_stack = StackStore::captureHere();
-        if (!tracer.disabled()) tracer.stacks().put(data.correlationId, t_stack);
+        if (t_depth++ == 0) {
+            t_enter_time = cuptiNowNs();
+            if (tracer.options().stacks && !tracer.disabled()) t_stack = StackStore::captureHere();
+        }
+        if (tracer.options().stacks && !tracer.disabled())
+            tracer.stacks().put(data.correlationId, t_stack);
     } else if (t_depth > 0) {
-        --t_depth;
+        // Each successful call (the outermost of a runtime/driver pair) must
+        // produce a memory record: the delivery monitor checks that one came.
+        if (--t_depth == 0 && succeeded(data)) tracer.delivery().allocationCall(t_enter_time);
     }
 }
 
@@ -144,8 +157,11 @@ Result<void> startApiCallbacks(const TracerOptions& options) {
         if (r != CUPTI_SUCCESS) return failure("cuptiEnableCallback", r);
         return {};
     };
-    if (options.stacks) {
-        StackStore::warmUp();
+    // The allocation calls with any subscriber: with stacks for their stack,
+    // and always so that records lost to another CUPTI client are noticed
+    // (delivery_monitor.h).
+    {
+        if (options.stacks) StackStore::warmUp();
         for (CUpti_CallbackId id : kRuntimeAllocations)
             if (auto r = enable(CUPTI_CB_DOMAIN_RUNTIME_API, id); !r) return r;
         for (CUpti_CallbackId id : kDriverAllocations)

@@ -94,8 +94,18 @@ void onSignal(int sig, siginfo_t* info, void* context) {
     }
 }
 
+std::atomic<bool> g_cuda_exit_handler{false};  // installCudaExitHandler ran
+std::atomic<bool> g_early_exit_handler{false};
+
 void atExit() {
     if (Tracer* tracer = g_tracer.load()) tracer->shutdown();
+}
+
+// Registered before CUDA started: runs after CUDA's teardown when CUDA started
+// later, by which time the handler registered at cuInit has closed the trace.
+void atExitWithoutCuda() {
+    if (g_cuda_exit_handler.load()) return;
+    atExit();
 }
 
 void inForkedChild() {
@@ -144,8 +154,14 @@ void installExitHandlers(Tracer& tracer) {
     static std::atomic<bool> installed{false};
     if (installed.exchange(true)) return;
     g_tracer.store(&tracer);
-    std::atexit(atExit);
+    if (!g_cuda_exit_handler.load() && !g_early_exit_handler.exchange(true))
+        std::atexit(atExitWithoutCuda);
     installSignalHandlers();
+}
+
+void installCudaExitHandler(Tracer& tracer) {
+    g_tracer.store(&tracer);
+    if (!g_cuda_exit_handler.exchange(true)) std::atexit(atExit);
 }
 
 }  // namespace memscope::cupti

@@ -121,21 +121,31 @@ int NVTX_API rangePop() {
     return nvtx::pop();
 }
 
-// --- core2 module (named domains): same recording, domain ignored ---
-void NVTX_API domainMarkEx(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) {
-    nvtx::mark(message(a));
+// --- core2 module (domains) ---
+// A null handle is the default domain (nvtx3's C++ API passes it for
+// nvtx3::domain::global): phases, as the core calls. A named domain's ranges
+// are annotations (nvtx_hook.h says why). Its handle is the name we keep.
+const char* domainName(nvtxDomainHandle_t domain) {
+    return reinterpret_cast<const char*>(domain);
 }
-nvtxRangeId_t NVTX_API domainRangeStartEx(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) {
-    return nvtx::start(message(a));
+void NVTX_API domainMarkEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
+    if (domain)
+        nvtx::domainMark(domainName(domain), message(a));
+    else
+        nvtx::mark(message(a));
+}
+nvtxRangeId_t NVTX_API domainRangeStartEx(nvtxDomainHandle_t domain,
+                                          const nvtxEventAttributes_t* a) {
+    return domain ? nvtx::domainStart(domainName(domain), message(a)) : nvtx::start(message(a));
 }
 void NVTX_API domainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id) {
-    nvtx::end(id);
+    nvtx::end(id);  // the id tells a phase from a domain range
 }
-int NVTX_API domainRangePushEx(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) {
-    return nvtx::push(message(a));
+int NVTX_API domainRangePushEx(nvtxDomainHandle_t domain, const nvtxEventAttributes_t* a) {
+    return domain ? nvtx::domainPush(domainName(domain), message(a)) : nvtx::push(message(a));
 }
-int NVTX_API domainRangePop(nvtxDomainHandle_t) {
-    return nvtx::pop();
+int NVTX_API domainRangePop(nvtxDomainHandle_t domain) {
+    return domain ? nvtx::domainPop(domainName(domain)) : nvtx::pop();
 }
 nvtxStringHandle_t NVTX_API domainRegisterStringA(nvtxDomainHandle_t, const char* s) {
     try {

@@ -15,6 +15,25 @@ void PhaseIndex::open(PhaseId id, int64_t start) {
     auto it = entries_.end();
     while (it != entries_.begin() && std::prev(it)->start > start) --it;
     entries_.insert(it, Entry{start, kOpen, id});
+    if (++opens_since_prune_ >= kPruneEvery) {
+        opens_since_prune_ = 0;
+        pruneLocked(entries_.back().start);
+    }
+}
+
+void PhaseIndex::pruneLocked(int64_t newest_start) {
+    if (newest_start > kHorizonNs) {
+        const int64_t horizon = newest_start - kHorizonNs;
+        std::erase_if(entries_, [horizon](const Entry& e) { return e.end < horizon; });
+    }
+    if (entries_.size() <= kMaxEntries) return;
+    // Oldest closed first, down to 3/4 of the bound so that this is rare.
+    size_t excess = entries_.size() - kMaxEntries * 3 / 4;
+    std::erase_if(entries_, [&excess](const Entry& e) {
+        if (excess == 0 || e.end == kOpen) return false;
+        --excess;
+        return true;
+    });
 }
 
 void PhaseIndex::close(PhaseId id, int64_t end) {

@@ -80,6 +80,8 @@ TraceMetadata traceMetadata(const ProcessIdentity& process, const TracerOptions&
     m.setProperty("recorder.allocation_level", options.tensor_level ? "tensor" : "segment");
     m.setProperty("recorder.stacks", options.stacks ? "1" : "0");
     m.setProperty("recorder.vmm_callbacks", options.vmm_callbacks ? "1" : "0");
+    if (options.vmm_for_expandable_segments)
+        m.setProperty("recorder.vmm_callbacks_reason", "expandable_segments");
     if (process.local_rank) m.setProperty("local_rank", std::to_string(*process.local_rank));
     if (const auto world = intFromEnv("WORLD_SIZE"))
         m.setProperty("world_size", std::to_string(*world));

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "clock.h"
 #include "exit_handlers.h"
 #include "log.h"
 #include "trace_file.h"
@@ -23,6 +24,7 @@ constexpr auto kSecondCallerWait = std::chrono::milliseconds(2000);
 
 std::atomic<bool> g_said_no_file{false};
 std::atomic<bool> g_said_close_failed{false};
+std::atomic<bool> g_said_taken_over{false};
 }  // namespace
 
 Tracer& Tracer::instance() {
@@ -105,6 +107,12 @@ void Tracer::shutdown() {
     // Forced: also the buffers CUPTI is still filling, so that the last
     // allocations before exit are in the file.
     if (cuptiActive()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    try {
+        Use use(*this);
+        if (auto* w = use.writer()) noteLosses(*w);
+    } catch (...) {
+        // Out of memory: the trace closes without the notes.
+    }
     disabled_.store(true, std::memory_order_release);
     const auto deadline = std::chrono::steady_clock::now() + kUserDrainTimeout;
     while (users_.load(std::memory_order_acquire) > 0 &&
@@ -115,6 +123,33 @@ void Tracer::shutdown() {
             MEMSCOPE_LOG_ONCE(g_said_close_failed, "the trace %s may be incomplete: %s",
                               path_.c_str(), closed.message().c_str());
     }
+}
+
+void Tracer::noteLosses(BackgroundTraceWriter& writer) {
+    if (const uint64_t unknown = book_.unknownReleases())
+        writer.setProperty("recorder.unknown_releases", std::to_string(unknown));
+    if (const uint64_t capped = names_.replaced())
+        writer.setProperty("recorder.nvtx_names_capped", std::to_string(capped));
+    if (!cuptiActive()) return;
+    const DeliveryMonitor::Verdict v = delivery_.verdict();
+    writer.setProperty("cupti.memory_records", std::to_string(v.memory_records));
+    writer.setProperty("cupti.allocation_calls_seen", std::to_string(v.calls_seen));
+    // A hint only (see delivery_monitor.h): not a verdict.
+    writer.setProperty("cupti.buffers_outstanding_at_exit", std::to_string(v.buffers_outstanding));
+    if (!v.taken_over) return;
+    writer.setProperty("cupti.taken_over", "1");
+    Event marker;
+    marker.kind = EventKind::Marker;
+    marker.time = cuptiNowNs();
+    marker.phase = phases_.innermostAt(marker.time);
+    const uint64_t index = writer.append(marker);
+    writer.addAttribute(index, writer.internString("cupti_taken_over"),
+                        writer.internString(std::to_string(v.calls_without_record)));
+    MEMSCOPE_LOG_ONCE(g_said_taken_over,
+                      "%llu CUDA allocation calls near the end have no CUPTI record: another "
+                      "tool (torch.profiler, Nsight) probably took CUPTI's activity records "
+                      "over; the trace %s misses allocations from then on",
+                      static_cast<unsigned long long>(v.calls_without_record), path_.c_str());
 }
 
 }  // namespace memscope::cupti

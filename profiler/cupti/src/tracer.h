@@ -10,7 +10,10 @@
 #include <mutex>
 #include <string>
 
+#include "allocation_book.h"
+#include "delivery_monitor.h"
 #include "memscope/native_format.h"
+#include "name_cap.h"
 #include "options.h"
 #include "phase_index.h"
 #include "stack_store.h"
@@ -26,6 +29,9 @@ public:
     const TracerOptions& options() const { return options_; }
     PhaseIndex& phases() { return phases_; }
     StackStore& stacks() { return stacks_; }
+    AllocationBook& book() { return book_; }
+    NameCap& names() { return names_; }
+    DeliveryMonitor& delivery() { return delivery_; }
     const std::string& path() const { return path_; }
 
     // Holds the writer for the length of one call: shutdown waits (briefly)
@@ -50,7 +56,9 @@ public:
     // Delivers CUPTI's pending buffers and writes everything to the file.
     void flush();
     // Flush, close the file, stop recording. Idempotent; at exit and on a
-    // fatal signal.
+    // fatal signal. Before the close, what the run lost (records that went to
+    // another CUPTI client, releases of unknown addresses, names capped) is
+    // written into the trace.
     void shutdown();
     // In a forked child: the parent's threads and locks are gone; never touch
     // them again. The child records nothing (CUDA does not work across fork
@@ -61,10 +69,14 @@ private:
     Tracer();
     BackgroundTraceWriter* ensureWriter();
     BackgroundTraceWriter* createWriter();
+    void noteLosses(BackgroundTraceWriter& writer);
 
     TracerOptions options_;
     PhaseIndex phases_;
     StackStore stacks_;
+    AllocationBook book_;
+    NameCap names_;
+    DeliveryMonitor delivery_;
     std::string path_;
 
     std::atomic<bool> disabled_{false};

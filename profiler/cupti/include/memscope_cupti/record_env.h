@@ -11,9 +11,25 @@ inline constexpr const char* kOutputDir = "MEMSCOPE_OUTPUT_DIR";  // default: cw
 inline constexpr const char* kTensorLevel =
     "MEMSCOPE_TENSOR_LEVEL";                               // "1": allocations are tensors
 inline constexpr const char* kStacks = "MEMSCOPE_STACKS";  // "1": host stack per allocation
-inline constexpr const char* kVmmCallbacks = "MEMSCOPE_VMM_CALLBACKS";  // "1": cuMemCreate/Map/...
+inline constexpr const char* kVmmCallbacks =
+    "MEMSCOPE_VMM_CALLBACKS";  // "1": cuMemCreate/Map/...; "0": not even for expandable segments
 inline constexpr const char* kLibraryOverride = "MEMSCOPE_CUPTI_LIBRARY";  // CLI: library path
 inline constexpr const char* kNoCaching = "PYTORCH_NO_CUDA_MEMORY_CACHING";
+
+// The Python startup hook (profiler/pyhook): its folder goes first on
+// PYTHONPATH; it records phases and the allocator history when MEMSCOPE_HOOK=1.
+inline constexpr const char* kHook = "MEMSCOPE_HOOK";
+inline constexpr const char* kPythonPath = "PYTHONPATH";
+inline constexpr const char* kPyhookOverride = "MEMSCOPE_PYHOOK_DIR";  // CLI: hook folder
+inline constexpr const char* kCaptureLibrary =
+    "MEMSCOPE_TORCH_CAPTURE_LIBRARY";  // CPU allocations (c10 reporting hook)
+inline constexpr const char* kHistoryEntries =
+    "MEMSCOPE_HISTORY_MAX_ENTRIES";  // allocator history ring size
+// PyTorch's allocator configuration (and its newer name): with
+// expandable_segments:True the tracer turns the VMM callbacks on unless
+// MEMSCOPE_VMM_CALLBACKS is set explicitly.
+inline constexpr const char* kAllocConf = "PYTORCH_CUDA_ALLOC_CONF";
+inline constexpr const char* kAllocConfNew = "PYTORCH_ALLOC_CONF";
 
 // File names: memscope-<pid>[-rank<R>][-local<L>].memscope
 inline constexpr const char* kFilePrefix = "memscope-";

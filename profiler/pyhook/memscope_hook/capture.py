@@ -1,0 +1,68 @@
+"""The C++ CPU-tensor capture library (libmemscope_torch_capture.so), via ctypes.
+
+It hooks LibTorch's allocator reporting from C++, so it must be built for the
+same torch release as the process: the major.minor versions are compared
+before it is started.
+"""
+import ctypes
+import os
+import re
+
+FILE_NAME = "cpu-events.bin"
+
+
+def _major_minor(version):
+    m = re.match(r"\s*(\d+)\.(\d+)", str(version))
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+class Capture:
+    def __init__(self, lib, path, warn):
+        self._lib = lib
+        self.path = path
+        self._warn = warn
+        self._flush_failed = False
+
+    def flush(self):
+        rc = self._lib.memscope_capture_flush()
+        if rc != 0 and not self._flush_failed:
+            self._flush_failed = True
+            self._warn("memscope_capture_flush returned %d; cpu-events.bin may be incomplete" % rc)
+
+    def has_data(self):
+        try:
+            return os.path.getsize(self.path) > 0
+        except OSError:
+            return False
+
+
+def start(library, torch_version, directory, warn):
+    """Load and start the library; None (with a warning) where it cannot run."""
+    if not library:
+        return None
+    if not os.path.isfile(library):
+        warn("CPU tensors not captured: capture library %s not found" % library)
+        return None
+    try:
+        lib = ctypes.CDLL(library)
+        lib.memscope_capture_torch_version.restype = ctypes.c_char_p
+        lib.memscope_capture_torch_version.argtypes = []
+        lib.memscope_capture_start.restype = ctypes.c_int
+        lib.memscope_capture_start.argtypes = [ctypes.c_char_p]
+        lib.memscope_capture_flush.restype = ctypes.c_int
+        lib.memscope_capture_flush.argtypes = []
+        built = (lib.memscope_capture_torch_version() or b"").decode("utf-8", "replace")
+    except (OSError, AttributeError) as exc:
+        warn("CPU tensors not captured: loading %s failed (%s)" % (library, exc))
+        return None
+    if _major_minor(built) is None or _major_minor(built) != _major_minor(torch_version):
+        warn("CPU tensors not captured: capture library built for torch %s, this process runs %s"
+             % (built, torch_version))
+        return None
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, FILE_NAME)
+    rc = lib.memscope_capture_start(os.fsencode(path))
+    if rc != 0:
+        warn("CPU tensors not captured: memscope_capture_start returned %d" % rc)
+        return None
+    return Capture(lib, path, warn)

@@ -1,0 +1,240 @@
+"""Install the phase hooks into torch, falling back where an API is missing.
+
+Each installer returns the text hook.json shows under "hooks": what was
+installed, or "unavailable: <why>". Hook bodies never let an exception reach
+the user's code: a failure is reported once as a warning.
+"""
+import functools
+import importlib
+import inspect
+
+
+def _params(fn):
+    try:
+        return inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return {}
+
+
+class _Guard:
+    """Reports the first failure of each hook site; the training goes on."""
+
+    def __init__(self, warn):
+        self._warn = warn
+        self._seen = set()
+
+    def failed(self, where, exc):
+        if where not in self._seen:
+            self._seen.add(where)
+            self._warn("%s hook failed (%s: %s); its phases may be wrong"
+                       % (where, type(exc).__name__, exc))
+
+
+def install(torch, rec, warn):
+    guard = _Guard(warn)
+    hooks = {}
+    for name, installer in (("forward", _forward), ("backward", _backward),
+                            ("recompute", _recompute), ("optimizer", _optimizer),
+                            ("zero_grad", _zero_grad)):
+        try:
+            hooks[name] = installer(torch, rec, guard)
+        except Exception as exc:
+            hooks[name] = "unavailable: %s: %s" % (type(exc).__name__, exc)
+    return hooks
+
+
+def _forward(torch, rec, guard):
+    mm = torch.nn.modules.module
+    reg_pre = getattr(mm, "register_module_forward_pre_hook", None)
+    reg_post = getattr(mm, "register_module_forward_hook", None)
+    if reg_pre is None or reg_post is None:
+        return "unavailable: no global module forward hooks in this PyTorch"
+    module_pre, module_post = rec.module_pre, rec.module_post
+
+    # Kept minimal: they run for every module call.
+    def pre(module, args):
+        try:
+            module_pre()
+        except Exception as exc:
+            guard.failed("forward pre", exc)
+
+    def post(module, args, output):
+        try:
+            module_post()
+        except Exception as exc:
+            guard.failed("forward", exc)
+
+    reg_pre(pre)
+    # always_call (2.1+): the post hook runs even when forward raises, so the
+    # depth counter stays right; before that, backward resets it.
+    if "always_call" in _params(reg_post):
+        reg_post(post, always_call=True)
+        return "register_module_forward_pre_hook+register_module_forward_hook(always_call=True)"
+    reg_post(post)
+    return "register_module_forward_pre_hook+register_module_forward_hook"
+
+
+def _wrap_backward_fn(ag, name, rec, guard, is_grad):
+    original = getattr(ag, name)
+    if getattr(original, "_memscope_wrapped", False):
+        return
+
+    @functools.wraps(original)
+    def wrapper(*args, **kwargs):
+        try:
+            tracked = rec.backward_begin(is_grad)
+        except Exception as exc:
+            guard.failed(name, exc)
+            tracked = False
+        try:
+            return original(*args, **kwargs)
+        finally:
+            if tracked:
+                try:
+                    rec.backward_end()
+                except Exception as exc:
+                    guard.failed(name, exc)
+
+    wrapper._memscope_wrapped = True
+    setattr(ag, name, wrapper)
+
+
+def _backward(torch, rec, guard):
+    # Tensor.backward and torch.utils.checkpoint call these through the module
+    # attribute, so replacing the attribute catches them.
+    _wrap_backward_fn(torch.autograd, "backward", rec, guard, False)
+    _wrap_backward_fn(torch.autograd, "grad", rec, guard, True)
+    return "wrapped torch.autograd.backward+torch.autograd.grad"
+
+
+def _recompute(torch, rec, guard):
+    base = "module forwards during backward"
+    try:
+        cp = importlib.import_module("torch.utils.checkpoint")
+    except Exception as exc:
+        return base + " (torch.utils.checkpoint not importable: %s)" % exc
+    cf = getattr(cp, "CheckpointFunction", None)
+    raw = cf.__dict__.get("backward") if cf is not None else None
+    if raw is None:
+        return base + " (no reentrant CheckpointFunction in this PyTorch)"
+    original = raw.__func__ if isinstance(raw, staticmethod) else raw
+    if getattr(original, "_memscope_wrapped", False):
+        return base + "+wrapped CheckpointFunction.backward"
+
+    # Reentrant checkpoints of plain functions run no module: this catches
+    # them. The autograd engine looks `backward` up on the class at call time.
+    @functools.wraps(original)
+    def backward(ctx, *grads):
+        try:
+            opened = rec.checkpoint_begin()
+        except Exception as exc:
+            guard.failed("CheckpointFunction.backward", exc)
+            return original(ctx, *grads)
+        try:
+            return original(ctx, *grads)
+        finally:
+            try:
+                rec.checkpoint_end(opened)
+            except Exception as exc:
+                guard.failed("CheckpointFunction.backward", exc)
+
+    backward._memscope_wrapped = True
+    cf.backward = staticmethod(backward)
+    return base + "+wrapped CheckpointFunction.backward"
+
+
+def _optimizer(torch, rec, guard):
+    optmod = importlib.import_module("torch.optim.optimizer")
+    reg_pre = getattr(optmod, "register_optimizer_step_pre_hook", None)
+    reg_post = getattr(optmod, "register_optimizer_step_post_hook", None)
+    if reg_pre is not None and reg_post is not None:
+        def pre(optimizer, args, kwargs):
+            try:
+                rec.optimizer_begin(optimizer)
+            except Exception as exc:
+                guard.failed("optimizer step pre", exc)
+
+        def post(optimizer, args, kwargs):
+            try:
+                rec.optimizer_end(optimizer)
+            except Exception as exc:
+                guard.failed("optimizer step post", exc)
+
+        reg_pre(pre)
+        reg_post(post)
+        return "register_optimizer_step_pre_hook+register_optimizer_step_post_hook"
+
+    # Before 2.0: wrap each optimizer class's step when its first instance is
+    # built (subclasses define their own step, so the base class is not enough).
+    Optimizer = torch.optim.Optimizer
+    original_init = Optimizer.__init__
+    if getattr(original_init, "_memscope_wrapped", False):
+        return "wrapped Optimizer.step per class (from Optimizer.__init__)"
+
+    @functools.wraps(original_init)
+    def __init__(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        try:
+            _wrap_step(type(self), rec, guard)
+        except Exception as exc:
+            guard.failed("Optimizer.__init__", exc)
+
+    __init__._memscope_wrapped = True
+    Optimizer.__init__ = __init__
+    return "wrapped Optimizer.step per class (from Optimizer.__init__)"
+
+
+def _wrap_step(cls, rec, guard):
+    step = getattr(cls, "step", None)
+    # The marker sits on the function, so a subclass inheriting an already
+    # wrapped step is not wrapped twice. functools.wraps copies __dict__, which
+    # keeps 1.13's own `hooked` marker (Optimizer._hook_for_profile wraps step
+    # once per class too, before us: ours goes outside).
+    if step is None or getattr(step, "_memscope_wrapped", False):
+        return
+
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        try:
+            rec.optimizer_begin(self)
+        except Exception as exc:
+            guard.failed("Optimizer.step", exc)
+        try:
+            return step(self, *args, **kwargs)
+        finally:
+            try:
+                rec.optimizer_end(self)
+            except Exception as exc:
+                guard.failed("Optimizer.step", exc)
+
+    wrapper._memscope_wrapped = True
+    cls.step = wrapper
+
+
+def _wrap_zero_grad(cls, rec, guard, label):
+    original = cls.zero_grad
+    if getattr(original, "_memscope_wrapped", False):
+        return
+
+    @functools.wraps(original)
+    def zero_grad(self, *args, **kwargs):
+        try:
+            rec.zero_grad_begin()
+        except Exception as exc:
+            guard.failed(label, exc)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            try:
+                rec.zero_grad_end()
+            except Exception as exc:
+                guard.failed(label, exc)
+
+    zero_grad._memscope_wrapped = True
+    cls.zero_grad = zero_grad
+
+
+def _zero_grad(torch, rec, guard):
+    _wrap_zero_grad(torch.optim.Optimizer, rec, guard, "Optimizer.zero_grad")
+    _wrap_zero_grad(torch.nn.Module, rec, guard, "Module.zero_grad")
+    return "wrapped Optimizer.zero_grad+Module.zero_grad"

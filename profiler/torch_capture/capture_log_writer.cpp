@@ -1,0 +1,75 @@
+#include "capture_log_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "memscope/capture_log.h"
+
+namespace memscope::torch_capture {
+namespace {
+constexpr size_t kBufferBytes = 64 * 1024;  // ~2,700 records per write(2)
+
+bool writeAll(int fd, const char* data, size_t size) {
+    while (size > 0) {
+        const ssize_t n = ::write(fd, data, size);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        data += n;
+        size -= size_t(n);
+    }
+    return true;
+}
+}  // namespace
+
+bool CaptureLogWriter::open(const std::string& path) {
+    std::lock_guard lock(mutex_);
+    if (fd_ >= 0) return true;
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    char header[kCaptureLogHeaderSize] = {};
+    std::memcpy(header, kCaptureLogMagic, sizeof(kCaptureLogMagic));
+    const uint32_t record_size = kCaptureLogRecordSize;
+    std::memcpy(header + 8, &record_size, sizeof(record_size));
+    if (!writeAll(fd, header, sizeof(header))) {
+        ::close(fd);
+        return false;
+    }
+    fd_ = fd;
+    buffer_.reserve(kBufferBytes);
+    return true;
+}
+
+bool CaptureLogWriter::isOpen() const {
+    std::lock_guard lock(mutex_);
+    return fd_ >= 0;
+}
+
+void CaptureLogWriter::append(int64_t time, uint64_t address, int64_t bytes) {
+    char record[kCaptureLogRecordSize];
+    std::memcpy(record, &time, 8);
+    std::memcpy(record + 8, &address, 8);
+    std::memcpy(record + 16, &bytes, 8);
+    std::lock_guard lock(mutex_);
+    if (fd_ < 0) return;
+    buffer_.insert(buffer_.end(), record, record + sizeof(record));
+    if (buffer_.size() >= kBufferBytes) (void)flushLocked();
+}
+
+bool CaptureLogWriter::flush() {
+    std::lock_guard lock(mutex_);
+    return flushLocked();
+}
+
+bool CaptureLogWriter::flushLocked() {
+    if (fd_ < 0) return false;
+    const bool ok = writeAll(fd_, buffer_.data(), buffer_.size());
+    buffer_.clear();
+    return ok;
+}
+
+}  // namespace memscope::torch_capture

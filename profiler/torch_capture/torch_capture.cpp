@@ -1,0 +1,83 @@
+// The C entry points the Python hook calls through ctypes (see
+// profiler/pyhook/README.md): start capturing the calling thread's c10
+// allocations into a log, flush it, and the LibTorch version this was built
+// against, so that the hook never loads it into another one (the hook's base
+// class layout is version-specific).
+#include <c10/core/Allocator.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
+#include <time.h>
+#include <torch/version.h>
+
+#include <memory>
+
+#include "capture_log_writer.h"
+
+namespace memscope::torch_capture {
+namespace {
+
+int64_t realtimeNanos() {
+    // CLOCK_REALTIME: the clock of CUPTI's timestamps, PyTorch's time_us and
+    // Python's time.time_ns(), so all sources of one trace line up.
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+CaptureLogWriter& writer() {
+    static auto* w = new CaptureLogWriter();  // leaked: allocations go on during exit
+    return *w;
+}
+
+// c10's allocators call reportMemoryUsage for every allocation (size > 0) and
+// free (size < 0) while this is the thread's PROFILER_STATE debug info; the
+// autograd engine carries it to the threads it runs backward on.
+class CpuAllocationHook final : public c10::MemoryReportingInfoBase {
+public:
+    // The totals' types differ between LibTorch 1.x (int64_t) and 2.x
+    // (size_t); exactly one overrides the base (hence no `override`).
+    void reportMemoryUsage(void* ptr, int64_t size, int64_t, int64_t, c10::Device device) {
+        record(ptr, size, device);
+    }
+    void reportMemoryUsage(void* ptr, int64_t size, size_t, size_t, c10::Device device) {
+        record(ptr, size, device);
+    }
+    bool memoryProfilingEnabled() const override { return true; }
+
+private:
+    static void record(void* ptr, int64_t size, const c10::Device& device) {
+        // CUDA memory comes from the allocator's own history, with stacks.
+        if (size == 0 || ptr == nullptr || !device.is_cpu()) return;
+        writer().append(realtimeNanos(), reinterpret_cast<uint64_t>(ptr), size);
+    }
+};
+
+}  // namespace
+}  // namespace memscope::torch_capture
+
+extern "C" {
+
+__attribute__((visibility("default"))) const char* memscope_capture_torch_version(void) {
+    return TORCH_VERSION;
+}
+
+// 0 on success; -1 when the log cannot be created. Installs the hook on the
+// calling thread (the hook calls it on the main thread) and leaves it there.
+__attribute__((visibility("default"))) int memscope_capture_start(const char* path) {
+    using namespace memscope::torch_capture;
+    if (path == nullptr) return -1;
+    if (writer().isOpen()) return 0;
+    if (!writer().open(path)) return -1;
+    try {
+        c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE,
+                                         std::make_shared<CpuAllocationHook>());
+    } catch (...) {
+        return -1;
+    }
+    return 0;
+}
+
+__attribute__((visibility("default"))) int memscope_capture_flush(void) {
+    return memscope::torch_capture::writer().flush() ? 0 : -1;
+}
+
+}  // extern "C"

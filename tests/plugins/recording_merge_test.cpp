@@ -1,0 +1,451 @@
+// The recording merge (core/recording_merge.h, recording_folder.h): a real
+// snapshot fed in as the allocator history stream, in one dump or several,
+// must give back its own timeline exactly; lost entries become gap markers;
+// CUPTI's records of the same segments are not counted twice; the hook's
+// phases nest and label the events; the folder stage writes and cleans up.
+#include "memscope/recording_merge.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "memscope/builtin_plugins.h"
+#include "memscope/capture_log.h"
+#include "memscope/native_format.h"
+#include "memscope/open_run.h"
+#include "memscope/recording_folder.h"
+#include "memscope/report_json.h"
+#include "memscope/summary.h"
+#include "memscope/timeline.h"
+#include "test_util.h"
+
+namespace memscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Snapshots with wall-clock times (time_us), the ones a live history gives.
+const char* kTimedSnapshots[] = {
+    "ext_annotations_19k_entries__notHanmin_a2.pickle",
+    "user_metadata_compile_ctx__bcrafton_a2.pickle",
+    "time_us_no_settings_snapshot_actions__EoR_NN.pickle",
+    "expandable_map_unmap_oom_3dev_cpp_frames__code_location.pickle",
+};
+
+Trace loadSnapshot(const std::string& name) {
+    auto t = processRegistry().load((test::fixtures() / "snapshots" / name).string());
+    EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.message());
+    return t.ok() ? std::move(*t) : Trace();
+}
+
+// Events [first, last) of `t` (attributes re-indexed); the allocator's end
+// state only in the last dump, as each real dump has its own.
+Trace slice(const Trace& t, size_t first, size_t last, bool with_state) {
+    Trace out = t;
+    out.events.assign(t.events.begin() + long(first), t.events.begin() + long(last));
+    out.attributes.clear();
+    for (EventAttribute a : t.attributes)
+        if (a.event >= first && a.event < last) {
+            a.event -= first;
+            out.attributes.push_back(a);
+        }
+    if (!with_state) out.allocator_state.reset();
+    return out;
+}
+
+void expectSameSeries(const StepSeries& a, const StepSeries& b, const std::string& what) {
+    ASSERT_EQ(a.initial, b.initial) << what;
+    ASSERT_EQ(a.xs().size(), b.xs().size()) << what;
+    EXPECT_TRUE(std::equal(a.xs().begin(), a.xs().end(), b.xs().begin())) << what;
+    EXPECT_TRUE(std::equal(a.ys().begin(), a.ys().end(), b.ys().begin())) << what;
+}
+
+// Same timeline, device by device: live and reserved curves, peak, intervals.
+void expectSameTimeline(const Trace& expected, const Trace& actual, const std::string& name) {
+    auto a = Timeline::build(expected);
+    auto b = Timeline::build(actual);
+    ASSERT_TRUE(a.ok() && b.ok()) << name;
+    ASSERT_EQ((*a)->devices().size(), (*b)->devices().size()) << name;
+    for (const DeviceTimeline& da : (*a)->devices()) {
+        const DeviceTimeline* db = (*b)->device(da.device);
+        ASSERT_NE(db, nullptr) << name << " device " << da.device;
+        const std::string what = name + " device " + std::to_string(da.device);
+        expectSameSeries(da.live, db->live, what + " live");
+        expectSameSeries(da.reserved, db->reserved, what + " reserved");
+        EXPECT_EQ(da.peak.bytes, db->peak.bytes) << what;
+        EXPECT_EQ(da.peak.time, db->peak.time) << what;
+        EXPECT_EQ(da.initial_live, db->initial_live) << what;
+        ASSERT_EQ(da.intervals.size(), db->intervals.size()) << what;
+        for (size_t i = 0; i < da.intervals.size(); ++i) {
+            EXPECT_EQ(da.intervals[i].start, db->intervals[i].start) << what << " interval " << i;
+            EXPECT_EQ(da.intervals[i].end, db->intervals[i].end) << what << " interval " << i;
+            EXPECT_EQ(da.intervals[i].size, db->intervals[i].size) << what << " interval " << i;
+            // Same stack, by its frames' text (ids differ between traces).
+            const auto sa = expected.stack(da.intervals[i].stack);
+            const auto sb = actual.stack(db->intervals[i].stack);
+            ASSERT_EQ(sa.size(), sb.size()) << what << " interval " << i;
+            for (size_t f = 0; f < sa.size(); ++f)
+                EXPECT_EQ(expected.string(expected.frame(sa[f]).function),
+                          actual.string(actual.frame(sb[f]).function));
+        }
+    }
+}
+
+TEST(RecordingMerge, SnapshotAsOneHistoryDumpGivesItsTimelineBack) {
+    MEMSCOPE_SKIP_WITHOUT_FIXTURES();
+    for (const char* name : kTimedSnapshots) {
+        Trace original = loadSnapshot(name);
+        ASSERT_EQ(original.metadata.time_base, TimeBase::Nanoseconds) << name;
+        RecordingParts parts;
+        parts.histories.push_back({original, false});
+        MergeStats stats;
+        auto merged = mergeRecording(std::move(parts), {}, &stats);
+        ASSERT_TRUE(merged.ok()) << merged.message();
+        EXPECT_EQ(merged->events.size(), original.events.size()) << name;
+        EXPECT_EQ(stats.gaps, 0u);
+        expectSameTimeline(original, *merged, name);
+    }
+}
+
+TEST(RecordingMerge, OverlappingDumpsAreStitchedExactly) {
+    MEMSCOPE_SKIP_WITHOUT_FIXTURES();
+    for (const char* name : kTimedSnapshots) {
+        Trace original = loadSnapshot(name);
+        const size_t n = original.events.size();
+        ASSERT_GT(n, 10u) << name;
+        // Three dumps whose ring buffers overlap, as periodic dumps do.
+        RecordingParts parts;
+        parts.histories.push_back({slice(original, 0, n * 5 / 10, false), false});
+        parts.histories.push_back({slice(original, n * 3 / 10, n * 8 / 10, false), false});
+        parts.histories.push_back({slice(original, n * 6 / 10, n, true), false});
+        MergeStats stats;
+        auto merged = mergeRecording(std::move(parts), {}, &stats);
+        ASSERT_TRUE(merged.ok()) << merged.message();
+        EXPECT_EQ(stats.gaps, 0u) << name;
+        EXPECT_EQ(merged->events.size(), n) << name;
+        EXPECT_EQ(merged->attributes.size(), original.attributes.size()) << name;
+        expectSameTimeline(original, *merged, name);
+    }
+}
+
+TEST(RecordingMerge, ClearedDumpsFollowOnWithoutAGap) {
+    MEMSCOPE_SKIP_WITHOUT_FIXTURES();
+    Trace original = loadSnapshot(kTimedSnapshots[0]);
+    const size_t n = original.events.size();
+    RecordingParts parts;
+    parts.histories.push_back({slice(original, 0, n / 2, false), false});
+    parts.histories.push_back({slice(original, n / 2, n, true), true});
+    MergeStats stats;
+    std::vector<LoadWarning> warnings;
+    TaskContext ctx;
+    ctx.warnings = &warnings;
+    auto merged = mergeRecording(std::move(parts), ctx, &stats);
+    ASSERT_TRUE(merged.ok());
+    EXPECT_EQ(stats.gaps, 0u);
+    EXPECT_TRUE(warnings.empty());
+    expectSameTimeline(original, *merged, "cleared");
+}
+
+TEST(RecordingMerge, LostEntriesBecomeAGapMarkerAndAWarning) {
+    MEMSCOPE_SKIP_WITHOUT_FIXTURES();
+    Trace original = loadSnapshot(kTimedSnapshots[0]);
+    const size_t n = original.events.size();
+    RecordingParts parts;
+    parts.histories.push_back({slice(original, 0, n * 4 / 10, false), false});
+    parts.histories.push_back({slice(original, n * 6 / 10, n, true), false});
+    MergeStats stats;
+    std::vector<LoadWarning> warnings;
+    TaskContext ctx;
+    ctx.warnings = &warnings;
+    auto merged = mergeRecording(std::move(parts), ctx, &stats);
+    ASSERT_TRUE(merged.ok());
+    EXPECT_EQ(stats.gaps, 1u);
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_EQ(warnings[0].kind, WarningKind::DroppedRecords);
+    EXPECT_NE(warnings[0].message.find("MEMSCOPE_HISTORY_MAX_ENTRIES"), std::string::npos);
+    // The gap travels with the trace: opening it warns again.
+    auto opened = openTrace(std::move(*merged), "merged");
+    ASSERT_TRUE(opened.ok());
+    bool found = false;
+    for (const LoadWarning& w : opened->warnings)
+        found |= w.message.find("were lost between") != std::string::npos;
+    EXPECT_TRUE(found);
+}
+
+// A CUPTI trace that saw the same cudaMalloc/cudaFree calls (a few ms
+// earlier, as the allocator logs a segment after cudaMalloc returns), plus
+// one segment the allocator never saw (a library's own cudaMalloc).
+TEST(RecordingMerge, CuptiSegmentsOfTheAllocatorAreNotCountedTwice) {
+    MEMSCOPE_SKIP_WITHOUT_FIXTURES();
+    // The first timed fixture whose history has segment entries.
+    Trace original;
+    for (const char* name : kTimedSnapshots) {
+        original = loadSnapshot(name);
+        if (std::any_of(original.events.begin(), original.events.end(),
+                        [](const Event& e) { return e.kind == EventKind::SegmentAlloc; }))
+            break;
+    }
+    Trace cupti;
+    cupti.metadata.source_format = "memscope-cupti";
+    size_t segment_events = 0;
+    for (const Event& e : original.events) {
+        if (e.kind != EventKind::SegmentAlloc && e.kind != EventKind::SegmentFree) continue;
+        Event c = e;
+        c.stack = StackId();
+        c.stream = 0;
+        c.time -= 3'000'000;
+        cupti.events.push_back(c);
+        ++segment_events;
+    }
+    ASSERT_GT(segment_events, 0u);
+    const int16_t device = cupti.events.front().device;
+    Event outside;
+    outside.kind = EventKind::SegmentAlloc;
+    outside.device = device;
+    outside.address = 0x7f0000000000;
+    outside.size = 64 << 20;
+    outside.time = original.events.back().time - 1000;
+    cupti.events.push_back(outside);
+    std::stable_sort(cupti.events.begin(), cupti.events.end(),
+                     [](const Event& a, const Event& b) { return a.time < b.time; });
+
+    RecordingParts parts;
+    parts.histories.push_back({original, false});
+    parts.cupti = std::move(cupti);
+    MergeStats stats;
+    auto merged = mergeRecording(std::move(parts), {}, &stats);
+    ASSERT_TRUE(merged.ok());
+    EXPECT_EQ(stats.cupti_segments_matched, segment_events);
+    EXPECT_EQ(stats.cupti_events_kept, 1u);
+
+    auto before = Timeline::build(original);
+    auto after = Timeline::build(*merged);
+    ASSERT_TRUE(before.ok() && after.ok());
+    const auto& rb = (*before)->device(device)->reserved;
+    const auto& ra = (*after)->device(device)->reserved;
+    ASSERT_FALSE(ra.ys().empty());
+    EXPECT_EQ(ra.ys().back(), rb.ys().back() + int64_t(64 << 20));
+    expectSameSeries((*before)->device(device)->live, (*after)->device(device)->live, "live");
+}
+
+Event tensor(EventKind kind, int64_t t, uint64_t address, uint64_t size) {
+    Event e;
+    e.kind = kind;
+    e.time = t;
+    e.address = address;
+    e.size = size;
+    e.device = 0;
+    return e;
+}
+
+HookPhase phase(HookPhaseKind kind, int step, int64_t start, int64_t end) {
+    return {kind, step, start, end};
+}
+
+// Two steps of hook phases over a synthetic history: the phases nest (step >
+// backward > recompute), each event lands in the innermost phase, and the
+// summary lists the steps with their phases.
+TEST(RecordingMerge, HookPhasesNestAndLabelTheEvents) {
+    Trace history;
+    history.metadata.source_format = "pytorch-snapshot";
+    const int64_t ms = 1'000'000, t0 = 1'700'000'000'000'000'000;
+    history.events = {tensor(EventKind::Alloc, t0 + 1 * ms, 0x1000, 100),          // forward 0
+                      tensor(EventKind::Alloc, t0 + 4 * ms, 0x2000, 50),           // recompute 0
+                      tensor(EventKind::FreeCompleted, t0 + 5 * ms, 0x1000, 100),  // backward 0
+                      tensor(EventKind::Alloc, t0 + 8 * ms, 0x3000, 10),           // optimizer 0
+                      tensor(EventKind::Alloc, t0 + 11 * ms, 0x4000, 20)};         // forward 1
+    HookSidecar hook;
+    hook.pid = 42;
+    for (int s = 0; s < 2; ++s) {
+        const int64_t b = t0 + s * 10 * ms;
+        hook.phases.push_back(phase(HookPhaseKind::Step, s, b, b + 10 * ms));
+        hook.phases.push_back(phase(HookPhaseKind::Forward, s, b, b + 3 * ms));
+        hook.phases.push_back(phase(HookPhaseKind::Backward, s, b + 3 * ms, b + 7 * ms));
+        hook.phases.push_back(
+            phase(HookPhaseKind::Recompute, s, b + 3 * ms + 500, b + 4 * ms + 500));
+        hook.phases.push_back(phase(HookPhaseKind::Optimizer, s, b + 7 * ms, b + 9 * ms));
+    }
+    RecordingParts parts;
+    parts.hook = hook;
+    parts.histories.push_back({std::move(history), false});
+    auto merged = mergeRecording(std::move(parts));
+    ASSERT_TRUE(merged.ok()) << merged.message();
+    const Trace& t = *merged;
+    auto pathOf = [&](size_t event) { return phasePath(t, t.events[event].phase); };
+    EXPECT_EQ(pathOf(0), "step 0 / forward");
+    EXPECT_EQ(pathOf(1), "step 0 / backward / recompute");
+    EXPECT_EQ(pathOf(2), "step 0 / backward");
+    EXPECT_EQ(pathOf(3), "step 0 / optimizer");
+    EXPECT_EQ(pathOf(4), "step 1 / forward");
+    EXPECT_EQ(t.metadata.pid, 42);
+    ASSERT_NE(t.metadata.property("phases"), nullptr);
+
+    auto tl = Timeline::build(t);
+    ASSERT_TRUE(tl.ok());
+    FileReport report{"x", "native", &t, tl->get(), summarize(t, **tl), {}};
+    const std::string json = summaryToJson(std::span(&report, 1));
+    EXPECT_NE(json.find("\"phases_source\""), std::string::npos);
+    const size_t steps = json.find("\"steps\"");
+    ASSERT_NE(steps, std::string::npos);
+    EXPECT_NE(json.find("\"recompute\"", steps), std::string::npos);
+    EXPECT_NE(json.find("\"name\": \"step 1\"", steps), std::string::npos);
+}
+
+// PyTorch 2.1's history has no time_us: it cannot be merged by time, so it is
+// left out with a warning (the folder stage keeps the file), and the phases
+// and CPU events still make a trace.
+TEST(RecordingMerge, HistoryWithoutTimestampsIsLeftOutWithAWarning) {
+    Trace history;
+    history.metadata.time_base = TimeBase::EventIndex;
+    history.events.push_back(tensor(EventKind::Alloc, 0, 0x10, 8));
+    RecordingParts parts;
+    parts.histories.push_back({std::move(history), false});
+    parts.cpu = {{100, 0xa0, 4096}};
+    std::vector<LoadWarning> warnings;
+    TaskContext ctx;
+    ctx.warnings = &warnings;
+    MergeStats stats;
+    auto merged = mergeRecording(std::move(parts), ctx, &stats);
+    ASSERT_TRUE(merged.ok()) << merged.message();
+    EXPECT_EQ(merged->events.size(), 1u);
+    EXPECT_EQ(stats.untimed_histories, 1u);
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].message.find("no timestamps"), std::string::npos);
+}
+
+TEST(HookSidecar, BadFilesAreErrorsThatSayWhy) {
+    auto bad = [](std::string_view json) { return parseHookSidecar(json, "h.json"); };
+    EXPECT_NE(bad("{").message().find("not valid JSON"), std::string::npos);
+    EXPECT_NE(bad("[]").message().find("not a memscope hook file"), std::string::npos);
+    EXPECT_NE(bad(R"({"format":"memscope-hook","version":2})").message().find("version 2"),
+              std::string::npos);
+    EXPECT_NE(bad(R"({"format":"memscope-hook","version":1,"histories":[{"file":"../x"}]})")
+                  .message()
+                  .find("not a plain name"),
+              std::string::npos);
+    auto ok = bad(R"({"format":"memscope-hook","version":1,"pid":7,
+        "phases":[{"kind":"forward","step":0,"start_ns":5,"end_ns":9},
+                  {"kind":"nonsense","step":0,"start_ns":5,"end_ns":9},
+                  {"kind":"backward","step":0,"start_ns":9,"end_ns":3}]})");
+    ASSERT_TRUE(ok.ok()) << ok.message();
+    EXPECT_EQ(ok->pid, 7);
+    ASSERT_EQ(ok->phases.size(), 1u);
+    ASSERT_EQ(ok->warnings.size(), 1u);  // the two malformed phases, counted
+}
+
+fs::path freshDir(const std::string& name) {
+    const fs::path dir = test::tempPath(name);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir;
+}
+
+void writeText(const fs::path& p, const std::string& text) {
+    std::ofstream(p, std::ios::binary) << text;
+}
+
+TEST(CaptureLog, PartialLastRecordIsAWarningBadHeaderAnError) {
+    const fs::path dir = freshDir("capture-log");
+    std::string bytes(kCaptureLogMagic, 8);
+    const uint32_t size = kCaptureLogRecordSize, zero = 0;
+    bytes.append(reinterpret_cast<const char*>(&size), 4);
+    bytes.append(reinterpret_cast<const char*>(&zero), 4);
+    const int64_t rec[3] = {123, 0x10, 64};
+    bytes.append(reinterpret_cast<const char*>(rec), sizeof(rec));
+    bytes.append(10, 'x');  // a record cut short
+    writeText(dir / "log.bin", bytes);
+    std::vector<LoadWarning> warnings;
+    TaskContext ctx;
+    ctx.warnings = &warnings;
+    auto log = readCaptureLog((dir / "log.bin").string(), ctx);
+    ASSERT_TRUE(log.ok()) << log.message();
+    ASSERT_EQ(log->size(), 1u);
+    EXPECT_EQ((*log)[0].bytes, 64);
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_EQ(warnings[0].kind, WarningKind::DamagedTail);
+
+    writeText(dir / "bad.bin", "not a log at all");
+    EXPECT_FALSE(readCaptureLog((dir / "bad.bin").string()).ok());
+    EXPECT_FALSE(readCaptureLog((dir / "missing.bin").string()).ok());
+}
+
+// The folder stage: a tracer trace and a hook folder with a history dump
+// become one trace under the tracer's name; the hook folder goes away. A hook
+// folder that cannot be read stays, with an error naming it.
+TEST(RecordingFolder, MergesEachProcessAndCleansUp) {
+    MEMSCOPE_SKIP_WITHOUT_FIXTURES();
+    const fs::path dir = freshDir("recording-folder");
+    const fs::path hook = dir / kHookFolderName / "123";
+    fs::create_directories(hook);
+    fs::copy_file(test::fixtures() / "snapshots" / kTimedSnapshots[0],
+                  hook / "history-0001.pickle");
+    writeText(hook / "hook.json", R"({"format":"memscope-hook","version":1,"pid":123,"rank":0,
+        "complete":true,"exit":"atexit","histories":[{"file":"history-0001.pickle"}],
+        "phases":[{"kind":"step","step":0,"start_ns":1,"end_ns":2}]})");
+    Trace cupti;
+    cupti.metadata.source_format = "memscope-cupti";
+    cupti.metadata.pid = 123;
+    Event e = tensor(EventKind::SegmentAlloc, 5, 0x99000000, 1 << 20);
+    cupti.events.push_back(e);
+    const fs::path tracer = dir / "memscope-123-rank0.memscope";
+    ASSERT_TRUE(writeNativeTrace(cupti, tracer.string()).ok());
+
+    const fs::path broken = dir / kHookFolderName / "456";
+    fs::create_directories(broken);
+    writeText(broken / "hook.json", "{ not json");
+
+    const RecordingFinish done = finishRecording(dir.string(), processRegistry());
+    ASSERT_EQ(done.traces.size(), 1u);
+    EXPECT_EQ(done.traces[0].path, tracer.string());
+    ASSERT_EQ(done.errors.size(), 1u);
+    EXPECT_NE(done.errors[0].find("456"), std::string::npos);
+    EXPECT_FALSE(fs::exists(hook));
+    EXPECT_TRUE(fs::exists(broken));
+
+    auto merged = importNativeTrace(tracer.string());
+    ASSERT_TRUE(merged.ok()) << merged.message();
+    EXPECT_EQ(merged->metadata.source_format, "memscope-record");
+    Trace original = loadSnapshot(kTimedSnapshots[0]);
+    EXPECT_EQ(merged->events.size(), original.events.size() + 1);
+    EXPECT_EQ(merged->phases.size(), 1u);
+}
+
+TEST(RecordingFolder, UntimedHistoryIsKeptAsASnapshotBesideTheTrace) {
+    MEMSCOPE_SKIP_WITHOUT_FIXTURES();
+    const fs::path dir = freshDir("recording-folder-untimed");
+    const fs::path hook = dir / kHookFolderName / "77";
+    fs::create_directories(hook);
+    fs::copy_file(
+        test::fixtures() / "snapshots" / "no_time_us_deep_stacks__Maphsge4_select_n.pickle",
+        hook / "history-0001.pickle");
+    writeText(hook / "hook.json", R"({"format":"memscope-hook","version":1,"pid":77,
+        "complete":true,"exit":"atexit","histories":[{"file":"history-0001.pickle"}],
+        "phases":[{"kind":"step","step":0,"start_ns":1,"end_ns":2}]})");
+    const RecordingFinish done = finishRecording(dir.string(), processRegistry());
+    ASSERT_TRUE(done.errors.empty()) << done.errors.front();
+    ASSERT_EQ(done.traces.size(), 1u);
+    ASSERT_EQ(done.traces[0].kept.size(), 1u);
+    EXPECT_TRUE(fs::exists(done.traces[0].kept[0]));
+    EXPECT_TRUE(processRegistry().load(done.traces[0].kept[0]).ok());
+    EXPECT_FALSE(fs::exists(hook));
+}
+
+TEST(RecordingMerge, CpuAllocationsBecomeHostEvents) {
+    RecordingParts parts;
+    parts.cpu = {{100, 0xa0, 4096}, {200, 0xb0, 512}, {300, 0xa0, -4096}};
+    auto merged = mergeRecording(std::move(parts));
+    ASSERT_TRUE(merged.ok());
+    ASSERT_EQ(merged->events.size(), 3u);
+    EXPECT_EQ(merged->events[2].kind, EventKind::FreeCompleted);
+    EXPECT_EQ(merged->events[2].size, 4096u);
+    EXPECT_EQ(merged->events[0].device, -1);
+    auto tl = Timeline::build(*merged);
+    ASSERT_TRUE(tl.ok());
+    ASSERT_NE((*tl)->device(-1), nullptr);
+    EXPECT_EQ((*tl)->device(-1)->peak.bytes, 4096 + 512);
+}
+
+}  // namespace
+}  // namespace memscope

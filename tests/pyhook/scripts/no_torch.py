@@ -1,0 +1,3 @@
+"""A program that never imports torch."""
+import json
+print(json.dumps({"ok": True}))

@@ -1,0 +1,557 @@
+#!/usr/bin/env python3
+"""Tests of memscope's Python startup hook (profiler/pyhook).
+
+usage: test_pyhook.py CASE      (ctest runs one case per test; see CMakeLists.txt)
+
+The training scripts in scripts/ are plain PyTorch; they run as child
+processes of the interpreter that has torch (MEMSCOPE_PYHOOK_TEST_PYTHON),
+with the hook folder on PYTHONPATH as `memscope-cli record` sets it. Exit
+code 77 = skipped (no torch), with the reason printed.
+"""
+import glob
+import json
+import os
+import pickle
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.dont_write_bytecode = True  # keep the staged hook folder clean
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPTS = os.path.join(HERE, "scripts")
+SOURCE_HOOK = os.path.normpath(os.path.join(HERE, "..", "..", "profiler", "pyhook"))
+HOOK = os.environ.get("MEMSCOPE_PYHOOK_DIR") or SOURCE_HOOK
+PY = os.environ.get("MEMSCOPE_PYHOOK_TEST_PYTHON") or sys.executable
+SKIP = 77
+PROFILER_MESSAGE = ("memscope: torch.profiler started; it takes CUPTI over, so the CUPTI trace "
+                    "stops receiving records from here on (the allocator history is unaffected)")
+
+
+def base_env():
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("MEMSCOPE_") and k not in ("PYTHONPATH", "RANK", "LOCAL_RANK")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # keep the staged folder clean
+    return env
+
+
+def hook_env(out, **extra):
+    env = base_env()
+    env.update(PYTHONPATH=HOOK, MEMSCOPE_HOOK="1", MEMSCOPE_OUTPUT_DIR=out)
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def run(args, env, timeout=150):
+    proc = subprocess.run([PY] + args, env=env, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise AssertionError("%s failed (%d)\nstdout:\n%s\nstderr:\n%s"
+                             % (args, proc.returncode, proc.stdout, proc.stderr))
+    return proc
+
+
+def script(name):
+    return os.path.join(SCRIPTS, name)
+
+
+def hook_dirs(out):
+    return sorted(glob.glob(os.path.join(out, ".memscope-hook", "*")))
+
+
+def load_single(out):
+    dirs = hook_dirs(out)
+    if len(dirs) != 1:
+        raise AssertionError("expected one process folder, found %s" % dirs)
+    with open(os.path.join(dirs[0], "hook.json")) as f:
+        return dirs[0], json.load(f)
+
+
+def torch_version():
+    proc = subprocess.run([PY, "-c", "import torch; print(torch.__version__)"], env=base_env(),
+                          capture_output=True, text=True, timeout=120)
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="memscope-pyhook-")
+        self.out = os.path.join(self.tmp, "out")
+        os.makedirs(self.out)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # ------------------------------------------------------------ assertions
+    def assert_schema(self, doc, exit_reason="atexit", complete=True):
+        for key in ("format", "version", "pid", "rank", "local_rank", "python", "torch", "clock",
+                    "started_ns", "ended_ns", "complete", "exit", "hooks", "phases", "histories",
+                    "history", "cpu_events", "profiler", "warnings"):
+            self.assertIn(key, doc)
+        self.assertEqual(doc["format"], "memscope-hook")
+        self.assertEqual(doc["version"], 1)
+        self.assertEqual(doc["clock"], "CLOCK_REALTIME ns")
+        self.assertEqual(doc["exit"], exit_reason)
+        self.assertIs(doc["complete"], complete)
+        self.assertEqual(sorted(doc["hooks"]),
+                         ["backward", "forward", "optimizer", "recompute", "zero_grad"])
+        for name, what in doc["hooks"].items():
+            self.assertFalse(what.startswith("unavailable"), "%s: %s" % (name, what))
+        self.assertEqual(sorted(doc["history"]), ["api", "enabled", "max_entries", "reason"])
+        self.assertLessEqual(doc["started_ns"], doc["ended_ns"])
+
+    def assert_well_formed(self, doc):
+        """Ordered by start, every phase closed, properly nested, phases
+        inside the step they name, steps disjoint and numbered from 0."""
+        phases = doc["phases"]
+        starts = [p["start_ns"] for p in phases]
+        self.assertEqual(starts, sorted(starts), "phases not ordered by start_ns")
+        for p in phases:
+            self.assertIn(p["kind"], ("step", "forward", "backward", "recompute", "optimizer",
+                                      "zero_grad"))
+            self.assertLessEqual(p["start_ns"], p["end_ns"])
+            self.assertGreaterEqual(p["start_ns"], doc["started_ns"])
+            self.assertLessEqual(p["end_ns"], doc["ended_ns"])
+        for i, a in enumerate(phases):
+            for b in phases[i + 1:]:
+                disjoint = a["end_ns"] <= b["start_ns"] or b["end_ns"] <= a["start_ns"]
+                nested = ((a["start_ns"] <= b["start_ns"] and b["end_ns"] <= a["end_ns"])
+                          or (b["start_ns"] <= a["start_ns"] and a["end_ns"] <= b["end_ns"]))
+                self.assertTrue(disjoint or nested, "phases overlap: %s %s" % (a, b))
+        steps = [p for p in phases if p["kind"] == "step"]
+        self.assertEqual([s["step"] for s in steps], list(range(len(steps))))
+        by_index = {s["step"]: s for s in steps}
+        for p in phases:
+            s = by_index[p["step"]]
+            self.assertTrue(s["start_ns"] <= p["start_ns"] and p["end_ns"] <= s["end_ns"],
+                            "%s outside its step %s" % (p, s))
+        return steps
+
+    def of(self, doc, step, kind):
+        return [p for p in doc["phases"] if p["step"] == step and p["kind"] == kind]
+
+    @staticmethod
+    def inside(inner, outer):
+        return outer["start_ns"] <= inner["start_ns"] and inner["end_ns"] <= outer["end_ns"]
+
+    def assert_training_steps(self, doc, steps, recomputes_per_step):
+        self.assertEqual(len(self.assert_well_formed(doc)), steps)
+        for k in range(steps):
+            step = self.of(doc, k, "step")[0]
+            zero_grad = self.of(doc, k, "zero_grad")
+            forward = self.of(doc, k, "forward")
+            backward = self.of(doc, k, "backward")
+            recompute = self.of(doc, k, "recompute")
+            optimizer = self.of(doc, k, "optimizer")
+            self.assertEqual((len(zero_grad), len(forward), len(backward), len(optimizer)),
+                             (1, 1, 1, 1), "step %d: %s" % (k, doc["phases"]))
+            self.assertEqual(len(recompute), recomputes_per_step, "step %d" % k)
+            zero_grad, forward, backward, optimizer = zero_grad[0], forward[0], backward[0], optimizer[0]
+            # opt.zero_grad() opens the step; then forward, backward, step.
+            self.assertEqual(zero_grad["start_ns"], step["start_ns"])
+            self.assertLessEqual(zero_grad["end_ns"], forward["start_ns"])
+            self.assertLessEqual(forward["end_ns"], backward["start_ns"])
+            self.assertLessEqual(backward["end_ns"], optimizer["start_ns"])
+            self.assertEqual(optimizer["end_ns"], step["end_ns"])
+            for r in recompute:
+                self.assertTrue(self.inside(r, backward), "recompute %s not in backward %s" % (r, backward))
+
+
+# ======================================================================= cases
+class RecorderUnit(unittest.TestCase):
+    """The phase state machine alone, with a fake clock (no torch)."""
+
+    def setUp(self):
+        sys.path.insert(0, HOOK)
+        from memscope_hook import phases
+        self.phases = phases
+        self.t = 0
+        self.opened, self.closed = [], []
+
+        def clock():
+            self.t += 10
+            return self.t
+        self.rec = phases.Recorder(clock=clock, on_step_opened=self.opened.append,
+                                   on_step_closed=self.closed.append)
+
+    def kinds(self):
+        return [(p["kind"], p["step"]) for p in self.rec.snapshot()]
+
+    def forward(self, depth=2):
+        for _ in range(depth):
+            self.rec.module_pre()
+        for _ in range(depth):
+            self.rec.module_post()
+
+    def test_regular_loop_and_accumulation(self):
+        opt = object()
+        for _ in range(2):
+            self.rec.zero_grad_begin(); self.rec.zero_grad_end()
+            for _ in range(2):  # two micro-batches: one step
+                self.forward()
+                self.assertTrue(self.rec.backward_begin()); self.rec.backward_end()
+            self.rec.optimizer_begin(opt); self.rec.optimizer_end(opt)
+        self.assertEqual(self.opened, [0, 1])
+        self.assertEqual(self.closed, [0, 1])
+        self.assertEqual(self.kinds()[:7], [("step", 0), ("zero_grad", 0), ("forward", 0),
+                                            ("backward", 0), ("forward", 0), ("backward", 0),
+                                            ("optimizer", 0)])
+
+    def test_optimizer_in_backward_defers_step_end(self):
+        opts = [object(), object()]
+        for _ in range(2):
+            self.forward()
+            self.rec.backward_begin()
+            for o in opts:
+                self.rec.optimizer_begin(o); self.rec.zero_grad_begin(); self.rec.zero_grad_end()
+                self.rec.optimizer_end(o)
+            self.rec.backward_end()
+        self.assertEqual(self.closed, [0])  # step 0 closed when step 1's forward began
+        snap = self.rec.snapshot()
+        step0 = [p for p in snap if p["kind"] == "step" and p["step"] == 0][0]
+        bwd0 = [p for p in snap if p["kind"] == "backward" and p["step"] == 0][0]
+        self.assertEqual(step0["end_ns"], bwd0["end_ns"])
+        self.assertEqual(sum(1 for p in snap if p["kind"] == "step"), 2)
+
+    def test_reentrant_checkpoint_sequence(self):
+        self.forward()
+        self.rec.backward_begin()
+        opened = self.rec.checkpoint_begin()
+        self.assertTrue(opened)
+        self.forward()                    # recomputed block: no new forward/step
+        self.rec.backward_begin()         # differentiating it: recompute over
+        self.rec.backward_end()
+        self.rec.checkpoint_end(opened)
+        self.rec.backward_end()
+        kinds = self.kinds()
+        self.assertEqual(kinds, [("step", 0), ("forward", 0), ("backward", 0), ("recompute", 0)])
+        self.assertEqual(self.rec.snapshot()[3]["end_ns"] < self.rec.snapshot()[2]["end_ns"], True)
+
+    def test_lbfgs_closure_and_raising_forward(self):
+        opt = object()
+        self.rec.module_pre()             # a forward that raises: no post hook
+        self.rec.backward_begin(); self.rec.backward_end()   # depth reset here
+        self.rec.optimizer_begin(opt)     # LBFGS: closure runs forward+backward
+        self.forward()
+        self.rec.backward_begin(); self.rec.backward_end()
+        self.rec.optimizer_end(opt)
+        self.forward()
+        self.assertEqual(self.closed, [0])
+        self.assertEqual([k for k in self.kinds() if k[0] == "step"], [("step", 0), ("step", 1)])
+
+    def test_grad_inside_forward_is_forward(self):
+        self.rec.module_pre()
+        self.assertFalse(self.rec.backward_begin(is_grad=True))
+        self.rec.module_post()
+        self.assertEqual(self.kinds(), [("step", 0), ("forward", 0)])
+
+    def test_snapshot_does_not_close(self):
+        self.forward()
+        self.rec.snapshot()
+        self.rec.backward_begin(); self.rec.backward_end()
+        self.assertEqual(self.kinds(), [("step", 0), ("forward", 0), ("backward", 0)])
+
+
+class Training(Base):
+    def test_training_reentrant(self):
+        run([script("train_checkpoint.py"), "3", "1"], hook_env(self.out))
+        _, doc = load_single(self.out)
+        self.assert_schema(doc)
+        self.assertIn("CheckpointFunction", doc["hooks"]["recompute"])
+        self.assert_training_steps(doc, 3, recomputes_per_step=2)
+        self.assertEqual(doc["histories"], [])
+        self.assertFalse(doc["history"]["enabled"])
+        self.assertIsNone(doc["cpu_events"])
+        self.assertEqual(doc["warnings"], [])
+
+    def test_training_nonreentrant(self):
+        run([script("train_checkpoint.py"), "3", "0"], hook_env(self.out))
+        _, doc = load_single(self.out)
+        self.assert_schema(doc)
+        self.assert_training_steps(doc, 3, recomputes_per_step=2)
+
+    def test_optimizer_in_backward(self):
+        run([script("train_opt_in_backward.py"), "3"], hook_env(self.out))
+        _, doc = load_single(self.out)
+        self.assert_schema(doc)
+        steps = self.assert_well_formed(doc)
+        self.assertEqual(len(steps), 3)
+        for k in range(3):
+            (backward,) = self.of(doc, k, "backward")
+            (forward,) = self.of(doc, k, "forward")
+            optimizer = self.of(doc, k, "optimizer")
+            self.assertEqual(len(optimizer), 6, "one SGD per parameter")
+            self.assertLessEqual(forward["end_ns"], backward["start_ns"])
+            for o in optimizer:
+                self.assertTrue(self.inside(o, backward), "%s not in %s" % (o, backward))
+            # The step ends with its backward, not at the next forward.
+            self.assertEqual(steps[k]["end_ns"], backward["end_ns"])
+
+
+class Startup(Base):
+    def test_chain_sitecustomize(self):
+        user = os.path.join(self.tmp, "user")
+        os.makedirs(user)
+        marker = os.path.join(self.tmp, "marker")
+        with open(os.path.join(user, "sitecustomize.py"), "w") as f:
+            f.write("import os\nopen(os.environ['MEMSCOPE_TEST_MARKER'], 'a').write('ran\\n')\n")
+        env = hook_env(self.out, MEMSCOPE_TEST_MARKER=marker)
+        env["PYTHONPATH"] = HOOK + os.pathsep + user
+        run([script("train_checkpoint.py"), "1", "1"], env)
+        with open(marker) as f:
+            self.assertEqual(f.read(), "ran\n")
+        _, doc = load_single(self.out)
+        self.assert_training_steps(doc, 1, recomputes_per_step=2)
+        # Inactive hook: the user's file still runs, nothing is recorded.
+        os.unlink(marker)
+        env.pop("MEMSCOPE_HOOK")
+        out2 = os.path.join(self.tmp, "out2")
+        env["MEMSCOPE_OUTPUT_DIR"] = out2
+        run([script("train_checkpoint.py"), "1", "1"], env)
+        self.assertTrue(os.path.exists(marker))
+        self.assertFalse(os.path.exists(os.path.join(out2, ".memscope-hook")))
+        # With only our folder: the interpreter's own sitecustomize (Debian's
+        # /usr/lib/python3.X/sitecustomize.py) is the one chained.
+        probe = "import sitecustomize as s; print(getattr(s, '__file__', None))"
+        own = subprocess.run([PY, "-c", probe], env=base_env(), capture_output=True, text=True)
+        expected = own.stdout.strip() if own.returncode == 0 else "None"
+        chained = run(["-c", "import sitecustomize as s; c = s._memscope_chained; "
+                             "print(c.__file__ if c else None)"], hook_env(self.out)).stdout.strip()
+        self.assertEqual(os.path.realpath(chained) if chained != "None" else chained,
+                         os.path.realpath(expected) if expected != "None" else expected)
+
+    def test_inert(self):
+        env = base_env()
+        env.update(PYTHONPATH=HOOK, MEMSCOPE_OUTPUT_DIR=self.out)  # no MEMSCOPE_HOOK=1
+        proc = run([script("train_checkpoint.py"), "1", "1"], env)
+        self.assertNotIn("memscope", proc.stderr)
+        self.assertEqual(hook_dirs(self.out), [])
+        self.assertFalse(os.path.exists(os.path.join(self.out, ".memscope-hook")))
+        # Never imports torch / imports it but trains nothing: no folder.
+        for name in ("no_torch.py", "idle_torch.py"):
+            proc = run([script(name)], hook_env(self.out))
+            self.assertNotIn("memscope", proc.stderr)
+            self.assertEqual(hook_dirs(self.out), [], name)
+        # A broken environment: one line on stderr, the program still runs.
+        env = hook_env(self.out)
+        env.pop("MEMSCOPE_OUTPUT_DIR")
+        proc = run([script("train_checkpoint.py"), "1", "1"], env)
+        lines = [l for l in proc.stderr.splitlines() if "memscope" in l]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertTrue(lines[0].startswith("memscope hook: "), lines[0])
+        self.assertTrue(lines[0].endswith("; recording without it"), lines[0])
+        self.assertIn("done", proc.stdout)
+
+    def test_child_processes(self):
+        proc = subprocess.Popen([PY, script("workers.py")], env=hook_env(self.out),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout, stderr = proc.communicate(timeout=170)
+        self.assertEqual(proc.returncode, 0, stderr)
+        dirs = hook_dirs(self.out)
+        self.assertEqual([os.path.basename(d) for d in dirs], [str(proc.pid)],
+                         "DataLoader workers and the spawned helper must leave nothing")
+        _, doc = load_single(self.out)
+        self.assertEqual(len(self.assert_well_formed(doc)), 4)
+
+
+class Signals(Base):
+    def wait_running(self, proc, timeout=90):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if proc.poll() is not None:
+                self.fail("the script ended early: %s" % (proc.communicate(),))
+            for d in hook_dirs(self.out):
+                try:
+                    with open(os.path.join(d, "hook.json")) as f:
+                        doc = json.load(f)
+                except (OSError, ValueError):
+                    continue
+                self.assertEqual(doc["exit"], "running")
+                self.assertIs(doc["complete"], False)
+                return doc
+            time.sleep(0.1)
+        proc.kill()
+        self.fail("no hook.json with exit 'running' within %ds" % timeout)
+
+    def terminate(self, args, env, signum=signal.SIGTERM):
+        # SIGINT may be inherited ignored (background jobs): give the child
+        # Python's usual default.
+        proc = subprocess.Popen([PY] + args, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        try:
+            self.wait_running(proc)
+            time.sleep(0.5)  # a few steps in
+            proc.send_signal(signum)
+            _, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        self.assertEqual(proc.returncode, -signum, stderr)
+        d, doc = load_single(self.out)
+        self.assert_schema(doc, exit_reason=signal.Signals(signum).name, complete=True)
+        self.assertGreaterEqual(len(self.assert_well_formed(doc)), 1)
+        return d, doc
+
+    def test_sigterm(self):
+        self.terminate([script("train_checkpoint.py"), "0", "1", "--forever"], hook_env(self.out))
+
+    def test_sigint(self):
+        # Chained to Python's KeyboardInterrupt; atexit writes the final file.
+        self.terminate([script("train_checkpoint.py"), "0", "1", "--forever"], hook_env(self.out),
+                       signal.SIGINT)
+
+    def test_history_sigterm(self):
+        log = os.path.join(self.tmp, "calls.json")
+        d, doc = self.terminate([script("cuda_stub.py"), "2.1", "0", log, "--forever"],
+                                hook_env(self.out, MEMSCOPE_HISTORY_MAX_ENTRIES=100000000))
+        self.assertEqual([h["file"] for h in doc["histories"]], ["history-0001.pickle"])
+        self.assertTrue(os.path.isfile(os.path.join(d, "history-0001.pickle")))
+
+
+class History(Base):
+    def check(self, api, expected_api, expect_cleared):
+        log = os.path.join(self.tmp, "calls.json")
+        run([script("cuda_stub.py"), api, "6", log],
+            hook_env(self.out, MEMSCOPE_HISTORY_MAX_ENTRIES=2000))
+        d, doc = load_single(self.out)
+        self.assert_schema(doc)
+        self.assertEqual(doc["history"], {"enabled": True, "api": expected_api,
+                                          "max_entries": 2000, "reason": ""})
+        # ~600 entries per step, threshold 1000: dumps after steps 1, 3, 5, then at exit.
+        files = [h["file"] for h in doc["histories"]]
+        self.assertEqual(files, ["history-%04d.pickle" % i for i in range(1, 5)])
+        self.assertEqual([h["cleared_before"] for h in doc["histories"]],
+                         [False] + [expect_cleared] * 3)
+        for i, name in enumerate(files):
+            with open(os.path.join(d, name), "rb") as f:
+                self.assertEqual(f.read(2), b"\x80\x04", "pickle protocol 4")
+                f.seek(0)
+                snap = pickle.load(f)
+            self.assertEqual(snap["device_traces"][0][0]["addr"], i + 1)
+        self.assertEqual(snap["counters"]["allocation.all.allocated"], 1200)
+        self.assertEqual(len(self.assert_well_formed(doc)), 6)
+        with open(log) as f:
+            return json.load(f)
+
+    def test_history_legacy_api(self):
+        calls = self.check("1.13", "1.13", False)
+        self.assertEqual(calls, [{"enabled": True, "trace_alloc_max_entries": 2000,
+                                  "trace_alloc_record_context": True}])
+
+    def test_history_2_1_api(self):
+        calls = self.check("2.1", "2.1+", False)
+        self.assertEqual(calls, [{"enabled": "all", "context": "alloc", "stacks": "python",
+                                  "max_entries": 2000}])
+
+    def test_history_2_5_api(self):
+        calls = self.check("2.5", "2.1+", True)
+        self.assertEqual(calls[0], {"enabled": "all", "context": "alloc", "stacks": "python",
+                                    "max_entries": 2000, "clear_history": False,
+                                    "compile_context": True, "global_record_annotations": True})
+        # Re-enabled with clear_history after each dump.
+        self.assertEqual(len(calls), 5)
+        self.assertTrue(all(c["clear_history"] for c in calls[1:]))
+
+
+class Profiler(Base):
+    def test_profiler_detection(self):
+        proc = run([script("profiled.py")], hook_env(self.out))
+        self.assertEqual(proc.stderr.count(PROFILER_MESSAGE), 1, proc.stderr)
+        _, doc = load_single(self.out)
+        self.assert_schema(doc)
+        self.assertEqual([p["what"] for p in doc["profiler"]],
+                         ["torch.profiler.profile started", "torch.autograd.profiler.profile started"])
+        steps = self.assert_well_formed(doc)
+        self.assertEqual(len(steps), 3)
+        self.assertTrue(steps[1]["start_ns"] <= doc["profiler"][0]["time_ns"] <= steps[2]["start_ns"]
+                        or doc["profiler"][0]["time_ns"] <= steps[1]["start_ns"])
+
+
+class Capture(Base):
+    def setUp(self):
+        super().setUp()
+        self.lib = os.environ.get("MEMSCOPE_PYHOOK_FAKE_CAPTURE", "")
+        if not os.path.isfile(self.lib):
+            self.skipTest("fake capture library not built: %r" % self.lib)
+
+    def test_capture_library(self):
+        version = torch_version()
+        major_minor = ".".join(version.split(".")[:2])
+        env = hook_env(self.out, MEMSCOPE_TORCH_CAPTURE_LIBRARY=self.lib,
+                       MEMSCOPE_FAKE_CAPTURE_TORCH_VERSION=major_minor + ".7")
+        run([script("train_checkpoint.py"), "1", "1"], env)
+        d, doc = load_single(self.out)
+        self.assertEqual(doc["cpu_events"], {"file": "cpu-events.bin"})
+        with open(os.path.join(d, "cpu-events.bin")) as f:
+            lines = f.read().splitlines()
+        # Started once, flushed before each hook.json write (running, final).
+        self.assertEqual(lines, ["start", "flush", "flush"])
+        # Built for another torch: not started, and said so.
+        shutil.rmtree(self.out)
+        env["MEMSCOPE_FAKE_CAPTURE_TORCH_VERSION"] = "9.9"
+        run([script("train_checkpoint.py"), "1", "1"], env)
+        d, doc = load_single(self.out)
+        self.assertIsNone(doc["cpu_events"])
+        self.assertFalse(os.path.exists(os.path.join(d, "cpu-events.bin")))
+        self.assertIn("CPU tensors not captured: capture library built for torch 9.9, "
+                      "this process runs %s" % version, doc["warnings"])
+        # Missing file: a warning, the rest records.
+        shutil.rmtree(self.out)
+        env["MEMSCOPE_TORCH_CAPTURE_LIBRARY"] = os.path.join(self.tmp, "missing.so")
+        run([script("train_checkpoint.py"), "1", "1"], env)
+        _, doc = load_single(self.out)
+        self.assertIsNone(doc["cpu_events"])
+        self.assertTrue(any("not found" in w for w in doc["warnings"]), doc["warnings"])
+
+
+CASES = {
+    "recorder_unit": (RecorderUnit, None),
+    "training_reentrant": (Training, "test_training_reentrant"),
+    "training_nonreentrant": (Training, "test_training_nonreentrant"),
+    "optimizer_in_backward": (Training, "test_optimizer_in_backward"),
+    "chain_sitecustomize": (Startup, "test_chain_sitecustomize"),
+    "inert": (Startup, "test_inert"),
+    "child_processes": (Startup, "test_child_processes"),
+    "sigterm": (Signals, "test_sigterm"),
+    "sigint": (Signals, "test_sigint"),
+    "history_sigterm": (Signals, "test_history_sigterm"),
+    "history_legacy_api": (History, "test_history_legacy_api"),
+    "history_2_1_api": (History, "test_history_2_1_api"),
+    "history_2_5_api": (History, "test_history_2_5_api"),
+    "profiler_detection": (Profiler, "test_profiler_detection"),
+    "capture_library": (Capture, "test_capture_library"),
+}
+
+
+def main():
+    names = sys.argv[1:] or sorted(CASES)
+    for name in names:
+        if name not in CASES:
+            print("unknown case %r; cases: %s" % (name, ", ".join(sorted(CASES))))
+            return 2
+    if not os.path.isfile(os.path.join(HOOK, "sitecustomize.py")):
+        print("hook folder %s has no sitecustomize.py (build the memscope_pyhook target)" % HOOK)
+        return 1
+    needs_torch = any(CASES[n][1] is not None for n in names)
+    if needs_torch and torch_version() is None:
+        print("skipped: %s cannot import torch (apt-get install python3-torch, or set "
+              "MEMSCOPE_PYHOOK_TEST_PYTHON)" % PY)
+        return SKIP
+    suite = unittest.TestSuite()
+    loader = unittest.TestLoader()
+    for name in names:
+        cls, method = CASES[name]
+        suite.addTest(loader.loadTestsFromTestCase(cls) if method is None else cls(method))
+    result = unittest.TextTestRunner(verbosity=2).run(suite)
+    if result.skipped and not (result.failures or result.errors) and len(result.skipped) == result.testsRun:
+        print("skipped: %s" % "; ".join(reason for _, reason in result.skipped))
+        return SKIP
+    return 0 if result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

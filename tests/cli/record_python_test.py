@@ -79,6 +79,12 @@ def main():
             fail(f"phases not marked as recorded: {report.get('phases_source')}")
 
         host = report["devices"].get("-1")
+        capture = os.path.join(os.path.dirname(os.path.realpath(cli)), "..", "lib",
+                               "libmemscope_torch_capture.so")
+        if not host and not os.path.exists(capture):
+            # A build without LibTorch has no CPU capture library: phases only.
+            print(f"PASS (phases only; no {capture}, so no CPU tensors)")
+            return 0
         if not host:
             fail(f"no host timeline (CPU tensors not captured); devices {list(report['devices'])}")
         if host["alloc_count"] < 100 or host["peak_active_bytes"] < 256 * 128 * 4:

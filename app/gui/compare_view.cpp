@@ -16,6 +16,7 @@
 #include "composition_chart.h"
 #include "difference_plot.h"
 #include "format.h"
+#include "memscope/units.h"
 #include "plot_export.h"
 #include "summary_model.h"
 #include "timeline_plot.h"
@@ -207,7 +208,7 @@ void CompareView::realign() {
         const DeviceTimeline* tl = runs_[i]->timeline(devices_[i]);
         if (!tl) continue;
         const AxisMap& m = alignments_[i].map;
-        const double a = m.forward(tl->start), b = m.forward(tl->end + 1);
+        const double a = m.forward(tl->start), b = m.forward(addSaturating(tl->end, 1));
         x0 = first ? a : std::min(x0, a);
         x1 = first ? b : std::max(x1, b);
         first = false;

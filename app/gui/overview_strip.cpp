@@ -7,6 +7,7 @@
 #include <QWheelEvent>
 #include <cmath>
 
+#include "memscope/units.h"
 #include "zoom_state.h"
 
 namespace memscope::gui {
@@ -24,12 +25,13 @@ void OverviewStrip::setSource(RunPtr run, DeviceRef ref, const AxisMap& map) {
     if (tl) {
         // Once per source: a few hundred points describe the whole run.
         ymax_ = 1;
-        for (const SeriesPoint& p : tl->live.levelOfDetail(tl->start, tl->end + 1, 800)) {
+        for (const SeriesPoint& p :
+             tl->live.levelOfDetail(tl->start, addSaturating(tl->end, 1), 800)) {
             points_.emplace_back(map.forward(p.x), double(p.y));
             ymax_ = std::max(ymax_, double(p.y));
         }
         x0_ = map.forward(tl->start);
-        x1_ = std::max(map.forward(tl->end + 1), x0_ + 1e-12);
+        x1_ = std::max(map.forward(addSaturating(tl->end, 1)), x0_ + 1e-12);
     }
     cache_ = QImage();
     update();

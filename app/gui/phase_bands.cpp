@@ -5,6 +5,7 @@
 #include <map>
 
 #include "format.h"
+#include "memscope/units.h"
 
 namespace memscope::gui {
 
@@ -108,7 +109,7 @@ void paintPhaseBands(QPainter& painter, const QRectF& area, const PhaseBandData&
     // zoomed-out view of thousands of blocks costs one rectangle per pixel.
     std::array<double, PhaseBandData::kRows> lastPx;
     lastPx.fill(-1e9);
-    const int64_t lo = map.inverse(x0), hi = map.inverse(x1) + 1;
+    const int64_t lo = map.inverse(x0), hi = addSaturating(map.inverse(x1), 1);
     for (int row = 0; row < PhaseBandData::kRows; ++row) {
         for (size_t k = data.firstReaching(row, lo); k < data.rows[size_t(row)].size(); ++k) {
             const PhaseBandItem& it = data.items[data.rows[size_t(row)][k]];

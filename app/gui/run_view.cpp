@@ -7,6 +7,7 @@
 #include <QVBoxLayout>
 
 #include "memscope/compare.h"
+#include "memscope/units.h"
 #include "overview_strip.h"
 #include "timeline_plot.h"
 #include "zoom_state.h"
@@ -88,7 +89,7 @@ void RunView::setDevice(DeviceRef ref) {
     const QString unit = trace->metadata.time_base == TimeBase::EventIndex
                              ? QStringLiteral("event index")
                              : QStringLiteral("seconds since start");
-    zoom_->setFullRange(a.map.forward(tl->start), a.map.forward(tl->end + 1));
+    zoom_->setFullRange(a.map.forward(tl->start), a.map.forward(addSaturating(tl->end, 1)));
     plot_->setSource(run_, ref_, a.map, unit);
     overview_->setSource(run_, ref_, a.map);
     if (changed) emit deviceChanged();

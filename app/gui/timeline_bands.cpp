@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "category_colors.h"
+#include "memscope/units.h"
 
 namespace memscope::gui {
 
@@ -37,7 +38,7 @@ BandSet computeBands(const DeviceTimeline& tl, const std::vector<uint32_t>* larg
                      const AxisMap& map, const BandRequest& req) {
     BandSet out;
     const int64_t lo = map.inverse(req.x0);
-    const int64_t hi = std::max(map.inverse(req.x1) + 1, lo + 1);
+    const int64_t hi = std::max(addSaturating(map.inverse(req.x1), 1), addSaturating(lo, 1));
     const size_t n = std::max<size_t>(req.max_points, 4);
     // Everything below comes from levelOfDetail: its cost depends on n, not on
     // the trace size. The total is exact at its points; the bands inside it

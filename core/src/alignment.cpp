@@ -7,6 +7,17 @@
 #include "memscope/phases.h"
 
 namespace memscope {
+namespace {
+
+// a - b as a double, also where the int64 difference overflows (a trace whose
+// times span more than 2^63 ns).
+double difference(int64_t a, int64_t b) {
+    int64_t d = 0;
+    if (!__builtin_sub_overflow(a, b, &d)) return double(d);
+    return double(a) - double(b);
+}
+
+}  // namespace
 
 AxisMap AxisMap::linear(int64_t origin, double scale) {
     AxisMap m;
@@ -25,9 +36,9 @@ AxisMap AxisMap::fromKnots(std::vector<int64_t> xs, std::vector<double> shared) 
         m.shared_.push_back(shared[i]);
     }
     if (m.xs_.size() >= 2) {
-        m.slope_before_ = (m.shared_[1] - m.shared_[0]) / double(m.xs_[1] - m.xs_[0]);
+        m.slope_before_ = (m.shared_[1] - m.shared_[0]) / difference(m.xs_[1], m.xs_[0]);
         const size_t k = m.xs_.size() - 1;
-        m.slope_after_ = (m.shared_[k] - m.shared_[k - 1]) / double(m.xs_[k] - m.xs_[k - 1]);
+        m.slope_after_ = (m.shared_[k] - m.shared_[k - 1]) / difference(m.xs_[k], m.xs_[k - 1]);
         // A flat end segment would make inverse() undefined past it.
         if (m.slope_before_ <= 0) m.slope_before_ = 1e-9;
         if (m.slope_after_ <= 0) m.slope_after_ = 1e-9;
@@ -37,33 +48,38 @@ AxisMap AxisMap::fromKnots(std::vector<int64_t> xs, std::vector<double> shared) 
 
 double AxisMap::forward(int64_t x) const {
     if (xs_.empty()) return double(x);
-    if (x <= xs_.front()) return shared_.front() + double(x - xs_.front()) * slope_before_;
-    if (x >= xs_.back()) return shared_.back() + double(x - xs_.back()) * slope_after_;
+    if (x <= xs_.front()) return shared_.front() + difference(x, xs_.front()) * slope_before_;
+    if (x >= xs_.back()) return shared_.back() + difference(x, xs_.back()) * slope_after_;
     const size_t i =
         size_t(std::upper_bound(xs_.begin(), xs_.end(), x) - xs_.begin());  // xs_[i-1] < x < xs_[i]
-    const double t = double(x - xs_[i - 1]) / double(xs_[i] - xs_[i - 1]);
+    const double t = difference(x, xs_[i - 1]) / difference(xs_[i], xs_[i - 1]);
     return shared_[i - 1] + t * (shared_[i] - shared_[i - 1]);
 }
 
 int64_t AxisMap::inverse(double s) const {
-    if (xs_.empty()) return int64_t(std::floor(s));
+    if (xs_.empty()) return int64_t(std::floor(std::clamp(s, -9.2e18, 9.2e18)));
     // Offsets are computed in double and added to the int64 knot: epoch
     // nanoseconds (~1.8e18) do not fit a double's 53 bits exactly. An offset
     // within rounding error of a whole unit is that unit, so that
     // inverse(forward(x)) == x.
     auto offset = [](int64_t base, double v) {
-        constexpr double lim = 9.0e18;
-        v = std::clamp(v, -lim, lim);
         const double r = std::round(v);
         if (std::abs(v - r) <= std::max(1e-9, 64 * 2.2e-16 * std::abs(v))) v = r;  // a few ulps
-        return base + int64_t(std::floor(v));
+        const double whole = std::floor(v);
+        // Past int64 either way (a span over 2^63 ns, a view far beyond the
+        // data): held at the end instead of overflowing.
+        const long double target = (long double)base + (long double)whole;
+        if (target >= 9.2233720368547758e18L) return INT64_MAX;
+        if (target <= -9.2233720368547758e18L) return INT64_MIN;
+        if (std::abs(whole) < 9.0e18) return base + int64_t(whole);  // exact
+        return int64_t(target);
     };
     if (s <= shared_.front()) return offset(xs_.front(), (s - shared_.front()) / slope_before_);
     if (s >= shared_.back()) return offset(xs_.back(), (s - shared_.back()) / slope_after_);
     const size_t i = size_t(std::upper_bound(shared_.begin(), shared_.end(), s) - shared_.begin());
     const double span = shared_[i] - shared_[i - 1];
     const double t = span > 0 ? (s - shared_[i - 1]) / span : 0.0;
-    return offset(xs_[i - 1], t * double(xs_[i] - xs_[i - 1]));
+    return offset(xs_[i - 1], t * difference(xs_[i], xs_[i - 1]));
 }
 
 namespace {

@@ -126,13 +126,29 @@ std::vector<FrameRole> frameRoles(const Trace& trace) {
     return roles;
 }
 
+namespace {
+
+// A frame's name or file as shown: a hostile trace can name a frame with
+// megabytes (shared through the pickle memo, so cheap to load), and a label
+// per site would copy them all. Cut at a UTF-8 character boundary.
+constexpr size_t kMaxShownPart = 240;
+
+std::string shownPart(std::string_view text) {
+    if (text.size() <= kMaxShownPart) return std::string(text);
+    size_t cut = kMaxShownPart;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    return std::string(text.substr(0, cut)) + "…";
+}
+
+}  // namespace
+
 std::string frameText(const Trace& trace, FrameId id) {
     if (id.isNull() || id.value > trace.frames().size()) return "?";
     const Frame& f = trace.frame(id);
-    std::string text(trace.string(f.function));
+    std::string text = shownPart(trace.string(f.function));
     if (text.empty()) text = "??";
     const std::string_view file = trace.string(f.file);
-    if (!file.empty()) text += "  (" + std::string(file) + ":" + std::to_string(f.line) + ")";
+    if (!file.empty()) text += "  (" + shownPart(file) + ":" + std::to_string(f.line) + ")";
     return text;
 }
 

@@ -28,6 +28,19 @@ uint64_t toNumber(std::string_view text) {
     return n;
 }
 
+// A marker's text is its warning; the CUPTI tracer's takeover marker carries
+// only a count of allocation calls it saw without records.
+LoadWarning recorderNotice(std::string_view key, std::string_view value) {
+    const bool count = !value.empty() && value.find_first_not_of("0123456789") == value.npos;
+    if (key == "cupti_taken_over" && count)
+        return {WarningKind::DroppedRecords,
+                std::string(value) +
+                    " CUDA allocation calls near the end have no CUPTI record: another tool "
+                    "(torch.profiler, Nsight) took CUPTI's records over",
+                toNumber(value)};
+    return {WarningKind::DroppedRecords, std::string(value), 1};
+}
+
 // Gaps a recorder wrote into the trace itself (CUPTI's dropped buffers,
 // records it could not decode) are warnings too.
 void recordedGaps(const Trace& trace, std::vector<LoadWarning>& out) {
@@ -41,7 +54,13 @@ void recordedGaps(const Trace& trace, std::vector<LoadWarning>& out) {
         // Written by the recording merge (recording_merge.h): the marker's
         // text is the warning.
         else if (key == "history_gap" || key == "cupti_taken_over")
-            out.push_back({WarningKind::DroppedRecords, std::string(trace.string(a.value)), 1});
+            out.push_back(recorderNotice(key, trace.string(a.value)));
+        else if (key == "nvtx_name_cap_reached")
+            out.push_back({WarningKind::Other,
+                           "more than " + std::string(trace.string(a.value)) +
+                               " distinct NVTX range names: later ones are grouped by the text "
+                               "before their first ',' or '('",
+                           1});
     }
     if (dropped)
         out.push_back({WarningKind::DroppedRecords,

@@ -1,6 +1,6 @@
-#include <algorithm>
-
 #include "memscope/step_series.h"
+
+#include <algorithm>
 
 namespace memscope {
 namespace {
@@ -109,12 +109,12 @@ std::vector<SeriesPoint> StepSeries::levelOfDetail(int64_t x0, int64_t x1, size_
         } else {
             // Buckets of equal width in x, so each covers about the same pixels.
             const size_t buckets = (maxPoints - 2) / 2;
-            const long double width = (long double)(x1 - x0) / (long double)buckets;
+            // In long double: a span past 2^63 ns overflows int64 arithmetic.
+            const long double width = ((long double)x1 - (long double)x0) / (long double)buckets;
             size_t begin = i0;
             for (size_t b = 0; b < buckets && begin < i1; ++b) {
-                const auto edge = b + 1 == buckets
-                                      ? x1
-                                      : x0 + int64_t((long double)(b + 1) * width);
+                const auto edge =
+                    b + 1 == buckets ? x1 : int64_t((long double)x0 + (long double)(b + 1) * width);
                 const size_t end = std::max(
                     begin, size_t(std::upper_bound(x_.begin() + begin, x_.begin() + i1, edge) -
                                   x_.begin()));

@@ -1,10 +1,16 @@
 // Compare alignment, run summaries, difference curves and the allocator replay,
 // on traces built by hand so that every expected number is known.
+#include "memscope/compare.h"
+
 #include <gtest/gtest.h>
 
-#include "memscope/allocator_replay.h"
+#include <climits>
+#include <cmath>
+
 #include "memscope/allocation_order.h"
-#include "memscope/compare.h"
+#include "memscope/allocator_replay.h"
+#include "memscope/step_series.h"
+#include "memscope/units.h"
 
 namespace memscope {
 namespace {
@@ -26,12 +32,19 @@ Trace makeRun(int64_t len, std::string name) {
     t.metadata.name = std::move(name);
     int64_t s = 1000;
     for (int k = 0; k < 2; ++k) {
-        Phase step{t.internString("step " + std::to_string(k)), PhaseKind::Step, {}, k, -1, -1, s, s + len};
+        Phase step{t.internString("step " + std::to_string(k)),
+                   PhaseKind::Step,
+                   {},
+                   k,
+                   -1,
+                   -1,
+                   s,
+                   s + len};
         const PhaseId sid = t.addPhase(step);
-        const PhaseId fwd =
-            t.addPhase(Phase{t.internString("forward"), PhaseKind::Forward, sid, k, -1, -1, s, s + len * 4 / 10});
-        t.addPhase(Phase{t.internString("backward"), PhaseKind::Backward, sid, k, -1, -1, s + len * 4 / 10,
-                         s + len * 9 / 10});
+        const PhaseId fwd = t.addPhase(Phase{t.internString("forward"), PhaseKind::Forward, sid, k,
+                                             -1, -1, s, s + len * 4 / 10});
+        t.addPhase(Phase{t.internString("backward"), PhaseKind::Backward, sid, k, -1, -1,
+                         s + len * 4 / 10, s + len * 9 / 10});
         t.events.push_back(ev(s + 1, EventKind::SegmentAlloc, 0x1000, 1024));
         t.events.push_back(ev(s + 2, EventKind::Alloc, 0x1000, 100));
         t.events.back().phase = fwd;
@@ -48,12 +61,43 @@ TEST(AxisMap, LinearAndKnots) {
     EXPECT_DOUBLE_EQ(lin.forward(110), 5.0);
     EXPECT_EQ(lin.inverse(5.0), 110);
 
-    const AxisMap m = AxisMap::fromKnots({0, 10, 30, 20}, {0.0, 1.0, 2.0, 3.0});  // 20 breaks order: dropped
+    const AxisMap m =
+        AxisMap::fromKnots({0, 10, 30, 20}, {0.0, 1.0, 2.0, 3.0});  // 20 breaks order: dropped
     EXPECT_EQ(m.knotCount(), 3u);
     EXPECT_DOUBLE_EQ(m.forward(20), 1.5);
     EXPECT_EQ(m.inverse(1.5), 20);
     EXPECT_DOUBLE_EQ(m.forward(40), 2.5);  // extrapolated with the last slope
     EXPECT_DOUBLE_EQ(m.forward(-10), -1.0);
+}
+
+// A hostile trace whose times span more than 2^63 ns: the axis maps stay
+// finite and ordered, and inverse() saturates instead of overflowing (UBSan
+// runs this).
+TEST(AxisMap, SpansPastInt64Range) {
+    const int64_t lo = INT64_MIN + 10, hi = INT64_MAX - 10;
+    const AxisMap linear = AxisMap::linear(lo, 1e-9);
+    const double a = linear.forward(lo), b = linear.forward(0), c = linear.forward(hi);
+    EXPECT_TRUE(std::isfinite(c));
+    EXPECT_LT(a, b);
+    EXPECT_LT(b, c);
+    EXPECT_NEAR(c, 18.446744073709552e9, 1e3);  // 2^64 ns in seconds
+    EXPECT_EQ(linear.inverse(1e30), INT64_MAX);
+    EXPECT_EQ(linear.inverse(-1e30), INT64_MIN);
+    const AxisMap knots = AxisMap::fromKnots({lo, 0, hi}, {0.0, 1.0, 2.0});
+    EXPECT_DOUBLE_EQ(knots.forward(0), 1.0);
+    EXPECT_NEAR(knots.forward(hi / 2), 1.5, 1e-9);
+    EXPECT_EQ(knots.inverse(5.0), INT64_MAX);
+    EXPECT_EQ(addSaturating(INT64_MAX, 1), INT64_MAX);
+    EXPECT_EQ(addSaturating(INT64_MIN, -1), INT64_MIN);
+
+    StepSeries s;
+    s.append(lo, 5);
+    s.append(0, 7);
+    s.append(hi, -3);
+    s.finalize();
+    const auto points = s.levelOfDetail(lo, hi, 4);
+    ASSERT_FALSE(points.empty());
+    for (size_t i = 1; i < points.size(); ++i) EXPECT_LE(points[i - 1].x, points[i].x);
 }
 
 TEST(Compare, StepAndPhaseAlignmentLineUpRunsOfDifferentSpeed) {
@@ -65,7 +109,8 @@ TEST(Compare, StepAndPhaseAlignmentLineUpRunsOfDifferentSpeed) {
     const RunRef runs[] = {{&fast, &(*tf)->devices().at(0)}, {&slow, &(*ts)->devices().at(0)}};
 
     const auto time = alignRuns(runs, AlignMode::Time);
-    EXPECT_NEAR(time[1].map.forward(1001 + 3000), 3000e-9, 1e-15);  // the timeline starts at its first event
+    EXPECT_NEAR(time[1].map.forward(1001 + 3000), 3000e-9,
+                1e-15);  // the timeline starts at its first event
 
     const auto step = alignRuns(runs, AlignMode::Step);
     ASSERT_EQ(step.size(), 2u);
@@ -149,9 +194,12 @@ TEST(Compare, DifferenceCurveOnSharedAxis) {
 
 TEST(Compare, PhasePathWithProducersThatNameWholePaths) {
     Trace t;
-    const PhaseId step = t.addPhase({t.internString("step 1"), PhaseKind::Step, {}, 1, -1, -1, 0, 10});
-    const PhaseId bwd = t.addPhase({t.internString("step 1 / backward"), PhaseKind::Backward, step, 1, -1, -1, 0, 10});
-    const PhaseId blk = t.addPhase({t.internString("block 0"), PhaseKind::Block, bwd, 1, 0, -1, 0, 10});
+    const PhaseId step =
+        t.addPhase({t.internString("step 1"), PhaseKind::Step, {}, 1, -1, -1, 0, 10});
+    const PhaseId bwd = t.addPhase(
+        {t.internString("step 1 / backward"), PhaseKind::Backward, step, 1, -1, -1, 0, 10});
+    const PhaseId blk =
+        t.addPhase({t.internString("block 0"), PhaseKind::Block, bwd, 1, 0, -1, 0, 10});
     EXPECT_EQ(phasePath(t, blk), "step 1 / backward / block 0");
     EXPECT_EQ(phasePath(t, bwd), "step 1 / backward");
     EXPECT_EQ(phasePath(t, PhaseId{}), "");
@@ -159,7 +207,8 @@ TEST(Compare, PhasePathWithProducersThatNameWholePaths) {
 
 TEST(Compare, LargestIntervals) {
     Trace t;
-    t.events = {ev(0, EventKind::Alloc, 0x10, 8), ev(1, EventKind::Alloc, 0x20, 64), ev(2, EventKind::Alloc, 0x30, 16)};
+    t.events = {ev(0, EventKind::Alloc, 0x10, 8), ev(1, EventKind::Alloc, 0x20, 64),
+                ev(2, EventKind::Alloc, 0x30, 16)};
     auto tl = Timeline::build(t);
     ASSERT_TRUE(tl.ok());
     const auto& d = (*tl)->devices().at(0);

@@ -3,6 +3,8 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <climits>
+#include <cmath>
 
 #include "allocator_view.h"
 #include "gui_test_traces.h"
@@ -60,6 +62,39 @@ private slots:
         QCOMPARE(int(d.firstReaching(1, 4200)), 42);  // 42 earlier passes skipped
     }
 
+    // A hostile trace whose events span more than 2^63 ns used to draw an
+    // empty plot (int64 overflow on the way to the axis): it must draw, with a
+    // finite range and the live bytes under the cursor.
+    void spanPastInt64RangeIsDrawn() {
+        Trace t;
+        t.metadata.name = "huge span";
+        auto add = [&](int64_t time, EventKind kind, uint64_t address, uint64_t size) {
+            Event e;
+            e.time = time;
+            e.kind = kind;
+            e.address = address;
+            e.size = size;
+            t.events.push_back(e);
+        };
+        add(INT64_MIN + 10, EventKind::Alloc, 0x1000, 100);
+        add(0, EventKind::Alloc, 0x2000, 200);
+        add(INT64_MAX - 10, EventKind::FreeCompleted, 0x1000, 100);
+        auto r = makeRun(std::move(t), QStringLiteral("huge.memscope"));
+        QVERIFY2(r.ok(), r.ok() ? "" : r.message().c_str());
+        RunView view(*r);
+        view.resize(1000, 600);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        view.plot()->renderNow();
+        const ZoomState* z = view.zoom();
+        QVERIFY(std::isfinite(z->fullBegin()) && std::isfinite(z->fullEnd()));
+        QVERIFY(z->fullEnd() > z->fullBegin());
+        const double mid = view.plot()->axisMap().forward(INT64_MAX / 2);
+        QVERIFY(z->fullBegin() < mid && mid < z->fullEnd());
+        const QString text = view.plot()->hoverTextAt(mid, 10);
+        QVERIFY2(text.contains(QStringLiteral("live 300 B")), qPrintable(text));
+    }
+
     void hoverTextAtKnownPoint() {
         // At t = 25, A (activation, 100 B) sits under B (gradient) in category order.
         const QString low = view_->plot()->hoverTextAt(sx(25), 50);
@@ -84,7 +119,8 @@ private slots:
         QSignalSpy spy(plot, &TimelinePlot::hoverChanged);
         QTest::mouseMove(target, target->mapFrom(plot, p));
         QTRY_VERIFY(spy.count() > 0);
-        QTRY_VERIFY2(view_->hoverText().contains(QStringLiteral("0x1000")), qPrintable(view_->hoverText()));
+        QTRY_VERIFY2(view_->hoverText().contains(QStringLiteral("0x1000")),
+                     qPrintable(view_->hoverText()));
     }
 
     void goToPeak() {
@@ -96,7 +132,8 @@ private slots:
         QCOMPARE(view_->peakX(), px);
         QVERIFY(view_->zoom()->begin() < px && px < view_->zoom()->end());
         QCOMPARE(view_->zoom()->cursor(), px);
-        QVERIFY2(view_->hoverText().contains(QStringLiteral("live 400 B")), qPrintable(view_->hoverText()));
+        QVERIFY2(view_->hoverText().contains(QStringLiteral("live 400 B")),
+                 qPrintable(view_->hoverText()));
         view_->zoom()->reset();
         QCOMPARE(view_->zoom()->begin(), view_->zoom()->fullBegin());
         QVERIFY(view_->zoom()->back());
@@ -111,7 +148,8 @@ private slots:
         QSignalSpy spy(view_.get(), &RunView::allocationPinned);
         QTest::mouseClick(target, Qt::LeftButton, {}, target->mapFrom(plot, p));
         QCOMPARE(spy.count(), 1);
-        QVERIFY2(inspector.summaryText().contains(QStringLiteral("0x1000")), qPrintable(inspector.summaryText()));
+        QVERIFY2(inspector.summaryText().contains(QStringLiteral("0x1000")),
+                 qPrintable(inspector.summaryText()));
         QCOMPARE(inspector.stackModel()->rowCount(), 1);  // the noise frame is hidden
         inspector.stackModel()->setShowNoise(true);
         QCOMPARE(inspector.stackModel()->rowCount(), 2);
@@ -126,8 +164,9 @@ private slots:
         panel.search(QStringLiteral("0x2010"));
         QTRY_COMPARE(done.count(), 1);
         QCOMPARE(panel.model()->rowCount(), 1);
-        QCOMPARE(panel.model()->data(panel.model()->index(0, AllocationListModel::Address)).toString(),
-                 QStringLiteral("0x2000"));
+        QCOMPARE(
+            panel.model()->data(panel.model()->index(0, AllocationListModel::Address)).toString(),
+            QStringLiteral("0x2000"));
         panel.search(QStringLiteral("MODEL.py"));
         QTRY_COMPARE(done.count(), 2);
         QCOMPARE(panel.model()->rowCount(), 1);
@@ -186,8 +225,9 @@ private slots:
         QWidget* target = plot->childAt(p);
         const QPoint local = target->mapFrom(plot, p);
         QTest::mousePress(target, Qt::LeftButton, {}, local);
-        QMouseEvent move(QEvent::MouseMove, QPointF(local + QPoint(80, 0)), target->mapToGlobal(QPointF(local + QPoint(80, 0))),
-                         Qt::NoButton, Qt::LeftButton, Qt::NoModifier);
+        QMouseEvent move(QEvent::MouseMove, QPointF(local + QPoint(80, 0)),
+                         target->mapToGlobal(QPointF(local + QPoint(80, 0))), Qt::NoButton,
+                         Qt::LeftButton, Qt::NoModifier);
         QApplication::sendEvent(target, &move);
         QTest::mouseRelease(target, Qt::LeftButton, {}, local + QPoint(80, 0));
         QVERIFY2(z->begin() < b0, "dragging right shows earlier times");

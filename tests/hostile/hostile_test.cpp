@@ -12,10 +12,13 @@
 
 #include "hostile_corpus.h"
 #include "memscope/file_io.h"
+#include "memscope/frames.h"
 #include "memscope/native_format.h"
+#include "memscope/peak_explainer.h"
 #include "memscope/plugins/kineto.h"
 #include "memscope/plugins/memory_timeline.h"
 #include "memscope/plugins/pytorch_snapshot.h"
+#include "memscope/timeline.h"
 
 namespace fs = std::filesystem;
 using namespace memscope;
@@ -76,6 +79,29 @@ TEST(HostilePickle, SharedLongStringsAreInternedOnce) {
     EXPECT_EQ(l.trace->frames().size(), 2000u);  // distinct lines
     EXPECT_LT(l.trace->strings.size(), 10u);     // two long strings, stored once
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+}
+
+// The frames' names are megabytes shared through the memo: cheap to load, but
+// a label per site at the peak copied them all (24 GB and 55 s for the 20 MB
+// corpus file). Shown text is cut; the trace keeps the full strings.
+TEST(HostilePickle, SiteLabelsOfHugeFrameNamesAreCut) {
+    auto l = snapshot(pickleFramesSharingStrings(2000, 1 << 20));
+    ASSERT_TRUE(l.trace.ok()) << l.trace.message();
+    const Trace& t = *l.trace;
+    ASSERT_GT(t.frames().size(), 0u);
+    EXPECT_GT(
+        t.string(t.frame(FrameId(1)).function).size() + t.string(t.frame(FrameId(1)).file).size(),
+        size_t(1) << 20);
+    EXPECT_LT(frameText(t, FrameId(1)).size(), 600u);
+    auto tl = Timeline::build(t);
+    ASSERT_TRUE(tl.ok());
+    size_t sites = 0;
+    for (const DeviceTimeline& d : (*tl)->devices())
+        for (const SiteAtPeak& site : sitesAtPeak(t, d, 5000)) {
+            ++sites;
+            EXPECT_LT(site.label.size(), 600u);
+        }
+    EXPECT_GT(sites, 0u);
 }
 
 TEST(HostilePickle, RenderedAttributesAreCutAndWarned) {

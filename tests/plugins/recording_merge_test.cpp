@@ -447,5 +447,22 @@ TEST(RecordingMerge, CpuAllocationsBecomeHostEvents) {
     EXPECT_EQ((*tl)->device(-1)->peak.bytes, 4096 + 512);
 }
 
+// The CUPTI tracer's own takeover marker carries a count; the merge's
+// carries its sentence. Both open as warnings that say what happened.
+TEST(RecordingMerge, TakeoverMarkersOpenAsWarnings) {
+    Trace t;
+    Event m;
+    m.kind = EventKind::Marker;
+    t.events = {m, m};
+    t.attributes = {{0, t.internString("cupti_taken_over"), t.internString("3")},
+                    {1, t.internString("history_gap"), t.internString("entries were lost")}};
+    auto opened = openTrace(std::move(t), "t");
+    ASSERT_TRUE(opened.ok());
+    ASSERT_EQ(opened->warnings.size(), 2u);
+    EXPECT_NE(opened->warnings[0].message.find("3 CUDA allocation calls"), std::string::npos);
+    EXPECT_EQ(opened->warnings[0].count, 3u);
+    EXPECT_EQ(opened->warnings[1].message, "entries were lost");
+}
+
 }  // namespace
 }  // namespace memscope

@@ -19,6 +19,14 @@ constexpr int64_t nanosToMicrosCeil(int64_t ns) {
     return ns > 0 ? (ns - 1) / 1000 + 1 : ns / 1000;
 }
 
+// a + b, held at the ends of int64 instead of overflowing (times at the ends
+// of hostile traces: "the end plus one", "the start minus a margin").
+constexpr int64_t addSaturating(int64_t a, int64_t b) {
+    int64_t r = 0;
+    if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
 // Binary units, three significant digits: "512 B", "1.50 GiB", "-12.0 MiB", "640 MiB".
 std::string formatBytes(int64_t bytes);
 

@@ -248,8 +248,21 @@ int main(int argc, char** argv) {
         else if (a == "--mem-mb" && i + 1 < argc)
             mem_mb = std::atol(argv[++i]);
         else if (a == "--no-cancel")
-            folder += "";
-        else
+            continue;  // read again below
+        else if (a == "-h" || a == "--help") {
+            std::printf(
+                "usage: memscope-bench-hostile [FOLDER] [--small] [--cli PATH] [--timeout S] "
+                "[--mem-mb MB] [--no-cancel]\n"
+                "Writes the hostile corpus to FOLDER (default /tmp/hostile-corpus), runs "
+                "`memscope-cli summary` on each case under the limits and prints case, size, peak "
+                "RSS, time and outcome; then the FIFO, failed-overwrite and shrinking-file cases "
+                "and the cancel latency of each load.\n");
+            return 0;
+        } else if (!a.empty() && a[0] == '-') {
+            std::fprintf(stderr, "memscope-bench-hostile: unknown option %s (see --help)\n",
+                         a.c_str());
+            return 2;
+        } else
             folder = a;
     }
     std::printf("generating the corpus in %s (%s)...\n", folder.c_str(), full ? "full" : "small");

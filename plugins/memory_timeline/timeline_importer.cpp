@@ -83,7 +83,11 @@ private:
     std::map<std::pair<int, uint64_t>, std::vector<uint64_t>> by_size_;
 };
 
-Result<Trace> build(TimelineRows rows, std::string name) {
+// Cancel is polled every 4096 rows: pairing a free costs O(log n), so a
+// cancel takes effect within milliseconds.
+constexpr size_t kCancelPollRows = 4096;
+
+Result<Trace> build(TimelineRows rows, std::string name, const TaskContext& ctx) {
     Trace trace;
     trace.metadata.source_format = std::string(kId);
     trace.metadata.name = std::move(name);
@@ -99,7 +103,9 @@ Result<Trace> build(TimelineRows rows, std::string name) {
         int64_t t_min = -1;
         for (const auto& r : rows.raw)
             if (r[0] >= 0 && (t_min < 0 || r[0] < t_min)) t_min = r[0];
+        size_t row = 0;
         for (const auto& [t, action, bytes, cat] : rows.raw) {
+            if (++row % kCancelPollRows == 0 && ctx.cancelled()) return cancelledError();
             if (action < 1 || action > 4)
                 return makeError("not a torch.profiler memory timeline: action " +
                                  std::to_string(action));
@@ -115,6 +121,7 @@ Result<Trace> build(TimelineRows rows, std::string name) {
     }
     std::array<int64_t, kCategoryCount> prev{};
     for (size_t i = 0; i < rows.times.size(); ++i) {
+        if (i % kCancelPollRows == kCancelPollRows - 1 && ctx.cancelled()) return cancelledError();
         int64_t time;
         if (__builtin_mul_overflow(rows.times[i], int64_t(1000), &time))
             return makeError("not a torch.profiler memory timeline: time out of range");
@@ -122,7 +129,9 @@ Result<Trace> build(TimelineRows rows, std::string name) {
         for (int c = 0; c < kCategoryCount; ++c) {
             const int64_t now =
                 size_t(c + 1) < s.size() ? s[size_t(c + 1)] : 0;  // sizes[0] is a plot baseline
-            const int64_t delta = now - prev[size_t(c)];
+            int64_t delta = 0;
+            if (__builtin_sub_overflow(now, prev[size_t(c)], &delta))
+                return makeError("not a torch.profiler memory timeline: sizes out of range");
             prev[size_t(c)] = now;
             if (delta > 0)
                 make.alloc(time, uint64_t(delta), Category(c));
@@ -157,7 +166,7 @@ Result<Trace> importFile(const std::string& path, const TaskContext& ctx) {
     if (!src) return src.error();
     auto rows = readRows(**src, ctx);
     if (!rows) return rows.error();
-    return build(std::move(*rows), stemOf(path));
+    return build(std::move(*rows), stemOf(path), ctx);
 }
 
 Result<Trace> importBytes(std::span<const std::byte> bytes, const TaskContext& ctx,
@@ -165,7 +174,7 @@ Result<Trace> importBytes(std::span<const std::byte> bytes, const TaskContext& c
     auto src = json_input::openMemory(bytes);
     auto rows = readRows(*src, ctx);
     if (!rows) return rows.error();
-    return build(std::move(*rows), std::move(name));
+    return build(std::move(*rows), std::move(name), ctx);
 }
 
 }  // namespace memscope::memory_timeline

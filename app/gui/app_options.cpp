@@ -23,7 +23,12 @@ AppOptions parseOptions(const QStringList& arguments) {
     const QCommandLineOption dark(
         QStringLiteral("dark"),
         QStringLiteral("Use a dark palette (the system palette is followed otherwise)."));
-    parser.addOptions({compare, screenshot, size, dark});
+    const QCommandLineOption colorBy(
+        QStringLiteral("color-by"),
+        QStringLiteral("Screenshot: stack and colour by 'category' or 'allocation' (default: "
+                       "category where the trace recorded categories, else allocation)."),
+        QStringLiteral("MODE"));
+    parser.addOptions({compare, screenshot, size, dark, colorBy});
     parser.addPositionalArgument(QStringLiteral("files"),
                                  QStringLiteral("Traces or folders of per-rank traces."),
                                  QStringLiteral("[FILES...]"));
@@ -44,6 +49,14 @@ AppOptions parseOptions(const QStringList& arguments) {
             o.size = QSize(wh[0].toInt(), wh[1].toInt());
         else
             o.error = QStringLiteral("--size wants WxH, e.g. 1600x1000");
+    }
+    if (parser.isSet(colorBy)) {
+        o.color_by = stackModeFromString(parser.value(colorBy).toStdString());
+        if (!o.color_by)
+            o.error = QStringLiteral("--color-by wants 'category' or 'allocation', not '%1'")
+                          .arg(parser.value(colorBy));
+        else if (o.screenshot.isEmpty())
+            o.error = QStringLiteral("--color-by applies to --screenshot");
     }
     if (!o.screenshot.isEmpty() && o.paths.isEmpty())
         o.error = QStringLiteral("--screenshot needs at least one file");

@@ -3,6 +3,9 @@
 
 #include <QSize>
 #include <QStringList>
+#include <optional>
+
+#include "memscope/allocation_order.h"
 
 class QCoreApplication;
 
@@ -14,7 +17,8 @@ struct AppOptions {
     bool dark = false;       // force a dark palette
     QString screenshot;      // non-empty: render offscreen to this file and exit
     QSize size{1600, 1000};  // screenshot size
-    QString error;           // non-empty: bad command line
+    std::optional<memscope::StackMode> color_by;  // screenshot: stack mode (default: the file's)
+    QString error;                                // non-empty: bad command line
 };
 
 AppOptions parseOptions(const QStringList& arguments);

@@ -4,8 +4,10 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QSettings>
 #include <QVBoxLayout>
 
+#include "memscope/allocation_order.h"
 #include "memscope/compare.h"
 #include "memscope/units.h"
 #include "overview_strip.h"
@@ -58,6 +60,14 @@ RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(
     connect(mode_, &QComboBox::currentIndexChanged, this, [this](int i) {
         plot_->setStackMode(i == 1 ? StackMode::ByAllocation : StackMode::ByCategory);
     });
+    // Only the user's own choice is remembered for the run (activated, not
+    // currentIndexChanged: the default set below is not a choice).
+    connect(mode_, &QComboBox::activated, this, [this](int i) {
+        QSettings().setValue(
+            stackModeKey(),
+            QString::fromUtf8(
+                toString(i == 1 ? StackMode::ByAllocation : StackMode::ByCategory).data()));
+    });
     connect(peak, &QPushButton::clicked, this, &RunView::goToPeak);
     connect(home, &QPushButton::clicked, zoom_, &ZoomState::reset);
     connect(plot_, &TimelinePlot::hoverChanged, this, [this](const QString& t) {
@@ -76,6 +86,17 @@ RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(
         if (devices_->itemData(i).toPoint() == QPoint(first.part, first.device_index))
             devices_->setCurrentIndex(i);
     setDevice(first);
+    // The mode the user chose for this run last time, else what suits the
+    // file: by category where it recorded categories, by allocation otherwise.
+    const QString remembered = QSettings().value(stackModeKey()).toString();
+    std::optional<StackMode> mode = stackModeFromString(remembered.toStdString());
+    if (!mode)
+        if (const DeviceTimeline* tl = run_->timeline(first)) mode = defaultStackMode(*tl);
+    setStackMode(mode.value_or(StackMode::ByCategory));
+}
+
+QString RunView::stackModeKey() const {
+    return QStringLiteral("stackMode/") + run_->paths.join(QLatin1Char('|'));
 }
 
 void RunView::setDevice(DeviceRef ref) {
@@ -97,6 +118,10 @@ void RunView::setDevice(DeviceRef ref) {
 
 QString RunView::hoverText() const {
     return hover_->text();
+}
+
+StackMode RunView::stackMode() const {
+    return plot_->stackMode();
 }
 
 void RunView::setStackMode(StackMode mode) {

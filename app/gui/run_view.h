@@ -30,6 +30,7 @@ public:
     QString hoverText() const;
 
     void setStackMode(StackMode mode);
+    StackMode stackMode() const;
     void setBoxZoom(bool on);
     void goToPeak();
     double peakX() const;  // shared-axis x of the device's peak
@@ -43,6 +44,9 @@ signals:
     void deviceChanged();
 
 private:
+    // QSettings key under which the user's stack mode for this run is kept.
+    QString stackModeKey() const;
+
     RunPtr run_;
     DeviceRef ref_;
     ZoomState* zoom_ = nullptr;

@@ -35,6 +35,7 @@ int runScreenshot(const AppOptions& options) {
     // Show something worth a picture: the peak of a single run, the allocator
     // state at that moment.
     if (RunView* v = window.currentRunView()) {
+        if (options.color_by) v->setStackMode(*options.color_by);
         v->goToPeak();
         // Pin the largest allocation live at the peak, so the inspector shows a stack.
         const DeviceTimeline* tl = v->plot()->timeline();

@@ -102,7 +102,15 @@ TimelinePlot::TimelinePlot(QWidget* parent) : QWidget(parent), p_(std::make_uniq
     p_->peak->setText(QStringLiteral("peak ▾"));
     p_->peak->setVisible(false);
 
-    p_->main->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    // The legend sits in a row of its own above the plot, laid out in
+    // columns: inside the axis rect it covered the data (issue 13).
+    p_->main->insetLayout()->take(plot_->legend);
+    p_->main->insetLayout()->simplify();
+    plot_->plotLayout()->insertRow(0);
+    plot_->plotLayout()->addElement(0, 0, plot_->legend);
+    plot_->plotLayout()->setRowStretchFactor(0, 0.001);
+    plot_->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    plot_->legend->setWrap(6);
     plot_->legend->setVisible(true);
     plot_->legend->setIconSize(10, 10);
     QFont lf = font();
@@ -178,6 +186,8 @@ void TimelinePlot::setTitle(const QString& title) {
 
 void TimelinePlot::setLegendVisible(bool visible) {
     plot_->legend->setVisible(visible);
+    // A hidden legend gives its row back to the plot.
+    plot_->legend->setMaximumSize(QWIDGETSIZE_MAX, visible ? QWIDGETSIZE_MAX : 0);
 }
 
 void TimelinePlot::setPinned(std::optional<uint32_t> interval) {

@@ -6,6 +6,22 @@
 
 namespace memscope {
 
+std::string_view toString(StackMode mode) {
+    return mode == StackMode::ByAllocation ? "allocation" : "category";
+}
+
+std::optional<StackMode> stackModeFromString(std::string_view name) {
+    if (name == "category") return StackMode::ByCategory;
+    if (name == "allocation") return StackMode::ByAllocation;
+    return std::nullopt;
+}
+
+StackMode defaultStackMode(const DeviceTimeline& timeline) {
+    for (const AllocationInterval& a : timeline.intervals)
+        if (a.category != Category::Unknown) return StackMode::ByCategory;
+    return timeline.intervals.empty() ? StackMode::ByCategory : StackMode::ByAllocation;
+}
+
 std::vector<uint32_t> largestIntervals(const DeviceTimeline& timeline, size_t count) {
     const auto& iv = timeline.intervals;
     std::vector<uint32_t> idx(iv.size());

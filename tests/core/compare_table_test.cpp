@@ -162,6 +162,22 @@ TEST(PeakCheck, LimitsDevicesAndPhases) {
     EXPECT_EQ(growthLimit(INT64_MAX, 50), INT64_MAX);
 }
 
+// A trace with recorded categories opens by category; one whose allocations
+// are all "unknown" (a user's snapshot) opens by allocation.
+TEST(AllocationOrder, DefaultModeFollowsTheRecordedCategories) {
+    DeviceTimeline tl;
+    EXPECT_EQ(defaultStackMode(tl), StackMode::ByCategory);  // nothing to show either way
+    AllocationInterval a;
+    a.size = 10;
+    tl.intervals = {a, a};
+    EXPECT_EQ(defaultStackMode(tl), StackMode::ByAllocation);
+    tl.intervals[1].category = Category::Activation;
+    EXPECT_EQ(defaultStackMode(tl), StackMode::ByCategory);
+    EXPECT_EQ(stackModeFromString("allocation"), StackMode::ByAllocation);
+    EXPECT_EQ(stackModeFromString(toString(StackMode::ByCategory)), StackMode::ByCategory);
+    EXPECT_FALSE(stackModeFromString("site").has_value());
+}
+
 TEST(AllocationOrder, HitTestFollowsTheStackingOfEachMode) {
     Trace t;
     t.events = {event(0, EventKind::Alloc, 0x100, 10, Category::Activation),

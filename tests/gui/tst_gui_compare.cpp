@@ -150,6 +150,14 @@ private slots:
     void badCommandLines() {
         QVERIFY(!parseOptions({QStringLiteral("memscope"), QStringLiteral("--screenshot"), QStringLiteral("x.png")}).error.isEmpty());
         QVERIFY(!parseOptions({QStringLiteral("memscope"), QStringLiteral("--nope")}).error.isEmpty());
+        const QString m = QStringLiteral("memscope"), shot = QStringLiteral("--screenshot"),
+                      by = QStringLiteral("--color-by"), png = QStringLiteral("x.png"),
+                      file = QStringLiteral("a.pickle");
+        const AppOptions ok = parseOptions({m, shot, png, by, QStringLiteral("allocation"), file});
+        QVERIFY2(ok.error.isEmpty(), qPrintable(ok.error));
+        QVERIFY(ok.color_by == StackMode::ByAllocation);
+        QVERIFY(parseOptions({m, shot, png, by, QStringLiteral("site"), file}).error.contains(QStringLiteral("site")));
+        QVERIFY(!parseOptions({m, by, QStringLiteral("category"), file}).error.isEmpty());  // needs --screenshot
     }
 };
 

@@ -93,7 +93,12 @@ private slots:
         QVERIFY(z->fullBegin() < mid && mid < z->fullEnd());
         const QString text = view.plot()->hoverTextAt(mid, 10);
         QVERIFY2(text.contains(QStringLiteral("live 300 B")), qPrintable(text));
+        // No recorded categories: it opens by allocation, not as one "unknown" block.
+        QVERIFY(view.stackMode() == StackMode::ByAllocation);
     }
+
+    // The simple trace recorded its categories: it opens stacked by category.
+    void recordedCategoriesOpenByCategory() { QVERIFY(view_->stackMode() == StackMode::ByCategory); }
 
     void hoverTextAtKnownPoint() {
         // At t = 25, A (activation, 100 B) sits under B (gradient) in category order.

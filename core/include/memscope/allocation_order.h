@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "memscope/timeline.h"
@@ -18,6 +19,14 @@
 namespace memscope {
 
 enum class StackMode : uint8_t { ByCategory = 0, ByAllocation = 1 };
+
+std::string_view toString(StackMode mode);  // "category", "allocation"
+std::optional<StackMode> stackModeFromString(std::string_view name);
+
+// How a device opens when the user has not chosen: by category where the trace
+// recorded categories for some of its allocations, else by allocation (a trace
+// without categories would be one "unknown" block).
+StackMode defaultStackMode(const DeviceTimeline& timeline);
 
 // Whether an interval is live at x (start <= x < end, or never freed).
 inline bool liveAtX(const AllocationInterval& a, int64_t x) {

@@ -49,11 +49,22 @@ Result<FinishedTrace> finishProcess(const fs::path& dir, const fs::path& folder,
     if (nothing_recorded) return done;
 
     RecordingParts parts;
+    std::vector<HookHistoryDump> read_dumps;  // parallel to parts.histories
     for (const HookHistoryDump& h : hook->histories) {
         const std::string path = (folder / h.file).string();
         auto dump = registry.load(path, local);
-        if (!dump) return makeError(dump.message());
+        if (!dump) {
+            // A dump cut short (the process was killed while writing it): the
+            // other parts still make a trace; this one stays in the folder.
+            local.warn({WarningKind::SkippedRecords,
+                        "an allocator history dump could not be read and was left out (kept in " +
+                            folder.string() + "): " + dump.message(),
+                        1});
+            done.parts_kept = true;
+            continue;
+        }
         parts.histories.push_back({std::move(*dump), h.cleared_before});
+        read_dumps.push_back(h);
     }
     if (hook->cpu_events_file) {
         const fs::path log = folder / *hook->cpu_events_file;
@@ -75,7 +86,7 @@ Result<FinishedTrace> finishProcess(const fs::path& dir, const fs::path& folder,
     std::vector<fs::path> untimed;  // histories the merge cannot place in time
     for (size_t i = 0; i < parts.histories.size(); ++i)
         if (parts.histories[i].trace.metadata.time_base != TimeBase::Nanoseconds)
-            untimed.push_back(folder / parts.hook->histories[i].file);
+            untimed.push_back(folder / read_dumps[i].file);
     auto merged = mergeRecording(std::move(parts), local, &done.stats);
     if (!merged) return makeError("process " + std::to_string(pid) + ": " + merged.message());
     const fs::path out = tracer ? *tracer : dir / recordedTraceName(pid, rank, local_rank);
@@ -134,7 +145,7 @@ RecordingFinish finishRecording(const std::string& dir_text, const PluginRegistr
             continue;
         }
         std::error_code removed;
-        fs::remove_all(folder, removed);
+        if (!done->parts_kept) fs::remove_all(folder, removed);
         if (!nothing) result.traces.push_back(std::move(*done));
     }
     fs::remove(hooks, ec);  // only when empty

@@ -464,5 +464,29 @@ TEST(RecordingMerge, TakeoverMarkersOpenAsWarnings) {
     EXPECT_EQ(opened->warnings[1].message, "entries were lost");
 }
 
+// A dump cut short (the process killed while writing it) is left out with a
+// warning; the phases still make a trace, and the hook folder stays for a look.
+TEST(RecordingFolder, UnreadableDumpIsAWarningNotALostRecording) {
+    const fs::path dir = freshDir("recording-folder-cut-dump");
+    const fs::path hook = dir / kHookFolderName / "88";
+    fs::create_directories(hook);
+    writeText(hook / "history-0001.pickle", std::string("\x80\x04\x95", 3));
+    writeText(hook / "hook.json", R"({"format":"memscope-hook","version":1,"pid":88,
+        "complete":false,"exit":"running","histories":[{"file":"history-0001.pickle"}],
+        "phases":[{"kind":"step","step":0,"start_ns":1,"end_ns":2}]})");
+    const RecordingFinish done = finishRecording(dir.string(), processRegistry());
+    ASSERT_TRUE(done.errors.empty()) << done.errors.front();
+    ASSERT_EQ(done.traces.size(), 1u);
+    EXPECT_TRUE(done.traces[0].parts_kept);
+    EXPECT_TRUE(fs::exists(hook / "history-0001.pickle"));
+    bool said = false;
+    for (const LoadWarning& w : done.traces[0].warnings)
+        said |= w.message.find("could not be read") != std::string::npos;
+    EXPECT_TRUE(said);
+    auto merged = importNativeTrace(done.traces[0].path);
+    ASSERT_TRUE(merged.ok()) << merged.message();
+    EXPECT_EQ(merged->phases.size(), 1u);
+}
+
 }  // namespace
 }  // namespace memscope

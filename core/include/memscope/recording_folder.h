@@ -29,6 +29,7 @@ struct FinishedTrace {
     MergeStats stats;
     std::vector<LoadWarning> warnings;
     std::vector<std::string> kept;  // untimed history dumps kept as snapshots beside it
+    bool parts_kept = false;        // a part could not be read: the hook folder stays
 };
 
 struct RecordingFinish {

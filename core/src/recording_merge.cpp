@@ -1,6 +1,7 @@
 #include "memscope/recording_merge.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <numeric>
 #include <set>
@@ -165,11 +166,16 @@ public:
         auto it = times_.find(key(e));
         if (it == times_.end()) return false;
         Candidate* best = nullptr;
+        uint64_t best_distance = 0;
         for (Candidate& c : it->second) {
             if (c.used) continue;
-            const int64_t d = c.time > e.time ? c.time - e.time : e.time - c.time;
-            if (d <= kSegmentMatchWindowNs && (!best || d < std::llabs(best->time - e.time)))
+            // Unsigned: the distance between any two int64 times fits.
+            const uint64_t d = c.time > e.time ? uint64_t(c.time) - uint64_t(e.time)
+                                               : uint64_t(e.time) - uint64_t(c.time);
+            if (d <= uint64_t(kSegmentMatchWindowNs) && (!best || d < best_distance)) {
                 best = &c;
+                best_distance = d;
+            }
         }
         if (!best) return false;
         best->used = true;

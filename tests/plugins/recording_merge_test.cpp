@@ -55,6 +55,20 @@ Trace slice(const Trace& t, size_t first, size_t last, bool with_state) {
     return out;
 }
 
+// mergeRecording with its warnings and statistics collected.
+struct Merged {
+    Result<Trace> trace = makeError("not merged");
+    std::vector<LoadWarning> warnings;
+    MergeStats stats;
+};
+Merged merge(RecordingParts parts) {
+    Merged m;
+    TaskContext ctx;
+    ctx.warnings = &m.warnings;
+    m.trace = mergeRecording(std::move(parts), ctx, &m.stats);
+    return m;
+}
+
 void expectSameSeries(const StepSeries& a, const StepSeries& b, const std::string& what) {
     ASSERT_EQ(a.initial, b.initial) << what;
     ASSERT_EQ(a.xs().size(), b.xs().size()) << what;
@@ -137,15 +151,11 @@ TEST(RecordingMerge, ClearedDumpsFollowOnWithoutAGap) {
     RecordingParts parts;
     parts.histories.push_back({slice(original, 0, n / 2, false), false});
     parts.histories.push_back({slice(original, n / 2, n, true), true});
-    MergeStats stats;
-    std::vector<LoadWarning> warnings;
-    TaskContext ctx;
-    ctx.warnings = &warnings;
-    auto merged = mergeRecording(std::move(parts), ctx, &stats);
-    ASSERT_TRUE(merged.ok());
-    EXPECT_EQ(stats.gaps, 0u);
-    EXPECT_TRUE(warnings.empty());
-    expectSameTimeline(original, *merged, "cleared");
+    const Merged m = merge(std::move(parts));
+    ASSERT_TRUE(m.trace.ok());
+    EXPECT_EQ(m.stats.gaps, 0u);
+    EXPECT_TRUE(m.warnings.empty());
+    expectSameTimeline(original, *m.trace, "cleared");
 }
 
 TEST(RecordingMerge, LostEntriesBecomeAGapMarkerAndAWarning) {
@@ -155,18 +165,14 @@ TEST(RecordingMerge, LostEntriesBecomeAGapMarkerAndAWarning) {
     RecordingParts parts;
     parts.histories.push_back({slice(original, 0, n * 4 / 10, false), false});
     parts.histories.push_back({slice(original, n * 6 / 10, n, true), false});
-    MergeStats stats;
-    std::vector<LoadWarning> warnings;
-    TaskContext ctx;
-    ctx.warnings = &warnings;
-    auto merged = mergeRecording(std::move(parts), ctx, &stats);
-    ASSERT_TRUE(merged.ok());
-    EXPECT_EQ(stats.gaps, 1u);
-    ASSERT_EQ(warnings.size(), 1u);
-    EXPECT_EQ(warnings[0].kind, WarningKind::DroppedRecords);
-    EXPECT_NE(warnings[0].message.find("MEMSCOPE_HISTORY_MAX_ENTRIES"), std::string::npos);
+    Merged m = merge(std::move(parts));
+    ASSERT_TRUE(m.trace.ok());
+    EXPECT_EQ(m.stats.gaps, 1u);
+    ASSERT_EQ(m.warnings.size(), 1u);
+    EXPECT_EQ(m.warnings[0].kind, WarningKind::DroppedRecords);
+    EXPECT_NE(m.warnings[0].message.find("MEMSCOPE_HISTORY_MAX_ENTRIES"), std::string::npos);
     // The gap travels with the trace: opening it warns again.
-    auto opened = openTrace(std::move(*merged), "merged");
+    auto opened = openTrace(std::move(*m.trace), "merged");
     ASSERT_TRUE(opened.ok());
     bool found = false;
     for (const LoadWarning& w : opened->warnings)
@@ -303,16 +309,12 @@ TEST(RecordingMerge, HistoryWithoutTimestampsIsLeftOutWithAWarning) {
     RecordingParts parts;
     parts.histories.push_back({std::move(history), false});
     parts.cpu = {{100, 0xa0, 4096}};
-    std::vector<LoadWarning> warnings;
-    TaskContext ctx;
-    ctx.warnings = &warnings;
-    MergeStats stats;
-    auto merged = mergeRecording(std::move(parts), ctx, &stats);
-    ASSERT_TRUE(merged.ok()) << merged.message();
-    EXPECT_EQ(merged->events.size(), 1u);
-    EXPECT_EQ(stats.untimed_histories, 1u);
-    ASSERT_EQ(warnings.size(), 1u);
-    EXPECT_NE(warnings[0].message.find("no timestamps"), std::string::npos);
+    const Merged m = merge(std::move(parts));
+    ASSERT_TRUE(m.trace.ok()) << m.trace.message();
+    EXPECT_EQ(m.trace->events.size(), 1u);
+    EXPECT_EQ(m.stats.untimed_histories, 1u);
+    ASSERT_EQ(m.warnings.size(), 1u);
+    EXPECT_NE(m.warnings[0].message.find("no timestamps"), std::string::npos);
 }
 
 TEST(HookSidecar, BadFilesAreErrorsThatSayWhy) {

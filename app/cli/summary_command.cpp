@@ -6,6 +6,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "memscope/inference.h"
 #include "memscope/peak_explainer.h"
 #include "memscope/report_json.h"
 #include "memscope/summary.h"
@@ -30,7 +31,7 @@ std::string timeText(const std::optional<int64_t>& us, const std::optional<int64
     return buf;
 }
 
-void printPhasePeaks(const DeviceSummary& d) {
+void printPhasePeaks(const DeviceSummary& d, bool inferredSteps) {
     const PhasePeaks& pp = d.phase_peaks;
     bool any = false;
     for (TrainingPhase p : kAllTrainingPhases) {
@@ -42,7 +43,9 @@ void printPhasePeaks(const DeviceSummary& d) {
         std::printf("      %-10.*s     %-11s +%s\n", int(name.size()), name.data(),
                     formatBytes(peak->bytes).c_str(), formatBytes(peak->increaseBytes()).c_str());
     }
-    if (!pp.by_step.empty()) std::printf("    steps            %zu\n", pp.by_step.size());
+    if (!pp.by_step.empty())
+        std::printf("    steps            %zu%s\n", pp.by_step.size(),
+                    inferredSteps ? "  (inferred)" : "");
 }
 
 // The allocation sites that hold the most at the peak, by their user frame.
@@ -95,10 +98,14 @@ void printTable(const FileReport& f) {
             if (!any) std::printf("    at the peak\n");
             any = true;
             const auto name = toString(c);
-            std::printf("      %-16.*s %s\n", int(name.size()), name.data(),
-                        formatBytes(bytes).c_str());
+            const DeviceTimeline* tl = f.timeline ? f.timeline->device(device) : nullptr;
+            const CategorySources src =
+                tl ? tl->category_sources[size_t(index(c))] : CategorySources{};
+            std::printf(
+                "      %-16.*s %s%s\n", int(name.size()), name.data(), formatBytes(bytes).c_str(),
+                src.inferred ? (src.recorded ? "  (partly inferred)" : "  (inferred)") : "");
         }
-        printPhasePeaks(d);
+        printPhasePeaks(d, f.trace && stepSource(*f.trace) == StepSource::Inferred);
         if (f.trace && f.timeline)
             if (const DeviceTimeline* tl = f.timeline->device(device)) printSites(*f.trace, *tl);
     }

@@ -10,6 +10,7 @@
 
 #include "format.h"
 #include "memscope/frames.h"
+#include "memscope/inference.h"
 #include "memscope/phases.h"
 #include "models.h"
 
@@ -78,6 +79,9 @@ void InspectorView::setAllocation(RunPtr run, DeviceRef ref, uint32_t interval) 
     if (!site.empty())
         lines << QStringLiteral("site: <b>%1</b>").arg(toQString(site).toHtmlEscaped());
     if (!phase.empty()) lines << QStringLiteral("phase: %1").arg(toQString(phase).toHtmlEscaped());
+    // Why this category: recorded, or the inference's rule and evidence.
+    lines << QStringLiteral("category: %1")
+                 .arg(toQString(explainCategory(*trace, a)).toHtmlEscaped());
     const QString from = a.alloc_event == kNoEvent ? QStringLiteral("before recording")
                                                    : formatRunTime(*trace, *tl, a.start);
     const QString to = a.free_event == kNoEvent ? QStringLiteral("never freed")

@@ -55,8 +55,11 @@ PhaseBandData buildPhaseBands(const Trace& trace, int16_t device) {
     d.items.reserve(trace.phases.size() + trace.annotations.size());
     for (const Phase& p : trace.phases) {
         if (p.device >= 0 && p.device != device) continue;
-        d.items.push_back({p.start, std::max(p.end, p.start), rowOf(p.kind), colorOf(p),
-                           toQString(trace.string(p.name))});
+        // Phases memscope inferred say so and are drawn paler than recorded ones.
+        QString name = toQString(trace.string(p.name));
+        if (p.inferred) name += QStringLiteral(" (inferred)");
+        d.items.push_back({p.start, std::max(p.end, p.start), rowOf(p.kind),
+                           p.inferred ? colorOf(p).lighter(130) : colorOf(p), name});
     }
     // Annotation START/END pairs become ranges (matched by name, innermost
     // first); unmatched ones and instants are ticks.

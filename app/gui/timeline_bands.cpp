@@ -72,7 +72,13 @@ BandSet computeBands(const DeviceTimeline& tl, const std::vector<uint32_t>* larg
         for (Category c : kAllCategories) {
             const StepSeries& s = tl.live_by_category[size_t(index(c))];
             if (s.empty() && s.initial == 0) continue;  // never used: no band, no legend entry
+            const CategorySources sources = tl.category_sources[size_t(index(c))];
             Band b{categoryLabel(c), categoryColor(c), index(c), {}};
+            if (sources.inferred) {
+                b.inferred = true;
+                b.label += sources.recorded ? QStringLiteral(" (partly inferred)")
+                                            : QStringLiteral(" (inferred)");
+            }
             sampleInto(s.levelOfDetail(lo, hi, nCat), src, value);
             b.ys.resize(src.size());
             for (size_t k = 0; k < src.size(); ++k) {

@@ -25,6 +25,9 @@ struct Band {
     // its lifetime.
     size_t begin = 0;
     size_t end = SIZE_MAX;
+    // By category: memscope inferred (some of) these bytes' category; drawn
+    // hatched and named so, never mixed silently with recorded ones.
+    bool inferred = false;
 };
 
 struct BandSet {

@@ -279,7 +279,8 @@ void TimelinePlot::rebuild(bool replot) {
         for (size_t i = from; i < to; ++i)
             data[qsizetype(i - from)] = QCPGraphData(bands_.xs[i], b.ys[i]);
         g->data()->set(data, true);
-        g->setBrush(b.color);
+        // Inferred categories: paler and hatched, in the plot and the legend.
+        g->setBrush(b.inferred ? QBrush(b.color.lighter(115), Qt::Dense2Pattern) : QBrush(b.color));
         // No outline: stroking thousands of step segments costs more than
         // filling them, and adjacent fills already show the band edges.
         g->setPen(Qt::NoPen);

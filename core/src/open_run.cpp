@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "memscope/file_io.h"
+#include "memscope/inference.h"
 #include "memscope/native_format.h"
 
 namespace memscope {
@@ -92,6 +93,8 @@ Result<OpenedTrace> openTrace(Trace trace, const std::string& path, const TaskCo
     out.path = path;
     out.format = trace.metadata.source_format;
     recordedGaps(trace, out.warnings);
+    if (options.infer && options.timeline) inferMissingLabels(trace, ctx);
+    if (ctx.cancelled()) return cancelledError();
     auto shared = std::make_shared<const Trace>(std::move(trace));
     if (options.timeline) {
         auto tl = Timeline::build(*shared, ctx, options.timeline_options);

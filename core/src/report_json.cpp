@@ -122,20 +122,59 @@ void steps(Out& w, const Trace& trace) {
         return trace.phases[a - 1].start < trace.phases[b - 1].start;
     };
     std::stable_sort(step_ids.begin(), step_ids.end(), byStart);
+    // Each step's phases by name: the training phases by kind (an optimizer
+    // fused into backward counts as "optimizer" too), other ranges directly
+    // inside the step by their own name; [first start, last end] of each.
+    auto phaseKey = [&](uint32_t step, uint32_t j) -> std::string {
+        const Phase& q = trace.phases[j - 1];
+        switch (q.kind) {
+            case PhaseKind::Forward:
+                return "forward";
+            case PhaseKind::Backward:
+                return "backward";
+            case PhaseKind::Optimizer:
+                return "optimizer";
+            case PhaseKind::Recompute:
+                return "recompute";
+            default:
+                return q.parent.value == step ? std::string(trace.string(q.name)) : "";
+        }
+    };
     w.StartArray();
-    for (uint32_t id : step_ids) {
+    for (size_t k = 0; k < step_ids.size(); ++k) {
+        const uint32_t id = step_ids[k];
         const Phase& p = trace.phases[id - 1];
         w.StartObject();
+        field(w, "index", int64_t(k));
         field(w, "step", int64_t(p.step));
         field(w, "name", trace.string(p.name));
         field(w, "start_us", nanosToMicrosFloor(p.start));
         field(w, "end_us", nanosToMicrosCeil(p.end));
+        field(w, "source", std::string_view(p.inferred ? "inferred" : "recorded"));
         if (p.device >= 0) field(w, "device", int64_t(p.device));
-        key(w, "phases");
-        w.StartArray();
+        std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> spans;
         std::stable_sort(inside[id].begin(), inside[id].end(), byStart);
-        for (uint32_t j : inside[id]) string(w, trace.string(trace.phases[j - 1].name));
-        w.EndArray();
+        for (uint32_t j : inside[id]) {
+            const std::string name = phaseKey(id, j);
+            if (name.empty()) continue;
+            const Phase& q = trace.phases[j - 1];
+            auto it = std::find_if(spans.begin(), spans.end(),
+                                   [&](const auto& s) { return s.first == name; });
+            if (it == spans.end())
+                spans.push_back({name, {q.start, q.end}});
+            else
+                it->second.second = std::max(it->second.second, q.end);
+        }
+        key(w, "phases");
+        w.StartObject();
+        for (const auto& [name, span] : spans) {
+            key(w, name);
+            w.StartArray();
+            w.Int64(nanosToMicrosFloor(span.first));
+            w.Int64(nanosToMicrosCeil(span.second));
+            w.EndArray();
+        }
+        w.EndObject();
         w.EndObject();
     }
     w.EndArray();
@@ -206,6 +245,19 @@ std::string summaryToJson(std::span<const FileReport> files) {
             categories(w, d.categories_at_peak);
             if (f.trace && f.timeline) {
                 if (const DeviceTimeline* tl = f.timeline->device(device)) {
+                    // Which categories' bytes memscope inferred (inference.h)
+                    // rather than read from the trace.
+                    key(w, "category_sources");
+                    w.StartObject();
+                    for (Category c : kAllCategories) {
+                        const CategorySources& src = tl->category_sources[size_t(index(c))];
+                        if (!src.recorded && !src.inferred) continue;
+                        key(w, toString(c));
+                        string(w, src.recorded && src.inferred ? "recorded+inferred"
+                                  : src.inferred               ? "inferred"
+                                                               : "recorded");
+                    }
+                    w.EndObject();
                     key(w, "peak_sites");
                     peakSites(w, *f.trace, *tl, sitesAtPeak(*f.trace, *tl, 10));
                 }

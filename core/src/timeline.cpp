@@ -4,6 +4,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "events_by_device.h"
 #include "phase_peak_tracker.h"
 #include "saturating.h"
 
@@ -12,6 +13,7 @@ namespace {
 
 using detail::addSat;
 using detail::clampSize;
+using detail::eventsByDevice;
 using detail::subSat;
 
 constexpr uint64_t kProgressEvery = 1u << 20;
@@ -26,24 +28,6 @@ bool addsSegment(EventKind k) {
 }
 bool removesSegment(EventKind k) {
     return k == EventKind::SegmentFree || k == EventKind::SegmentUnmap;
-}
-
-// Trace::events indexes of one device, in time order (stable for equal times).
-std::vector<std::vector<uint64_t>> eventsByDevice(const Trace& trace,
-                                                  const std::vector<int16_t>& devices) {
-    std::vector<int> slot(size_t(1) << 16, -1);
-    for (size_t i = 0; i < devices.size(); ++i) slot[size_t(uint16_t(devices[i]))] = int(i);
-    std::vector<std::vector<uint64_t>> out(devices.size());
-    for (uint64_t i = 0; i < trace.events.size(); ++i)
-        out[size_t(slot[size_t(uint16_t(trace.events[i].device))])].push_back(i);
-    for (auto& indexes : out) {
-        auto byTime = [&](uint64_t a, uint64_t b) {
-            return trace.events[a].time < trace.events[b].time;
-        };
-        if (!std::is_sorted(indexes.begin(), indexes.end(), byTime))
-            std::stable_sort(indexes.begin(), indexes.end(), byTime);
-    }
-    return out;
 }
 
 class DeviceBuilder {
@@ -98,20 +82,23 @@ private:
                 slot = tracker_.enter(e, int64_t(local), live, byCat);
             switch (e.kind) {
                 case EventKind::Alloc: {
+                    const Category cat = trace_.categoryOf(ti);
+                    const bool inferred = trace_.categoryInferred(ti);
                     addSat(live, clampSize(e.size));
-                    addSat(byCat[index(e.category)], clampSize(e.size));
+                    addSat(byCat[index(cat)], clampSize(e.size));
                     // A second alloc at a live address replaces it, as memory_viz does.
                     open_[e.address] = uint32_t(allocs_.size());
                     allocs_.push_back(AllocationInterval{e.time, tl_.end, e.address, e.size, ti,
-                                                         kNoEvent, e.stack, e.phase, e.category});
+                                                         kNoEvent, e.stack, e.phase, cat,
+                                                         inferred});
+                    noteSource(cat, inferred);
                     allocSpans_.push_back({int64_t(local), kNever});
                     tl_.live.append(e.time, live);
-                    tl_.live_by_category[index(e.category)].append(e.time,
-                                                                   byCat[index(e.category)]);
+                    tl_.live_by_category[index(cat)].append(e.time, byCat[index(cat)]);
                     break;
                 }
                 case EventKind::FreeCompleted: {
-                    Category cat = e.category;
+                    Category cat = trace_.categoryOf(ti);
                     int64_t size = clampSize(e.size);
                     if (auto it = open_.find(e.address); it != open_.end()) {
                         AllocationInterval& a = allocs_[it->second];
@@ -122,9 +109,11 @@ private:
                         size = clampSize(a.size);
                         open_.erase(it);
                     } else {
+                        const bool inferred = trace_.categoryInferred(ti);
                         ghosts_.push_back(AllocationInterval{tl_.start, e.time, e.address, e.size,
-                                                             kNoEvent, ti, e.stack, e.phase,
-                                                             e.category});
+                                                             kNoEvent, ti, e.stack, e.phase, cat,
+                                                             inferred});
+                        noteSource(cat, inferred);
                         ghostSpans_.push_back({-1, int64_t(local)});
                         addSat(initialByCat_[index(cat)], size);
                     }
@@ -158,15 +147,23 @@ private:
     void addEndStateGhosts() {
         if (!trace_.allocator_state) return;
         const AllocatorState& state = *trace_.allocator_state;
+        const auto& inferred = trace_.inferred_block_categories;
         for (const Segment& s : state.segments) {
             if (s.device != tl_.device) continue;
-            for (const Block& b : state.blocksOf(s)) {
+            for (size_t k = 0; k < s.block_count; ++k) {
+                const size_t bi = size_t(s.first_block) + k;
+                if (bi >= state.blocks.size()) break;
+                const Block& b = state.blocks[bi];
                 if (b.state != BlockState::ActiveAllocated || open_.count(b.address)) continue;
+                const bool guessed =
+                    bi < inferred.size() && inferred[bi].rule != CategoryRule::Recorded;
+                const Category cat = guessed ? inferred[bi].category : Category::Unknown;
                 ghosts_.push_back(AllocationInterval{tl_.start, tl_.end, b.address, b.size,
-                                                     kNoEvent, kNoEvent, b.stack, PhaseId(),
-                                                     Category::Unknown});
+                                                     kNoEvent, kNoEvent, b.stack, PhaseId(), cat,
+                                                     guessed});
+                noteSource(cat, guessed);
                 ghostSpans_.push_back({-1, kNever});
-                addSat(initialByCat_[index(Category::Unknown)], clampSize(b.size));
+                addSat(initialByCat_[index(cat)], clampSize(b.size));
             }
         }
     }
@@ -181,6 +178,11 @@ private:
         addSat(tl_.peak.bytes, peakRelative_);
         tl_.peak.event_index = peakLocal_;
         tl_.peak.by_category = {};
+    }
+
+    void noteSource(Category cat, bool inferred) {
+        CategorySources& src = tl_.category_sources[index(cat)];
+        (inferred ? src.inferred : src.recorded) = true;
     }
 
     static void shift(StepSeries& s, int64_t by) {

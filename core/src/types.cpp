@@ -1,4 +1,5 @@
 #include "memscope/types.h"
+
 #include "memscope/task_context.h"
 
 namespace memscope {
@@ -6,11 +7,12 @@ namespace {
 
 // Names as PyTorch writes them (snapshot actions, torch.profiler categories).
 constexpr std::array<std::string_view, kEventKindCount> kKindNames = {
-    "alloc",         "free_requested", "free_completed", "segment_alloc", "segment_free",
-    "segment_map",   "segment_unmap",  "oom",            "snapshot",      "marker"};
+    "alloc",        "free_requested", "free_completed", "segment_alloc",
+    "segment_free", "segment_map",    "segment_unmap",  "oom",
+    "snapshot",     "marker"};
 constexpr std::array<std::string_view, kCategoryCount> kCategoryNames = {
-    "parameter", "optimizer_state", "input",           "temporary",
-    "activation", "gradient",       "autograd_detail", "unknown"};
+    "parameter",  "optimizer_state", "input",           "temporary",
+    "activation", "gradient",        "autograd_detail", "unknown"};
 
 }  // namespace
 
@@ -22,6 +24,38 @@ std::string_view toString(EventKind kind) {
 std::string_view toString(Category category) {
     const auto i = static_cast<size_t>(category);
     return i < kCategoryNames.size() ? kCategoryNames[i] : std::string_view("invalid");
+}
+
+std::string_view describe(CategoryRule rule) {
+    switch (rule) {
+        case CategoryRule::Recorded:
+            return "recorded by the producer";
+        case CategoryRule::AliveThroughout:
+            return "alive from before the first step to the end";
+        case CategoryRule::ModuleSetupFrame:
+            return "allocated by Module.to()/_apply and kept";
+        case CategoryRule::OptimizerBornKept:
+            return "born in an optimizer step and kept after it";
+        case CategoryRule::OptimizerInBackwardKept:
+            return "born in the first backward and kept to the end (optimizer in backward)";
+        case CategoryRule::BackwardKept:
+            return "born in backward and kept to the end";
+        case CategoryRule::BackwardToOptimizer:
+            return "born in backward, freed by the optimizer step, zero_grad or later";
+        case CategoryRule::ForwardToBackward:
+            return "born in forward, freed in backward";
+        case CategoryRule::ForwardOutlivedBackward:
+            return "born in forward, freed after backward";
+        case CategoryRule::FreedInBackward:
+            return "alive before the trace began, freed in backward";
+        case CategoryRule::BeforeForward:
+            return "born in a step before its forward, kept past it";
+        case CategoryRule::WithinPhase:
+            return "born and freed within one phase";
+        case CategoryRule::Weak:
+            return "the evidence is too weak";
+    }
+    return "unknown rule";
 }
 
 std::optional<EventKind> eventKindFromString(std::string_view name) {
@@ -42,11 +76,16 @@ namespace memscope {
 
 std::string_view toString(WarningKind kind) {
     switch (kind) {
-        case WarningKind::DamagedTail: return "damaged_tail";
-        case WarningKind::DroppedRecords: return "dropped_records";
-        case WarningKind::ClampedValues: return "clamped_values";
-        case WarningKind::SkippedRecords: return "skipped_records";
-        case WarningKind::Other: return "other";
+        case WarningKind::DamagedTail:
+            return "damaged_tail";
+        case WarningKind::DroppedRecords:
+            return "dropped_records";
+        case WarningKind::ClampedValues:
+            return "clamped_values";
+        case WarningKind::SkippedRecords:
+            return "skipped_records";
+        case WarningKind::Other:
+            return "other";
     }
     return "other";
 }

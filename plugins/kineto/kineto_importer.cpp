@@ -527,6 +527,9 @@ void addPhases(Trace& trace, const std::vector<Op>& ops) {
             p.kind = kind;
             p.start = start;
             p.end = std::max(start, end);
+            // ProfilerStep#N is the trace's own marker; forward, backward and
+            // the optimizer are read from which ops ran: inferred.
+            p.inferred = true;
             children.push_back({trace.addPhase(p), p.start, p.end});
         };
         const int64_t forward_end = s.bw_start != INT64_MAX    ? s.bw_start

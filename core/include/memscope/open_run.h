@@ -38,6 +38,10 @@ struct OpenedRun {
 
 struct OpenOptions {
     bool timeline = true;  // build the timeline (convert does not need it)
+    // Infer steps, phases and categories the trace lacks (inference.h), before
+    // the timeline is built; convert leaves them out, so that inferred labels
+    // are never written to a file as recorded ones.
+    bool infer = true;
     TimelineOptions timeline_options;
 };
 

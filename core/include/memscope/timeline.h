@@ -16,8 +16,8 @@
 
 #include "memscope/phase_peaks.h"
 #include "memscope/result.h"
-#include "memscope/task_context.h"
 #include "memscope/step_series.h"
+#include "memscope/task_context.h"
 #include "memscope/trace.h"
 
 namespace memscope {
@@ -34,6 +34,14 @@ struct AllocationInterval {
     StackId stack;
     PhaseId phase;
     Category category = Category::Unknown;
+    bool category_inferred = false;  // memscope inferred the category (inference.h)
+};
+
+// Whether a category's bytes were recorded by the producer, inferred by
+// memscope, or both (a trace whose recorded labels left gaps).
+struct CategorySources {
+    bool recorded = false;
+    bool inferred = false;
 };
 
 struct StackBytes {
@@ -44,13 +52,13 @@ struct StackBytes {
 
 struct Peak {
     int64_t bytes = 0;
-    int64_t time = 0;           // Event::time of the peak event (timeline start if initial)
-    int64_t event_index = -1;   // index within this device's events; -1 = before the first
+    int64_t time = 0;                 // Event::time of the peak event (timeline start if initial)
+    int64_t event_index = -1;         // index within this device's events; -1 = before the first
     uint64_t trace_event = kNoEvent;  // index into Trace::events
     PhaseId phase;
     std::array<int64_t, kCategoryCount> by_category{};
-    std::vector<StackBytes> by_stack;        // largest first
-    std::vector<uint32_t> live_intervals;    // indexes into intervals, largest first
+    std::vector<StackBytes> by_stack;      // largest first
+    std::vector<uint32_t> live_intervals;  // indexes into intervals, largest first
 };
 
 struct DeviceTimeline {
@@ -60,6 +68,7 @@ struct DeviceTimeline {
     // x = Event::time. One point per event that changed the value.
     StepSeries live;
     std::array<StepSeries, kCategoryCount> live_by_category;
+    std::array<CategorySources, kCategoryCount> category_sources;  // of the bytes above
     StepSeries reserved;
     std::vector<AllocationInterval> intervals;  // sorted by start
     // device-local event index i -> Trace::events index; lets views map back.

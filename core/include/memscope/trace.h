@@ -52,6 +52,10 @@ struct Phase {
     int16_t device = -1;  // -1 = all devices
     int64_t start = 0;    // same unit as Event::time
     int64_t end = 0;      // == start while still open at the end of recording
+    // Found by memscope (inference.h, or an importer reading it from ops), not
+    // recorded as a phase by the producer. Inferred phases are drawn and
+    // reported as such, and never written to a trace file.
+    bool inferred = false;
 };
 
 enum class AnnotationStage : uint8_t { Start = 0, End = 1, Instant = 2 };
@@ -164,6 +168,25 @@ public:
     std::vector<EventAttribute> attributes;  // sorted by event index
     std::optional<AllocatorState> allocator_state;
     std::optional<RunMetrics> metrics;  // what the producer measured besides memory
+    // Categories memscope inferred for events whose recorded category is
+    // Unknown (inference.h): empty, or one per event (rule Recorded where
+    // nothing was inferred). Kept apart from Event::category, which stays
+    // what was recorded; categoryOf() gives the one analyses use.
+    std::vector<InferredCategory> inferred_categories;
+    // Likewise for allocator_state's blocks (blocks alive at the end that the
+    // trace never allocated): empty, or one per block.
+    std::vector<InferredCategory> inferred_block_categories;
+
+    // The recorded category, else the inferred one.
+    Category categoryOf(uint64_t event) const {
+        const Category recorded = events[event].category;
+        if (recorded != Category::Unknown || event >= inferred_categories.size()) return recorded;
+        return inferred_categories[event].category;
+    }
+    bool categoryInferred(uint64_t event) const {
+        return events[event].category == Category::Unknown && event < inferred_categories.size() &&
+               inferred_categories[event].rule != CategoryRule::Recorded;
+    }
 
     StringTable strings;
 

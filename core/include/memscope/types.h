@@ -54,15 +54,45 @@ enum class Category : uint8_t {
 };
 inline constexpr int kCategoryCount = 8;
 inline constexpr std::array<Category, kCategoryCount> kAllCategories = {
-    Category::Parameter, Category::OptimizerState, Category::Input,
-    Category::Temporary, Category::Activation,     Category::Gradient,
-    Category::AutogradDetail, Category::Unknown};
+    Category::Parameter,  Category::OptimizerState, Category::Input,          Category::Temporary,
+    Category::Activation, Category::Gradient,       Category::AutogradDetail, Category::Unknown};
+
+// Why memscope inferred an allocation's category (inference.h). Recorded = a
+// producer recorded the category; the rest name the evidence. In memory only:
+// inferred labels are derived when a trace is opened, never stored as facts.
+enum class CategoryRule : uint8_t {
+    Recorded = 0,
+    AliveThroughout,          // parameter: alive from before the first step to the end
+    ModuleSetupFrame,         // parameter: allocated by Module._apply / .to() and never freed
+    OptimizerBornKept,        // optimizer state: born in an optimizer step, alive past it
+    OptimizerInBackwardKept,  // optimizer state: born in the first backward (optimizer in
+                              // backward), kept
+    BackwardKept,             // gradient: born in backward, kept to the end (zero_grad keeps them)
+    BackwardToOptimizer,  // gradient: born in backward, freed by the optimizer, zero_grad or later
+    ForwardToBackward,    // activation: born in forward, freed in backward
+    ForwardOutlivedBackward,  // activation: born in forward, freed after backward
+    FreedInBackward,          // activation: alive before the trace began, freed in backward
+    BeforeForward,            // input: born in a step before its forward, kept past it
+    WithinPhase,              // temporary: born and freed within one phase
+    Weak,                     // unknown: the evidence is too weak
+};
+inline constexpr int kCategoryRuleCount = 13;
+
+// An inferred category and the rule that gave it.
+struct InferredCategory {
+    Category category = Category::Unknown;
+    CategoryRule rule = CategoryRule::Recorded;
+};
 
 std::string_view toString(EventKind kind);
 std::string_view toString(Category category);
+// "born in forward, freed in backward": the rule as the inspector says it.
+std::string_view describe(CategoryRule rule);
 std::optional<EventKind> eventKindFromString(std::string_view name);
 std::optional<Category> categoryFromString(std::string_view name);
 
-constexpr int index(Category c) { return static_cast<int>(c); }
+constexpr int index(Category c) {
+    return static_cast<int>(c);
+}
 
 }  // namespace memscope

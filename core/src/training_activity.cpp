@@ -1,0 +1,189 @@
+#include "training_activity.h"
+
+#include <algorithm>
+#include <string_view>
+
+namespace memscope::detail {
+namespace {
+
+bool contains(std::string_view s, std::string_view part) {
+    return s.find(part) != std::string_view::npos;
+}
+bool startsWith(std::string_view s, std::string_view p) {
+    return s.substr(0, p.size()) == p;
+}
+bool endsWith(std::string_view s, std::string_view p) {
+    return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+
+FrameActivity classifyFrame(std::string_view fn, std::string_view file) {
+    // Python names first ("step (optim/adam.py:143)"), then C++ ones.
+    if (startsWith(fn, "_single_tensor_") || startsWith(fn, "_multi_tensor_") ||
+        startsWith(fn, "_fused_") || contains(fn, "_foreach_") || contains(file, "torch/optim/") ||
+        (fn == "step" && contains(file, "optim")) || startsWith(fn, "Optimizer.step"))
+        return FrameActivity::Optimizer;
+    if (fn == "zero_grad" || startsWith(fn, "Optimizer.zero_grad")) return FrameActivity::ZeroGrad;
+    if (fn == "backward" || fn == "_engine_run_backward" || fn == "run_backward" ||
+        contains(fn, "torch::autograd::Engine::") || contains(fn, "evaluate_function") ||
+        (contains(fn, "Backward") &&
+         (contains(fn, "::apply") || contains(fn, "Backward0") || contains(fn, "Backward1"))))
+        return FrameActivity::Backward;
+    if (endsWith(file, "module.py") && (fn == "_apply" || fn == "to" || fn == "cuda"))
+        return FrameActivity::ModuleSetup;
+    if (fn == "forward" || fn == "_call_impl" || fn == "_wrapped_call_impl")
+        return FrameActivity::Forward;
+    return FrameActivity::None;
+}
+
+// Lower = stronger when a stack holds several kinds of evidence.
+int strength(FrameActivity a) {
+    switch (a) {
+        case FrameActivity::Optimizer:
+            return 0;
+        case FrameActivity::ZeroGrad:
+            return 1;
+        case FrameActivity::Backward:
+            return 2;
+        case FrameActivity::ModuleSetup:
+            return 3;
+        case FrameActivity::Forward:
+            return 4;
+        case FrameActivity::None:
+            return 5;
+    }
+    return 5;
+}
+
+Stage stageOfKind(PhaseKind kind) {
+    switch (kind) {
+        case PhaseKind::Forward:
+            return Stage::Forward;
+        case PhaseKind::Backward:
+        case PhaseKind::Recompute:
+            return Stage::Backward;
+        case PhaseKind::Optimizer:
+            return Stage::Optimizer;
+        default:
+            return Stage::None;
+    }
+}
+
+}  // namespace
+
+TrainingActivity::TrainingActivity(const Trace& trace)
+    : trace_(trace),
+      stack_memo_(trace.stackCount() + 1, 0),
+      frame_memo_(trace.frames().size() + 1, 0),
+      phase_info_(trace.phases.size() + 1) {
+    const size_t n = trace.phases.size();
+    // Steps by start; each phase's step and innermost training stage.
+    std::vector<uint32_t> steps;
+    for (uint32_t id = 1; id <= n; ++id)
+        if (trace.phases[id - 1].kind == PhaseKind::Step) steps.push_back(id);
+    std::stable_sort(steps.begin(), steps.end(), [&](uint32_t a, uint32_t b) {
+        return trace.phases[a - 1].start < trace.phases[b - 1].start;
+    });
+    std::vector<int32_t> ordinal(n + 1, -1);
+    for (size_t i = 0; i < steps.size(); ++i) {
+        ordinal[steps[i]] = int32_t(i);
+        step_starts_.push_back(trace.phases[steps[i] - 1].start);
+    }
+    for (uint32_t id = 1; id <= n; ++id) {
+        PhaseInfo& info = phase_info_[id];
+        uint32_t up = id;
+        // Parents come before children (addPhase order), but a hostile file
+        // may loop: the walk is bounded.
+        for (int depth = 0; up != 0 && up <= n && depth < 64; ++depth) {
+            const Phase& p = trace.phases[up - 1];
+            if (info.stage == Stage::None) info.stage = stageOfKind(p.kind);
+            if (p.kind == PhaseKind::Step) {
+                info.step = ordinal[up];
+                break;
+            }
+            up = p.parent.value;
+        }
+    }
+    // A step's forward start: events of the step outside its sub-phases come
+    // before it (inputs) or after it (what follows the optimizer).
+    std::vector<int64_t> forward_start(n + 1, INT64_MAX);
+    for (uint32_t id = 1; id <= n; ++id) {
+        const Phase& p = trace.phases[id - 1];
+        if (p.kind != PhaseKind::Forward) continue;
+        uint32_t up = p.parent.value;
+        for (int depth = 0; up != 0 && up <= n && depth < 64; ++depth) {
+            if (trace.phases[up - 1].kind == PhaseKind::Step) {
+                forward_start[up] = std::min(forward_start[up], p.start);
+                break;
+            }
+            up = trace.phases[up - 1].parent.value;
+        }
+    }
+    for (uint32_t id : steps) phase_info_[id].forward_start = forward_start[id];
+    for (uint32_t id = 1; id <= n; ++id) {
+        PhaseInfo& info = phase_info_[id];
+        if (info.step >= 0 && info.forward_start == INT64_MAX)
+            info.forward_start = phase_info_[steps[size_t(info.step)]].forward_start;
+    }
+}
+
+FrameActivity TrainingActivity::classifyStack(StackId stack) {
+    FrameActivity best = FrameActivity::None;
+    for (FrameId f : trace_.stack(stack)) {
+        if (f.value == 0 || f.value >= frame_memo_.size()) continue;
+        uint8_t& memo = frame_memo_[f.value];
+        if (memo == 0) {
+            const Frame& frame = trace_.frame(f);
+            memo = uint8_t(
+                uint8_t(classifyFrame(trace_.string(frame.function), trace_.string(frame.file))) +
+                1);
+        }
+        const auto a = static_cast<FrameActivity>(memo - 1);
+        if (strength(a) < strength(best)) best = a;
+        if (best == FrameActivity::Optimizer) break;
+    }
+    return best;
+}
+
+FrameActivity TrainingActivity::ofStack(StackId stack) {
+    if (stack.value == 0 || stack.value >= stack_memo_.size()) return FrameActivity::None;
+    uint8_t& memo = stack_memo_[stack.value];
+    if (memo == 0) memo = uint8_t(uint8_t(classifyStack(stack)) + 1);
+    return static_cast<FrameActivity>(memo - 1);
+}
+
+Position TrainingActivity::of(uint64_t event) {
+    const Event& e = trace_.events[event];
+    Position pos;
+    if (e.phase.value != 0 && e.phase.value < phase_info_.size()) {
+        const PhaseInfo& info = phase_info_[e.phase.value];
+        pos.step = info.step;
+        pos.stage = info.stage;
+        if (pos.stage == Stage::None && info.step >= 0)
+            pos.stage = e.time < info.forward_start ? Stage::BeforeForward : Stage::Optimizer;
+    } else if (!step_starts_.empty() && e.time >= step_starts_.front()) {
+        // Between phases: the step that began last.
+        const auto it = std::upper_bound(step_starts_.begin(), step_starts_.end(), e.time);
+        pos.step = int32_t(it - step_starts_.begin()) - 1;
+    }
+    switch (ofStack(e.stack)) {
+        case FrameActivity::Optimizer:
+        case FrameActivity::ZeroGrad:
+            pos.stage = Stage::Optimizer;
+            pos.from_frames = true;
+            break;
+        case FrameActivity::Backward:
+            pos.stage = Stage::Backward;
+            pos.from_frames = true;
+            break;
+        case FrameActivity::Forward:
+            // A forward frame inside a recorded backward is recompute.
+            if (pos.stage != Stage::Backward) pos.stage = Stage::Forward;
+            pos.from_frames = true;
+            break;
+        default:
+            break;
+    }
+    return pos;
+}
+
+}  // namespace memscope::detail

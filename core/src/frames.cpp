@@ -3,18 +3,14 @@
 #include <array>
 #include <string_view>
 
+#include "text_match.h"
+
 namespace memscope {
 namespace {
 
-bool contains(std::string_view s, std::string_view part) {
-    return s.find(part) != std::string_view::npos;
-}
-bool startsWith(std::string_view s, std::string_view p) {
-    return s.substr(0, p.size()) == p;
-}
-bool endsWith(std::string_view s, std::string_view p) {
-    return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
-}
+using detail::contains;
+using detail::endsWith;
+using detail::startsWith;
 
 bool isPythonFile(std::string_view file) {
     return endsWith(file, ".py") || endsWith(file, ".pyx");

@@ -269,38 +269,35 @@ bool addStepPhases(Trace& trace, const std::vector<uint64_t>& order,
     std::vector<int64_t> position(trace.events.size(), -1);
     for (size_t p = 0; p < order.size(); ++p) position[order[p]] = int64_t(p);
     bool any_frames = false;
+    // One inferred phase over positions [begin, end), set as their events' phase.
+    auto add = [&](std::string name, PhaseKind kind, PhaseId parent, int32_t step, size_t begin,
+                   size_t end) {
+        Phase p;
+        p.name = trace.internString(name);
+        p.kind = kind;
+        p.parent = parent;
+        p.step = step;
+        p.device = device;
+        p.start = timeAt(trace, order, begin);
+        p.end = std::max(p.start + 1, timeAt(trace, order, end));
+        p.inferred = true;
+        const PhaseId id = trace.addPhase(p);
+        for (size_t q = begin; q < end; ++q) trace.events[order[q]].phase = id;
+        return id;
+    };
     for (size_t k = 0; k < steps.size(); ++k) {
         const Window w = steps[k];
-        Phase step;
-        step.name = trace.internString("step " + std::to_string(k));
-        step.kind = PhaseKind::Step;
-        step.step = int32_t(k);
-        step.device = device;
-        step.start = timeAt(trace, order, w.begin);
-        step.end = std::max(step.start + 1, timeAt(trace, order, w.end));
-        step.inferred = true;
-        const PhaseId step_id = trace.addPhase(step);
-        for (size_t p = w.begin; p < w.end; ++p) trace.events[order[p]].phase = step_id;
-
+        const auto step = int32_t(k);
+        const PhaseId step_id =
+            add("step " + std::to_string(k), PhaseKind::Step, PhaseId(), step, w.begin, w.end);
         std::vector<Sub> subs = fromFrames(trace, order, w, activity);
         if (!subs.empty())
             any_frames = true;
         else
             subs = fromLifetimes(trace, order, w, free_of, position);
-        for (const Sub& s : subs) {
-            if (s.end <= s.begin) continue;
-            Phase p;
-            p.name = trace.internString(nameOf(s.kind));
-            p.kind = s.kind;
-            p.parent = step_id;
-            p.step = int32_t(k);
-            p.device = device;
-            p.start = timeAt(trace, order, s.begin);
-            p.end = std::max(p.start + 1, timeAt(trace, order, s.end));
-            p.inferred = true;
-            const PhaseId id = trace.addPhase(p);
-            for (size_t q = s.begin; q < s.end; ++q) trace.events[order[q]].phase = id;
-        }
+        for (const Sub& s : subs)
+            if (s.end > s.begin)
+                add(std::string(nameOf(s.kind)), s.kind, step_id, step, s.begin, s.end);
     }
     return any_frames;
 }

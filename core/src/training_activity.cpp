@@ -3,18 +3,10 @@
 #include <algorithm>
 #include <string_view>
 
+#include "text_match.h"
+
 namespace memscope::detail {
 namespace {
-
-bool contains(std::string_view s, std::string_view part) {
-    return s.find(part) != std::string_view::npos;
-}
-bool startsWith(std::string_view s, std::string_view p) {
-    return s.substr(0, p.size()) == p;
-}
-bool endsWith(std::string_view s, std::string_view p) {
-    return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
-}
 
 FrameActivity classifyFrame(std::string_view fn, std::string_view file) {
     // Python names first ("step (optim/adam.py:143)"), then C++ ones.

@@ -80,6 +80,10 @@ public:
                     return {Category::Activation, CategoryRule::ForwardToBackward};
                 return {Category::Activation, CategoryRule::ForwardOutlivedBackward};
             case Stage::Backward:
+                // A recomputed forward's outputs live on into backward proper.
+                if (born.recompute && died.stage == Stage::Backward &&
+                    trace_.events[i].phase != trace_.events[free].phase)
+                    return {Category::Activation, CategoryRule::RecomputedForBackward};
                 if (sameStage(born, died)) return {Category::Temporary, CategoryRule::WithinPhase};
                 if (afterStage(born, died))
                     return {Category::Gradient, CategoryRule::BackwardToOptimizer};

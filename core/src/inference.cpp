@@ -60,11 +60,15 @@ bool needsCategories(const Trace& trace) {
 }
 
 // Blocks alive at the end that the trace never allocated were there before
-// it began: parameters, unless their frames say otherwise.
+// it began: parameters, unless their frames say otherwise. Without any
+// allocation in the trace (an end state alone) nothing says they outlived
+// training steps: unknown.
 std::vector<InferredCategory> inferBlockCategories(const Trace& trace,
                                                    detail::TrainingActivity& activity) {
     std::vector<InferredCategory> out;
     if (!trace.allocator_state) return out;
+    const bool history = std::any_of(trace.events.begin(), trace.events.end(),
+                                     [](const Event& e) { return e.kind == EventKind::Alloc; });
     out.resize(trace.allocator_state->blocks.size());
     for (size_t i = 0; i < out.size(); ++i) {
         const Block& b = trace.allocator_state->blocks[i];
@@ -80,7 +84,9 @@ std::vector<InferredCategory> inferBlockCategories(const Trace& trace,
                 out[i] = {Category::Parameter, CategoryRule::ModuleSetupFrame};
                 break;
             default:
-                out[i] = {Category::Parameter, CategoryRule::AliveThroughout};
+                out[i] = history
+                             ? InferredCategory{Category::Parameter, CategoryRule::AliveThroughout}
+                             : InferredCategory{Category::Unknown, CategoryRule::Weak};
                 break;
         }
     }

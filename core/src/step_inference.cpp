@@ -45,6 +45,8 @@ std::vector<Window> findRepeatedSteps(const Trace& trace, const std::vector<uint
     for (size_t j = 1; j < kWindow; ++j) top *= kPrime;
     std::vector<KeyAt> keys;
     keys.reserve(n - kWindow + 1);
+    std::vector<uint64_t> key_at;  // by position, for scoring a segmentation
+    key_at.reserve(n - kWindow + 1);
     uint64_t h = 0;
     std::vector<uint64_t> tokens(kWindow);
     for (size_t i = 0; i < n; ++i) {
@@ -52,7 +54,10 @@ std::vector<Window> findRepeatedSteps(const Trace& trace, const std::vector<uint
         if (i >= kWindow) h -= tokens[i % kWindow] * top;
         tokens[i % kWindow] = t;
         h = h * kPrime + t;
-        if (i + 1 >= kWindow) keys.push_back({h, uint32_t(i + 1 - kWindow)});
+        if (i + 1 >= kWindow) {
+            keys.push_back({h, uint32_t(i + 1 - kWindow)});
+            key_at.push_back(h);
+        }
     }
     if (ctx.cancelled()) return {};
     std::sort(keys.begin(), keys.end());
@@ -92,24 +97,53 @@ std::vector<Window> findRepeatedSteps(const Trace& trace, const std::vector<uint
         }
         i = j;
     }
-    // The step count that most windows agree on (layers repeat too, but
-    // fewer of their windows are evenly spread over the whole trace).
-    size_t count = 0;
-    for (const auto& [c, g] : groups) {
-        if (double(g.support) < 0.01 * double(n) / double(c) || g.support < 8) continue;
-        if (count == 0 || g.support >= groups[count].support) count = c;
+    // Each candidate count cuts the trace into steps at its earliest key's
+    // occurrences; the cut under which most windows recur at the same place
+    // in the next step wins. Layers repeat too, but a layer's windows do not
+    // recur one layer later across forward, backward and the optimizer; and a
+    // first step that differs (optimizer state created in it) still matches
+    // where it does not differ.
+    auto cut = [&](size_t count) {
+        const Group& g = groups[count];
+        std::vector<Window> steps;
+        for (size_t k = 0; k < count; ++k) {
+            const size_t begin = keys[g.earliest_key + k].at;
+            const size_t end =
+                k + 1 < count ? keys[g.earliest_key + k + 1].at : std::min<size_t>(n, g.latest_end);
+            if (end > begin) steps.push_back({begin, end});
+        }
+        return steps;
+    };
+    auto score = [&](const std::vector<Window>& steps) {
+        size_t matched = 0;
+        for (size_t k = 0; k + 1 < steps.size(); ++k) {
+            const size_t shift = steps[k + 1].begin - steps[k].begin;
+            for (size_t p = steps[k].begin; p < steps[k].end && p + shift < key_at.size(); ++p)
+                matched += key_at[p] == key_at[p + shift];
+        }
+        return matched;
+    };
+    std::map<size_t, size_t> scores;  // count -> score
+    size_t best = 0;
+    for (const auto& [count, g] : groups) {
+        if (ctx.cancelled()) return {};
+        if (double(g.support) < 0.01 * double(n) / double(count) || g.support < 8) continue;
+        const std::vector<Window> steps = cut(count);
+        if (steps.size() < 2) continue;
+        scores[count] = score(steps);
+        if (best == 0 || scores[count] > scores[best]) best = count;
     }
-    if (count == 0) return {};
-    const Group& g = groups[count];
-    std::vector<Window> steps;
-    for (size_t k = 0; k < count; ++k) {
-        const size_t begin = keys[g.earliest_key + k].at;
-        const size_t end =
-            k + 1 < count ? keys[g.earliest_key + k + 1].at : std::min<size_t>(n, g.latest_end);
-        if (end > begin) steps.push_back({begin, end});
-    }
-    if (steps.size() >= 2) return steps;
-    return {};
+    if (best == 0) return {};
+    // Uniform layers can match better one layer on than a step later. A
+    // count the winner is a multiple of, scoring at least a quarter as well
+    // (a first step that creates the optimizer state matches the next one
+    // only in part), is the outer period: the step.
+    size_t step = best;
+    for (const auto& [count, sc] : scores)
+        if (count < best && best % count == 0 && 4 * sc >= scores[best] &&
+            (step == best || sc > scores[step]))
+            step = count;
+    return cut(step);
 }
 
 namespace {
@@ -163,8 +197,7 @@ std::vector<Sub> fromFrames(const Trace& trace, const std::vector<uint64_t>& ord
 
 // From lifetimes: bytes born and freed inside the step peak where forward
 // turns into backward; backward ends with the last free of what forward
-// saved, unless a long stretch without such frees (the optimizer) comes
-// before the last few (inputs freed at the step's end).
+// saved.
 std::vector<Sub> fromLifetimes(const Trace& trace, const std::vector<uint64_t>& order, Window w,
                                const std::vector<uint64_t>& free_of,
                                const std::vector<int64_t>& position) {
@@ -217,31 +250,63 @@ std::vector<Sub> fromLifetimes(const Trace& trace, const std::vector<uint64_t>& 
             if (at >= best / 2) turn = first_old - 1;
         }
     }
-    std::vector<size_t> frees;  // of what was alive at the turn
-    for (const Life& l : lives)
-        if (l.born <= turn && l.freed > turn) frees.push_back(l.freed);
-    if (frees.empty()) return {};
-    std::sort(frees.begin(), frees.end());
-    size_t backward_end = frees.back() + 1;
-    if (frees.size() >= 4) {
-        std::vector<size_t> gaps;
-        for (size_t k = 1; k < frees.size(); ++k) gaps.push_back(frees[k] - frees[k - 1]);
-        std::vector<size_t> sorted = gaps;
-        std::nth_element(sorted.begin(), sorted.begin() + long(sorted.size() / 2), sorted.end());
-        const size_t median = sorted[sorted.size() / 2];
-        size_t widest = gaps.size() / 2;
-        for (size_t k = gaps.size() / 2; k < gaps.size(); ++k)
-            if (gaps[k] > gaps[widest]) widest = k;
-        if (gaps[widest] > 4 * median + 16) backward_end = frees[widest] + 1;
+    // Backward ends with the last free of what was alive at the turn (what the
+    // step's tail frees, inputs and gradients, is not among `lives`); forward
+    // began with the first birth among them.
+    size_t backward_end = 0, forward_begin = turn;
+    for (const Life& l : lives) {
+        if (l.born > turn || l.freed <= turn) continue;
+        backward_end = std::max(backward_end, l.freed + 1);
+        forward_begin = std::min(forward_begin, l.born);
     }
-    size_t forward_begin = turn;
-    for (const Life& l : lives)
-        if (l.born <= turn && l.freed > turn && l.freed < backward_end)
-            forward_begin = std::min(forward_begin, l.born);
+    if (backward_end == 0) return {};
     std::vector<Sub> out;
     out.push_back({forward_begin, turn + 1, PhaseKind::Forward});
     if (backward_end > turn + 1) out.push_back({turn + 1, backward_end, PhaseKind::Backward});
     if (backward_end < w.end) out.push_back({backward_end, w.end, PhaseKind::Optimizer});
+    return out;
+}
+
+// Runs of backward that replay forward's allocations (the same sizes and
+// stacks, kRecomputeRun in a row): a checkpointed region recomputed.
+constexpr size_t kRecomputeRun = 6;
+
+std::vector<Window> recomputes(const Trace& trace, const std::vector<uint64_t>& order,
+                               Window forward, Window backward) {
+    auto allocsIn = [&](Window w) {
+        std::vector<size_t> at;
+        for (size_t p = w.begin; p < w.end; ++p)
+            if (trace.events[order[p]].kind == EventKind::Alloc) at.push_back(p);
+        return at;
+    };
+    auto runHash = [&](const std::vector<size_t>& at, size_t i) {
+        uint64_t h = 0;
+        for (size_t j = 0; j < kRecomputeRun; ++j) {
+            const Event& e = trace.events[order[at[i + j]]];
+            h = h * kPrime + mix(e.size ^ (uint64_t(e.stack.value) << 40));
+        }
+        return h;
+    };
+    const std::vector<size_t> fwd = allocsIn(forward), bwd = allocsIn(backward);
+    if (fwd.size() < kRecomputeRun || bwd.size() < kRecomputeRun) return {};
+    std::vector<uint64_t> seen;
+    for (size_t i = 0; i + kRecomputeRun <= fwd.size(); ++i) seen.push_back(runHash(fwd, i));
+    std::sort(seen.begin(), seen.end());
+    std::vector<uint8_t> replayed(bwd.size(), 0);
+    for (size_t i = 0; i + kRecomputeRun <= bwd.size(); ++i)
+        if (std::binary_search(seen.begin(), seen.end(), runHash(bwd, i)))
+            std::fill_n(replayed.begin() + long(i), kRecomputeRun, uint8_t(1));
+    std::vector<Window> out;
+    for (size_t i = 0; i < bwd.size();) {
+        if (!replayed[i]) {
+            ++i;
+            continue;
+        }
+        size_t j = i;
+        while (j < bwd.size() && replayed[j]) ++j;
+        out.push_back({bwd[i], bwd[j - 1] + 1});
+        i = j;
+    }
     return out;
 }
 
@@ -295,9 +360,17 @@ bool addStepPhases(Trace& trace, const std::vector<uint64_t>& order,
             any_frames = true;
         else
             subs = fromLifetimes(trace, order, w, free_of, position);
-        for (const Sub& s : subs)
-            if (s.end > s.begin)
+        const Sub* forward = nullptr;
+        for (const Sub& s : subs) {
+            if (s.end <= s.begin) continue;
+            const PhaseId id =
                 add(std::string(nameOf(s.kind)), s.kind, step_id, step, s.begin, s.end);
+            if (s.kind == PhaseKind::Forward) forward = &s;
+            if (s.kind == PhaseKind::Backward && forward)
+                for (const Window r :
+                     recomputes(trace, order, {forward->begin, forward->end}, {s.begin, s.end}))
+                    add("recompute", PhaseKind::Recompute, id, step, r.begin, r.end);
+        }
     }
     return any_frames;
 }

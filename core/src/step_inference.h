@@ -19,14 +19,15 @@ struct Window {
     size_t end = 0;
 };
 
-// Steps from repetition: windows of `kWindow` consecutive events whose
-// (kind, size, stack) recur once per step, evenly spaced, covering at least
-// half the events. Empty when no such repetition exists.
+// Steps from repetition: windows of consecutive events whose (kind, size,
+// stack) recur once per step, evenly spaced, covering at least half the
+// events; the step count under which most windows recur one step later.
+// Empty when no such repetition exists.
 std::vector<Window> findRepeatedSteps(const Trace& trace, const std::vector<uint64_t>& order,
                                       const TaskContext& ctx);
 
 // Adds a step phase per window and, inside each, forward / backward /
-// optimizer phases (from frames where enough events carry them, else from
+// optimizer phases and recompute phases inside backward (from frames where enough events carry them, else from
 // lifetimes: `free_of[i]` is the trace index of the free ending alloc i, or
 // kNoEvent). Phases are marked inferred and apply to `device` (-1 = all).
 // Returns whether frames placed the phases.

@@ -88,6 +88,7 @@ TrainingActivity::TrainingActivity(const Trace& trace)
         for (int depth = 0; up != 0 && up <= n && depth < 64; ++depth) {
             const Phase& p = trace.phases[up - 1];
             if (info.stage == Stage::None) info.stage = stageOfKind(p.kind);
+            info.recompute |= p.kind == PhaseKind::Recompute;
             if (p.kind == PhaseKind::Step) {
                 info.step = ordinal[up];
                 break;
@@ -150,6 +151,7 @@ Position TrainingActivity::of(uint64_t event) {
         const PhaseInfo& info = phase_info_[e.phase.value];
         pos.step = info.step;
         pos.stage = info.stage;
+        pos.recompute = info.recompute;
         if (pos.stage == Stage::None && info.step >= 0)
             pos.stage = e.time < info.forward_start ? Stage::BeforeForward : Stage::Optimizer;
     } else if (!step_starts_.empty() && e.time >= step_starts_.front()) {

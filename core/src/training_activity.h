@@ -36,6 +36,7 @@ struct Position {
     int32_t step = -1;  // ordinal of the step (by start), -1 = before the first / none
     Stage stage = Stage::None;
     bool from_frames = false;
+    bool recompute = false;  // inside a recompute phase (a checkpointed region re-run)
 };
 
 class TrainingActivity {
@@ -53,6 +54,7 @@ private:
     struct PhaseInfo {
         int32_t step = -1;
         Stage stage = Stage::None;
+        bool recompute = false;
         int64_t forward_start = INT64_MAX;  // of its step, for BeforeForward
     };
     FrameActivity classifyStack(StackId stack);

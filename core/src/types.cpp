@@ -46,6 +46,8 @@ std::string_view describe(CategoryRule rule) {
             return "born in forward, freed in backward";
         case CategoryRule::ForwardOutlivedBackward:
             return "born in forward, freed after backward";
+        case CategoryRule::RecomputedForBackward:
+            return "born in a recompute, freed later in backward";
         case CategoryRule::FreedInBackward:
             return "alive before the trace began, freed in backward";
         case CategoryRule::BeforeForward:

@@ -8,11 +8,16 @@
 //
 // Steps, when the trace has no phases, come from its repetition: windows of
 // consecutive allocator events (kind, size, stack) that recur once in every
-// training step, evenly spaced and spanning most of the trace. Inside each
-// step, forward, backward and the optimizer come from stack frames where the
-// trace has them (module forward, autograd, optimizer step) and otherwise from
-// lifetimes: live bytes born in the step peak where forward turns into
-// backward, and backward ends with the last free of what forward saved.
+// training step, evenly spaced and spanning most of the trace; of the step
+// counts such windows suggest, the one under which most windows recur at the
+// same place one step later wins (a layer count it is a multiple of yields to
+// it). Inside each step, forward, backward and the optimizer come from stack
+// frames where the trace has them (module forward, autograd, optimizer step)
+// and otherwise from lifetimes: bytes born and freed in the step (less what
+// its last tenth frees: gradients, inputs) peak where forward turns into
+// backward, or backward has begun by the first free of an old allocation; it
+// ends with the last free of what was alive at the turn. Runs of backward
+// that replay forward's allocations are recompute phases.
 //
 // Categories combine the frames' evidence with each allocation's lifetime
 // relative to those phases (CategoryRule names each rule).

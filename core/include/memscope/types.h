@@ -71,12 +71,13 @@ enum class CategoryRule : uint8_t {
     BackwardToOptimizer,  // gradient: born in backward, freed by the optimizer, zero_grad or later
     ForwardToBackward,    // activation: born in forward, freed in backward
     ForwardOutlivedBackward,  // activation: born in forward, freed after backward
+    RecomputedForBackward,    // activation: born in a recompute, freed later in backward
     FreedInBackward,          // activation: alive before the trace began, freed in backward
     BeforeForward,            // input: born in a step before its forward, kept past it
     WithinPhase,              // temporary: born and freed within one phase
     Weak,                     // unknown: the evidence is too weak
 };
-inline constexpr int kCategoryRuleCount = 13;
+inline constexpr int kCategoryRuleCount = 14;
 
 // An inferred category and the rule that gave it.
 struct InferredCategory {

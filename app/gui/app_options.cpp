@@ -2,6 +2,8 @@
 
 #include <QCommandLineParser>
 
+#include "memscope/compare_table.h"
+
 namespace memscope::gui {
 
 AppOptions parseOptions(const QStringList& arguments) {
@@ -28,7 +30,12 @@ AppOptions parseOptions(const QStringList& arguments) {
         QStringLiteral("Screenshot: stack and colour by 'category' or 'allocation' (default: "
                        "category where the trace recorded categories, else allocation)."),
         QStringLiteral("MODE"));
-    parser.addOptions({compare, screenshot, size, dark, colorBy});
+    const QCommandLineOption align(
+        QStringLiteral("align"),
+        QStringLiteral("Screenshot with --compare: line runs up by 'time', 'step' or 'phase' "
+                       "(the steps and phases recorded or inferred; default: time)."),
+        QStringLiteral("MODE"));
+    parser.addOptions({compare, screenshot, size, dark, colorBy, align});
     parser.addPositionalArgument(QStringLiteral("files"),
                                  QStringLiteral("Traces or folders of per-rank traces."),
                                  QStringLiteral("[FILES...]"));
@@ -57,6 +64,14 @@ AppOptions parseOptions(const QStringList& arguments) {
                           .arg(parser.value(colorBy));
         else if (o.screenshot.isEmpty())
             o.error = QStringLiteral("--color-by applies to --screenshot");
+    }
+    if (parser.isSet(align)) {
+        o.align = alignModeFromString(parser.value(align).toStdString());
+        if (!o.align)
+            o.error = QStringLiteral("--align wants 'time', 'step' or 'phase', not '%1'")
+                          .arg(parser.value(align));
+        else if (o.screenshot.isEmpty() || !o.compare)
+            o.error = QStringLiteral("--align applies to --screenshot with --compare");
     }
     if (!o.screenshot.isEmpty() && o.paths.isEmpty())
         o.error = QStringLiteral("--screenshot needs at least one file");

@@ -5,6 +5,7 @@
 #include <QStringList>
 #include <optional>
 
+#include "memscope/alignment.h"
 #include "memscope/allocation_order.h"
 
 class QCoreApplication;
@@ -18,6 +19,7 @@ struct AppOptions {
     QString screenshot;      // non-empty: render offscreen to this file and exit
     QSize size{1600, 1000};  // screenshot size
     std::optional<memscope::StackMode> color_by;  // screenshot: stack mode (default: the file's)
+    std::optional<memscope::AlignMode> align;     // compare screenshot: alignment (default: time)
     QString error;                                // non-empty: bad command line
 };
 

@@ -48,6 +48,10 @@ int runScreenshot(const AppOptions& options) {
     window.allocatorView()->waitForIdle();
     QApplication::processEvents();
     if (options.compare && window.compareView()) {
+        if (options.align) {
+            window.compareView()->setAlignMode(*options.align);
+            QApplication::processEvents();
+        }
         const QString table = window.compareView()->summaryModel()->toTextTable();
         std::fputs(table.toUtf8().constData(), stdout);
         std::fflush(stdout);

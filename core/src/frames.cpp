@@ -78,7 +78,9 @@ bool isNativeNoise(std::string_view fn, std::string_view file) {
         if (startsWith(fn, p)) return true;
     for (std::string_view f : kFiles)
         if (contains(file, f)) return true;
-    return false;
+    // The dispatcher's generated registrations (RegisterCUDA.cpp, ...) also
+    // appear without a directory.
+    return startsWith(file, "Register") || startsWith(file, "Redispatch");
 }
 
 // torch.nn.Module's call wrappers: every module call passes through them.

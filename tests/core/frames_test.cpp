@@ -60,6 +60,16 @@ TEST(Frames, RolesFollowTheOneRule) {
     EXPECT_EQ(frameRoles(s.trace).size(), s.frames.size() + 1);
 }
 
+TEST(Frames, GeneratedRegistrationsAreNoiseWithoutADirectory) {
+    Trace t;
+    const FrameId f = t.internFrame({t.internString("at::(anonymous namespace)::create_out(long)"),
+                                     t.internString("RegisterCUDA.cpp"), 0});
+    EXPECT_EQ(frameRole(t, f), FrameRole::Noise);
+    const FrameId g = t.internFrame({t.internString("at::TensorIteratorBase::build()"),
+                                     t.internString("TensorIterator.cpp"), 0});
+    EXPECT_EQ(frameRole(t, g), FrameRole::Library);
+}
+
 TEST(Frames, TheSiteIsTheFirstUserFrame) {
     const Stacked s = realisticStack();
     ASSERT_TRUE(siteFrame(s.trace, s.stack));

@@ -16,6 +16,7 @@
 #include "summary_model.h"
 #include "timeline_plot.h"
 #include "zoom_state.h"
+#include "memscope/inference.h"
 
 using namespace memscope;
 using namespace memscope::gui;
@@ -158,6 +159,56 @@ private slots:
         QVERIFY(ok.color_by == StackMode::ByAllocation);
         QVERIFY(parseOptions({m, shot, png, by, QStringLiteral("site"), file}).error.contains(QStringLiteral("site")));
         QVERIFY(!parseOptions({m, by, QStringLiteral("category"), file}).error.isEmpty());  // needs --screenshot
+        const QString align = QStringLiteral("--align"), cmp = QStringLiteral("--compare");
+        const AppOptions aligned = parseOptions({m, cmp, shot, png, align, QStringLiteral("step"), file, file});
+        QVERIFY2(aligned.error.isEmpty(), qPrintable(aligned.error));
+        QVERIFY(aligned.align == AlignMode::Step);
+        QVERIFY(parseOptions({m, cmp, shot, png, align, QStringLiteral("epoch"), file}).error.contains(QStringLiteral("epoch")));
+        QVERIFY(!parseOptions({m, shot, png, align, QStringLiteral("step"), file}).error.isEmpty());  // needs --compare
+    }
+
+    // A compare of two unlabelled snapshots, aligned by the steps memscope
+    // infers: each run's steps land on the shared axis's integers.
+    void alignsUnlabelledRunsByInferredSteps() {
+        MainWindow w(false);
+        QStringList paths;
+        for (int r = 0; r < 2; ++r) {
+            Trace t;
+            int64_t time = 1'000'000'000;
+            uint64_t address = 0x1000;
+            for (int step = 0; step < 4; ++step) {
+                std::vector<uint64_t> live;
+                for (int k = 0; k < 12; ++k) {
+                    Event e;
+                    e.time = time += 1000;
+                    e.kind = EventKind::Alloc;
+                    e.address = address += 0x1000;
+                    e.size = uint64_t(4096 * (k + 1) * (r + 1));
+                    t.events.push_back(e);
+                    live.push_back(e.address);
+                }
+                for (size_t k = live.size(); k-- > 0;) {
+                    Event e;
+                    e.time = time += 1000 * (r + 1);
+                    e.kind = EventKind::FreeCompleted;
+                    e.address = live[k];
+                    e.size = uint64_t(4096 * (k + 1) * size_t(r + 1));
+                    t.events.push_back(e);
+                }
+            }
+            paths << guitest::writeTrace(t, dir_.filePath(QStringLiteral("unlabelled-%1.memscope").arg(r)));
+            QVERIFY(!paths.back().isEmpty());
+        }
+        w.openPaths(paths, true);
+        w.waitForLoads();
+        QVERIFY(w.compareView());
+        w.compareView()->setAlignMode(AlignMode::Step);
+        QVERIFY(w.compareView()->alignMode() == AlignMode::Step);
+        for (const RunPtr& run : w.compareView()->runs()) {
+            const Trace* trace = run->trace(run->devices().front());
+            QVERIFY(trace);
+            QVERIFY(stepSource(*trace) == StepSource::Inferred);
+        }
     }
 };
 

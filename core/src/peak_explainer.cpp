@@ -56,7 +56,37 @@ std::vector<SiteAtPeak> sitesAt(const Trace& trace, const DeviceTimeline& tl, in
     return sitesOf(trace, tl, live, top);
 }
 
-std::string describeChange(const std::array<int64_t, kCategoryCount>& delta, size_t top) {
+std::array<int64_t, kCategoryCount> recomputedBytesAt(const Trace& trace, const DeviceTimeline& tl,
+                                                      int64_t x) {
+    std::array<int64_t, kCategoryCount> out{};
+    // Whether each phase is, or lies inside, a recompute (memoized per phase).
+    std::vector<int8_t> inside(trace.phases.size() + 1, -1);
+    auto recompute = [&](PhaseId id) {
+        if (id.value == 0 || id.value > trace.phases.size()) return false;
+        int8_t& memo = inside[id.value];
+        if (memo < 0) {
+            memo = 0;
+            uint32_t up = id.value;
+            for (int depth = 0; up != 0 && up <= trace.phases.size() && depth < 64; ++depth) {
+                if (trace.phases[up - 1].kind == PhaseKind::Recompute) {
+                    memo = 1;
+                    break;
+                }
+                up = trace.phases[up - 1].parent.value;
+            }
+        }
+        return memo == 1;
+    };
+    for (uint32_t i : tl.liveAt(x)) {
+        const AllocationInterval& a = tl.intervals[i];
+        if (recompute(a.phase))
+            out[size_t(index(a.category))] += int64_t(std::min<uint64_t>(a.size, INT64_MAX / 2));
+    }
+    return out;
+}
+
+std::string describeChange(const std::array<int64_t, kCategoryCount>& delta, size_t top,
+                           const std::array<int64_t, kCategoryCount>* recomputed) {
     std::vector<Category> changed;
     for (Category c : kAllCategories)
         if (delta[size_t(index(c))] != 0) changed.push_back(c);
@@ -76,6 +106,8 @@ std::string describeChange(const std::array<int64_t, kCategoryCount>& delta, siz
         const std::string magnitude =
             formatBytes(d).substr(d < 0 ? 1 : 0);  // no negation: INT64_MIN
         out += (d > 0 ? "+" : "\u2212") + magnitude + " " + std::string(toString(changed[i]));
+        if (recomputed && d > 0 && (*recomputed)[size_t(index(changed[i]))] >= d / 2)
+            out += " (recompute)";
     }
     return out;
 }

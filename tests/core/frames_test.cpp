@@ -125,8 +125,39 @@ TEST(PeakExplainer, ChangesPerCategoryLargestFirst) {
     d[size_t(index(Category::Temporary))] = int64_t(200) << 20;
     d[size_t(index(Category::Gradient))] = 1;
     EXPECT_EQ(describeChange(d, 2), "\u22124.50 GiB activation, +200 MiB temporary");
+    // A rise made mostly of bytes born in recompute phases says so; a fall never does.
+    std::array<int64_t, kCategoryCount> recomputed{};
+    recomputed[size_t(index(Category::Temporary))] = int64_t(150) << 20;
+    recomputed[size_t(index(Category::Activation))] = int64_t(1) << 30;
+    EXPECT_EQ(describeChange(d, 2, &recomputed),
+              "\u22124.50 GiB activation, +200 MiB temporary (recompute)");
+    recomputed[size_t(index(Category::Temporary))] = int64_t(50) << 20;
+    EXPECT_EQ(describeChange(d, 2, &recomputed), "\u22124.50 GiB activation, +200 MiB temporary");
     d[size_t(index(Category::Gradient))] = INT64_MIN;  // no overflow in the magnitude
     EXPECT_EQ(describeChange(d, 1), "\u22128192 PiB gradient");
+}
+
+TEST(PeakExplainer, RecomputedBytesAreThoseBornInRecomputePhases) {
+    Trace t;
+    Phase backward;
+    backward.kind = PhaseKind::Backward;
+    backward.start = 0;
+    backward.end = 100;
+    const PhaseId b = t.addPhase(backward);
+    Phase recompute;
+    recompute.kind = PhaseKind::Recompute;
+    recompute.parent = b;
+    recompute.start = 10;
+    recompute.end = 20;
+    const PhaseId r = t.addPhase(recompute);
+    t.events.push_back(testutil::event(5, EventKind::Alloc, 0x100, 1000, Category::Temporary, b));
+    t.events.push_back(testutil::event(15, EventKind::Alloc, 0x200, 300, Category::Activation, r));
+    t.events.push_back(testutil::event(16, EventKind::Alloc, 0x300, 70, Category::Temporary, r));
+    auto tl = Timeline::build(t);
+    ASSERT_TRUE(tl.ok());
+    const auto bytes = recomputedBytesAt(t, (*tl)->devices().front(), 50);
+    EXPECT_EQ(bytes[size_t(index(Category::Activation))], 300);
+    EXPECT_EQ(bytes[size_t(index(Category::Temporary))], 70);
 }
 
 TEST(PeakExplainer, RealSnapshotNamesTheUsersFrames) {

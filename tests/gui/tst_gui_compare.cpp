@@ -11,12 +11,12 @@
 #include "generate_dialog.h"
 #include "gui_test_traces.h"
 #include "main_window.h"
+#include "memscope/inference.h"
 #include "run_loader.h"
 #include "screenshot.h"
 #include "summary_model.h"
 #include "timeline_plot.h"
 #include "zoom_state.h"
-#include "memscope/inference.h"
 
 using namespace memscope;
 using namespace memscope::gui;
@@ -42,8 +42,9 @@ private slots:
     void initTestCase() {
         QStandardPaths::setTestModeEnabled(true);
         for (const char* p : kPolicies)
-            paths_ << guitest::writeTrace(guitest::makeTrainerLikeTrace(p),
-                                          dir_.filePath(QStringLiteral("mlp-%1.memscope").arg(QLatin1String(p))));
+            paths_ << guitest::writeTrace(
+                guitest::makeTrainerLikeTrace(p),
+                dir_.filePath(QStringLiteral("mlp-%1.memscope").arg(QLatin1String(p))));
         QVERIFY(!paths_.contains(QString()));
     }
 
@@ -61,35 +62,55 @@ private slots:
         QCOMPARE(m->rowCount(), 4);
         // Each row's peak is its own timeline's peak; all plots share one y scale.
         for (int r = 0; r < 4; ++r) {
-            QCOMPARE(m->data(m->index(r, col(m, CompareColumnKind::Run)), SummaryTableModel::RawRole).toString(),
-                     QLatin1String(kPolicies[r]));
+            QCOMPARE(
+                m->data(m->index(r, col(m, CompareColumnKind::Run)), SummaryTableModel::RawRole)
+                    .toString(),
+                QLatin1String(kPolicies[r]));
             const DeviceTimeline* tl = c->plotAt(r)->timeline();
-            QCOMPARE(m->data(m->index(r, col(m, CompareColumnKind::Peak)), SummaryTableModel::RawRole).toLongLong(),
-                     qint64(tl->peak.bytes));
+            QCOMPARE(
+                m->data(m->index(r, col(m, CompareColumnKind::Peak)), SummaryTableModel::RawRole)
+                    .toLongLong(),
+                qint64(tl->peak.bytes));
         }
-        auto peak = [&](int r) { return m->data(m->index(r, col(m, CompareColumnKind::Peak)), SummaryTableModel::RawRole).toLongLong(); };
+        auto peak = [&](int r) {
+            return m->data(m->index(r, col(m, CompareColumnKind::Peak)), SummaryTableModel::RawRole)
+                .toLongLong();
+        };
         // full saves the most activations; block checkpointing the least.
         QVERIFY(peak(0) > peak(2));
         QVERIFY(peak(2) > peak(1));
-        QCOMPARE(m->data(m->index(1, col(m, CompareColumnKind::PeakDelta)), SummaryTableModel::RawRole).toLongLong(), peak(1) - peak(0));
-        QCOMPARE(m->data(m->index(1, col(m, CompareColumnKind::RecomputeOverhead)), SummaryTableModel::RawRole).toDouble(), 0.33);
-        QVERIFY(m->data(m->index(0, col(m, CompareColumnKind::StepTime)), SummaryTableModel::RawRole).toDouble() > 0);
+        QCOMPARE(
+            m->data(m->index(1, col(m, CompareColumnKind::PeakDelta)), SummaryTableModel::RawRole)
+                .toLongLong(),
+            peak(1) - peak(0));
+        QCOMPARE(m->data(m->index(1, col(m, CompareColumnKind::RecomputeOverhead)),
+                         SummaryTableModel::RawRole)
+                     .toDouble(),
+                 0.33);
+        QVERIFY(
+            m->data(m->index(0, col(m, CompareColumnKind::StepTime)), SummaryTableModel::RawRole)
+                .toDouble() > 0);
         QVERIFY(!m->data(m->index(0, col(m, CompareColumnKind::PeakPhase))).toString().isEmpty());
 
 #ifdef MEMSCOPE_CLI
         // The GUI's table and `memscope-cli compare` show the same numbers.
         QProcess cli;
-        cli.start(QStringLiteral(MEMSCOPE_CLI), QStringList{QStringLiteral("compare"), QStringLiteral("--csv")} + paths_);
+        cli.start(QStringLiteral(MEMSCOPE_CLI),
+                  QStringList{QStringLiteral("compare"), QStringLiteral("--csv")} + paths_);
         QVERIFY(cli.waitForFinished(60000));
         QCOMPARE(cli.exitCode(), 0);
         QCOMPARE(QString::fromUtf8(cli.readAllStandardOutput()), m->toCsv());
         // And per phase.
         c->setScope(PeakScope{TrainingPhase::Backward});
         cli.start(QStringLiteral(MEMSCOPE_CLI),
-                  QStringList{QStringLiteral("compare"), QStringLiteral("--csv"), QStringLiteral("--phase"), QStringLiteral("backward")} + paths_);
+                  QStringList{QStringLiteral("compare"), QStringLiteral("--csv"),
+                              QStringLiteral("--phase"), QStringLiteral("backward")} +
+                      paths_);
         QVERIFY(cli.waitForFinished(60000));
         QCOMPARE(QString::fromUtf8(cli.readAllStandardOutput()), m->toCsv());
-        QVERIFY(m->headerData(col(m, CompareColumnKind::Peak), Qt::Horizontal).toString().contains(QStringLiteral("backward")));
+        QVERIFY(m->headerData(col(m, CompareColumnKind::Peak), Qt::Horizontal)
+                    .toString()
+                    .contains(QStringLiteral("backward")));
         c->setScope({});
 #endif
 
@@ -116,8 +137,10 @@ private slots:
     }
 
     void screenshotCommand() {
-        AppOptions o = parseOptions(QStringList{QStringLiteral("memscope"), QStringLiteral("--screenshot"),
-                                                dir_.filePath(QStringLiteral("shot.png")), QStringLiteral("--compare")} + paths_);
+        AppOptions o = parseOptions(
+            QStringList{QStringLiteral("memscope"), QStringLiteral("--screenshot"),
+                        dir_.filePath(QStringLiteral("shot.png")), QStringLiteral("--compare")} +
+            paths_);
         QVERIFY(o.error.isEmpty());
         QVERIFY(o.compare);
         QCOMPARE(runScreenshot(o), 0);
@@ -128,7 +151,8 @@ private slots:
 
     // The README's main job: generate the four policies, land in the compare view.
     void generateDialogRunsTheTrainer() {
-        QString trainer = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("memscope-train"));
+        QString trainer =
+            QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("memscope-train"));
         if (!QFileInfo(trainer).isExecutable()) trainer = qEnvironmentVariable("MEMSCOPE_TRAIN");
         if (trainer.isEmpty() || !QFileInfo(trainer).isExecutable())
             QSKIP("memscope-train is not built (set MEMSCOPE_TRAIN to run this test)");
@@ -136,7 +160,8 @@ private slots:
         MainWindow w(false);
         w.show();
         GenerateDialog dialog;
-        QObject::connect(&dialog, &GenerateDialog::tracesReady, &w, [&w](const QStringList& p) { w.openPaths(p, true); });
+        QObject::connect(&dialog, &GenerateDialog::tracesReady, &w,
+                         [&w](const QStringList& p) { w.openPaths(p, true); });
         dialog.setOutputFolder(dir_.filePath(QStringLiteral("generated")));
         QVERIFY(dialog.arguments().contains(QStringLiteral("all")));
         dialog.start();
@@ -149,22 +174,30 @@ private slots:
     }
 
     void badCommandLines() {
-        QVERIFY(!parseOptions({QStringLiteral("memscope"), QStringLiteral("--screenshot"), QStringLiteral("x.png")}).error.isEmpty());
-        QVERIFY(!parseOptions({QStringLiteral("memscope"), QStringLiteral("--nope")}).error.isEmpty());
+        QVERIFY(!parseOptions({QStringLiteral("memscope"), QStringLiteral("--screenshot"),
+                               QStringLiteral("x.png")})
+                     .error.isEmpty());
+        QVERIFY(
+            !parseOptions({QStringLiteral("memscope"), QStringLiteral("--nope")}).error.isEmpty());
         const QString m = QStringLiteral("memscope"), shot = QStringLiteral("--screenshot"),
                       by = QStringLiteral("--color-by"), png = QStringLiteral("x.png"),
                       file = QStringLiteral("a.pickle");
         const AppOptions ok = parseOptions({m, shot, png, by, QStringLiteral("allocation"), file});
         QVERIFY2(ok.error.isEmpty(), qPrintable(ok.error));
         QVERIFY(ok.color_by == StackMode::ByAllocation);
-        QVERIFY(parseOptions({m, shot, png, by, QStringLiteral("site"), file}).error.contains(QStringLiteral("site")));
-        QVERIFY(!parseOptions({m, by, QStringLiteral("category"), file}).error.isEmpty());  // needs --screenshot
+        QVERIFY(parseOptions({m, shot, png, by, QStringLiteral("site"), file})
+                    .error.contains(QStringLiteral("site")));
+        QVERIFY(!parseOptions({m, by, QStringLiteral("category"), file})
+                     .error.isEmpty());  // needs --screenshot
         const QString align = QStringLiteral("--align"), cmp = QStringLiteral("--compare");
-        const AppOptions aligned = parseOptions({m, cmp, shot, png, align, QStringLiteral("step"), file, file});
+        const AppOptions aligned =
+            parseOptions({m, cmp, shot, png, align, QStringLiteral("step"), file, file});
         QVERIFY2(aligned.error.isEmpty(), qPrintable(aligned.error));
         QVERIFY(aligned.align == AlignMode::Step);
-        QVERIFY(parseOptions({m, cmp, shot, png, align, QStringLiteral("epoch"), file}).error.contains(QStringLiteral("epoch")));
-        QVERIFY(!parseOptions({m, shot, png, align, QStringLiteral("step"), file}).error.isEmpty());  // needs --compare
+        QVERIFY(parseOptions({m, cmp, shot, png, align, QStringLiteral("epoch"), file})
+                    .error.contains(QStringLiteral("epoch")));
+        QVERIFY(!parseOptions({m, shot, png, align, QStringLiteral("step"), file})
+                     .error.isEmpty());  // needs --compare
     }
 
     // A compare of two unlabelled snapshots, aligned by the steps memscope
@@ -196,7 +229,8 @@ private slots:
                     t.events.push_back(e);
                 }
             }
-            paths << guitest::writeTrace(t, dir_.filePath(QStringLiteral("unlabelled-%1.memscope").arg(r)));
+            paths << guitest::writeTrace(
+                t, dir_.filePath(QStringLiteral("unlabelled-%1.memscope").arg(r)));
             QVERIFY(!paths.back().isEmpty());
         }
         w.openPaths(paths, true);

@@ -35,9 +35,18 @@ std::vector<SiteAtPeak> sitesAtPeak(const Trace& trace, const DeviceTimeline& ti
 std::vector<SiteAtPeak> sitesAt(const Trace& trace, const DeviceTimeline& timeline, int64_t x,
                                 size_t top);
 
-// "−3.60 GiB activation, +200 MiB temporary": the categories whose bytes at
-// the peak changed, largest change first, at most `top`; "no change" if none.
+// "−3.60 GiB activation, +200 MiB temporary (recompute)": the categories
+// whose bytes at the peak changed, largest change first, at most `top`; "no
+// change" if none. With `recomputed` (the run's bytes at its peak born inside
+// recompute phases, by category), a rise made mostly of recomputed bytes says
+// "(recompute)".
 std::string describeChange(const std::array<int64_t, kCategoryCount>& delta_by_category,
-                           size_t top = 3);
+                           size_t top = 3,
+                           const std::array<int64_t, kCategoryCount>* recomputed = nullptr);
+
+// Bytes live at x, by category, that were allocated inside a recompute phase
+// (recorded, or inferred where backward replays forward).
+std::array<int64_t, kCategoryCount> recomputedBytesAt(const Trace& trace,
+                                                      const DeviceTimeline& timeline, int64_t x);
 
 }  // namespace memscope

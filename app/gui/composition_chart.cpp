@@ -45,10 +45,18 @@ void CompositionChart::setEntries(const std::vector<CompareEntry>& entries) {
             any = any || v > 0;
         }
         if (!any) continue;
+        // Inferred categories read as such here too: named and hatched.
+        bool inferred = false;
+        for (const CompareEntry& e : entries) {
+            const DeviceTimeline* tl = e.run ? e.run->timeline(e.device) : nullptr;
+            inferred = inferred || (tl && tl->category_sources[size_t(index(c))].inferred);
+        }
         auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
-        bars->setName(categoryLabel(c));
+        bars->setName(inferred ? categoryLabel(c) + QStringLiteral(" (inferred)")
+                               : categoryLabel(c));
         bars->setPen(QPen(categoryColor(c).darker(120)));
-        bars->setBrush(categoryColor(c));
+        bars->setBrush(inferred ? QBrush(categoryColor(c).lighter(115), Qt::Dense2Pattern)
+                                : QBrush(categoryColor(c)));
         bars->setWidth(0.6);
         bars->setData(keys, values, true);
         if (below) bars->moveAbove(below);

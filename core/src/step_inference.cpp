@@ -1,6 +1,7 @@
 #include "step_inference.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "memscope/timeline.h"
@@ -123,11 +124,22 @@ std::vector<Window> findRepeatedSteps(const Trace& trace, const std::vector<uint
         }
         return matched;
     };
+    // Scoring costs a pass over the trace per count: only the counts with the
+    // most support, so that a pathological trace cannot make it quadratic.
+    std::vector<std::pair<size_t, size_t>> candidates;  // (support, count)
+    for (const auto& [count, g] : groups)
+        if (double(g.support) >= 0.01 * double(n) / double(count) && g.support >= 8)
+            candidates.push_back({g.support, count});
+    constexpr size_t kMaxCandidates = 16;
+    if (candidates.size() > kMaxCandidates) {
+        std::partial_sort(candidates.begin(), candidates.begin() + kMaxCandidates, candidates.end(),
+                          std::greater<>());
+        candidates.resize(kMaxCandidates);
+    }
     std::map<size_t, size_t> scores;  // count -> score
     size_t best = 0;
-    for (const auto& [count, g] : groups) {
+    for (const auto& [support, count] : candidates) {
         if (ctx.cancelled()) return {};
-        if (double(g.support) < 0.01 * double(n) / double(count) || g.support < 8) continue;
         const std::vector<Window> steps = cut(count);
         if (steps.size() < 2) continue;
         scores[count] = score(steps);

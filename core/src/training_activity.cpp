@@ -163,16 +163,13 @@ Position TrainingActivity::of(uint64_t event) {
         case FrameActivity::Optimizer:
         case FrameActivity::ZeroGrad:
             pos.stage = Stage::Optimizer;
-            pos.from_frames = true;
             break;
         case FrameActivity::Backward:
             pos.stage = Stage::Backward;
-            pos.from_frames = true;
             break;
         case FrameActivity::Forward:
             // A forward frame inside a recorded backward is recompute.
             if (pos.stage != Stage::Backward) pos.stage = Stage::Forward;
-            pos.from_frames = true;
             break;
         default:
             break;

@@ -35,7 +35,6 @@ enum class Stage : uint8_t {
 struct Position {
     int32_t step = -1;  // ordinal of the step (by start), -1 = before the first / none
     Stage stage = Stage::None;
-    bool from_frames = false;
     bool recompute = false;  // inside a recompute phase (a checkpointed region re-run)
 };
 

@@ -1,4 +1,5 @@
 // memscope-cli summary FILE... [--json]
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -8,6 +9,7 @@
 #include "commands.h"
 #include "memscope/inference.h"
 #include "memscope/peak_explainer.h"
+#include "memscope/phases.h"
 #include "memscope/report_json.h"
 #include "memscope/summary.h"
 #include "memscope/units.h"
@@ -31,13 +33,15 @@ std::string timeText(const std::optional<int64_t>& us, const std::optional<int64
     return buf;
 }
 
-void printPhasePeaks(const DeviceSummary& d, bool inferredSteps) {
+void printPhasePeaks(const DeviceSummary& d, bool inferredSteps, bool inferredPhases) {
     const PhasePeaks& pp = d.phase_peaks;
     bool any = false;
     for (TrainingPhase p : kAllTrainingPhases) {
         const auto& peak = pp.by_phase[size_t(index(p))];
         if (!peak) continue;
-        if (!any) std::printf("    peak by phase    (increase over the phase's start)\n");
+        if (!any)
+            std::printf("    peak by phase    (%sincrease over the phase's start)\n",
+                        inferredPhases ? "phases inferred; " : "");
         any = true;
         const auto name = toString(p);
         std::printf("      %-10.*s     %-11s +%s\n", int(name.size()), name.data(),
@@ -105,7 +109,11 @@ void printTable(const FileReport& f) {
                 "      %-16.*s %s%s\n", int(name.size()), name.data(), formatBytes(bytes).c_str(),
                 src.inferred ? (src.recorded ? "  (partly inferred)" : "  (inferred)") : "");
         }
-        printPhasePeaks(d, f.trace && stepSource(*f.trace) == StepSource::Inferred);
+        const bool inferredPhases =
+            f.trace &&
+            std::any_of(f.trace->phases.begin(), f.trace->phases.end(),
+                        [](const Phase& p) { return p.inferred && trainingPhaseOf(p.kind); });
+        printPhasePeaks(d, f.trace && stepSource(*f.trace) == StepSource::Inferred, inferredPhases);
         if (f.trace && f.timeline)
             if (const DeviceTimeline* tl = f.timeline->device(device)) printSites(*f.trace, *tl);
     }

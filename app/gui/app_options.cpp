@@ -35,7 +35,12 @@ AppOptions parseOptions(const QStringList& arguments) {
         QStringLiteral("Screenshot with --compare: line runs up by 'time', 'step' or 'phase' "
                        "(the steps and phases recorded or inferred; default: time)."),
         QStringLiteral("MODE"));
-    parser.addOptions({compare, screenshot, size, dark, colorBy, align});
+    const QCommandLineOption tab(
+        QStringLiteral("compare-tab"),
+        QStringLiteral("Screenshot with --compare: the table's tab to show: 'summary', "
+                       "'composition', 'policy-map' or 'difference' (default: summary)."),
+        QStringLiteral("TAB"));
+    parser.addOptions({compare, screenshot, size, dark, colorBy, align, tab});
     parser.addPositionalArgument(QStringLiteral("files"),
                                  QStringLiteral("Traces or folders of per-rank traces."),
                                  QStringLiteral("[FILES...]"));
@@ -72,6 +77,17 @@ AppOptions parseOptions(const QStringList& arguments) {
                           .arg(parser.value(align));
         else if (o.screenshot.isEmpty() || !o.compare)
             o.error = QStringLiteral("--align applies to --screenshot with --compare");
+    }
+    if (parser.isSet(tab)) {
+        o.compare_tab = parser.value(tab);
+        static const QStringList kTabs = {QStringLiteral("summary"), QStringLiteral("composition"),
+                                          QStringLiteral("policy-map"),
+                                          QStringLiteral("difference")};
+        if (!kTabs.contains(o.compare_tab))
+            o.error = QStringLiteral("--compare-tab wants one of %1, not '%2'")
+                          .arg(kTabs.join(QStringLiteral(", ")), o.compare_tab);
+        else if (o.screenshot.isEmpty() || !o.compare)
+            o.error = QStringLiteral("--compare-tab applies to --screenshot with --compare");
     }
     if (!o.screenshot.isEmpty() && o.paths.isEmpty())
         o.error = QStringLiteral("--screenshot needs at least one file");

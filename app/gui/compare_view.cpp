@@ -18,6 +18,7 @@
 #include "format.h"
 #include "memscope/units.h"
 #include "plot_export.h"
+#include "policy_map.h"
 #include "summary_model.h"
 #include "timeline_plot.h"
 #include "zoom_state.h"
@@ -91,6 +92,13 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     tabs_->addTab(table_, QStringLiteral("Summary"));
     composition_ = new CompositionChart(tabs_);
     tabs_->addTab(composition_, QStringLiteral("Peak composition"));
+    policyMap_ = new PolicyMap(tabs_);
+    tabs_->addTab(policyMap_, QStringLiteral("Policy map"));
+    connect(policyMap_, &PolicyMap::runActivated, this, [this](int entry) {
+        const auto& entries = summary_->entries();
+        if (entry >= 0 && size_t(entry) < entries.size())
+            emit openRunRequested(entries[size_t(entry)].run);
+    });
     auto* diffPage = new QWidget(tabs_);
     auto* diffLayout = new QVBoxLayout(diffPage);
     auto* diffBar = new QHBoxLayout;
@@ -230,7 +238,15 @@ void CompareView::realign() {
                         .arg(fellBack.join(QStringLiteral(", "))));
     table_->resizeColumnsToContents();
     composition_->setEntries(summary_->entries());
+    policyMap_->setEntries(summary_->entries());
     updateDifference();
+}
+
+void CompareView::showTab(const QString& name) {
+    const QStringList names = {QStringLiteral("summary"), QStringLiteral("composition"),
+                               QStringLiteral("policy-map"), QStringLiteral("difference")};
+    const int i = int(names.indexOf(name));
+    if (i >= 0 && i < tabs_->count()) tabs_->setCurrentIndex(i);
 }
 
 void CompareView::updateDifference() {

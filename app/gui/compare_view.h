@@ -20,6 +20,7 @@ namespace memscope::gui {
 
 class CompositionChart;
 class DifferencePlot;
+class PolicyMap;
 class SummaryTableModel;
 class TimelinePlot;
 class ZoomState;
@@ -36,6 +37,10 @@ public:
     SummaryTableModel* summaryModel() const { return summary_; }
     ZoomState* zoom() const { return zoom_; }
     DifferencePlot* differencePlot() const { return diff_; }
+    PolicyMap* policyMap() const { return policyMap_; }
+    // The lower pane's tab by its command-line name ("summary", "composition",
+    // "policy-map", "difference"); unknown names are ignored.
+    void showTab(const QString& name);
     QWidget* plotsWidget() const { return grid_; }
     QString hoverText() const;
 
@@ -56,6 +61,8 @@ public:
 
 signals:
     void cursorMoved(memscope::gui::RunPtr run, memscope::gui::DeviceRef ref, int64_t runX);
+    // The policy map's point of a run was clicked.
+    void openRunRequested(memscope::gui::RunPtr run);
     void allocationPinned(memscope::gui::RunPtr run, memscope::gui::DeviceRef ref,
                           uint32_t interval);
 
@@ -90,6 +97,7 @@ private:
     QTableView* table_ = nullptr;
     SummaryTableModel* summary_ = nullptr;
     CompositionChart* composition_ = nullptr;
+    PolicyMap* policyMap_ = nullptr;
     DifferencePlot* diff_ = nullptr;
 };
 

@@ -238,11 +238,22 @@ void MainWindow::addRunView(RunPtr run) {
     tabs_->setCurrentWidget(view);
 }
 
+void MainWindow::showRun(RunPtr run) {
+    if (!run) return;
+    for (int i = 0; i < tabs_->count(); ++i)
+        if (auto* view = qobject_cast<RunView*>(tabs_->widget(i)); view && view->run() == run) {
+            tabs_->setCurrentIndex(i);
+            return;
+        }
+    addRunView(run);
+}
+
 void MainWindow::showCompare(const std::vector<RunPtr>& runs) {
     if (!compare_) {
         compare_ = new CompareView(tabs_);
         connect(compare_, &CompareView::cursorMoved, this, &MainWindow::followCursor);
         connect(compare_, &CompareView::allocationPinned, this, &MainWindow::pinAllocation);
+        connect(compare_, &CompareView::openRunRequested, this, &MainWindow::showRun);
         tabs_->addTab(compare_, QStringLiteral("Compare"));
     }
     compare_->setRuns(runs);

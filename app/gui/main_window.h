@@ -42,6 +42,8 @@ public:
     void waitForLoads();
 
     void showCompare(const std::vector<RunPtr>& runs);
+    // The run's own tab, made if it has none (the policy map's click).
+    void showRun(RunPtr run);
     std::vector<RunPtr> runs() const;
     QTabWidget* tabs() const { return tabs_; }
     RunView* currentRunView() const;

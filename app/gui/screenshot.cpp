@@ -48,10 +48,9 @@ int runScreenshot(const AppOptions& options) {
     window.allocatorView()->waitForIdle();
     QApplication::processEvents();
     if (options.compare && window.compareView()) {
-        if (options.align) {
-            window.compareView()->setAlignMode(*options.align);
-            QApplication::processEvents();
-        }
+        if (options.align) window.compareView()->setAlignMode(*options.align);
+        if (!options.compare_tab.isEmpty()) window.compareView()->showTab(options.compare_tab);
+        QApplication::processEvents();
         const QString table = window.compareView()->summaryModel()->toTextTable();
         std::fputs(table.toUtf8().constData(), stdout);
         std::fflush(stdout);

@@ -1,6 +1,8 @@
 // Compare: four trainer-like policy runs show four plots on one y scale and the
 // right summary table; alignment modes; difference curve; CSV; the screenshot
 // command.
+#include <qcustomplot.h>
+
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -8,11 +10,15 @@
 #include "app_options.h"
 #include "compare_view.h"
 #include "difference_plot.h"
+#include "format.h"
 #include "generate_dialog.h"
 #include "gui_test_traces.h"
 #include "main_window.h"
 #include "memscope/inference.h"
+#include "memscope/policy_frontier.h"
+#include "policy_map.h"
 #include "run_loader.h"
+#include "run_view.h"
 #include "screenshot.h"
 #include "summary_model.h"
 #include "timeline_plot.h"
@@ -173,6 +179,52 @@ private slots:
         QCOMPARE(w.compareView()->summaryModel()->rowCount(), 4);
     }
 
+    // One point per run with a step time, the frontier as core computes it,
+    // the composition on hover, and a click opens the run's own tab.
+    void policyMapPointsFrontierAndClick() {
+        MainWindow w(false);
+        w.resize(1600, 1000);
+        w.show();
+        w.openPaths(paths_, true);
+        w.waitForLoads();
+        CompareView* c = w.compareView();
+        QVERIFY(c);
+        PolicyMap* map = c->policyMap();
+        QVERIFY(map);
+        const auto& entries = c->summaryModel()->entries();
+        std::vector<PolicyPoint> points;
+        for (const CompareEntry& e : entries)
+            if (e.summary.step_time_s)
+                points.push_back(
+                    {e.summary.name, e.summary.peak_bytes, *e.summary.step_time_s * 1e3});
+        QCOMPARE(map->pointCount(), points.size());
+        QVERIFY(map->pointCount() >= 2);
+        const std::vector<bool> frontier = onFrontier(points);
+        size_t on = 0;
+        for (size_t i = 0; i < map->pointCount(); ++i) {
+            QCOMPARE(map->onFrontier(i), bool(frontier[i]));
+            on += map->onFrontier(i);
+        }
+        QVERIFY(on >= 1);
+        // Show the map so that its axes have pixels, then hit-test and click a point.
+        c->findChild<QTabWidget*>()->setCurrentWidget(map);
+        QApplication::processEvents();
+        map->plot()->replot();
+        const QPointF at = map->pixelOf(1);
+        QCOMPARE(map->pointAt(at), 1);
+        QCOMPARE(map->pointAt(at + QPointF(40, 40)), -1);
+        const QString text = map->describe(1);
+        QVERIFY2(text.contains(toQString(points[1].name)), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("ms per step")), qPrintable(text));
+        const RunPtr expected = entries[size_t(map->entryOfPoint(1))].run;
+        QTest::mouseClick(map->plot(), Qt::LeftButton, {}, at.toPoint());
+        auto* tabs = w.findChild<QTabWidget*>();
+        QVERIFY(tabs);
+        auto* view = qobject_cast<RunView*>(tabs->currentWidget());
+        QVERIFY(view);
+        QVERIFY(view->run() == expected);
+    }
+
     void badCommandLines() {
         QVERIFY(!parseOptions({QStringLiteral("memscope"), QStringLiteral("--screenshot"),
                                QStringLiteral("x.png")})
@@ -198,6 +250,12 @@ private slots:
                     .error.contains(QStringLiteral("epoch")));
         QVERIFY(!parseOptions({m, shot, png, align, QStringLiteral("step"), file})
                      .error.isEmpty());  // needs --compare
+        const QString tab = QStringLiteral("--compare-tab");
+        QCOMPARE(parseOptions({m, cmp, shot, png, tab, QStringLiteral("policy-map"), file, file})
+                     .compare_tab,
+                 QStringLiteral("policy-map"));
+        QVERIFY(parseOptions({m, cmp, shot, png, tab, QStringLiteral("map"), file})
+                    .error.contains(QStringLiteral("map")));
     }
 
     // A compare of two unlabelled snapshots, aligned by the steps memscope

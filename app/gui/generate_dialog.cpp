@@ -43,6 +43,15 @@ GenerateDialog::GenerateDialog(QWidget* parent) : QDialog(parent) {
         policies_ << box;
         policyRow->addWidget(box);
     }
+    // A sweep runs every policy the trainer knows, alone and with opt-in-bwd,
+    // and marks the memory/time frontier (the compare view's policy map).
+    sweep_ = new QCheckBox(QStringLiteral("sweep every policy"), this);
+    sweep_->setToolTip(QStringLiteral(
+        "full, block, selective, sqrt, segments:K, save:OPS, each alone and with +opt-in-bwd"));
+    policyRow->addWidget(sweep_);
+    connect(sweep_, &QCheckBox::toggled, this, [this](bool on) {
+        for (QCheckBox* b : policies_) b->setEnabled(!on);
+    });
     auto* dirRow = new QHBoxLayout;
     outDir_ = new QLineEdit(QDir(QStandardPaths::writableLocation(QStandardPaths::TempLocation))
                                 .filePath(QStringLiteral("memscope-runs")),
@@ -122,6 +131,10 @@ QString GenerateDialog::trainerPath() {
     return QFileInfo(p).isExecutable() ? p : QString();
 }
 
+void GenerateDialog::setSweep(bool on) {
+    sweep_->setChecked(on);
+}
+
 void GenerateDialog::setOutputFolder(const QString& dir) {
     outDir_->setText(dir);
 }
@@ -130,8 +143,9 @@ QStringList GenerateDialog::arguments() const {
     QStringList chosen;
     for (QCheckBox* b : policies_)
         if (b->isChecked()) chosen << b->text();
-    const QString policy =
-        chosen.size() == policies_.size() ? QStringLiteral("all") : chosen.join(QLatin1Char(','));
+    const QString policy = sweep_->isChecked()                 ? QStringLiteral("sweep")
+                           : chosen.size() == policies_.size() ? QStringLiteral("all")
+                                                               : chosen.join(QLatin1Char(','));
     QStringList args{QStringLiteral("--model"),  model_->currentText(),
                      QStringLiteral("--policy"), policy,
                      QStringLiteral("--preset"), preset_->currentText(),
@@ -146,6 +160,7 @@ void GenerateDialog::startRun() {
     QDir().mkpath(outDir_->text());
     log_->clear();
     startedAt_ = QDateTime::currentDateTime().addSecs(-1);
+    runs_ = 1;
     progress_->setRange(0, 0);  // busy until the trainer announces its first policy
     progress_->setValue(0);
     run_->setEnabled(false);
@@ -168,14 +183,16 @@ void GenerateDialog::cancelRun() {
 void GenerateDialog::readOutput() {
     // memscope-train announces each policy ("memscope-train: mlp-full ..."):
     // progress counts policies started.
+    // It first says how many runs follow ("memscope-train: 16 runs").
     static const QRegularExpression started(QStringLiteral("^memscope-train: \\S+ \\.\\.\\.$"));
+    static const QRegularExpression count(QStringLiteral("^memscope-train: (\\d+) runs?$"));
     while (process_.canReadLine()) {
         const QString line = QString::fromUtf8(process_.readLine()).trimmed();
         log_->appendPlainText(line);
-        if (started.match(line).hasMatch()) {
-            int total = 0;
-            for (QCheckBox* b : policies_) total += b->isChecked() ? 1 : 0;
-            progress_->setRange(0, std::max(1, total));
+        if (const auto m = count.match(line); m.hasMatch()) {
+            runs_ = std::max(1, m.captured(1).toInt());
+        } else if (started.match(line).hasMatch()) {
+            progress_->setRange(0, runs_);
             progress_->setValue(std::min(progress_->value() + 1, progress_->maximum()));
         }
     }

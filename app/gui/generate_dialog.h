@@ -26,6 +26,7 @@ public:
     // neither is an executable.
     static QString trainerPath();
     QStringList arguments() const;  // for the current choices
+    void setSweep(bool on);         // every policy, alone and with +opt-in-bwd
     void setOutputFolder(const QString& dir);
     void start() { startRun(); }
     bool isRunning() const { return process_.state() != QProcess::NotRunning; }
@@ -43,6 +44,8 @@ private:
     QComboBox* preset_ = nullptr;
     QComboBox* device_ = nullptr;
     QList<QCheckBox*> policies_;
+    QCheckBox* sweep_ = nullptr;
+    int runs_ = 1;  // announced by the trainer
     QLineEdit* outDir_ = nullptr;
     QPlainTextEdit* log_ = nullptr;
     QProgressBar* progress_ = nullptr;

@@ -62,6 +62,9 @@ int main(int argc, char** argv) {
 
     std::vector<PolicyReport> reports;
     int status = 0;
+    // How many runs follow: the GUI's generate dialog sizes its progress by it.
+    std::cerr << "memscope-train: " << o.policies.size()
+              << (o.policies.size() == 1 ? " run" : " runs") << std::endl;
     for (const Policy& policy : o.policies) {
         RunOptions run;
         run.preset = o.preset;

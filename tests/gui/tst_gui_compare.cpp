@@ -169,6 +169,10 @@ private slots:
         QObject::connect(&dialog, &GenerateDialog::tracesReady, &w,
                          [&w](const QStringList& p) { w.openPaths(p, true); });
         dialog.setOutputFolder(dir_.filePath(QStringLiteral("generated")));
+        // A sweep asks the trainer for every policy; unticked, the four of "all".
+        dialog.setSweep(true);
+        QVERIFY(dialog.arguments().contains(QStringLiteral("sweep")));
+        dialog.setSweep(false);
         QVERIFY(dialog.arguments().contains(QStringLiteral("all")));
         dialog.start();
         QVERIFY(dialog.isRunning());

@@ -5,6 +5,26 @@
 
 namespace memscope {
 
+std::string_view toString(PhaseKind kind) {
+    switch (kind) {
+        case PhaseKind::Step:
+            return "step";
+        case PhaseKind::Forward:
+            return "forward";
+        case PhaseKind::Backward:
+            return "backward";
+        case PhaseKind::Optimizer:
+            return "optimizer";
+        case PhaseKind::Block:
+            return "block";
+        case PhaseKind::Recompute:
+            return "recompute";
+        case PhaseKind::Range:
+            return "range";
+    }
+    return "range";
+}
+
 std::vector<StepBounds> stepBounds(const Trace& trace, int16_t device) {
     std::vector<StepBounds> steps;
     const auto& phases = trace.phases;

@@ -127,18 +127,10 @@ void steps(Out& w, const Trace& trace) {
     // inside the step by their own name; [first start, last end] of each.
     auto phaseKey = [&](uint32_t step, uint32_t j) -> std::string {
         const Phase& q = trace.phases[j - 1];
-        switch (q.kind) {
-            case PhaseKind::Forward:
-                return "forward";
-            case PhaseKind::Backward:
-                return "backward";
-            case PhaseKind::Optimizer:
-                return "optimizer";
-            case PhaseKind::Recompute:
-                return "recompute";
-            default:
-                return q.parent.value == step ? std::string(trace.string(q.name)) : "";
-        }
+        const bool training = q.kind == PhaseKind::Forward || q.kind == PhaseKind::Backward ||
+                              q.kind == PhaseKind::Optimizer || q.kind == PhaseKind::Recompute;
+        if (training) return std::string(toString(q.kind));
+        return q.parent.value == step ? std::string(trace.string(q.name)) : "";
     };
     w.StartArray();
     for (size_t k = 0; k < step_ids.size(); ++k) {

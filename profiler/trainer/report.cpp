@@ -35,26 +35,6 @@ std::string fixed(double v, int digits) {
     return buf;
 }
 
-std::string_view kindName(PhaseKind k) {
-    switch (k) {
-        case PhaseKind::Step:
-            return "step";
-        case PhaseKind::Forward:
-            return "forward";
-        case PhaseKind::Backward:
-            return "backward";
-        case PhaseKind::Optimizer:
-            return "optimizer";
-        case PhaseKind::Block:
-            return "block";
-        case PhaseKind::Recompute:
-            return "recompute";
-        case PhaseKind::Range:
-            return "range";
-    }
-    return "range";
-}
-
 // The categories the trainer produces, in the table's order.
 constexpr Category kShown[] = {Category::Parameter, Category::Gradient,   Category::OptimizerState,
                                Category::Input,     Category::Activation, Category::Temporary};
@@ -300,7 +280,7 @@ std::string toJson(const TrainConfig& c, const std::string& preset,
             key(w, "peak_phase");
             string(w, r.peak->phase);
             key(w, "peak_phase_kind");
-            string(w, kindName(r.peak->kind));
+            string(w, toString(r.peak->kind));
             key(w, "peak_step");
             w.Int(r.peak->step);
             key(w, "peak_by_category");

@@ -25,6 +25,8 @@ constexpr int index(TrainingPhase p) {
     return static_cast<int>(p);
 }
 std::string_view toString(TrainingPhase phase);  // "forward", "backward", "optimizer"
+// "step", "forward", "backward", "optimizer", "block", "recompute", "range".
+std::string_view toString(PhaseKind kind);
 std::optional<TrainingPhase> trainingPhaseFromString(std::string_view name);
 std::optional<TrainingPhase> trainingPhaseOf(PhaseKind kind);
 

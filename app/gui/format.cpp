@@ -47,7 +47,7 @@ QString allocationText(const Trace& trace, const DeviceTimeline& tl, const Alloc
     // The user's own frame first: what a person looks for.
     const std::string site = siteLabel(trace, a.stack);
     if (!site.empty()) lines << QStringLiteral("site: %1").arg(toQString(site));
-    lines << QStringLiteral("category: %1").arg(toQString(explainCategory(trace, a)));
+    lines << QStringLiteral("category: %1").arg(toQString(explainCategory(trace, tl, a)));
     const std::string phase = phasePath(trace, a.phase);
     if (!phase.empty()) lines << QStringLiteral("phase: %1").arg(toQString(phase));
     const QString from = a.alloc_event == kNoEvent ? QStringLiteral("before recording")

@@ -81,7 +81,7 @@ void InspectorView::setAllocation(RunPtr run, DeviceRef ref, uint32_t interval) 
     if (!phase.empty()) lines << QStringLiteral("phase: %1").arg(toQString(phase).toHtmlEscaped());
     // Why this category: recorded, or the inference's rule and evidence.
     lines << QStringLiteral("category: %1")
-                 .arg(toQString(explainCategory(*trace, a)).toHtmlEscaped());
+                 .arg(toQString(explainCategory(*trace, *tl, a)).toHtmlEscaped());
     const QString from = a.alloc_event == kNoEvent ? QStringLiteral("before recording")
                                                    : formatRunTime(*trace, *tl, a.start);
     const QString to = a.free_event == kNoEvent ? QStringLiteral("never freed")

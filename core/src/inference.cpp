@@ -102,12 +102,6 @@ std::string seconds(const Trace& trace, int64_t x, int64_t origin) {
     return buf;
 }
 
-int64_t traceOrigin(const Trace& trace) {
-    int64_t origin = INT64_MAX;
-    for (const Event& e : trace.events) origin = std::min(origin, e.time);
-    return origin == INT64_MAX ? 0 : origin;
-}
-
 }  // namespace
 
 std::string_view toString(StepSource source) {
@@ -177,7 +171,8 @@ InferenceReport inferMissingLabels(Trace& trace, const TaskContext& ctx) {
     return report;
 }
 
-std::string explainCategory(const Trace& trace, const AllocationInterval& a) {
+std::string explainCategory(const Trace& trace, const DeviceTimeline& timeline,
+                            const AllocationInterval& a) {
     const std::string name(toString(a.category));
     if (!a.category_inferred) return name + " (recorded)";
     CategoryRule rule = CategoryRule::Weak;
@@ -191,7 +186,7 @@ std::string explainCategory(const Trace& trace, const AllocationInterval& a) {
                 trace.allocator_state->blocks[i].state == BlockState::ActiveAllocated)
                 rule = trace.inferred_block_categories[i].rule;
     std::string out = name + " (inferred): " + std::string(describe(rule));
-    const int64_t origin = traceOrigin(trace);
+    const int64_t origin = timeline.start;
     auto where = [&](uint64_t event) {
         const PhaseId phase = trace.events[event].phase;
         std::string s = " at " + seconds(trace, trace.events[event].time, origin);

@@ -131,7 +131,7 @@ TEST(Inference, TheTimelineSaysWhichBytesAreInferred) {
     EXPECT_EQ(inferred, tl.intervals.size());
     // The inspector's sentence names the rule and the phases.
     const AllocationInterval& big = tl.intervals[tl.peak.live_intervals.front()];
-    const std::string why = explainCategory(*opened->trace, big);
+    const std::string why = explainCategory(*opened->trace, tl, big);
     EXPECT_NE(why.find("activation (inferred): born in forward, freed in backward"),
               std::string::npos)
         << why;

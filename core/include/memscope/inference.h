@@ -55,9 +55,11 @@ InferenceReport inferMissingLabels(Trace& trace, const TaskContext& ctx = {});
 // The source of a trace's steps as it stands (after inference, if any ran).
 StepSource stepSource(const Trace& trace);
 
-// Why an interval has its category: "gradient (inferred): born in backward at
-// 1.234 s (step 2 / backward), freed at 1.500 s (step 2 / optimizer)"; for a
-// recorded category, "activation (recorded)".
-std::string explainCategory(const Trace& trace, const AllocationInterval& interval);
+// Why an interval of `timeline` has its category: "gradient (inferred): born
+// in backward, …; born at 1.234 s (step 2 / backward), freed at 1.500 s
+// (step 2 / optimizer)", times since the timeline's start; for a recorded
+// category, "activation (recorded)". Costs no pass over the trace (hover).
+std::string explainCategory(const Trace& trace, const DeviceTimeline& timeline,
+                            const AllocationInterval& interval);
 
 }  // namespace memscope

@@ -1,5 +1,6 @@
 // memscope-cli summary FILE... [--json]
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -7,6 +8,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "memscope/activation_theory.h"
 #include "memscope/inference.h"
 #include "memscope/peak_explainer.h"
 #include "memscope/phases.h"
@@ -64,6 +66,38 @@ void printSites(const Trace& trace, const DeviceTimeline& tl) {
     }
 }
 
+// Runs of memscope-train: activations per layer against the literature.
+void printTheory(const Trace& trace, const DeviceTimeline& tl) {
+    if (!trace.metrics || !trace.metrics->model) return;
+    auto theory = activationTheory(trace, tl);
+    if (!theory) {
+        std::printf("    activation theory: %s\n", theory.message().c_str());
+        return;
+    }
+    const ActivationTheory& t = *theory;
+    std::printf("    activations per layer at the end of forward (step %d, %d-byte elements)\n",
+                t.step, t.element_bytes);
+    if (t.main_formula == ActivationFormula::None)
+        std::printf("      no published per-layer formula for %s under %s\n", t.model.c_str(),
+                    t.policy.c_str());
+    else
+        std::printf("      formula        %s (%s)\n", t.formulasText().c_str(),
+                    std::string(formulaSource(t.main_formula)).c_str());
+    std::printf("      measured       %s over %zu layers", formatBytes(t.measured_total).c_str(),
+                t.layers.size());
+    if (t.predicted_total)
+        std::printf(", predicted %s, ratio %.4f",
+                    formatBytes(int64_t(std::llround(*t.predicted_total))).c_str(), *t.ratio());
+    std::printf("\n");
+    for (const LayerActivation& l : t.layers) {
+        std::printf("        layer %-4d %12s", l.layer, formatBytes(l.measured).c_str());
+        if (l.predicted)
+            std::printf("  predicted %12s",
+                        formatBytes(int64_t(std::llround(*l.predicted))).c_str());
+        std::printf("\n");
+    }
+}
+
 void printTable(const FileReport& f) {
     const std::string& source = f.trace ? f.trace->metadata.source_format : f.format;
     if (source.empty() || source == f.format)
@@ -115,7 +149,10 @@ void printTable(const FileReport& f) {
                         [](const Phase& p) { return p.inferred && trainingPhaseOf(p.kind); });
         printPhasePeaks(d, f.trace && stepSource(*f.trace) == StepSource::Inferred, inferredPhases);
         if (f.trace && f.timeline)
-            if (const DeviceTimeline* tl = f.timeline->device(device)) printSites(*f.trace, *tl);
+            if (const DeviceTimeline* tl = f.timeline->device(device)) {
+                printSites(*f.trace, *tl);
+                printTheory(*f.trace, *tl);
+            }
     }
 }
 

@@ -6,6 +6,11 @@
 
 namespace memscope::gui {
 
+QStringList compareTabNames() {
+    return {QStringLiteral("summary"), QStringLiteral("composition"), QStringLiteral("policy-map"),
+            QStringLiteral("theory"), QStringLiteral("difference")};
+}
+
 AppOptions parseOptions(const QStringList& arguments) {
     QCommandLineParser parser;
     parser.setApplicationDescription(
@@ -38,7 +43,7 @@ AppOptions parseOptions(const QStringList& arguments) {
     const QCommandLineOption tab(
         QStringLiteral("compare-tab"),
         QStringLiteral("Screenshot with --compare: the table's tab to show: 'summary', "
-                       "'composition', 'policy-map' or 'difference' (default: summary)."),
+                       "'composition', 'policy-map', 'theory' or 'difference' (default: summary)."),
         QStringLiteral("TAB"));
     parser.addOptions({compare, screenshot, size, dark, colorBy, align, tab});
     parser.addPositionalArgument(QStringLiteral("files"),
@@ -80,9 +85,7 @@ AppOptions parseOptions(const QStringList& arguments) {
     }
     if (parser.isSet(tab)) {
         o.compare_tab = parser.value(tab);
-        static const QStringList kTabs = {QStringLiteral("summary"), QStringLiteral("composition"),
-                                          QStringLiteral("policy-map"),
-                                          QStringLiteral("difference")};
+        const QStringList kTabs = compareTabNames();
         if (!kTabs.contains(o.compare_tab))
             o.error = QStringLiteral("--compare-tab wants one of %1, not '%2'")
                           .arg(kTabs.join(QStringLiteral(", ")), o.compare_tab);

@@ -20,11 +20,12 @@ struct AppOptions {
     QSize size{1600, 1000};  // screenshot size
     std::optional<memscope::StackMode> color_by;  // screenshot: stack mode (default: the file's)
     std::optional<memscope::AlignMode> align;     // compare screenshot: alignment (default: time)
-    QString
-        compare_tab;  // compare screenshot: "summary", "composition", "policy-map", "difference"
-    QString error;    // non-empty: bad command line
+    QString compare_tab;                          // compare screenshot: one of compareTabNames()
+    QString error;                                // non-empty: bad command line
 };
 
 AppOptions parseOptions(const QStringList& arguments);
+// The compare view's lower tabs by command-line name, in their order.
+QStringList compareTabNames();
 
 }  // namespace memscope::gui

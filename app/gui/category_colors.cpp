@@ -46,6 +46,16 @@ QColor bandColor(int i) {
     return QColor::fromHsv((i * 137) % 360, 150, 215);
 }
 
+QColor siteColor(uint64_t siteHash) {
+    // Tableau 20: distinct mid-lightness hues, readable on light and dark
+    // windows; the hash's high bits pick one (the low ones vary least).
+    static const std::array<QRgb, 20> palette = {0x4e79a7, 0xa0cbe8, 0xf28e2b, 0xffbe7d, 0x59a14f,
+                                                 0x8cd17d, 0xb6992d, 0xf1ce63, 0x499894, 0x86bcb6,
+                                                 0xe15759, 0xff9d9a, 0x79706e, 0xbab0ac, 0xd37295,
+                                                 0xfabfd2, 0xb07aa1, 0xd4a6c8, 0x9d7660, 0xd7b5a6};
+    return QColor(palette[size_t((siteHash >> 33) % palette.size())]);
+}
+
 bool isDarkPalette(const QPalette& palette) {
     return palette.color(QPalette::Window).lightness() < 128;
 }

@@ -4,6 +4,7 @@
 
 #include <QColor>
 #include <QPalette>
+#include <cstdint>
 
 #include "memscope/types.h"
 
@@ -11,8 +12,11 @@ namespace memscope::gui {
 
 QColor categoryColor(Category c);
 QString categoryLabel(Category c);  // "optimizer state"
-// A distinct colour for band i of the by-allocation view.
+// A distinct colour for band i.
 QColor bandColor(int i);
+// The by-allocation view's colour of an allocation site, from its label's hash
+// (AllocationSites), so a site keeps its colour across runs and sessions.
+QColor siteColor(uint64_t siteHash);
 QColor reservedColor(const QPalette& palette);
 bool isDarkPalette(const QPalette& palette);
 

@@ -13,6 +13,7 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "app_options.h"
 #include "composition_chart.h"
 #include "difference_plot.h"
 #include "format.h"
@@ -20,6 +21,7 @@
 #include "plot_export.h"
 #include "policy_map.h"
 #include "summary_model.h"
+#include "theory_charts.h"
 #include "timeline_plot.h"
 #include "zoom_state.h"
 
@@ -99,6 +101,8 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
         if (entry >= 0 && size_t(entry) < entries.size())
             emit openRunRequested(entries[size_t(entry)].run);
     });
+    theory_ = new TheoryCharts(tabs_);
+    tabs_->addTab(theory_, QStringLiteral("Theory"));
     auto* diffPage = new QWidget(tabs_);
     auto* diffLayout = new QVBoxLayout(diffPage);
     auto* diffBar = new QHBoxLayout;
@@ -239,13 +243,12 @@ void CompareView::realign() {
     table_->resizeColumnsToContents();
     composition_->setEntries(summary_->entries());
     policyMap_->setEntries(summary_->entries());
+    theory_->setEntries(summary_->entries());
     updateDifference();
 }
 
 void CompareView::showTab(const QString& name) {
-    const QStringList names = {QStringLiteral("summary"), QStringLiteral("composition"),
-                               QStringLiteral("policy-map"), QStringLiteral("difference")};
-    const int i = int(names.indexOf(name));
+    const int i = int(compareTabNames().indexOf(name));
     if (i >= 0 && i < tabs_->count()) tabs_->setCurrentIndex(i);
 }
 

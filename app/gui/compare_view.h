@@ -21,6 +21,7 @@ namespace memscope::gui {
 class CompositionChart;
 class DifferencePlot;
 class PolicyMap;
+class TheoryCharts;
 class SummaryTableModel;
 class TimelinePlot;
 class ZoomState;
@@ -38,8 +39,10 @@ public:
     ZoomState* zoom() const { return zoom_; }
     DifferencePlot* differencePlot() const { return diff_; }
     PolicyMap* policyMap() const { return policyMap_; }
+    TheoryCharts* theoryCharts() const { return theory_; }
     // The lower pane's tab by its command-line name ("summary", "composition",
-    // "policy-map", "difference"); unknown names are ignored.
+    // "policy-map", "theory", "difference": compareTabNames()); unknown names
+    // are ignored.
     void showTab(const QString& name);
     QWidget* plotsWidget() const { return grid_; }
     QString hoverText() const;
@@ -98,6 +101,7 @@ private:
     SummaryTableModel* summary_ = nullptr;
     CompositionChart* composition_ = nullptr;
     PolicyMap* policyMap_ = nullptr;
+    TheoryCharts* theory_ = nullptr;
     DifferencePlot* diff_ = nullptr;
 };
 

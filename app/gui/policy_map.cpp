@@ -68,7 +68,7 @@ void PolicyMap::setEntries(const std::vector<CompareEntry>& entries) {
     std::iota(order.begin(), order.end(), size_t(0));
     std::sort(order.begin(), order.end(),
               [&](size_t a, size_t b) { return points_[a].step_ms < points_[b].step_ms; });
-    double xmax = 1, ymax = 1;
+    double xmin = points_.empty() ? 0 : points_[order.front()].step_ms, xmax = 1, ymax = 1;
     for (size_t k : order) {
         const double x = points_[k].step_ms, y = double(points_[k].peak_bytes);
         all->addData(x, y);
@@ -81,7 +81,10 @@ void PolicyMap::setEntries(const std::vector<CompareEntry>& entries) {
         label->setPadding(QMargins(6, 0, 0, 4));
         label->setText(toQString(points_[k].name));
     }
-    plot_->xAxis->setRange(0, xmax * 1.25);
+    // Step times differ by tens of percent, not from zero: the range spans the
+    // points (with room on the right for the labels).
+    const double span = std::max(xmax - xmin, 0.05 * xmax);
+    plot_->xAxis->setRange(std::max(0.0, xmin - 0.1 * span), xmax + 0.35 * span);
     plot_->yAxis->setRange(0, ymax * 1.15);
     plot_->legend->setVisible(!points_.empty());
     note_->setText(

@@ -43,11 +43,11 @@ const Trace* Run::trace(DeviceRef ref) const {
     return parts[size_t(ref.part)].trace.get();
 }
 
-const std::vector<uint32_t>* Run::largest(DeviceRef ref) const {
+const AllocationIndex* Run::allocationIndex(DeviceRef ref) const {
     if (ref.part < 0 || size_t(ref.part) >= parts.size()) return nullptr;
-    const auto& l = parts[size_t(ref.part)].largest;
-    if (ref.device_index < 0 || size_t(ref.device_index) >= l.size()) return nullptr;
-    return &l[size_t(ref.device_index)];
+    const auto& s = parts[size_t(ref.part)].allocations;
+    if (ref.device_index < 0 || size_t(ref.device_index) >= s.size()) return nullptr;
+    return s[size_t(ref.device_index)].get();
 }
 
 DeviceRef Run::busiestDevice() const {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "memscope/allocation_layout.h"
 #include "memscope/task_context.h"
 #include "memscope/timeline.h"
 #include "memscope/trace.h"
@@ -21,9 +22,9 @@ struct RunPart {
     QString path;
     QString format;                     // the importer that read it
     std::vector<LoadWarning> warnings;  // what the load lost or changed
-    // Per device (parallel to timeline->devices()): the largest intervals, largest
-    // first, computed on the loader thread for the by-allocation view.
-    std::vector<std::vector<uint32_t>> largest;
+    // Per device (parallel to timeline->devices()): each allocation's site and
+    // the index the by-allocation layout searches, built on the loader thread.
+    std::vector<std::shared_ptr<const AllocationIndex>> allocations;
 };
 
 // One device of one part: what a timeline view shows.
@@ -42,15 +43,12 @@ struct Run {
     QString deviceLabel(DeviceRef ref) const;  // "cuda:0", "rank 1 / cuda:0"
     const DeviceTimeline* timeline(DeviceRef ref) const;
     const Trace* trace(DeviceRef ref) const;
-    const std::vector<uint32_t>* largest(DeviceRef ref) const;
+    const AllocationIndex* allocationIndex(DeviceRef ref) const;
     // The device with the highest peak: what a view shows first.
     DeviceRef busiestDevice() const;
 };
 
 using RunPtr = std::shared_ptr<const Run>;
-
-// Largest intervals kept per device for the by-allocation view.
-inline constexpr size_t kLargestKept = 2048;
 
 }  // namespace memscope::gui
 

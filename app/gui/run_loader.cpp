@@ -7,7 +7,6 @@
 #include <mutex>
 
 #include "format.h"
-#include "memscope/allocation_order.h"
 #include "memscope/builtin_plugins.h"
 #include "memscope/open_run.h"
 
@@ -29,7 +28,8 @@ RunPart toPart(OpenedTrace opened, const QString& path) {
     part.format = QString::fromStdString(opened.format);
     part.warnings = std::move(opened.warnings);
     for (const DeviceTimeline& d : part.timeline->devices())
-        part.largest.push_back(largestIntervals(d, kLargestKept));
+        part.allocations.push_back(
+            std::make_shared<const AllocationIndex>(AllocationIndex::build(*part.trace, d)));
     return part;
 }
 

@@ -34,8 +34,7 @@ void sampleInto(const std::vector<SeriesPoint>& lod, const std::vector<int64_t>&
     }
 }
 
-BandSet computeBands(const DeviceTimeline& tl, const std::vector<uint32_t>* largest,
-                     const AxisMap& map, const BandRequest& req) {
+BandSet computeBands(const DeviceTimeline& tl, const AxisMap& map, const BandRequest& req) {
     BandSet out;
     const int64_t lo = map.inverse(req.x0);
     const int64_t hi = std::max(addSaturating(map.inverse(req.x1), 1), addSaturating(lo, 1));
@@ -45,21 +44,8 @@ BandSet computeBands(const DeviceTimeline& tl, const std::vector<uint32_t>* larg
     // use coarser reductions, fine at pixel scale, and never exceed the total.
     const std::vector<SeriesPoint> lod = tl.live.levelOfDetail(lo, hi, n);
     std::vector<int64_t> src;  // run-x of every column
-    src.reserve(lod.size() + 2 * size_t(req.max_bands));
+    src.reserve(lod.size());
     for (const SeriesPoint& p : lod) src.push_back(p.x);
-
-    if (req.mode == StackMode::ByAllocation && largest) {
-        // The biggest intervals touching the range, stacked in order of start
-        // (core's stacking order, which the hit test shares).
-        out.shown = shownIntervals(tl, *largest, lo, hi, size_t(std::max(0, req.max_bands)));
-        for (uint32_t i : out.shown) {
-            const AllocationInterval& a = tl.intervals[i];
-            if (a.start > lo && a.start < hi) src.push_back(a.start);
-            if (a.free_event != kNoEvent && a.end > lo && a.end < hi) src.push_back(a.end);
-        }
-        std::sort(src.begin(), src.end());
-        src.erase(std::unique(src.begin(), src.end()), src.end());
-    }
     std::vector<double> total;
     sampleInto(lod, src, total);
 
@@ -91,37 +77,8 @@ BandSet computeBands(const DeviceTimeline& tl, const std::vector<uint32_t>* larg
         // reductions go to the top band).
         if (!out.bands.empty()) out.bands.back().ys = total;
     } else {
-        Band rest{QStringLiteral("other allocations"), QColor(0xa0, 0xa0, 0xa0), -1, {}};
-        rest.ys.resize(src.size());
-        std::vector<double> top(src.size());
-        for (size_t k = 0; k < src.size(); ++k) {
-            const int64_t x = src[k];
-            double own = 0;
-            for (uint32_t i : out.shown)
-                if (liveAtX(tl.intervals[i], x)) own += double(tl.intervals[i].size);
-            rest.ys[k] = std::max(0.0, total[k] - own);
-            top[k] = rest.ys[k];
-        }
-        out.bands.push_back(std::move(rest));
-        int colour = 0;
-        for (uint32_t i : out.shown) {
-            const AllocationInterval& a = tl.intervals[i];
-            Band b{QString(), bandColor(colour++), int64_t(i), {}};
-            b.ys.resize(src.size());
-            for (size_t k = 0; k < src.size(); ++k) {
-                if (liveAtX(a, src[k])) top[k] += double(a.size);
-                b.ys[k] = top[k];
-            }
-            // Only its lifetime needs drawing: elsewhere the band below covers
-            // the same area (each band is filled down to zero).
-            const auto first = std::lower_bound(src.begin(), src.end(), a.start);
-            b.begin = size_t(std::max<ptrdiff_t>(0, first - src.begin() - 1));
-            const auto last = a.free_event == kNoEvent
-                                  ? src.end()
-                                  : std::upper_bound(src.begin(), src.end(), a.end);
-            b.end = std::min(src.size(), size_t(last - src.begin()) + 1);
-            out.bands.push_back(std::move(b));
-        }
+        // By allocation the layout draws the bands; the total sets the scale.
+        for (double y : total) out.y_max = std::max(out.y_max, y);
     }
     if (!out.bands.empty())
         for (double y : out.bands.back().ys) out.y_max = std::max(out.y_max, y);

@@ -1,9 +1,10 @@
 #pragma once
-// What the timeline plot draws for one visible range: stacked bands (by
-// category, or the largest allocations as their own bands over the rest) and
-// the reserved line, built only from StepSeries::levelOfDetail and a bounded
-// list of large intervals, so the cost per frame depends on the plot's width,
-// never on the trace size.
+// What the timeline plot draws for one visible range: stacked bands by
+// category and the reserved line, built only from StepSeries::levelOfDetail,
+// so the cost per frame depends on the plot's width, never on the trace size.
+// By allocation, the bands come from core's allocation layout
+// (allocation_layout.h, drawn by allocation_layer.h); here only the reserved
+// line and the visible maximum.
 
 #include <QColor>
 #include <QString>
@@ -19,10 +20,9 @@ namespace memscope::gui {
 struct Band {
     QString label;
     QColor color;
-    int64_t key = -1;        // category index, or interval index; -1 = the rest
+    int64_t key = -1;        // category index
     std::vector<double> ys;  // top edge (cumulative), parallel to BandSet::xs
-    // The columns worth drawing, [begin, end): a by-allocation band only over
-    // its lifetime.
+    // The columns worth drawing, [begin, end).
     size_t begin = 0;
     size_t end = SIZE_MAX;
     // By category: memscope inferred (some of) these bytes' category; drawn
@@ -35,18 +35,15 @@ struct BandSet {
     std::vector<Band> bands;         // bottom first
     std::vector<double> reserved_x;  // shared-axis x
     std::vector<double> reserved_y;
-    std::vector<uint32_t> shown;  // by-allocation: intervals with their own band, bottom first
-    double y_max = 0;             // highest value drawn
+    double y_max = 0;  // highest value drawn (by allocation: the live total's)
 };
 
 struct BandRequest {
     StackMode mode = StackMode::ByCategory;
     double x0 = 0, x1 = 1;     // visible shared-axis range
     size_t max_points = 2000;  // about twice the plot width in pixels
-    int max_bands = 64;        // by-allocation: own bands at most
 };
 
-BandSet computeBands(const DeviceTimeline& tl, const std::vector<uint32_t>* largest,
-                     const AxisMap& map, const BandRequest& request);
+BandSet computeBands(const DeviceTimeline& tl, const AxisMap& map, const BandRequest& request);
 
 }  // namespace memscope::gui

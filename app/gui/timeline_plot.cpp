@@ -9,8 +9,11 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "allocation_layer.h"
 #include "category_colors.h"
 #include "format.h"
+#include "memscope/frames.h"
+#include "memscope/units.h"
 #include "plot_export.h"
 #include "plot_style.h"
 #include "zoom_state.h"
@@ -38,6 +41,19 @@ private:
     std::function<void(QPainter&, const QRectF&)> paint_;
 };
 
+// Sites named in the by-allocation legend.
+constexpr size_t kLegendSites = 6;
+
+// "fn  (/a/long/path/file.py:12)" as "fn (file.py:12)": the legend has one row.
+QString shortSiteLabel(const std::string& label) {
+    QString text = toQString(label);
+    const qsizetype open = text.lastIndexOf(QStringLiteral("  ("));
+    if (open < 0) return text;
+    const qsizetype slash = text.lastIndexOf(QLatin1Char('/'));
+    const QString where = slash > open ? text.mid(slash + 1) : text.mid(open + 3);
+    return text.left(open) + QStringLiteral(" (") + where;
+}
+
 }  // namespace
 
 struct TimelinePlot::Parts {
@@ -50,6 +66,7 @@ struct TimelinePlot::Parts {
     QCPItemStraightLine* pinStart = nullptr;
     QCPItemStraightLine* pinEnd = nullptr;
     QCPItemText* peak = nullptr;
+    AllocationLayer* allocations = nullptr;  // by allocation, instead of the band graphs
 };
 
 TimelinePlot::TimelinePlot(QWidget* parent) : QWidget(parent), p_(std::make_unique<Parts>()) {
@@ -86,6 +103,8 @@ TimelinePlot::TimelinePlot(QWidget* parent) : QWidget(parent), p_(std::make_uniq
     plot_->addLayer(QStringLiteral("reserved"), plot_->layer(QStringLiteral("main")),
                     QCustomPlot::limAbove);
     p_->reserved->setLayer(QStringLiteral("reserved"));
+    p_->allocations = new AllocationLayer(plot_, p_->main);
+    p_->allocations->setVisible(false);
     auto makeLine = [this](Qt::PenStyle style) {
         auto* l = new QCPItemStraightLine(plot_);
         l->setClipAxisRect(p_->main);
@@ -136,6 +155,9 @@ void TimelinePlot::setSource(RunPtr run, DeviceRef ref, const AxisMap& map, cons
     ref_ = ref;
     map_ = map;
     pinned_.reset();
+    hovered_.reset();
+    const AllocationIndex* index = run_ ? run_->allocationIndex(ref_) : nullptr;
+    p_->allocations->setSource(index ? &index->sites : nullptr, map_);
     const Trace* trace = run_ ? run_->trace(ref_) : nullptr;
     const DeviceTimeline* tl = timeline();
     phases_ = trace && tl ? buildPhaseBands(*trace, tl->device) : PhaseBandData{};
@@ -166,6 +188,8 @@ void TimelinePlot::setZoomState(ZoomState* zoom) {
 void TimelinePlot::setStackMode(StackMode mode) {
     if (mode_ == mode) return;
     mode_ = mode;
+    hovered_.reset();
+    updateHighlight();
     rebuild();
 }
 
@@ -192,12 +216,17 @@ void TimelinePlot::setLegendVisible(bool visible) {
 
 void TimelinePlot::setPinned(std::optional<uint32_t> interval) {
     pinned_ = interval;
+    updateHighlight();
+}
+
+void TimelinePlot::updateHighlight() {
     const DeviceTimeline* tl = timeline();
-    const bool show = tl && pinned_ && *pinned_ < tl->intervals.size();
+    const std::optional<uint32_t> target = hovered_ ? hovered_ : pinned_;
+    const bool show = tl && target && *target < tl->intervals.size();
     p_->pinStart->setVisible(show);
-    p_->pinEnd->setVisible(show && tl->intervals[*pinned_].free_event != kNoEvent);
+    p_->pinEnd->setVisible(show && tl->intervals[*target].free_event != kNoEvent);
     if (show) {
-        const AllocationInterval& a = tl->intervals[*pinned_];
+        const AllocationInterval& a = tl->intervals[*target];
         const QPen pen(palette().color(QPalette::Highlight), 2);
         for (auto [line, x] : {std::pair{p_->pinStart, a.start}, std::pair{p_->pinEnd, a.end}}) {
             line->setPen(pen);
@@ -205,7 +234,23 @@ void TimelinePlot::setPinned(std::optional<uint32_t> interval) {
             line->point2->setCoords(map_.forward(x), 1);
         }
     }
+    const AllocationIndex* index = run_ ? run_->allocationIndex(ref_) : nullptr;
+    // Allocations without a stack share no site worth bringing forward.
+    const uint32_t site = show && index ? index->sites.siteOf(*target) : AllocationSites::kNoSite;
+    if (show && index)
+        p_->allocations->setHighlight(
+            target, site == AllocationSites::kNoSite ? std::nullopt : std::optional(site));
+    else
+        p_->allocations->setHighlight(std::nullopt, std::nullopt);
     plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+const AllocationLayout& TimelinePlot::allocationLayout() const {
+    return p_->allocations->layout();
+}
+
+double TimelinePlot::lastRasterMs() const {
+    return p_->allocations->lastRasterMs();
 }
 
 void TimelinePlot::onRangeChanged(double, double) {
@@ -243,10 +288,40 @@ void TimelinePlot::rebuild(bool replot) {
     req.x1 = zoom_->end();
     const int width = std::max(200, p_->main->width() > 0 ? p_->main->width() : plot_->width());
     // levelOfDetail keeps each bucket's min and max, so the envelope stays
-    // exact with buckets of about 1.3 px (1.5 points per pixel); the
-    // by-allocation view draws many more graphs, so it gets one per pixel.
+    // exact with buckets of about 1.3 px (1.5 points per pixel); by
+    // allocation only the scale and the reserved line come from it, and the
+    // layout samples each column at its own maximum.
     req.max_points = size_t(mode_ == StackMode::ByCategory ? 3 * width / 2 : width);
-    bands_ = computeBands(*tl, run_->largest(ref_), map_, req);
+    bands_ = computeBands(*tl, map_, req);
+    const double ymax = fixedYMax_ > 0 ? fixedYMax_ : std::max(1.0, bands_.y_max * 1.08);
+    const AllocationIndex* index = run_->allocationIndex(ref_);
+    if (mode_ == StackMode::ByAllocation && index) {
+        // Every live allocation, one column per pixel; an allocation a pixel
+        // tall or taller is a band of its own, thinner ones merge per site.
+        LayoutRequest lr;
+        lr.lo = map_.inverse(req.x0);
+        lr.hi = std::max(addSaturating(map_.inverse(req.x1), 1), addSaturating(lr.lo, 1));
+        lr.columns = size_t(width);
+        const double rows = std::max(1, p_->main->height() > 0 ? p_->main->height() : height());
+        lr.min_band_bytes = uint64_t(std::max(1.0, std::ceil(ymax / rows)));
+        p_->allocations->setLayout(layoutAllocations(*tl, *index, lr));
+        p_->allocations->setVisible(true);
+        // The legend names the sites that cover most of the picture; the
+        // bands without data only carry the legend's entries.
+        for (uint32_t site : mostDrawnSites(p_->allocations->layout(), kLegendSites)) {
+            const AllocationSite& s = index->sites.site(site);
+            Band b{shortSiteLabel(s.label), siteColor(s.hash), int64_t(site), {}};
+            if (site == AllocationSites::kNoSite) {
+                b.label = QStringLiteral("(no stack)");
+                b.color = QColor(0xa0, 0xa0, 0xa0);
+            }
+            b.end = 0;
+            bands_.bands.insert(bands_.bands.begin(), std::move(b));  // first in the legend
+        }
+    } else {
+        p_->allocations->setLayout({});
+        p_->allocations->setVisible(false);
+    }
 
     // Grow the graph pool; graphs are reused from frame to frame.
     const size_t n = bands_.bands.size();
@@ -300,7 +375,6 @@ void TimelinePlot::rebuild(bool replot) {
     if (!rdata.isEmpty()) p_->reserved->addToLegend();
 
     p_->main->axis(QCPAxis::atBottom)->setRange(zoom_->begin(), zoom_->end());
-    const double ymax = fixedYMax_ > 0 ? fixedYMax_ : std::max(1.0, bands_.y_max * 1.08);
     p_->main->axis(QCPAxis::atLeft)->setRange(0, ymax);
     buildMs_ = double(timer.nsecsElapsed()) / 1e6;
     if (replot) plot_->replot(QCustomPlot::rpQueuedReplot);
@@ -313,6 +387,7 @@ void TimelinePlot::applyPalette() {
     reservedPen.setCosmetic(true);  // the raster engine's fast path
     p_->reserved->setPen(reservedPen);
     p_->peak->setColor(pal.color(QPalette::WindowText));
+    p_->allocations->setColors(pal.color(QPalette::Base), pal.color(QPalette::Highlight));
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -334,7 +409,10 @@ QPoint TimelinePlot::coordToPixel(double x, double y) const {
 std::optional<uint32_t> TimelinePlot::allocationAt(double x, double y) const {
     const DeviceTimeline* tl = timeline();
     if (!tl) return std::nullopt;
-    return memscope::allocationAt(*tl, mode_, bands_.shown, map_.inverse(x), y);
+    // By allocation the drawn layout answers, so the hit is what is drawn.
+    if (mode_ == StackMode::ByAllocation)
+        return memscope::allocationAt(*tl, p_->allocations->layout(), map_.inverse(x), y);
+    return memscope::allocationAt(*tl, mode_, {}, map_.inverse(x), y);
 }
 
 QString TimelinePlot::hoverTextAt(double x, double y) const {
@@ -348,7 +426,13 @@ QString TimelinePlot::hoverTextAt(double x, double y) const {
                  formatBytes(double(tl->reserved.valueAt(rx))));
     const auto hit = allocationAt(x, y);
     if (!hit) return head;
-    return head + QLatin1Char('\n') + allocationText(*trace, *tl, tl->intervals[*hit], 4);
+    const AllocationInterval& a = tl->intervals[*hit];
+    const QString text = head + QLatin1Char('\n') + allocationText(*trace, *tl, a, 4);
+    // By allocation the site heads the text: the user's own line of code is
+    // what tells one band from its neighbours.
+    const std::string site = siteLabel(*trace, a.stack);
+    if (mode_ != StackMode::ByAllocation || site.empty()) return text;
+    return toQString(site) + QLatin1Char('\n') + text;
 }
 
 void TimelinePlot::onMousePress(QMouseEvent* e) {
@@ -389,10 +473,21 @@ void TimelinePlot::onMouseMove(QMouseEvent* e) {
 void TimelinePlot::updateHover() {
     hoverPending_ = false;
     if (!zoom_ || !p_->main->rect().contains(hoverPos_)) {
+        if (hovered_) {
+            hovered_.reset();
+            updateHighlight();
+        }
         emit hoverChanged(QString());
         return;
     }
     const QPointF c = pixelToCoord(hoverPos_);
+    if (mode_ == StackMode::ByAllocation) {
+        const auto hit = allocationAt(c.x(), c.y());
+        if (hit != hovered_) {
+            hovered_ = hit;
+            updateHighlight();
+        }
+    }
     zoom_->setCursor(c.x());
     emit cursorMoved(map_.inverse(c.x()));
     QString text = hoverTextAt(c.x(), c.y());

@@ -1,13 +1,16 @@
 #pragma once
 // One device's memory over time: stacked live bands, the reserved line, the
 // phase strip under it, a cursor and the pinned allocation's lifetime. Draws
-// from levelOfDetail only (timeline_bands.h); the visible range comes from a
-// ZoomState it shares with its siblings. QCustomPlot stays inside the .cpp.
+// from levelOfDetail only (timeline_bands.h), by allocation from core's
+// allocation layout (every live allocation, allocation_layout.h); the visible
+// range comes from a ZoomState it shares with its siblings. QCustomPlot stays
+// inside the .cpp.
 
 #include <QWidget>
 #include <memory>
 #include <optional>
 
+#include "memscope/allocation_layout.h"
 #include "memscope/compare.h"
 #include "phase_bands.h"
 #include "run.h"
@@ -44,10 +47,13 @@ public:
     const DeviceTimeline* timeline() const;
     const AxisMap& axisMap() const { return map_; }
     const BandSet& bands() const { return bands_; }
+    // By allocation: what is drawn, columns of stacked allocations.
+    const AllocationLayout& allocationLayout() const;
 
     // Rebuilds the bands and repaints synchronously (benchmark, screenshots).
     void renderNow();
     double lastBuildMs() const { return buildMs_; }
+    double lastRasterMs() const;  // by allocation: filling the layout's pixels
 
     // Hover queries in plot coordinates (shared x, bytes).
     std::optional<uint32_t> allocationAt(double x, double y) const;
@@ -74,6 +80,9 @@ private:
     void onMouseRelease(QMouseEvent* e);
     void onWheel(QWheelEvent* e);
     void updateHover();
+    // Brings forward the hovered allocation, else the pinned one: its
+    // lifetime, its band and the other allocations of its site.
+    void updateHighlight();
 
     struct Parts;
     std::unique_ptr<Parts> p_;
@@ -89,6 +98,7 @@ private:
     double fixedYMax_ = 0;
     bool boxMode_ = false;
     std::optional<uint32_t> pinned_;
+    std::optional<uint32_t> hovered_;  // by allocation
     double buildMs_ = 0;
     // Mouse gesture state.
     QPoint pressPos_;

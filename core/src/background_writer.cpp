@@ -292,6 +292,23 @@ uint64_t BackgroundTraceWriter::append(const Event& event) {
     return index;
 }
 
+void BackgroundTraceWriter::append(std::span<const Event> events) {
+    if (events.empty()) return;
+    Impl& d = *impl_;
+    bool wake;
+    {
+        std::lock_guard lock(d.sync->mutex);
+        if (d.closed || d.in_child) return;
+        const size_t before = d.events.size();
+        for (const Event& e : events) {
+            d.tables.nextEventIndex();
+            d.events.push_back(d.tables.sanitize(e));
+        }
+        wake = before < d.per_chunk && d.events.size() >= d.per_chunk;
+    }
+    if (wake) d.sync->wake.notify_one();
+}
+
 Result<void> BackgroundTraceWriter::flush() {
     Impl& d = *impl_;
     std::unique_lock lock(d.sync->mutex);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "json_out.h"
+#include "memscope/activation_theory.h"
 #include "memscope/peak_explainer.h"
 #include "memscope/phases.h"
 #include "memscope/units.h"
@@ -172,7 +173,39 @@ void steps(Out& w, const Trace& trace) {
     w.EndArray();
 }
 
+void activationTheory(Out& w, const ActivationTheory& t) {
+    w.StartObject();
+    field(w, "policy", std::string_view(t.policy));
+    field(w, "step", int64_t(t.step));
+    field(w, "element_bytes", int64_t(t.element_bytes));
+    field(w, "formula", std::string_view(t.formulasText()));
+    field(w, "source", formulaSource(t.main_formula));
+    field(w, "measured_bytes", t.measured_total);
+    field(w, "predicted_bytes", t.predicted_total);
+    field(w, "ratio", t.ratio());
+    field(w, "outside_layers_bytes", t.outside_layers);
+    key(w, "layers");
+    w.StartArray();
+    for (const LayerActivation& l : t.layers) {
+        w.StartObject();
+        field(w, "layer", int64_t(l.layer));
+        field(w, "measured_bytes", l.measured);
+        field(w, "predicted_bytes", l.predicted);
+        field(w, "formula", formulaText(l.formula));
+        w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+}
+
 }  // namespace json
+
+std::string activationTheoryToJson(const ActivationTheory& theory) {
+    rapidjson::StringBuffer buf;
+    json::Out w(buf);
+    json::activationTheory(w, theory);
+    return buf.GetString();
+}
 
 std::string peaksByPhaseToJson(const Trace& trace, const PhasePeaks& peaks) {
     rapidjson::StringBuffer buf;
@@ -252,6 +285,14 @@ std::string summaryToJson(std::span<const FileReport> files) {
                     w.EndObject();
                     key(w, "peak_sites");
                     peakSites(w, *f.trace, *tl, sitesAtPeak(*f.trace, *tl, 10));
+                    // Runs of memscope-train: activations per layer against
+                    // the literature's formulas (activation_theory.h).
+                    if (f.trace->metrics && f.trace->metrics->model) {
+                        if (auto theory = memscope::activationTheory(*f.trace, *tl)) {
+                            key(w, "activation_theory");
+                            activationTheory(w, *theory);
+                        }
+                    }
                 }
             }
             if (f.trace) {

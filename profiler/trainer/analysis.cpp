@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "memscope/activation_theory.h"
 #include "memscope/native_format.h"
 
 namespace memscope::trainer {
@@ -70,16 +71,8 @@ std::optional<PhaseId> enclosing(const Trace& trace, PhaseId phase, PhaseKind ki
 
 std::map<int, int64_t> activationByBlockAtForwardEnd(const LoadedTrace& t, int step) {
     std::map<int, int64_t> out;
-    auto forward = findPhase(*t.trace, PhaseKind::Forward, step);
-    if (!forward) return out;
-    const int64_t end = t.trace->phase(*forward)->end;
-    for (const AllocationInterval& iv : t.device->intervals) {
-        if (iv.category != Category::Activation || iv.start > end) continue;
-        if (iv.free_event != kNoEvent && iv.end <= end) continue;
-        if (!within(*t.trace, iv.phase, *forward)) continue;
-        auto block = enclosing(*t.trace, iv.phase, PhaseKind::Block);
-        out[block ? t.trace->phase(*block)->block : -1] += static_cast<int64_t>(iv.size);
-    }
+    for (const auto& [layer, bytes] : activationBytesByLayer(*t.trace, *t.device, step))
+        out[layer] = bytes;
     return out;
 }
 
@@ -100,32 +93,41 @@ int64_t liveAtEnd(const LoadedTrace& t, PhaseId phase, Category category) {
 }
 
 namespace {
-double layerFormula(const ModelConfig& m, Recompute recompute, double e) {
-    const double s = static_cast<double>(m.seq), b = static_cast<double>(m.batch),
-                 h = static_cast<double>(m.hidden), a = static_cast<double>(m.heads);
-    const double sbh = s * b * h, as2b = a * s * s * b;
-    const double masks = m.dropout > 0.0 ? 1.0 : 0.0;
+
+ActivationFormula formulaFor(Recompute recompute) {
     switch (recompute) {
         case Recompute::None:
-            return e * (16 * sbh + 2 * as2b) + masks * (2 * sbh + as2b);
+            return ActivationFormula::KorthikantiFull;
         case Recompute::Selective:
-            return e * 16 * sbh + masks * 2 * sbh;
+            return ActivationFormula::KorthikantiSelective;
         case Recompute::Block:
-            return e * sbh;
+            return ActivationFormula::KorthikantiInput;
         case Recompute::Sqrt:
         case Recompute::Segments:
         case Recompute::Save:
-            return 0;  // not one of the paper's per-layer formulas
+            break;  // not one of the paper's per-layer formulas
     }
-    return 0;
+    return ActivationFormula::None;
 }
+
+ModelShape shapeOf(const ModelConfig& m) {
+    ModelShape s;
+    s.seq = static_cast<int32_t>(m.seq);
+    s.batch = static_cast<int32_t>(m.batch);
+    s.hidden = static_cast<int32_t>(m.hidden);
+    s.heads = static_cast<int32_t>(m.heads);
+    s.dropout = m.dropout;
+    return s;
+}
+
 }  // namespace
 
 double gptLayerFormula(const ModelConfig& m, Recompute recompute) {
-    return layerFormula(m, recompute, static_cast<double>(dtypeBytes(m.dtype)));
+    return gptLayerBytes(shapeOf(m), formulaFor(recompute),
+                         static_cast<double>(dtypeBytes(m.dtype)));
 }
 double gptLayerFormula16(const ModelConfig& m, Recompute recompute) {
-    return layerFormula(m, recompute, 2.0);
+    return gptLayerBytes(shapeOf(m), formulaFor(recompute), 2.0);
 }
 
 }  // namespace memscope::trainer

@@ -53,13 +53,10 @@ int64_t maxLive(const LoadedTrace& t, Category category);
 // Live bytes of `category` at the end of a phase (by its end time).
 int64_t liveAtEnd(const LoadedTrace& t, PhaseId phase, Category category);
 
-// Bytes per gpt layer predicted by Korthikanti et al. (REFERENCES.md §4),
-// generalized to element size e (2 for bf16, 4 for fp32): with 1-byte masks,
-//   none:      e·(16·sbh + 2·as²b) + (2·sbh + as²b)   (= sbh(34 + 5as/h) for e = 2)
-//   selective: e·16·sbh + 2·sbh                       (= 34·sbh)
-//   block:     e·sbh                                  (= 2·sbh)
-// Without dropout the mask terms go. 0 for the other recomputations (sqrt,
-// segments, save), which the paper has no per-layer formula for.
+// Bytes per gpt layer predicted by Korthikanti et al. for a recomputation
+// (core's gptLayerBytes, activation_theory.h: none, selective, block), in the
+// model's element size. 0 for the other recomputations (sqrt, segments,
+// save), which the paper has no per-layer formula for.
 double gptLayerFormula(const ModelConfig& m, Recompute recompute);
 // The paper's 16-bit number, for reporting next to the e-adjusted one.
 double gptLayerFormula16(const ModelConfig& m, Recompute recompute);

@@ -3,8 +3,14 @@
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 
+#include <atomic>
+#include <optional>
+#include <thread>
+
 namespace memscope::trainer {
 namespace {
+
+// --- c10's memory reports (CUDA runs) ---------------------------------------
 
 // c10's allocators (CPU and CUDA caching) call reportMemoryUsage for every
 // allocation (size > 0) and free (size < 0) while this is installed as the
@@ -50,14 +56,115 @@ private:
     CaptureOptions options_;
 };
 
+// --- the CPU allocator wrapper (CPU runs) -----------------------------------
+
+// The capture the wrapper reports to. Deleters of tensors allocated while
+// recording run for as long as those tensors live, on any thread: they read
+// the target under an in-flight count, and the scope's end waits for the
+// count to drain before its ledger may go away.
+struct WrapperTarget {
+    AllocationLedger* ledger = nullptr;
+    const EpochClock* clock = nullptr;
+    int16_t device = 0;
+};
+std::atomic<const WrapperTarget*> g_target{nullptr};
+std::atomic<int> g_in_flight{0};
+// The deleter of the wrapped allocator's DataPtrs (the same function for every
+// allocation of c10's default CPU allocator), set by the first allocation.
+std::atomic<c10::DeleterFnPtr> g_inner_deleter{nullptr};
+
+void report(void* ptr, uint64_t size, bool is_free) {
+    g_in_flight.fetch_add(1);  // seq_cst: ordered before the load below
+    if (const WrapperTarget* t = g_target.load()) {
+        const auto address = reinterpret_cast<uint64_t>(ptr);
+        if (is_free)
+            t->ledger->onFree(address, size, t->device, t->clock->now());
+        else
+            t->ledger->onAlloc(address, size, t->device, t->clock->now());
+    }
+    g_in_flight.fetch_sub(1, std::memory_order_release);
+}
+
+// The free's size is not at hand here: the ledger takes it from the
+// allocation it matches (size 0 = look it up).
+void recordingDelete(void* ctx) {
+    // c10 may hand a deleter a null context (an emptied DataPtr): nothing to record.
+    if (ctx != nullptr) report(ctx, 0, true);
+    g_inner_deleter.load(std::memory_order_acquire)(ctx);
+}
+
+class RecordingCpuAllocator final : public c10::Allocator {
+public:
+    explicit RecordingCpuAllocator(c10::Allocator* inner) : inner_(inner) {}
+    c10::Allocator* inner() const { return inner_; }
+
+    c10::DataPtr allocate(size_t n) const override {
+        c10::DataPtr p = inner_->allocate(n);
+        // Only a DataPtr whose context is its data (c10's default CPU
+        // allocator) can have its deleter swapped without a context of our
+        // own; anything else passes through unrecorded, alloc and free alike.
+        if (n == 0 || p.get() == nullptr || p.get_context() != p.get()) return p;
+        c10::DeleterFnPtr deleter = p.get_deleter();
+        c10::DeleterFnPtr expected = nullptr;
+        g_inner_deleter.compare_exchange_strong(expected, deleter);
+        if (deleter != g_inner_deleter.load(std::memory_order_acquire) ||
+            !p.compare_exchange_deleter(deleter, &recordingDelete))
+            return p;
+        report(p.get(), n, false);
+        return p;
+    }
+    // raw_allocate / raw_deallocate pair through the same deleter.
+    c10::DeleterFnPtr raw_deleter() const override {
+        return inner_->raw_deleter() ? &recordingDelete : nullptr;
+    }
+
+private:
+    c10::Allocator* inner_;
+};
+
 }  // namespace
 
 struct CaptureScope::Impl {
-    Impl(AllocationLedger& ledger, const EpochClock& clock, CaptureOptions options)
-        : hook(std::make_shared<MemoryHook>(ledger, clock, options)),
-          guard(c10::DebugInfoKind::PROFILER_STATE, hook) {}
     std::shared_ptr<MemoryHook> hook;
-    c10::DebugInfoGuard guard;
+    std::optional<c10::DebugInfoGuard> guard;
+    WrapperTarget target;
+    c10::Allocator* replaced = nullptr;  // the allocator the wrapper stands in for
+
+    Impl(AllocationLedger& ledger, const EpochClock& clock, CaptureOptions options) {
+        if (options.cpu_only && installWrapper(ledger, clock, options)) return;
+        hook = std::make_shared<MemoryHook>(ledger, clock, options);
+        guard.emplace(c10::DebugInfoKind::PROFILER_STATE, hook);
+    }
+
+    bool installWrapper(AllocationLedger& ledger, const EpochClock& clock, CaptureOptions options) {
+        target =
+            WrapperTarget{&ledger, &clock, static_cast<int16_t>(options.host_is_device0 ? 0 : -1)};
+        const WrapperTarget* none = nullptr;
+        if (!g_target.compare_exchange_strong(none, &target)) return false;  // one at a time
+        c10::Allocator* current = c10::GetAllocator(c10::DeviceType::CPU);
+        // One wrapper for the process, around the allocator found first:
+        // DataPtrs made by it may outlive any scope.
+        static RecordingCpuAllocator wrapper(current);
+        if (current != &wrapper && current != wrapper.inner()) {
+            g_target.store(nullptr);  // someone else replaced the CPU allocator
+            return false;
+        }
+        c10::SetAllocator(c10::DeviceType::CPU, &wrapper);
+        if (c10::GetAllocator(c10::DeviceType::CPU) != &wrapper) {  // a higher priority holds it
+            g_target.store(nullptr);
+            return false;
+        }
+        replaced = wrapper.inner();
+        return true;
+    }
+
+    ~Impl() {
+        if (!replaced) return;  // the hook's guard restores the debug info itself
+        c10::SetAllocator(c10::DeviceType::CPU, replaced);
+        g_target.store(nullptr);  // seq_cst: later reports see no target...
+        // ...and reports that saw it have finished with the ledger.
+        while (g_in_flight.load() != 0) std::this_thread::yield();
+    }
 };
 
 CaptureScope::CaptureScope(AllocationLedger& ledger, const EpochClock& clock,
@@ -65,5 +172,9 @@ CaptureScope::CaptureScope(AllocationLedger& ledger, const EpochClock& clock,
     : impl_(std::make_unique<Impl>(ledger, clock, options)) {}
 
 CaptureScope::~CaptureScope() = default;
+
+bool CaptureScope::wrapsCpuAllocator() const {
+    return impl_->replaced != nullptr;
+}
 
 }  // namespace memscope::trainer

@@ -28,14 +28,21 @@ AllocationLedger::AllocationLedger(BackgroundTraceWriter& writer)
 
 AllocationLedger::~AllocationLedger() {
     for (size_t i = 0; i < kMaxChunks; ++i) delete chunks_[i].load(std::memory_order_acquire);
+    for (Chunk* c : spare_chunks_) delete c;
 }
 
 AllocationLedger::Chunk* AllocationLedger::installChunk(uint64_t n, bool from_hook) {
     std::atomic<Chunk*>& slot = chunks_[n % kMaxChunks];
     Chunk* current = slot.load(std::memory_order_acquire);
     if (current) return current;
-    auto* fresh = new Chunk;
-    for (Record& r : fresh->records) r.ready.store(0, std::memory_order_relaxed);
+    Chunk* fresh = nullptr;
+    if (!from_hook && !spare_chunks_.empty()) {  // reserveAhead, under mutex_
+        fresh = spare_chunks_.back();
+        spare_chunks_.pop_back();
+    } else {
+        fresh = new Chunk;
+        for (Record& r : fresh->records) r.ready.store(0, std::memory_order_relaxed);
+    }
     if (slot.compare_exchange_strong(current, fresh, std::memory_order_acq_rel)) {
         if (from_hook) hook_allocations_.fetch_add(1, std::memory_order_relaxed);
         return fresh;
@@ -63,54 +70,62 @@ void AllocationLedger::drain() const {
         process(r);
         r.ready.store(0, std::memory_order_relaxed);
         if (read_ % kChunkRecords == kChunkRecords - 1) {
-            // Every slot of the chunk is read: nothing writes it again.
+            // Every slot of the chunk is read (and its ready flags cleared):
+            // nothing writes it again, and reserveAhead may reuse it, which
+            // spares the page faults of fresh memory on every chunk.
             slot.store(nullptr, std::memory_order_release);
-            delete chunk;
+            if (spare_chunks_.size() < kMaxSpareChunks)
+                spare_chunks_.push_back(chunk);
+            else
+                delete chunk;
         }
     }
 }
 
 void AllocationLedger::process(const Record& r) const {
-    Pending p;
     const PhaseId phase(r.phase);
     if (!r.is_free) {
-        p.event = makeEvent(EventKind::Alloc, r.ptr, r.size, r.device, r.time, phase);
-        p.event.category = Category::Temporary;
+        Event e = makeEvent(EventKind::Alloc, r.ptr, r.size, r.device, r.time, phase);
+        e.category = Category::Temporary;
         const auto index = static_cast<uint32_t>(pending_.size());
-        pending_.push_back(p);
+        pending_.push_back(e);
+        pending_info_.push_back(PendingInfo{});
         // An address can only be live once; a stale entry means we missed its
         // free (freed on a thread without the hook): the new allocation replaces it.
-        live_[r.ptr] = Live{index, seq_++, Category::Temporary};
+        live_.put(r.ptr, Live{index, seq_++, r.size, Category::Temporary});
         ++counts_.allocs;
         return;
     }
-    p.event = makeEvent(EventKind::FreeCompleted, r.ptr, r.size, r.device, r.time, phase);
-    auto it = live_.find(r.ptr);
-    if (it == live_.end()) {
-        // Allocated before recording began: the timeline treats it as a ghost.
-        p.event.category = Category::Unknown;
+    Event e = makeEvent(EventKind::FreeCompleted, r.ptr, r.size, r.device, r.time, phase);
+    PendingInfo info;
+    if (const Live* live = live_.find(r.ptr); live == nullptr) {
+        // Allocated before recording began: the timeline treats it as a ghost,
+        // unless its size is unknown, which a ghost cannot do without.
         ++counts_.unmatched_frees;
+        if (r.size == 0) return;
+        e.category = Category::Unknown;
     } else {
-        p.alloc_ref = it->second.pending;
-        p.event.category = it->second.category;
-        live_.erase(it);
+        info.alloc_ref = live->pending;
+        e.category = live->category;
+        if (r.size == 0) e.size = live->size;
+        live_.erase(r.ptr);
     }
-    pending_.push_back(p);
+    pending_.push_back(e);
+    pending_info_.push_back(info);
     ++counts_.frees;
 }
 
 void AllocationLedger::tag(uint64_t ptr, Category category) {
     std::lock_guard lock(mutex_);
     drain();
-    auto it = live_.find(ptr);
-    if (it == live_.end()) return;
-    if (it->second.pending == kNone) {
-        if (it->second.category != category) ++counts_.late_tags;
+    const Live* live = live_.find(ptr);
+    if (live == nullptr) return;
+    if (live->pending == kNone) {
+        if (live->category != category) ++counts_.late_tags;
         return;
     }
-    Pending& p = pending_[it->second.pending];
-    p.event.category = category;
-    p.tagged = true;
+    pending_[live->pending].category = category;
+    pending_info_[live->pending].tagged = true;
 }
 
 uint64_t AllocationLedger::mark() const {
@@ -122,17 +137,15 @@ uint64_t AllocationLedger::mark() const {
 void AllocationLedger::classifyLiveSince(uint64_t mark, Category category) {
     std::lock_guard lock(mutex_);
     drain();
-    for (auto& [ptr, live] : live_) {
-        if (live.pending == kNone || live.seq < mark) continue;
-        Pending& p = pending_[live.pending];
-        if (p.tagged) continue;
-        p.event.category = category;
-        p.tagged = true;
-    }
+    live_.forEach([&](uint64_t, Live& live) {
+        if (live.pending == kNone || live.seq < mark) return;
+        if (pending_info_[live.pending].tagged) return;
+        pending_[live.pending].category = category;
+        pending_info_[live.pending].tagged = true;
+    });
 }
 
 void AllocationLedger::commit() {
-    std::vector<Pending> events;
     {
         std::lock_guard lock(mutex_);
         drain();
@@ -141,18 +154,22 @@ void AllocationLedger::commit() {
         busiest_step_ = std::max(busiest_step_, written - step_start_);
         step_start_ = written;
         reserveAhead(2 * busiest_step_);
-        for (Pending& p : pending_)
-            if (p.event.kind == EventKind::FreeCompleted && p.alloc_ref != kNone)
-                p.event.category = pending_[p.alloc_ref].event.category;
-        for (auto& [ptr, live] : live_) {
-            if (live.pending == kNone) continue;
-            live.category = pending_[live.pending].event.category;
+        for (size_t i = 0; i < pending_.size(); ++i)
+            if (pending_info_[i].alloc_ref != kNone)
+                pending_[i].category = pending_[pending_info_[i].alloc_ref].category;
+        live_.forEach([&](uint64_t, Live& live) {
+            if (live.pending == kNone) return;
+            live.category = pending_[live.pending].category;
             live.pending = kNone;
-        }
-        events.swap(pending_);
+        });
+        // The two buffers trade places: no copy, and both keep their capacity.
+        events_.clear();
+        events_.swap(pending_);
+        pending_info_.clear();
     }
-    // Outside the lock: the writer takes its own, and the hook must not wait on it.
-    for (const Pending& p : events) writer_.append(p.event);
+    // Outside the lock: the writer takes its own, and the hook must not wait
+    // on it. One call per step: one lock, not one per event.
+    writer_.append(std::span<const Event>(events_));
 }
 
 AllocationLedger::Counts AllocationLedger::counts() const {

@@ -30,9 +30,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
+#include <span>
 #include <vector>
 
+#include "address_table.h"
 #include "memscope/native_format.h"
 #include "memscope/types.h"
 
@@ -46,7 +47,8 @@ public:
     AllocationLedger& operator=(const AllocationLedger&) = delete;
 
     // From the allocator hook; may be called on autograd's worker threads.
-    // Lock-free and allocation-free (see above).
+    // Lock-free and allocation-free (see above). A free of size 0 takes the
+    // size of the allocation it matches (a deleter does not know it).
     void onAlloc(uint64_t ptr, uint64_t size, int16_t device, int64_t time) {
         append(ptr, size, device, time, false);
     }
@@ -89,6 +91,7 @@ private:
     static_assert(sizeof(Record) == 32);
     static constexpr uint64_t kChunkRecords = 4096;
     static constexpr size_t kMaxChunks = size_t{1} << 18;  // 2^30 records per run
+    static constexpr size_t kMaxSpareChunks = 64;          // 8 MiB kept for reuse
     struct Chunk {
         std::array<Record, kChunkRecords> records;
     };
@@ -123,22 +126,29 @@ private:
     uint64_t busiest_step_ = 0;
 
     static constexpr uint32_t kNone = UINT32_MAX;
-    struct Pending {
-        Event event;
+    // What the reading side knows of a pending event besides the event.
+    struct PendingInfo {
         uint32_t alloc_ref = kNone;  // for a free: its alloc among the pending events
         bool tagged = false;
     };
     struct Live {
         uint32_t pending = kNone;  // index into pending_, or kNone once committed
         uint64_t seq = 0;
+        uint64_t size = 0;  // for frees reported without one (the CPU allocator wrapper)
         Category category = Category::Unknown;  // final once committed
     };
 
     BackgroundTraceWriter& writer_;
     // The reading side's state (the hook never takes this lock).
     mutable std::mutex mutex_;
-    mutable std::vector<Pending> pending_;
-    mutable std::unordered_map<uint64_t, Live> live_;
+    // The events of the step so far, held back until commit, and what the
+    // reading side knows of each (parallel): events go to the writer as they are.
+    mutable std::vector<Event> pending_;
+    mutable std::vector<PendingInfo> pending_info_;
+    mutable AddressTable<Live> live_;
+    std::vector<Event> events_;  // commit's batch for the writer, reused
+    // Fully read chunks, for reserveAhead to reuse (the reading side's, under mutex_).
+    mutable std::vector<Chunk*> spare_chunks_;
     mutable uint64_t seq_ = 0;
     mutable Counts counts_;
 };

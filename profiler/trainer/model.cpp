@@ -26,7 +26,7 @@ at::Tensor Model::runBlocks(at::Tensor x, const Policy& policy, at::Generator& g
         policy.recompute == Recompute::Block || policy.recompute == Recompute::Save;
     const uint32_t save_ops = policy.recompute == Recompute::Save ? policy.save_ops : 0;
     int segment = 0;
-    for (const Segment& seg : *plan) {
+    for (const CheckpointSegment& seg : *plan) {
         if (!seg.checkpointed) {
             for (int64_t i = seg.begin; i < seg.end; ++i) {
                 const int b = static_cast<int>(i);
@@ -51,7 +51,7 @@ at::Tensor Model::runBlocks(at::Tensor x, const Policy& policy, at::Generator& g
                 per = v.size() - 1;
                 in.insert(in.end(), v.begin() + 1, v.end());
             }
-            const Segment range = seg;
+            const CheckpointSegment range = seg;
             x = checkpoint(
                 [this, &ctx, range, per](const std::vector<at::Tensor>& v, at::Generator& g,
                                          OpCache*) {

@@ -3,6 +3,7 @@
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
@@ -56,6 +57,8 @@ Result<PolicyReport> makeReport(RunResult run) {
         const DeviceTimeline& busiest = highestPeakDevice(*loaded);
         r.phase_peaks = busiest.phase_peaks.by_phase;
         r.peaks_by_phase_json = peaksByPhaseToJson(*loaded->trace, busiest.phase_peaks);
+        if (auto theory = activationTheory(*loaded->trace, *loaded->device))
+            r.theory = std::move(theory.value());
     }
     r.run = std::move(run);
     return r;
@@ -164,6 +167,36 @@ void printFrontierTable(std::ostream& out, const std::vector<PolicyReport>& repo
     }
 }
 
+// Measured activation bytes per layer at the end of forward against the
+// formula for the policy: the mean over the layers, and their ratio.
+void printTheoryTable(std::ostream& out, const std::vector<PolicyReport>& reports) {
+    bool any = false;
+    for (const auto& r : reports) any = any || r.theory.has_value();
+    if (!any) return;
+    char line[256];
+    out << "\nactivations per layer at the end of forward, KiB (mean over the layers)\n";
+    std::snprintf(line, sizeof line, "%-24s %12s %12s %8s  %s\n", "policy", "measured", "predicted",
+                  "ratio", "formula");
+    out << line;
+    for (const auto& r : reports) {
+        if (!r.theory) continue;
+        const ActivationTheory& t = *r.theory;
+        const double layers = static_cast<double>(std::max<size_t>(t.layers.size(), 1));
+        const std::string predicted =
+            t.predicted_total ? fixed(*t.predicted_total / layers / 1024.0, 1) : "-";
+        const std::string ratio = t.ratio() ? fixed(*t.ratio(), 4) : "-";
+        std::string formula = t.formulasText();
+        if (!t.predicted_total && !formula.empty()) formula += ", some layers only";
+        std::snprintf(line, sizeof line, "%-24s %12s %12s %8s  %s\n",
+                      policyName(r.run.policy).c_str(),
+                      fixed(static_cast<double>(t.measured_total) / layers / 1024.0, 1).c_str(),
+                      predicted.c_str(), ratio.c_str(), formula.empty() ? "-" : formula.c_str());
+        out << line;
+    }
+    out << "(formulas in the run's element size: in fp32 every non-mask term doubles; the "
+           "measured bytes also hold LayerNorm's statistics, which the formulas leave out)\n";
+}
+
 }  // namespace
 
 void printTable(std::ostream& out, const TrainConfig& c, const std::string& preset,
@@ -199,6 +232,7 @@ void printTable(std::ostream& out, const TrainConfig& c, const std::string& pres
            "'vs full' is step-time overhead against the full policy)\n";
     printPhaseTable(out, reports);
     printFrontierTable(out, reports);
+    printTheoryTable(out, reports);
 }
 
 namespace {
@@ -301,6 +335,11 @@ std::string toJson(const TrainConfig& c, const std::string& preset,
             // object, "runs", this run.
             key(w, "peaks_by_phase");
             const std::string raw = indented(r.peaks_by_phase_json, 3);
+            w.RawValue(raw.data(), raw.size(), rapidjson::kObjectType);
+        }
+        if (r.theory) {
+            key(w, "activation_theory");
+            const std::string raw = indented(activationTheoryToJson(*r.theory), 3);
             w.RawValue(raw.data(), raw.size(), rapidjson::kObjectType);
         }
         if (r.on_frontier) {

@@ -10,6 +10,7 @@
 
 #include "analysis.h"
 #include "config.h"
+#include "memscope/activation_theory.h"
 #include "memscope/phase_peaks.h"
 #include "trainer.h"
 
@@ -32,6 +33,9 @@ struct PolicyReport {
     // Whether no other recorded run of the same table is both no larger and
     // no slower (and better in one); absent when not recorded (markFrontier).
     std::optional<bool> on_frontier;
+    // Activation bytes per layer against the literature's formula for the
+    // policy (core's activation_theory.h); absent when not recorded.
+    std::optional<ActivationTheory> theory;
 };
 
 // The answer to --budget: the fastest recorded run whose peak fits.
@@ -52,8 +56,9 @@ void markFrontier(std::vector<PolicyReport>& reports);
 // The fastest recorded run whose peak is at most `bytes`.
 BudgetReport answerBudget(const std::vector<PolicyReport>& reports, int64_t bytes);
 
-// The run table, the per-phase table, and (two or more recorded runs) the
-// frontier table: peak, phase peaks, step and recompute time, on the frontier.
+// The run table, the per-phase table, (two or more recorded runs) the
+// frontier table: peak, phase peaks, step and recompute time, on the
+// frontier; and activation bytes per layer against the formulas.
 void printTable(std::ostream& out, const TrainConfig& config, const std::string& preset,
                 const std::vector<PolicyReport>& reports);
 // `budget` adds the top-level "budget" object.

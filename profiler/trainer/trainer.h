@@ -42,6 +42,11 @@ struct HookCost {
     double off_ns = 0;
     double on_ns = 0;
     uint64_t events = 0;  // recorded per round
+    // The hot path alone, called directly (clock read + ledger append), and
+    // what the trainer's thread spends per event when it reads the log at
+    // commit (matching, categories, handing the batch to the writer).
+    double hot_path_ns = 0;
+    double commit_ns = 0;
 };
 Result<HookCost> measureHookCost(int pairs, const std::string& scratch_trace);
 

@@ -74,6 +74,14 @@ Trace makeTrainerLikeTrace(const std::string& policy, int steps) {
     metrics.policy = policy;
     metrics.step_ns.assign(size_t(steps), 10'000'000);
     metrics.recompute_ns.assign(size_t(steps), int64_t(overhead * 10'000'000));
+    // An mlp whose block input (s·b·h fp32 elements) is what "block" saves,
+    // so the theory charts' prediction for it holds exactly.
+    ModelShape shape;
+    shape.name = "mlp";
+    shape.dtype = "float32";
+    shape.layers = kBlocks;
+    shape.hidden = 128, shape.seq = 256, shape.batch = 4;
+    metrics.model = shape;
     t.metrics = metrics;
     const FrameId fr = t.internFrame({t.internString("Block.forward"), t.internString("model.cpp"), 40});
     const std::array frames{fr};

@@ -21,6 +21,7 @@
 #include "run_view.h"
 #include "screenshot.h"
 #include "summary_model.h"
+#include "theory_charts.h"
 #include "timeline_plot.h"
 #include "zoom_state.h"
 
@@ -227,6 +228,45 @@ private slots:
         auto* view = qobject_cast<RunView*>(tabs->currentWidget());
         QVERIFY(view);
         QVERIFY(view->run() == expected);
+    }
+
+    // A chart per run of the trainer: measured activation bytes per layer
+    // against core's prediction for its policy (activation_theory.h).
+    void theoryChartsPerRun() {
+        MainWindow w(false);
+        w.resize(1600, 1000);
+        w.show();
+        w.openPaths(paths_, true);
+        w.waitForLoads();
+        CompareView* c = w.compareView();
+        QVERIFY(c);
+        TheoryCharts* charts = c->theoryCharts();
+        QVERIFY(charts);
+        QCOMPARE(charts->chartCount(), std::size(kPolicies));
+        bool sawBlock = false;
+        for (size_t i = 0; i < charts->chartCount(); ++i) {
+            const ActivationTheory& t = charts->theory(i);
+            QCOMPARE(t.layers.size(), size_t(4));
+            QCOMPARE(charts->plot(i)->plottableCount() >= 1, true);
+            if (t.policy != "block") {
+                // An mlp's plain layers have no published formula.
+                QVERIFY(!t.predicted_total);
+                QVERIFY2(charts->title(i).contains(QStringLiteral("no published formula")),
+                         qPrintable(charts->title(i)));
+                continue;
+            }
+            sawBlock = true;
+            QVERIFY(t.ratio());
+            QCOMPARE(*t.ratio(), 1.0);
+            QVERIFY2(charts->title(i).contains(QStringLiteral("2·s·b·h")),
+                     qPrintable(charts->title(i)));
+            QVERIFY2(charts->title(i).contains(QStringLiteral("ratio 1.000")),
+                     qPrintable(charts->title(i)));
+        }
+        QVERIFY(sawBlock);
+        QVERIFY(charts->note().isEmpty());
+        c->showTab(QStringLiteral("theory"));
+        QCOMPARE(c->findChild<QTabWidget*>()->currentWidget(), charts);
     }
 
     void badCommandLines() {

@@ -98,7 +98,9 @@ private slots:
     }
 
     // The simple trace recorded its categories: it opens stacked by category.
-    void recordedCategoriesOpenByCategory() { QVERIFY(view_->stackMode() == StackMode::ByCategory); }
+    void recordedCategoriesOpenByCategory() {
+        QVERIFY(view_->stackMode() == StackMode::ByCategory);
+    }
 
     void hoverTextAtKnownPoint() {
         // At t = 25, A (activation, 100 B) sits under B (gradient) in category order.
@@ -195,15 +197,84 @@ private slots:
         view.render(&img);  // paints without crashing
     }
 
+    // 12,000 segments: rows aggregate groups of them, a row zooms in, and an
+    // address search finds its segment.
+    void allocatorMapWithManySegments() {
+        Trace t;
+        t.metadata.name = "segments";
+        constexpr uint64_t kBase = 0x7f0000000000;
+        for (int i = 0; i < 12000; ++i) {
+            Event e;
+            e.time = i;
+            e.kind = EventKind::SegmentAlloc;
+            e.address = kBase + uint64_t(i) * (4u << 20);
+            e.size = 2u << 20;
+            t.events.push_back(e);
+            if (i % 2) {
+                e.kind = EventKind::Alloc;
+                e.size = 1u << 20;
+                t.events.push_back(e);
+            }
+        }
+        auto r = makeRun(std::move(t), QStringLiteral("segments.memscope"));
+        QVERIFY2(r.ok(), r.ok() ? "" : r.message().c_str());
+        AllocatorView view;
+        view.resize(900, 400);
+        view.setSource(*r, DeviceRef{});
+        view.waitForIdle();
+        QVERIFY(view.snapshot());
+        QCOMPARE(view.snapshot()->segments.size(), size_t(12000));
+        QVERIFY(view.aggregated());
+        QCOMPARE(view.zoomedRow(), -1);
+        QImage img(view.size(), QImage::Format_ARGB32);
+        view.render(&img);
+        const uint64_t target = kBase + 7777ull * (4u << 20) + 100;
+        QVERIFY(view.searchAddress(QStringLiteral("0x%1").arg(target, 0, 16)));
+        QVERIFY(view.zoomedRow() > 0);
+        view.render(&img);  // the zoomed row with its marker
+        QVERIFY(!view.searchAddress(QStringLiteral("0x10")));
+        QVERIFY(!view.searchAddress(QStringLiteral("not an address")));
+        view.zoomToRow(-1);
+        view.render(&img);
+    }
+
     void stackByAllocation() {
         view_->setStackMode(StackMode::ByAllocation);
         view_->plot()->renderNow();
-        const BandSet& b = view_->plot()->bands();
-        QVERIFY(b.shown.size() >= 3);
-        QCOMPARE(b.bands.front().key, int64_t(-1));  // the rest at the bottom
-        // By start: A, then B on top of it at t = 25.
+        // Every live allocation is drawn: at t = 25, A (100 B) then B (300 B)
+        // on top of it, each a band of its own, coloured by its site.
+        const AllocationLayout& l = view_->plot()->allocationLayout();
+        const LayoutColumn* c = columnAt(l, 25);
+        QVERIFY(c);
+        QCOMPARE(int(c->last - c->first), 2);
+        QCOMPARE(l.segments[c->first].top, uint64_t(100));
+        QCOMPARE(l.segments[c->first + 1].top, uint64_t(400));
+        QVERIFY(l.segments[c->first].site != l.segments[c->first + 1].site);
+        // Hover text is headed by the allocation's user frame.
         const QString high = view_->plot()->hoverTextAt(sx(25), 250);
         QVERIFY2(high.contains(QStringLiteral("0x2000")), qPrintable(high));
+        const QString first = high.section(QLatin1Char('\n'), 0, 0);
+        QVERIFY2(first.startsWith(QStringLiteral("backward")) &&
+                     first.contains(QStringLiteral("engine.py:7")),
+                 qPrintable(high));
+        QVERIFY2(view_->plot()->hoverTextAt(sx(25), 50).startsWith(QStringLiteral("forward")),
+                 qPrintable(view_->plot()->hoverTextAt(sx(25), 50)));
+        // What is hit is what is drawn, and pinning B brings it forward in
+        // the highlight colour.
+        TimelinePlot* plot = view_->plot();
+        QCOMPARE(plot->allocationAt(sx(25), 250).value_or(99), uint32_t(1));
+        const QRgb highlight = plot->palette().color(QPalette::Highlight).rgb();
+        auto highlighted = [&] {
+            const QImage img = plot->grab().toImage();
+            const QPoint p = plot->coordToPixel(sx(25), 250);
+            int n = 0;
+            for (int dx = -20; dx <= 20; ++dx) n += img.pixel(p + QPoint(dx, 0)) == highlight;
+            return n;
+        };
+        QCOMPARE(highlighted(), 0);
+        plot->setPinned(1);
+        plot->renderNow();
+        QVERIFY(highlighted() > 30);
     }
 
     void exportFormats() {

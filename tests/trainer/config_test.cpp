@@ -74,7 +74,8 @@ TEST(TrainerConfig, CommandLineTypesAndChecks) {
     EXPECT_EQ(o->train.device, "cuda:1");
     EXPECT_EQ(o->train.model.dropout, 0.0);
     EXPECT_EQ(o->train.model.dtype, DType::BFloat16);
-    EXPECT_EQ(o->train.model.vocab, 50257);  // the paper preset
+    EXPECT_EQ(o->train.model.hidden, 6144);  // the paper preset: Korthikanti et al.'s layer
+    EXPECT_EQ(o->train.model.seq, 2048);
     EXPECT_EQ(*o->json_path, "s.json");
     // A repeated option: the last value wins, as before CLI11.
     auto repeated = parseCommandLine({"--steps", "2", "--steps", "5"});
@@ -117,6 +118,12 @@ TEST(TrainerConfig, PaperPresetsAreTheLiteratureSizes) {
     EXPECT_EQ(mlp->layers, 24);
     EXPECT_EQ(mlp->batch, 8);
     EXPECT_EQ(mlp->seq, 512);
+    // gpt: Korthikanti et al.'s smallest configuration per layer (h, a, s).
+    auto gpt = preset(ModelKind::Gpt, "paper");
+    ASSERT_TRUE(gpt.ok());
+    EXPECT_EQ(gpt->hidden, 6144);
+    EXPECT_EQ(gpt->heads, 64);
+    EXPECT_EQ(gpt->seq, 2048);
     EXPECT_FALSE(preset(ModelKind::Gpt, "huge").ok());
 }
 
@@ -156,7 +163,8 @@ TEST(TrainerConfig, SegmentPlans) {
     auto plan = [](const char* policy, int64_t layers) {
         std::vector<std::tuple<int64_t, int64_t, bool>> out;
         const auto segments = segmentPlan(parsePolicies(policy)->front(), layers);
-        for (const Segment& s : segments.value()) out.emplace_back(s.begin, s.end, s.checkpointed);
+        for (const CheckpointSegment& s : segments.value())
+            out.emplace_back(s.begin, s.end, s.checkpointed);
         return out;
     };
     using V = std::vector<std::tuple<int64_t, int64_t, bool>>;

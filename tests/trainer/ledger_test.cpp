@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <random>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "memscope/native_format.h"
@@ -101,4 +103,42 @@ TEST(AllocationLedger, ConcurrentReportsAndNoAllocationInTheHook) {
     ASSERT_TRUE(trace.ok()) << trace.message();
     EXPECT_EQ(trace->events.size(), 2u * 5 * 20000);
     std::filesystem::remove(path);
+}
+
+// The ledger's live table against std::unordered_map, over a churn of puts,
+// erases and finds on few addresses (long probe runs, wrap-around, growth).
+TEST(AddressTable, AgreesWithAHashMap) {
+    struct Value {
+        uint32_t a = 7;
+        uint64_t b = 0;
+    };
+    memscope::trainer::AddressTable<Value> table;
+    std::unordered_map<uint64_t, Value> reference;
+    std::mt19937_64 rng(1);
+    for (int i = 0; i < 400000; ++i) {
+        const uint64_t key = 0x1000 + 64 * (rng() % 3000);
+        switch (rng() % 3) {
+            case 0:
+                table.put(key, Value{static_cast<uint32_t>(i), key});
+                reference[key] = Value{static_cast<uint32_t>(i), key};
+                break;
+            case 1:
+                table.erase(key);
+                reference.erase(key);
+                break;
+            default: {
+                const Value* found = table.find(key);
+                auto it = reference.find(key);
+                ASSERT_EQ(found == nullptr, it == reference.end()) << i;
+                if (found) {
+                    ASSERT_EQ(found->a, it->second.a) << i;
+                }
+            }
+        }
+    }
+    EXPECT_EQ(table.size(), reference.size());
+    // 0 marks an empty slot: never a key (a deleter may see a null context).
+    table.put(0, Value{});
+    EXPECT_EQ(table.find(0), nullptr);
+    EXPECT_EQ(table.size(), reference.size());
 }

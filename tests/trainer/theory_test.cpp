@@ -8,6 +8,7 @@
 #include <iostream>
 #include <map>
 
+#include "memscope/activation_theory.h"
 #include "test_util.h"
 
 using namespace memscope;
@@ -48,6 +49,15 @@ void checkGptLayers(DType dtype) {
         ::testing::Test::RecordProperty(
             std::string(dtypeName(dtype)) + "_" + policyName(p) + "_ratio", std::to_string(ratio));
         EXPECT_EQ(measured, formula + (r == Recompute::Block ? 0.0 : ln_stats)) << policyName(p);
+        // What `memscope-cli summary` and the GUI's theory charts show: core's
+        // comparison of the same trace, with the same numbers.
+        auto theory = activationTheory(*rec->trace.trace, *rec->trace.device);
+        ASSERT_TRUE(theory.ok()) << theory.message();
+        ASSERT_TRUE(theory->predicted_total) << policyName(p);
+        EXPECT_EQ(theory->step, 0);
+        EXPECT_DOUBLE_EQ(*theory->predicted_total, formula * static_cast<double>(m.layers));
+        EXPECT_DOUBLE_EQ(static_cast<double>(theory->measured_total),
+                         measured * static_cast<double>(m.layers));
     }
 }
 
@@ -162,6 +172,8 @@ TEST(TrainerTheory, TraceIsLabelled) {
         ASSERT_EQ(e.device, 0);
         ASSERT_FALSE(e.phase.isNull());
         ASSERT_NE(e.category, Category::Unknown);
+        ASSERT_NE(e.address, 0u);
+        ASSERT_GT(e.size, 0u);
     }
     for (PhaseKind k : {PhaseKind::Step, PhaseKind::Forward, PhaseKind::Backward,
                         PhaseKind::Optimizer, PhaseKind::Block, PhaseKind::Recompute})
@@ -203,4 +215,17 @@ TEST(TrainerTheory, LiteraturePoliciesKeepWhatTheySay) {
     for (int i = 0; i < 5; ++i) matmul[i] = nd4 + 4 * nd4 + nd4;
     EXPECT_EQ(kept("save:matmul"), matmul);
     EXPECT_EQ(kept("sqrt"), (std::map<int, int64_t>{{2, nd4}, {4, nd4}}));
+    // Core's prediction for them (Chen et al.'s checkpoints, a block's input)
+    // is what they keep, layer by layer.
+    for (const char* name : {"block", "save:none", "sqrt"}) {
+        auto rec = record(trainConfig(m, 1), parsePolicies(name)->front(), "kept");
+        ASSERT_TRUE(rec) << name;
+        auto theory = activationTheory(*rec->trace.trace, *rec->trace.device);
+        ASSERT_TRUE(theory.ok()) << name << ": " << theory.message();
+        ASSERT_TRUE(theory->ratio()) << name;
+        EXPECT_DOUBLE_EQ(*theory->ratio(), 1.0) << name;
+        for (const LayerActivation& l : theory->layers)
+            EXPECT_EQ(static_cast<double>(l.measured), l.predicted.value_or(-1))
+                << name << " layer " << l.layer;
+    }
 }

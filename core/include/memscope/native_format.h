@@ -80,6 +80,8 @@ public:
     void setAllocatorState(const AllocatorState& state);
     void setRunMetrics(const RunMetrics& metrics);
     uint64_t append(const Event& event);
+    // Many at once under one lock (a producer that batches per step).
+    void append(std::span<const Event> events);
 
     Result<void> flush();  // synchronous: returns when the data is in the file
     Result<void> close();  // stops the thread; idempotent

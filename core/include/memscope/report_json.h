@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "memscope/activation_theory.h"
 #include "memscope/phase_peaks.h"
 #include "memscope/summary.h"
 #include "memscope/task_context.h"
@@ -26,6 +27,11 @@ struct FileReport {
 
 // {"files": [{"path", "format", "source"?, "warnings"?, "devices": {"0": {...}}}]}
 std::string summaryToJson(std::span<const FileReport> files);
+
+// {"policy", "step", "element_bytes", "formula", "source", "measured_bytes",
+//  "predicted_bytes", "ratio", "outside_layers_bytes",
+//  "layers": [{"layer", "measured_bytes", "predicted_bytes", "formula"}]}
+std::string activationTheoryToJson(const ActivationTheory& theory);
 
 // {"forward": {"bytes", "time_us", "increase_bytes", "phase", "by_category"}, ...}
 std::string peaksByPhaseToJson(const Trace& trace, const PhasePeaks& peaks);

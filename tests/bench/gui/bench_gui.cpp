@@ -1,15 +1,19 @@
-// memscope-bench-gui [EVENTS]: loads a generated trace (10 million events by
-// default), opens a run view offscreen and prints:
+// memscope-bench-gui [EVENTS] [--file PATH]: loads a generated trace (10
+// million events by default) or a trace file, opens a run view offscreen and
+// prints:
 //   - first paint after loading completes (target <= 1 s),
 //   - median and worst frame time of 100 scripted zoom/pan steps, by category
-//     and by allocation (target <= 16 ms),
+//     and by allocation side by side, mixed, zoomed out and zoomed in
+//     (target <= 16 ms),
 //   - the GUI's memory on top of core's model (target <= 1x).
 // Run with QT_QPA_PLATFORM=offscreen (set here when unset).
 #include <QApplication>
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <qcustomplot.h>
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <string>
@@ -25,6 +29,15 @@
 #endif
 
 namespace {
+
+// The process's high-water mark of resident memory (VmHWM).
+double peakRssMiB() {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // kB
+    return 0;
+}
 
 double rssMiB() {
     std::ifstream f("/proc/self/statm");
@@ -71,7 +84,39 @@ struct Frames {
     double plot = 0;   // mean ms until the timeline plot is drawn (the rest: overview, window paint)
 };
 
-Frames script(memscope::gui::RunView& view, int steps) {
+enum class Script { Mixed, ZoomedOut, ZoomedIn };
+
+// One scripted step: mixed zooms and pans; or the whole trace (90 % of it,
+// panned); or 0.5 % of it at a random place, panned.
+void step(memscope::gui::ZoomState* z, Script script, int i, std::mt19937& rng) {
+    const double full = z->fullEnd() - z->fullBegin();
+    auto at = [&](double fraction, double width) {
+        const double c = z->fullBegin() + full * fraction;
+        z->setRange(c - width / 2, c + width / 2);
+    };
+    if (script == Script::ZoomedOut) {
+        at(0.5 + (i % 2 ? 0.04 : -0.04), 0.9 * full);
+        return;
+    }
+    if (script == Script::ZoomedIn) {
+        if (i % 4 == 0)
+            at(std::uniform_real_distribution<double>(0.05, 0.95)(rng), 0.005 * full);
+        else
+            z->panBy(i % 2 ? 0.2 : -0.1);
+        return;
+    }
+    const double w = z->end() - z->begin();
+    const double c = z->begin() + w * std::uniform_real_distribution<double>(0.2, 0.8)(rng);
+    switch (i % 5) {
+    case 0:
+    case 1: z->zoomBy(0.6, c); break;          // zoom in
+    case 2: z->panBy(i % 2 ? 0.3 : -0.3); break;  // pan
+    case 3: z->zoomBy(1.4, c); break;            // zoom out
+    case 4: if (i % 20 == 4) z->reset(); else z->panBy(-0.15); break;
+    }
+}
+
+Frames script(memscope::gui::RunView& view, int steps, Script kind = Script::Mixed) {
     using memscope::gui::ZoomState;
     ZoomState* z = view.zoom();
     z->reset();
@@ -79,17 +124,9 @@ Frames script(memscope::gui::RunView& view, int steps) {
     std::vector<double> ms;
     double build = 0, plotMs = 0;
     for (int i = 0; i < steps; ++i) {
-        const double w = z->end() - z->begin();
-        const double c = z->begin() + w * std::uniform_real_distribution<double>(0.2, 0.8)(rng);
         QElapsedTimer t;
         t.start();
-        switch (i % 5) {
-        case 0:
-        case 1: z->zoomBy(0.6, c); break;          // zoom in
-        case 2: z->panBy(i % 2 ? 0.3 : -0.3); break;  // pan
-        case 3: z->zoomBy(1.4, c); break;            // zoom out
-        case 4: if (i % 20 == 4) z->reset(); else z->panBy(-0.15); break;
-        }
+        step(z, kind, i, rng);
         view.plot()->renderNow();        // rebuild from levelOfDetail + immediate replot
         plotMs += double(t.nsecsElapsed()) / 1e6 / steps;
         QCoreApplication::processEvents();  // overview brush, queued paints
@@ -112,30 +149,54 @@ Frames script(memscope::gui::RunView& view, int steps) {
 int main(int argc, char** argv) {
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
     QApplication app(argc, argv);
-    const uint64_t events = argc > 1 ? std::stoull(argv[1]) : 10'000'000ull;
+    uint64_t events = 10'000'000ull;
+    QString file;
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--file") && i + 1 < argc)
+            file = QString::fromLocal8Bit(argv[++i]);
+        else
+            events = std::stoull(argv[i]);
+    }
     const double rssStart = rssMiB();
 
     QElapsedTimer timer;
     timer.start();
+    memscope::Result<memscope::gui::RunPtr> run = [&]() -> memscope::Result<memscope::gui::RunPtr> {
+        if (!file.isEmpty()) {
+            auto loaded = memscope::gui::loadRun(file, memscope::TaskContext{});
+            std::printf("loaded %s in %.2f s\n", qPrintable(file), double(timer.elapsed()) / 1e3);
+            return loaded;
+        }
 #ifdef MEMSCOPE_HAVE_TRACE_GENERATOR
-    memscope::bench::GeneratorOptions options;
-    options.events = events;
-    options.devices = 1;  // all events on one timeline: the worst case for drawing
-    memscope::Trace trace = memscope::bench::generateTrace(options);
-    const char* source = "memscope_trace_generator";
+        memscope::bench::GeneratorOptions options;
+        options.events = events;
+        options.devices = 1;  // all events on one timeline: the worst case for drawing
+        memscope::Trace trace = memscope::bench::generateTrace(options);
+        const char* source = "memscope_trace_generator";
 #else
-    memscope::Trace trace = generate(events);
-    const char* source = "built-in churn generator";
+        memscope::Trace trace = generate(events);
+        const char* source = "built-in churn generator";
 #endif
-    std::printf("generated %zu events (%s) in %.2f s\n", trace.events.size(), source, double(timer.elapsed()) / 1e3);
-
-    timer.restart();
-    auto run = memscope::gui::makeRun(std::move(trace), QStringLiteral("bench.memscope"));
+        std::printf("generated %zu events (%s) in %.2f s\n", trace.events.size(), source,
+                    double(timer.elapsed()) / 1e3);
+        timer.restart();
+        return memscope::gui::makeRun(std::move(trace), QStringLiteral("bench.memscope"));
+    }();
     if (!run.ok()) {
-        std::fprintf(stderr, "timeline failed: %s\n", run.message().c_str());
+        std::fprintf(stderr, "loading failed: %s\n", run.message().c_str());
         return 1;
     }
     std::printf("timeline built in %.2f s\n", double(timer.elapsed()) / 1e3);
+    {
+        const memscope::gui::Run& r = **run;
+        const memscope::gui::DeviceRef ref = r.busiestDevice();
+        const memscope::DeviceTimeline* tl = r.timeline(ref);
+        const memscope::Trace* tr = r.trace(ref);
+        if (tl && tr)
+            std::printf("busiest device: %zu events in the trace, %zu allocations, %zu live at the peak, %zu sites\n",
+                        tr->events.size(), tl->intervals.size(), tl->peak.live_intervals.size(),
+                        r.allocationIndex(ref) ? r.allocationIndex(ref)->sites.siteCount() : size_t(0));
+    }
     const double rssModel = rssMiB();
 
     // First paint: from "loading complete" (the run handed over) to the first
@@ -166,17 +227,98 @@ int main(int argc, char** argv) {
                         p->itemCount(), p->graphCount() ? p->graph(0)->dataCount() : 0);
     const Frames byCategory = script(view, 100);
     std::printf("replots per frame (all plots of the view): %.2f\n", replots / 100.0);
+    const Frames categoryOut = script(view, 100, Script::ZoomedOut);
+    const Frames categoryIn = script(view, 100, Script::ZoomedIn);
     view.setStackMode(memscope::StackMode::ByAllocation);
+    view.plot()->renderNow();
     const Frames byAllocation = script(view, 100);
+    const Frames allocationOut = script(view, 100, Script::ZoomedOut);
+    const memscope::AllocationLayout& layout = view.plot()->allocationLayout();
+    size_t drawnOut = 0;
+    for (const auto& seg : layout.segments) drawnOut += seg.interval >= 0 ? 1 : 0;
+    const size_t columnsOut = layout.columns.size(), widthOut = layout.column_width,
+                 workOut = layout.work, segmentsOut = layout.segments.size();
+    const double rasterOut = view.plot()->lastRasterMs();
+    // The core layout alone over the whole trace, as the zoomed-out view asks for it.
+    double layoutAloneMs = 0;
+    {
+        const memscope::DeviceTimeline* tl = view.plot()->timeline();
+        const memscope::AllocationIndex* index = (*run)->allocationIndex(view.device());
+        if (tl && index) {
+            memscope::LayoutRequest lr;
+            lr.lo = tl->start;
+            lr.hi = tl->end + 1;
+            lr.columns = columnsOut;
+            lr.min_band_bytes = uint64_t(std::max<int64_t>(1, tl->peak.bytes / 700));
+            std::vector<double> ms;
+            for (int i = 0; i < 20; ++i) {
+                QElapsedTimer t;
+                t.start();
+                const memscope::AllocationLayout l = memscope::layoutAllocations(*tl, *index, lr);
+                ms.push_back(double(t.nsecsElapsed()) / 1e6);
+                if (l.columns.empty()) break;
+            }
+            std::sort(ms.begin(), ms.end());
+            layoutAloneMs = ms[ms.size() / 2];
+        }
+    }
+    const Frames allocationIn = script(view, 100, Script::ZoomedIn);
     const double rssGui = rssMiB();
+
+    // Hover: the hit test and the text for 200 points across the plot, by
+    // allocation, zoomed out (what a mouse move costs before any repaint).
+    view.zoom()->reset();
+    view.plot()->renderNow();
+    std::vector<double> hoverMs;
+    {
+        std::mt19937 rng(7);
+        const QRect area = view.plot()->rect();
+        size_t answered = 0;
+        for (int i = 0; i < 200; ++i) {
+            const QPoint pixel(int(rng() % uint32_t(std::max(1, area.width()))),
+                               int(rng() % uint32_t(std::max(1, area.height()))));
+            const QPointF at = view.plot()->pixelToCoord(pixel);
+            QElapsedTimer t;
+            t.start();
+            const QString text = view.plot()->hoverTextAt(at.x(), at.y());
+            hoverMs.push_back(double(t.nsecsElapsed()) / 1e6);
+            answered += text.isEmpty() ? 0 : 1;
+        }
+        std::sort(hoverMs.begin(), hoverMs.end());
+        std::printf("hover, by allocation, 200 points (%zu over an allocation): median %.2f ms, "
+                    "worst %.2f ms\n",
+                    answered, hoverMs[hoverMs.size() / 2], hoverMs.back());
+    }
 
     const double core = rssModel - rssStart, gui = rssGui - rssModel;
     std::printf("first paint after load: %.1f ms (target <= 1000 ms)\n", firstPaint);
-    std::printf("100 zoom/pan steps, by category:   median %.2f ms, worst %.2f ms, mean %.2f ms, of which reduction %.2f ms, plot drawn %.2f ms (target <= 16 ms)\n",
-                byCategory.median, byCategory.worst, byCategory.mean, byCategory.build, byCategory.plot);
-    std::printf("100 zoom/pan steps, by allocation: median %.2f ms, worst %.2f ms, mean %.2f ms, of which reduction %.2f ms, plot drawn %.2f ms (target <= 16 ms)\n",
-                byAllocation.median, byAllocation.worst, byAllocation.mean, byAllocation.build, byAllocation.plot);
+    std::printf("frame times of 100 steps, ms (target: median and worst <= 16 ms):\n");
+    std::printf("  %-10s %-12s %8s %8s %8s %10s %10s\n", "script", "mode", "median", "worst", "mean",
+                "reduction", "plot drawn");
+    auto row = [](const char* scriptName, const char* mode, const Frames& f) {
+        std::printf("  %-10s %-12s %8.2f %8.2f %8.2f %10.2f %10.2f\n", scriptName, mode, f.median,
+                    f.worst, f.mean, f.build, f.plot);
+    };
+    row("mixed", "category", byCategory);
+    row("mixed", "allocation", byAllocation);
+    row("zoomed out", "category", categoryOut);
+    row("zoomed out", "allocation", allocationOut);
+    row("zoomed in", "category", categoryIn);
+    row("zoomed in", "allocation", allocationIn);
+    std::printf("by allocation, zoomed out: %zu columns (%zu px each), %zu segments, %zu allocations "
+                "drawn as bands of their own, %zu allocations visited, raster %.2f ms\n",
+                columnsOut, widthOut, segmentsOut, drawnOut, workOut, rasterOut);
+    std::printf("core layout alone over the whole trace: %.2f ms (median of 20)\n", layoutAloneMs);
     std::printf("memory: core model %.0f MiB, GUI on top %.0f MiB (%.2fx, target <= 1x)\n", core, gui,
                 core > 0 ? gui / core : 0.0);
+    const double peak = peakRssMiB();
+    if (!file.isEmpty()) {
+        const double fileMiB = double(QFileInfo(file).size()) / (1024.0 * 1024.0);
+        std::printf("peak resident memory of the whole process: %.0f MiB for a %.0f MiB file "
+                    "(%.2fx, target <= 1.5x)\n",
+                    peak, fileMiB, fileMiB > 0 ? peak / fileMiB : 0.0);
+    } else {
+        std::printf("peak resident memory of the whole process: %.0f MiB\n", peak);
+    }
     return 0;
 }

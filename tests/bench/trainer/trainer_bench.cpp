@@ -1,20 +1,27 @@
-// memscope-bench-trainer [--paper | --small] [--theory-only | --overhead-only]
+// memscope-bench-trainer [--paper | --small] [--theory-only | --sweep-only |
+//                         --overhead-only | --blas-only]
 //
-// 1. The paper configurations per policy: the peak, its phase, and for gpt the
-//    measured activation bytes per layer against s·b·h·(34 + 5as/h), 34sbh and
-//    2sbh (bf16 directly; fp32 against the same formulas with every non-mask
-//    term doubled).
-// 2. Recording overhead: capture on against off, interleaved runs: the median
-//    wall-clock step time and the least process CPU time per run.
+// 1. Theory: every policy of the sweep on the theory configurations: the run
+//    table, the per-phase peaks, the memory/time frontier, and the activation
+//    bytes per layer against the literature's formulas (core's
+//    activation_theory.h, the numbers the tests check): Korthikanti et al.'s
+//    s·b·h·(34 + 5as/h), 34sbh and 2sbh for gpt (bf16 directly, fp32 with
+//    every non-mask term doubled), Chen et al.'s segments of ceil(sqrt(L)).
+// 2. Sweep: the same tables for the trainer's presets (quick by default,
+//    --paper: the literature's sizes, which take minutes per run with
+//    OpenBLAS), and for mlp the forward+backward peak increase of full and
+//    block, which the literature reports.
+// 3. Recording overhead: capture on against off, interleaved runs, with the
+//    hook's cost per event and its hot path's alone.
+// 4. BLAS: the step time of one configuration with the reference BLAS
+//    against OpenBLAS (this binary re-run with the reference one first on
+//    the library path).
 //
-// Debian's LibTorch links the reference BLAS, so the literal paper sizes
-// (mlp d=1024 L=24 input (8,512,1024): ~5 TFLOP per step; gpt GPT-2 small with
-// b=8, s=1024: ~6 TFLOP) take about an hour per step at the ~1.5 GFLOP/s we get
-// on 2 shared cores. The default ("scaled") keeps what the figures depend on and shrinks
-// the rest: for mlp the depth (24 blocks) and the tokens-to-width ratio
-// N/d = 4 (so activations against parameters stay as in the paper), for gpt
-// the depth (12 layers) and a·s/h = 16 (so the 5as/h term weighs as in the
-// paper). --paper runs the literal sizes.
+// The theory configurations ("scaled") keep what the figures depend on and
+// shrink the rest: for mlp the depth (24 blocks) and the tokens-to-width
+// ratio N/d = 4 (so activations against parameters stay as in the paper),
+// for gpt the depth (12 layers) and a·s/h = 16 (so the 5as/h term weighs as
+// in GPT-2 small).
 
 #include <time.h>
 
@@ -22,6 +29,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -60,14 +69,6 @@ Scale small() {  // a smoke run of the bench itself
     return s;
 }
 
-Scale paper() {
-    Scale s;
-    s.mlp = preset(ModelKind::Mlp, "paper").value();
-    s.gpt = preset(ModelKind::Gpt, "paper").value();
-    s.steps = 2;
-    return s;
-}
-
 double mib(int64_t b) {
     return static_cast<double>(b) / (1024.0 * 1024.0);
 }
@@ -78,64 +79,55 @@ std::string scratch(const std::string& name) {
     return (dir / (name + ".memscope")).string();
 }
 
-// Runs every policy of `m`, prints peaks, and (gpt) the per-layer ratios.
-void policies(const ModelConfig& m, int steps) {
-    std::printf("\n%s %s, %d steps\n", std::string(modelName(m.kind)).c_str(), describe(m).c_str(),
-                steps);
-    std::printf("  %-11s %10s %-40s %10s %10s %9s %9s %8s\n", "policy", "peak MiB", "peak phase",
-                "act MiB", "grad MiB", "step ms", "recomp", "vs full");
+// Runs `policies` on `m` and prints the trainer's own tables (runs, phases,
+// frontier, activations per layer against the formulas).
+std::vector<PolicyReport> runTable(const ModelConfig& m, int steps,
+                                   const std::vector<Policy>& policies, const char* preset) {
     TrainConfig c;
     c.model = m;
     c.steps = steps;
     std::vector<PolicyReport> reports;
-    std::vector<double> per_layer;
-    const std::vector<Policy> all = parsePolicies("all").value();
-    for (const Policy& p : all) {
+    std::printf("\n");
+    std::fflush(stdout);
+    for (const Policy& p : policies) {
         RunOptions o;
-        o.trace_path = scratch(std::string(modelName(m.kind)) + "-" + policyName(p));
-        o.preset = "bench";
+        o.trace_path = scratch(std::string(modelName(m.kind)) + "-" + policyFileStem(p));
+        o.preset = preset;
         auto run = runPolicy(c, p, o);
         if (!run) {
-            std::printf("  %-11s failed: %s\n", policyName(p).c_str(), run.message().c_str());
+            std::printf("  %s failed: %s\n", policyName(p).c_str(), run.message().c_str());
             continue;
         }
-        auto loaded = loadTrace(o.trace_path);
         auto report = makeReport(std::move(run.value()));
-        if (!report || !loaded) {
-            std::printf("  %-11s cannot read its trace\n", policyName(p).c_str());
+        fs::remove(o.trace_path);
+        if (!report) {
+            std::printf("  %s: cannot read its trace: %s\n", policyName(p).c_str(),
+                        report.message().c_str());
             continue;
         }
-        double sum = 0;
-        const auto by_block = activationByBlockAtForwardEnd(*loaded, steps - 1);
-        for (int64_t i = 0; i < m.layers; ++i)
-            if (auto it = by_block.find(static_cast<int>(i)); it != by_block.end())
-                sum += static_cast<double>(it->second);
-        per_layer.push_back(sum / static_cast<double>(m.layers));
         reports.push_back(std::move(report.value()));
-        fs::remove(o.trace_path);
     }
     compareToFull(reports);
-    for (const auto& r : reports) {
-        std::printf("  %-11s %10.2f %-40s %10.2f %10.2f %9.1f %9.1f %7.1f%%\n",
-                    policyName(r.run.policy).c_str(), mib(r.peak->bytes), r.peak->phase.c_str(),
-                    mib(r.peak->by_category[index(Category::Activation)]),
-                    mib(r.max_gradient_bytes), r.mean_step_ms, r.mean_recompute_ms,
-                    100.0 * r.overhead_vs_full.value_or(0));
-    }
-    if (m.kind != ModelKind::Gpt) return;
-    std::printf(
-        "  activation bytes per layer at the end of forward (%s; formulas in %s):\n",
-        std::string(dtypeName(m.dtype)).c_str(),
-        m.dtype == DType::BFloat16 ? "16-bit, as published" : "fp32: non-mask terms doubled");
-    for (size_t i = 0; i < reports.size(); ++i) {
-        const Policy& p = reports[i].run.policy;
-        if (p.optimizer_in_backward) continue;
-        const double formula = gptLayerFormula(m, p.recompute);
-        const char* name = p.recompute == Recompute::None        ? "sbh(34+5as/h)"
-                           : p.recompute == Recompute::Selective ? "34sbh"
-                                                                 : "2sbh";
-        std::printf("    %-10s measured %12.0f B  formula %-14s %12.0f B  ratio %.4f\n",
-                    policyName(p).c_str(), per_layer[i], name, formula, per_layer[i] / formula);
+    markFrontier(reports);
+    std::ostringstream table;
+    printTable(table, c, preset, reports);
+    std::fputs(table.str().c_str(), stdout);
+    return reports;
+}
+
+// The literature reports mlp's activation memory as the forward+backward
+// peak's increase over what is live when forward starts (parameters,
+// optimizer state): the larger of the two phases' peaks, minus forward's start.
+void printIncrease(const std::vector<PolicyReport>& reports) {
+    for (const PolicyReport& r : reports) {
+        if (r.run.policy != Policy{} && r.run.policy != Policy{Recompute::Block}) continue;
+        const auto& fwd = r.phase_peaks[static_cast<size_t>(index(TrainingPhase::Forward))];
+        const auto& bwd = r.phase_peaks[static_cast<size_t>(index(TrainingPhase::Backward))];
+        if (!fwd || !bwd) continue;
+        const int64_t base = fwd->bytes - fwd->increaseBytes();
+        const int64_t increase = std::max(fwd->bytes, bwd->bytes) - base;
+        std::printf("  %-6s forward+backward peak increase: %.1f MiB (%.2f GiB)\n",
+                    policyName(r.run.policy).c_str(), mib(increase), mib(increase) / 1024.0);
     }
 }
 
@@ -155,15 +147,21 @@ double processCpuSeconds() {
 // time (what a user sees, noisy under load) and the least process CPU time
 // of a whole run (all our threads, the trace writer's included; barely moved
 // by other processes).
+constexpr int kOverheadReps = 7;
+constexpr int kOverheadSteps = 25;
+
 void overhead(const ModelConfig& m, const char* label) {
     TrainConfig c;
     c.model = m;
-    c.steps = 6;
+    c.steps = kOverheadSteps;
     std::vector<double> wall_on, wall_off;
     double cpu_on = 1e300, cpu_off = 1e300;
     uint64_t events = 0;
-    for (int rep = 0; rep < 5; ++rep) {
-        for (bool capture : {false, true}) {
+    for (int rep = 0; rep < kOverheadReps; ++rep) {
+        // Alternate which goes first, so that neither always inherits the
+        // other's heap and caches.
+        for (bool second : {false, true}) {
+            const bool capture = second != (rep % 2 == 1);
             RunOptions o;
             if (capture) o.trace_path = scratch("overhead");
             const double c0 = processCpuSeconds();
@@ -173,7 +171,8 @@ void overhead(const ModelConfig& m, const char* label) {
                 std::printf("overhead run failed: %s\n", run.message().c_str());
                 return;
             }
-            for (size_t s = 1; s < run->step_ns.size(); ++s)
+            // The first two steps pay for first touches and Adam's state.
+            for (size_t s = 2; s < run->step_ns.size(); ++s)
                 (capture ? wall_on : wall_off)
                     .push_back(static_cast<double>(run->step_ns[s]) / 1e6);
             (capture ? cpu_on : cpu_off) = std::min(capture ? cpu_on : cpu_off, cpu);
@@ -181,50 +180,131 @@ void overhead(const ModelConfig& m, const char* label) {
         }
     }
     const double a = median(wall_off), b = median(wall_on);
-    std::printf("  %s (%llu events per run of %d steps)\n", label,
-                static_cast<unsigned long long>(events), c.steps);
-    std::printf("    wall step median: off %8.2f ms  on %8.2f ms  overhead %+6.2f%%\n", a, b,
-                100.0 * (b - a) / a);
-    std::printf("    process CPU, best run: off %7.3f s  on %7.3f s  overhead %+6.2f%%\n", cpu_off,
-                cpu_on, 100.0 * (cpu_on - cpu_off) / cpu_off);
-    const double n = static_cast<double>(events);
-    std::printf("    per recorded event: %+.0f ns wall (step medians), %+.0f ns process CPU\n",
-                (b - a) * 1e6 * (c.steps - 1) / n * static_cast<double>(c.steps) /
-                    static_cast<double>(c.steps - 1),
-                (cpu_on - cpu_off) * 1e9 / n);
+    const double per_step = static_cast<double>(events) / c.steps;
+    std::printf("  %s (%.0f events per step)\n", label, per_step);
+    std::printf(
+        "    wall step median: off %8.3f ms  on %8.3f ms  overhead %+6.2f%%  (%+.0f ns "
+        "per event)\n",
+        a, b, 100.0 * (b - a) / a, (b - a) * 1e6 / per_step);
+    std::printf(
+        "    process CPU, best whole run (setup, writer and file included): off %7.3f s  "
+        "on %7.3f s  overhead %+6.2f%%\n",
+        cpu_off, cpu_on, 100.0 * (cpu_on - cpu_off) / cpu_off);
+}
+
+// Which BLAS this process loaded, from its mappings: the libblas.so.3 found
+// first (LAPACK may map OpenBLAS's own library beside the reference BLAS).
+std::string loadedBlas() {
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    bool openblas = false;
+    while (std::getline(maps, line)) {
+        if (line.find("/blas/libblas.so") != std::string::npos) return "reference BLAS";
+        openblas = openblas || line.find("openblas") != std::string::npos;
+    }
+    return openblas ? "OpenBLAS" : "unknown BLAS";
+}
+
+// The configuration both BLAS runs use: big enough that matrix products
+// dominate, small enough for the reference BLAS (seconds per step).
+ModelConfig blasConfig() {
+    ModelConfig m;
+    m.kind = ModelKind::Mlp;
+    m.layers = 4, m.hidden = 256, m.seq = 256, m.batch = 4;
+    return m;
+}
+
+// --step-time (internal): one uncaptured full run of blasConfig; prints the
+// BLAS and the second step's time for the parent to read.
+int stepTime() {
+    TrainConfig c;
+    c.model = blasConfig();
+    c.steps = 2;
+    auto run = runPolicy(c, Policy{}, RunOptions{});
+    if (!run || run->step_ns.size() < 2) return 1;
+    std::printf("%s\t%.1f\n", loadedBlas().c_str(), static_cast<double>(run->step_ns[1]) / 1e6);
+    return 0;
+}
+
+void blasComparison(const char* self) {
+    const char* reference_dir = "/usr/lib/x86_64-linux-gnu/blas";
+    std::printf("\nBLAS: mlp %s, policy full, second step, no capture\n",
+                describe(blasConfig()).c_str());
+    for (bool reference : {false, true}) {
+        if (reference && !fs::exists(fs::path(reference_dir) / "libblas.so.3")) {
+            std::printf("  reference BLAS: not installed (%s/libblas.so.3)\n", reference_dir);
+            continue;
+        }
+        std::string command;
+        if (reference) command = std::string("LD_LIBRARY_PATH=") + reference_dir + " ";
+        command += "'" + std::string(self) + "' --step-time";
+        FILE* pipe = popen(command.c_str(), "r");
+        char out[256] = {};
+        const bool read = pipe && std::fgets(out, sizeof out, pipe) != nullptr;
+        if (pipe) pclose(pipe);
+        std::string text = read ? out : "";
+        const size_t tab = text.find('\t');
+        if (tab == std::string::npos) {
+            std::printf("  %s: the run failed\n", reference ? "reference BLAS" : "default");
+            continue;
+        }
+        std::printf("  %-16s %10.1f ms per step\n", text.substr(0, tab).c_str(),
+                    std::strtod(text.c_str() + tab + 1, nullptr));
+    }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
     Scale scale = scaled();
-    bool theory = true, cost = true;
+    bool theory = true, sweep = true, cost = true, blas = true, paper_presets = false;
     const char* scale_name = "scaled";
+    auto only = [&](bool& keep) {
+        theory = sweep = cost = blas = false;
+        keep = true;
+    };
     for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--step-time")) return stepTime();
         if (!std::strcmp(argv[i], "--paper"))
-            scale = paper(), scale_name = "paper (literal)";
+            paper_presets = true;
         else if (!std::strcmp(argv[i], "--small"))
             scale = small(), scale_name = "small (smoke)";
         else if (!std::strcmp(argv[i], "--theory-only"))
-            cost = false;
+            only(theory);
+        else if (!std::strcmp(argv[i], "--sweep-only"))
+            only(sweep);
         else if (!std::strcmp(argv[i], "--overhead-only"))
-            theory = false;
+            only(cost);
+        else if (!std::strcmp(argv[i], "--blas-only"))
+            only(blas);
         else {
             std::fprintf(stderr,
                          "usage: memscope-bench-trainer [--paper|--small] "
-                         "[--theory-only|--overhead-only]\n");
+                         "[--theory-only|--sweep-only|--overhead-only|--blas-only]\n");
             return 2;
         }
     }
-    std::printf("memscope-bench-trainer: LibTorch %s, configurations: %s\n", torchVersion().c_str(),
-                scale_name);
-    if (theory) {
-        policies(scale.mlp, scale.steps);
+    std::printf("memscope-bench-trainer: LibTorch %s, %s, theory configurations: %s, presets: %s\n",
+                torchVersion().c_str(), loadedBlas().c_str(), scale_name,
+                paper_presets ? "paper" : "quick");
+    if (theory && !paper_presets) {
+        std::printf("\n== activations against the formulas (theory configurations) ==");
+        runTable(scale.mlp, scale.steps, sweepPolicies(ModelKind::Mlp, scale.mlp.layers), "bench");
         ModelConfig g = scale.gpt;
         g.dtype = DType::BFloat16;
-        policies(g, scale.steps);
+        runTable(g, scale.steps, parsePolicies("full,selective,block,sqrt").value(), "bench");
         g.dtype = DType::Float32;
-        policies(g, scale.steps);
+        runTable(g, scale.steps, sweepPolicies(ModelKind::Gpt, g.layers), "bench");
+    }
+    if (sweep) {
+        const char* preset_name = paper_presets ? "paper" : "quick";
+        std::printf("\n== the sweep on the %s presets ==", preset_name);
+        for (ModelKind kind : {ModelKind::Mlp, ModelKind::Gpt}) {
+            const ModelConfig m = preset(kind, preset_name).value();
+            const auto reports =
+                runTable(m, paper_presets ? 2 : 3, sweepPolicies(kind, m.layers), preset_name);
+            if (kind == ModelKind::Mlp) printIncrease(reports);
+        }
     }
     if (cost) {
         const int pairs = 200000;
@@ -233,19 +313,24 @@ int main(int argc, char** argv) {
             std::printf(
                 "\nmemory hook, per event (256-byte tensors allocated and freed %d times, "
                 "best of 5):\n"
-                "  hook off %7.1f ns  on %7.1f ns  recording adds %6.1f ns per event (%llu "
-                "events per round)\n",
+                "  through c10: hook off %7.1f ns  on %7.1f ns  recording adds %6.1f ns per "
+                "event (%llu events per round)\n"
+                "  the hot path alone (clock + lock-free log append): %6.1f ns per event\n"
+                "  the trainer's thread reading the log at commit:     %6.1f ns per event\n",
                 pairs, hook->off_ns, hook->on_ns, hook->on_ns - hook->off_ns,
-                static_cast<unsigned long long>(hook->events));
+                static_cast<unsigned long long>(hook->events), hook->hot_path_ns, hook->commit_ns);
         } else {
             std::printf("\nmemory hook cost: %s\n", hook.message().c_str());
         }
         std::printf(
-            "\nrecording overhead (policy full, capture on against off, 5 interleaved runs):\n");
+            "\nrecording overhead (policy full, capture on against off, %d interleaved runs "
+            "of %d steps):\n",
+            kOverheadReps, kOverheadSteps);
         ModelConfig q = preset(ModelKind::Mlp, "quick").value();
         overhead(q, ("mlp quick " + describe(q)).c_str());
         ModelConfig g = preset(ModelKind::Gpt, "quick").value();
         overhead(g, ("gpt quick " + describe(g)).c_str());
     }
+    if (blas) blasComparison(argv[0]);
     return 0;
 }

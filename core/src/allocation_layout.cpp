@@ -293,16 +293,21 @@ AllocationLayout layoutAllocations(const DeviceTimeline& tl, const AllocationInd
         if (lo == std::numeric_limits<int64_t>::max()) return out;
         hi = lo + 1;
     }
-    // Coarser columns when many allocations are live at once: each changed
-    // column walks its whole stack.
+    // Coarser columns when many allocations are live at once (each changed
+    // column walks its whole stack), or when many start in the range (each
+    // column visits those alive at its sample: with heavy churn, about all
+    // of them at one column per pixel).
     const size_t span = uint64_t(hi) - uint64_t(lo) < req.columns
                             ? size_t(uint64_t(hi) - uint64_t(lo))
                             : req.columns;
     const size_t wanted = std::max<size_t>(span, 1);
     const size_t liveEstimate = std::max<size_t>(tl.peak.live_intervals.size(), 1);
-    out.column_width =
-        std::max<size_t>(1, (wanted * liveEstimate + std::max<size_t>(req.max_work, 1) - 1) /
-                                std::max<size_t>(req.max_work, 1));
+    const size_t budget = std::max<size_t>(req.max_work, 1);
+    const size_t startBudget = std::max<size_t>(req.max_starts, 1);
+    const auto startsIn = size_t(std::lower_bound(index.starts.begin(), index.starts.end(), hi) -
+                                 std::lower_bound(index.starts.begin(), index.starts.end(), lo));
+    out.column_width = std::max<size_t>({1, (wanted * liveEstimate + budget - 1) / budget,
+                                         (startsIn + startBudget - 1) / startBudget});
     const size_t count = (wanted + out.column_width - 1) / out.column_width;
     out.columns = columnsFor(tl, lo, hi, count);
 

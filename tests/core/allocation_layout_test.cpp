@@ -278,6 +278,37 @@ TEST(AllocationLayout, ManyLiveAllocationsWidenTheColumns) {
     EXPECT_LE(l.columns.size(), 10u);
 }
 
+TEST(AllocationLayout, HeavyChurnWidensTheColumns) {
+    // One allocation live at a time, 2000 started in the range: the starts,
+    // not the live set, bound the work.
+    Trace pairs;
+    for (int i = 0; i < 2000; ++i) {
+        Event alloc;
+        alloc.time = 1000 + int64_t(i) * 10;
+        alloc.kind = EventKind::Alloc;
+        alloc.address = 0x10000;
+        alloc.size = 256;
+        Event free = alloc;
+        free.time += 5;
+        free.kind = EventKind::FreeCompleted;
+        pairs.events.push_back(alloc);
+        pairs.events.push_back(free);
+    }
+    const Fixture f(std::move(pairs));
+    LayoutRequest r;
+    r.lo = f.tl->start;
+    r.hi = f.tl->end + 1;
+    r.columns = 1000;
+    r.max_starts = f.tl->intervals.size() / 4;
+    const AllocationLayout l = layoutAllocations(*f.tl, f.index, r);
+    EXPECT_GE(l.column_width, 4u);
+    EXPECT_LE(l.columns.size(), 250u);
+    // A range that holds few starts keeps one column per pixel.
+    r.hi = r.lo + 200;
+    r.columns = 100;
+    EXPECT_EQ(layoutAllocations(*f.tl, f.index, r).column_width, 1u);
+}
+
 TEST(AllocationLayout, BadRequestsAndEmptyTimelines) {
     const Fixture f(churn(100, 2, 9));
     LayoutRequest r;

@@ -57,6 +57,10 @@ struct LayoutRequest {
     // 3 million keeps the worst frame of a 1 GB snapshot (9,600 allocations
     // live at its peak) under 16 ms on 2 cores; 5 million did not.
     size_t max_work = 3'000'000;
+    // Likewise for the allocations that start in the range: with heavy churn
+    // a column visits about all that began in it and live at its sample (a
+    // 10-million-event trace zoomed out: 3 million).
+    size_t max_starts = 1'000'000;
 };
 
 struct LayoutSegment {

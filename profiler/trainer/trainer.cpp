@@ -204,6 +204,7 @@ Result<HookCost> measureHookCost(int pairs, const std::string& scratch_trace) {
         const uint64_t before = ledger.counts().allocs + ledger.counts().frees;
         {
             CaptureScope capture(ledger, clock, CaptureOptions{});
+            cost.wraps_cpu_allocator = capture.wrapsCpuAllocator();
             cost.on_ns = std::min(cost.on_ns, round());
         }
         cost.events = ledger.counts().allocs + ledger.counts().frees - before;

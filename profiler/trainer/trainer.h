@@ -47,6 +47,7 @@ struct HookCost {
     // commit (matching, categories, handing the batch to the writer).
     double hot_path_ns = 0;
     double commit_ns = 0;
+    bool wraps_cpu_allocator = false;  // the capture's mechanism (capture.h)
 };
 Result<HookCost> measureHookCost(int pairs, const std::string& scratch_trace);
 

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "capture.h"
 #include "memscope/native_format.h"
 
 using namespace memscope;
@@ -141,4 +142,29 @@ TEST(AddressTable, AgreesWithAHashMap) {
     table.put(0, Value{});
     EXPECT_EQ(table.find(0), nullptr);
     EXPECT_EQ(table.size(), reference.size());
+}
+
+// CPU runs record through the CPU allocator wrapper, one capture at a time; a
+// second capture meanwhile, and CUDA runs, use c10's memory reports.
+TEST(CaptureScope, CpuRunsWrapTheAllocatorOneAtATime) {
+    const std::string path = tempPath("capture");
+    {
+        auto writer = BackgroundTraceWriter::create(path, TraceMetadata{});
+        ASSERT_TRUE(writer.ok()) << writer.message();
+        AllocationLedger first(**writer), second(**writer);
+        const EpochClock clock;
+        {
+            CaptureScope a(first, clock, CaptureOptions{});
+            EXPECT_TRUE(a.wrapsCpuAllocator());
+            CaptureScope b(second, clock, CaptureOptions{});
+            EXPECT_FALSE(b.wrapsCpuAllocator());
+        }
+        {
+            CaptureScope cuda(first, clock, CaptureOptions{false, false});
+            EXPECT_FALSE(cuda.wrapsCpuAllocator());
+        }
+        CaptureScope again(second, clock, CaptureOptions{});  // the first one let go
+        EXPECT_TRUE(again.wrapsCpuAllocator());
+    }
+    std::filesystem::remove(path);
 }

@@ -313,11 +313,12 @@ int main(int argc, char** argv) {
             std::printf(
                 "\nmemory hook, per event (256-byte tensors allocated and freed %d times, "
                 "best of 5):\n"
-                "  through c10: hook off %7.1f ns  on %7.1f ns  recording adds %6.1f ns per "
-                "event (%llu events per round)\n"
+                "  through c10 (%s): off %7.1f ns  on %7.1f ns  recording adds %6.1f ns "
+                "per event (%llu events per round)\n"
                 "  the hot path alone (clock + lock-free log append): %6.1f ns per event\n"
                 "  the trainer's thread reading the log at commit:     %6.1f ns per event\n",
-                pairs, hook->off_ns, hook->on_ns, hook->on_ns - hook->off_ns,
+                pairs, hook->wraps_cpu_allocator ? "CPU allocator wrapper" : "c10 memory reports",
+                hook->off_ns, hook->on_ns, hook->on_ns - hook->off_ns,
                 static_cast<unsigned long long>(hook->events), hook->hot_path_ns, hook->commit_ns);
         } else {
             std::printf("\nmemory hook cost: %s\n", hook.message().c_str());

@@ -3,39 +3,25 @@
 #include <algorithm>
 #include <map>
 
+#include "memscope/phases.h"
+
 namespace memscope {
 namespace {
 
-// Phases nest shallowly (step / forward / block / ...); the bound only stops
-// a corrupt parent chain from looping.
-constexpr int kMaxPhaseDepth = 64;
+// A run's model shape comes from its file: a hostile one must not make the
+// per-layer table (and the segment plan) allocate billions of entries.
+constexpr int32_t kMaxTheoryLayers = 1 << 16;
 
-bool within(const Trace& trace, PhaseId phase, PhaseId ancestor) {
-    for (int guard = 0; !phase.isNull() && guard < kMaxPhaseDepth; ++guard) {
-        if (phase == ancestor) return true;
-        const Phase* p = trace.phase(phase);
-        if (!p) return false;
-        phase = p->parent;
-    }
-    return false;
-}
-
-// The layer of the innermost Block phase enclosing `phase`, or -1.
+// The layer of the innermost Block phase enclosing `phase`, or -1 (a bounded
+// walk, as phaseWithin's: a corrupt parent cycle ends it).
 int32_t layerOf(const Trace& trace, PhaseId phase) {
-    for (int guard = 0; !phase.isNull() && guard < kMaxPhaseDepth; ++guard) {
+    for (int guard = 0; !phase.isNull() && guard < 64; ++guard) {
         const Phase* p = trace.phase(phase);
         if (!p) return -1;
         if (p->kind == PhaseKind::Block) return p->block;
         phase = p->parent;
     }
     return -1;
-}
-
-std::optional<PhaseId> forwardOf(const Trace& trace, int32_t step) {
-    for (size_t i = 0; i < trace.phases.size(); ++i)
-        if (trace.phases[i].kind == PhaseKind::Forward && trace.phases[i].step == step)
-            return PhaseId(static_cast<uint32_t>(i + 1));
-    return std::nullopt;
 }
 
 int32_t lastForwardStep(const Trace& trace) {
@@ -126,13 +112,13 @@ std::vector<std::pair<int32_t, int64_t>> activationBytesByLayer(const Trace& tra
                                                                 const DeviceTimeline& device,
                                                                 int32_t step) {
     std::map<int32_t, int64_t> by_layer;
-    const auto forward = forwardOf(trace, step);
+    const auto forward = findPhase(trace, PhaseKind::Forward, step);
     if (!forward) return {};
     const int64_t end = trace.phase(*forward)->end;
     for (const AllocationInterval& iv : device.intervals) {
         if (iv.category != Category::Activation || iv.category_inferred || iv.start > end) continue;
         if (iv.free_event != kNoEvent && iv.end <= end) continue;
-        if (!within(trace, iv.phase, *forward)) continue;
+        if (!phaseWithin(trace, iv.phase, *forward)) continue;
         by_layer[layerOf(trace, iv.phase)] += static_cast<int64_t>(iv.size);
     }
     return {by_layer.begin(), by_layer.end()};
@@ -149,6 +135,10 @@ Result<ActivationTheory> activationTheory(const Trace& trace, const DeviceTimeli
     const auto e = elementBytes(shape.dtype);
     if (!e) return makeError("dtype '" + shape.dtype + "' has no known element size");
     if (shape.layers <= 0) return makeError("the model has no layers");
+    if (shape.layers > kMaxTheoryLayers)
+        return makeError("the model has " + std::to_string(shape.layers) +
+                         " layers, more than the " + std::to_string(kMaxTheoryLayers) +
+                         " a per-layer comparison takes");
     auto plan = segmentPlan(*policy, shape.layers);
     if (!plan) return plan.error();
 

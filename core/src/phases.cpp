@@ -59,6 +59,23 @@ std::vector<StepBounds> stepBounds(const Trace& trace, int16_t device) {
     return steps;
 }
 
+std::optional<PhaseId> findPhase(const Trace& trace, PhaseKind kind, int32_t step) {
+    for (size_t i = 0; i < trace.phases.size(); ++i)
+        if (trace.phases[i].kind == kind && trace.phases[i].step == step)
+            return PhaseId(static_cast<uint32_t>(i + 1));
+    return std::nullopt;
+}
+
+bool phaseWithin(const Trace& trace, PhaseId phase, PhaseId ancestor) {
+    for (size_t guard = 0; !phase.isNull() && guard < 64; ++guard) {
+        if (phase == ancestor) return true;
+        const Phase* p = trace.phase(phase);
+        if (!p) return false;
+        phase = p->parent;
+    }
+    return false;
+}
+
 std::string phasePath(const Trace& trace, PhaseId phase) {
     std::vector<std::string_view> names;
     // Bounded walk: a corrupt parent cycle must not hang the GUI.

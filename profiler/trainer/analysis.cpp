@@ -42,33 +42,6 @@ const DeviceTimeline& highestPeakDevice(const LoadedTrace& t) {
     return *best;
 }
 
-std::optional<PhaseId> findPhase(const Trace& trace, PhaseKind kind, int step) {
-    for (size_t i = 0; i < trace.phases.size(); ++i)
-        if (trace.phases[i].kind == kind && trace.phases[i].step == step)
-            return PhaseId(static_cast<uint32_t>(i + 1));
-    return std::nullopt;
-}
-
-bool within(const Trace& trace, PhaseId phase, PhaseId ancestor) {
-    for (int guard = 0; !phase.isNull() && guard < 64; ++guard) {
-        if (phase == ancestor) return true;
-        const Phase* p = trace.phase(phase);
-        if (!p) return false;
-        phase = p->parent;
-    }
-    return false;
-}
-
-std::optional<PhaseId> enclosing(const Trace& trace, PhaseId phase, PhaseKind kind) {
-    for (int guard = 0; !phase.isNull() && guard < 64; ++guard) {
-        const Phase* p = trace.phase(phase);
-        if (!p) return std::nullopt;
-        if (p->kind == kind) return phase;
-        phase = p->parent;
-    }
-    return std::nullopt;
-}
-
 std::map<int, int64_t> activationByBlockAtForwardEnd(const LoadedTrace& t, int step) {
     std::map<int, int64_t> out;
     for (const auto& [layer, bytes] : activationBytesByLayer(*t.trace, *t.device, step))
@@ -125,9 +98,6 @@ ModelShape shapeOf(const ModelConfig& m) {
 double gptLayerFormula(const ModelConfig& m, Recompute recompute) {
     return gptLayerBytes(shapeOf(m), formulaFor(recompute),
                          static_cast<double>(dtypeBytes(m.dtype)));
-}
-double gptLayerFormula16(const ModelConfig& m, Recompute recompute) {
-    return gptLayerBytes(shapeOf(m), formulaFor(recompute), 2.0);
 }
 
 }  // namespace memscope::trainer

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "config.h"
+#include "memscope/phases.h"
 #include "memscope/timeline.h"
 #include "memscope/trace.h"
 
@@ -36,12 +37,7 @@ PeakInfo peakOf(const LoadedTrace& t);
 // `memscope-cli summary` reports it; device 0 among equal ones.
 const DeviceTimeline& highestPeakDevice(const LoadedTrace& t);
 
-// The first phase of `kind` in training step `step`.
-std::optional<PhaseId> findPhase(const Trace& trace, PhaseKind kind, int step);
-// True if `phase` is `ancestor` or nested in it.
-bool within(const Trace& trace, PhaseId phase, PhaseId ancestor);
-// The innermost phase of `kind` enclosing `phase` (itself included).
-std::optional<PhaseId> enclosing(const Trace& trace, PhaseId phase, PhaseKind kind);
+// Phases are found with core's findPhase and phaseWithin (memscope/phases.h).
 
 // Activation bytes alive when step's forward ends, by the forward block that
 // allocated them (-1: outside any block: embedding, head, loss).
@@ -58,7 +54,5 @@ int64_t liveAtEnd(const LoadedTrace& t, PhaseId phase, Category category);
 // model's element size. 0 for the other recomputations (sqrt, segments,
 // save), which the paper has no per-layer formula for.
 double gptLayerFormula(const ModelConfig& m, Recompute recompute);
-// The paper's 16-bit number, for reporting next to the e-adjusted one.
-double gptLayerFormula16(const ModelConfig& m, Recompute recompute);
 
 }  // namespace memscope::trainer

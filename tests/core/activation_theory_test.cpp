@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "analysis_test_util.h"
 #include "memscope/checkpoint_policy.h"
 #include "memscope/timeline.h"
@@ -171,6 +173,12 @@ TEST(ActivationTheory, SaysWhyATraceHasNoTheory) {
     EXPECT_NE(activationTheory(bad_dtype, tl).message().find("int8"), std::string::npos);
     Trace too_many = labelledRun(gptShape(2), "segments:3", {1, 1});
     EXPECT_FALSE(activationTheory(too_many, tl).ok());
+    // A hostile file's model shape: an error, not billions of table rows.
+    Trace huge = labelledRun(gptShape(2), "block", {1, 1});
+    huge.metrics->model->layers = std::numeric_limits<int32_t>::max();
+    auto refused = activationTheory(huge, tl);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.message().find("layers"), std::string::npos) << refused.message();
 }
 
 TEST(CheckpointPolicy, NamesRoundTripAndPlansCoverEveryLayer) {

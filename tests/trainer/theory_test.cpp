@@ -111,7 +111,7 @@ TEST(TrainerTheory, OptimizerInBackwardNeverHoldsAllGradients) {
     ASSERT_NE(ph, nullptr);
     auto backward = findPhase(trace, PhaseKind::Backward, ph->step);
     ASSERT_TRUE(backward);
-    EXPECT_TRUE(within(trace, peak_phase, *backward)) << bwd_peak.phase;
+    EXPECT_TRUE(phaseWithin(trace, peak_phase, *backward)) << bwd_peak.phase;
     const auto by_block = activationByBlockAtForwardEnd(bwd_run->trace, ph->step);
     int64_t at_forward_end = 0, one_block = 0;
     for (const auto& [b, bytes] : by_block) {

@@ -47,4 +47,10 @@ std::vector<StepBounds> stepBounds(const Trace& trace, int16_t device);
 // "step 1 / backward / block 3": the phase and its parents, outermost first.
 std::string phasePath(const Trace& trace, PhaseId phase);
 
+// The first phase of `kind` in training step `step` (in the trace's order).
+std::optional<PhaseId> findPhase(const Trace& trace, PhaseKind kind, int32_t step);
+// Whether `phase` is `ancestor` or nested in it (a bounded walk: a corrupt
+// parent cycle ends it).
+bool phaseWithin(const Trace& trace, PhaseId phase, PhaseId ancestor);
+
 }  // namespace memscope

@@ -201,7 +201,12 @@ Result<std::unique_ptr<BackgroundTraceWriter>> BackgroundTraceWriter::create(
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &previous);
     try {
-        raw->sync->thread = std::thread([raw] { raw->run(); });
+        raw->sync->thread = std::thread([raw] {
+            // Named, so that top, perf and debuggers tell it from the traced
+            // program's threads (15 characters at most).
+            pthread_setname_np(pthread_self(), "memscope-writer");
+            raw->run();
+        });
     } catch (const std::system_error& e) {
         pthread_sigmask(SIG_SETMASK, &previous, nullptr);
         unregisterWriter(raw);
@@ -253,6 +258,27 @@ PhaseId BackgroundTraceWriter::addPhase(const Phase& phase) {
 void BackgroundTraceWriter::endPhase(PhaseId id, int64_t end) {
     MEMSCOPE_LOCKED(impl_);
     impl_->tables.endPhase(id, end);
+}
+PhaseId BackgroundTraceWriter::nextPhaseId() const {
+    MEMSCOPE_LOCKED(impl_);
+    return PhaseId(impl_->tables.phaseCount() + 1);
+}
+bool BackgroundTraceWriter::addPhases(PhaseId first, std::span<const Phase> phases,
+                                      std::span<const std::string> names) {
+    if (phases.size() != names.size()) return false;
+    MEMSCOPE_LOCKED(impl_);
+    native::NativeTables& t = impl_->tables;
+    if (first.value != t.phaseCount() + 1) return false;
+    for (size_t i = 0; i < phases.size(); ++i) {
+        Phase p = phases[i];
+        p.name = t.internString(names[i]);
+        t.addPhase(p);
+    }
+    return true;
+}
+void BackgroundTraceWriter::endPhases(std::span<const std::pair<PhaseId, int64_t>> ends) {
+    MEMSCOPE_LOCKED(impl_);
+    for (const auto& [id, end] : ends) impl_->tables.endPhase(id, end);
 }
 void BackgroundTraceWriter::addAnnotation(const Annotation& annotation) {
     MEMSCOPE_LOCKED(impl_);

@@ -46,6 +46,7 @@ public:
     uint32_t internStream(uint64_t stream);
     PhaseId addPhase(const Phase& phase);
     void endPhase(PhaseId id, int64_t end);
+    uint32_t phaseCount() const { return phase_count_; }
     void addAnnotation(const Annotation& annotation);
     void addAttribute(uint64_t event, StringId key, StringId value);
     void setProperty(std::string key, std::string value);

@@ -5,7 +5,8 @@
 
 #include <atomic>
 #include <optional>
-#include <thread>
+
+#include "reporting_threads.h"
 
 namespace memscope::trainer {
 namespace {
@@ -17,8 +18,8 @@ namespace {
 // thread's PROFILER_STATE debug info (REFERENCES.md §5).
 class MemoryHook final : public c10::MemoryReportingInfoBase {
 public:
-    MemoryHook(AllocationLedger& ledger, const EpochClock& clock, CaptureOptions options)
-        : ledger_(ledger), clock_(clock), options_(options) {}
+    MemoryHook(AllocationLedger& ledger, CaptureOptions options)
+        : ledger_(ledger), options_(options) {}
 
     // The totals' types differ between LibTorch 1.x (int64_t) and 2.x
     // (size_t); exactly one of these overrides the base, whichever LibTorch
@@ -37,13 +38,12 @@ public:
 private:
     void record(void* ptr, int64_t size, const c10::Device& device) {
         if (size == 0 || ptr == nullptr) return;
-        const int64_t t = clock_.now();
         const auto address = reinterpret_cast<uint64_t>(ptr);
         const int16_t dev = deviceOf(device);
         if (size > 0)
-            ledger_.onAlloc(address, static_cast<uint64_t>(size), dev, t);
+            ledger_.onAllocNow(address, static_cast<uint64_t>(size), dev);
         else
-            ledger_.onFree(address, static_cast<uint64_t>(-size), dev, t);
+            ledger_.onFreeNow(address, static_cast<uint64_t>(-size), dev);
     }
 
     int16_t deviceOf(const c10::Device& d) const {
@@ -52,7 +52,6 @@ private:
     }
 
     AllocationLedger& ledger_;
-    const EpochClock& clock_;
     CaptureOptions options_;
 };
 
@@ -60,29 +59,26 @@ private:
 
 // The capture the wrapper reports to. Deleters of tensors allocated while
 // recording run for as long as those tensors live, on any thread: they read
-// the target under an in-flight count, and the scope's end waits for the
-// count to drain before its ledger may go away.
+// the target inside ReportingThreads' enter/leave, and the scope's end waits
+// for reports that may have seen it before its ledger may go away.
 struct WrapperTarget {
     AllocationLedger* ledger = nullptr;
-    const EpochClock* clock = nullptr;
     int16_t device = 0;
 };
 std::atomic<const WrapperTarget*> g_target{nullptr};
-std::atomic<int> g_in_flight{0};
 // The deleter of the wrapped allocator's DataPtrs (the same function for every
 // allocation of c10's default CPU allocator), set by the first allocation.
 std::atomic<c10::DeleterFnPtr> g_inner_deleter{nullptr};
 
 void report(void* ptr, uint64_t size, bool is_free) {
-    g_in_flight.fetch_add(1);  // seq_cst: ordered before the load below
-    if (const WrapperTarget* t = g_target.load()) {
+    ReportGuard guard;
+    if (const WrapperTarget* t = g_target.load(std::memory_order_acquire)) {
         const auto address = reinterpret_cast<uint64_t>(ptr);
         if (is_free)
-            t->ledger->onFree(address, size, t->device, t->clock->now());
+            t->ledger->onFreeNow(address, size, t->device);
         else
-            t->ledger->onAlloc(address, size, t->device, t->clock->now());
+            t->ledger->onAllocNow(address, size, t->device);
     }
-    g_in_flight.fetch_sub(1, std::memory_order_release);
 }
 
 // The free's size is not at hand here: the ledger takes it from the
@@ -105,11 +101,13 @@ public:
         // own; anything else passes through unrecorded, alloc and free alike.
         if (n == 0 || p.get() == nullptr || p.get_context() != p.get()) return p;
         c10::DeleterFnPtr deleter = p.get_deleter();
-        c10::DeleterFnPtr expected = nullptr;
-        g_inner_deleter.compare_exchange_strong(expected, deleter);
-        if (deleter != g_inner_deleter.load(std::memory_order_acquire) ||
-            !p.compare_exchange_deleter(deleter, &recordingDelete))
-            return p;
+        c10::DeleterFnPtr known = g_inner_deleter.load(std::memory_order_acquire);
+        // Set once; a compare-exchange on every allocation would be a locked
+        // instruction on the hot path.
+        if (known == nullptr && !g_inner_deleter.compare_exchange_strong(known, deleter))
+            known = g_inner_deleter.load(std::memory_order_acquire);
+        if (known == nullptr) known = deleter;
+        if (deleter != known || !p.compare_exchange_deleter(deleter, &recordingDelete)) return p;
         report(p.get(), n, false);
         return p;
     }
@@ -130,15 +128,15 @@ struct CaptureScope::Impl {
     WrapperTarget target;
     c10::Allocator* replaced = nullptr;  // the allocator the wrapper stands in for
 
-    Impl(AllocationLedger& ledger, const EpochClock& clock, CaptureOptions options) {
-        if (options.cpu_only && installWrapper(ledger, clock, options)) return;
-        hook = std::make_shared<MemoryHook>(ledger, clock, options);
+    Impl(AllocationLedger& ledger, CaptureOptions options) {
+        if (options.cpu_only && installWrapper(ledger, options)) return;
+        hook = std::make_shared<MemoryHook>(ledger, options);
         guard.emplace(c10::DebugInfoKind::PROFILER_STATE, hook);
     }
 
-    bool installWrapper(AllocationLedger& ledger, const EpochClock& clock, CaptureOptions options) {
-        target =
-            WrapperTarget{&ledger, &clock, static_cast<int16_t>(options.host_is_device0 ? 0 : -1)};
+    bool installWrapper(AllocationLedger& ledger, CaptureOptions options) {
+        target = WrapperTarget{&ledger, static_cast<int16_t>(options.host_is_device0 ? 0 : -1)};
+        ReportingThreads::enableFastBarrier();
         const WrapperTarget* none = nullptr;
         if (!g_target.compare_exchange_strong(none, &target)) return false;  // one at a time
         c10::Allocator* current = c10::GetAllocator(c10::DeviceType::CPU);
@@ -161,15 +159,14 @@ struct CaptureScope::Impl {
     ~Impl() {
         if (!replaced) return;  // the hook's guard restores the debug info itself
         c10::SetAllocator(c10::DeviceType::CPU, replaced);
-        g_target.store(nullptr);  // seq_cst: later reports see no target...
+        g_target.store(nullptr);  // later reports see no target...
         // ...and reports that saw it have finished with the ledger.
-        while (g_in_flight.load() != 0) std::this_thread::yield();
+        ReportingThreads::waitForReporters();
     }
 };
 
-CaptureScope::CaptureScope(AllocationLedger& ledger, const EpochClock& clock,
-                           CaptureOptions options)
-    : impl_(std::make_unique<Impl>(ledger, clock, options)) {}
+CaptureScope::CaptureScope(AllocationLedger& ledger, CaptureOptions options)
+    : impl_(std::make_unique<Impl>(ledger, options)) {}
 
 CaptureScope::~CaptureScope() = default;
 

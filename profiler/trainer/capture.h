@@ -17,7 +17,6 @@
 
 #include <memory>
 
-#include "clock.h"
 #include "ledger.h"
 
 namespace memscope::trainer {
@@ -32,7 +31,7 @@ struct CaptureOptions {
 
 class CaptureScope {
 public:
-    CaptureScope(AllocationLedger& ledger, const EpochClock& clock, CaptureOptions options);
+    CaptureScope(AllocationLedger& ledger, CaptureOptions options);
     ~CaptureScope();
     CaptureScope(const CaptureScope&) = delete;
     CaptureScope& operator=(const CaptureScope&) = delete;

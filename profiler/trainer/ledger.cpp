@@ -1,7 +1,10 @@
 #include "ledger.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
-#include <thread>
+#include <chrono>
 
 namespace memscope::trainer {
 namespace {
@@ -21,18 +24,74 @@ Event makeEvent(EventKind kind, uint64_t ptr, uint64_t size, int16_t device, int
 }  // namespace
 
 AllocationLedger::AllocationLedger(BackgroundTraceWriter& writer)
-    : chunks_(std::make_unique<std::atomic<Chunk*>[]>(kMaxChunks)), writer_(writer) {
-    for (size_t i = 0; i < kMaxChunks; ++i) chunks_[i].store(nullptr, std::memory_order_relaxed);
-    reserveAhead(16 * kChunkRecords);
+    : owner_(pthread_self()), writer_(writer) {
+    for (Log* log : {&owner_log_, &shared_log_}) {
+        log->chunks = std::make_unique<std::atomic<Chunk*>[]>(kMaxChunks);
+        for (size_t i = 0; i < kMaxChunks; ++i)
+            log->chunks[i].store(nullptr, std::memory_order_relaxed);
+    }
+    reserveAhead(owner_log_, 16 * kChunkRecords);
+    reserveAhead(shared_log_, kChunkRecords);
+    // The thread starts with every signal blocked (it inherits the mask), so
+    // that signals meant for the process land on the threads that handle them.
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    try {
+        reader_ = std::thread([this] {
+            pthread_setname_np(pthread_self(), "memscope-ledger");  // for top, perf, gdb
+            readerLoop();
+        });
+    } catch (...) {
+        pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+        for (Log* log : {&owner_log_, &shared_log_})
+            for (size_t i = 0; i < kMaxChunks; ++i) delete log->chunks[i].load();
+        throw;
+    }
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
 
 AllocationLedger::~AllocationLedger() {
-    for (size_t i = 0; i < kMaxChunks; ++i) delete chunks_[i].load(std::memory_order_acquire);
+    {
+        std::lock_guard lock(wake_mutex_);
+        stop_ = true;
+    }
+    wake_.notify_one();
+    reader_.join();
+    for (Log* log : {&owner_log_, &shared_log_})
+        for (size_t i = 0; i < kMaxChunks; ++i)
+            delete log->chunks[i].load(std::memory_order_acquire);
     for (Chunk* c : spare_chunks_) delete c;
 }
 
-AllocationLedger::Chunk* AllocationLedger::installChunk(uint64_t n, bool from_hook) {
-    std::atomic<Chunk*>& slot = chunks_[n % kMaxChunks];
+void AllocationLedger::readerLoop() {
+    // Polled, not woken by commit(): the scheduler tends to place a thread
+    // woken by the training thread on the training thread's core, where it
+    // preempted it (measured: one step in five) and took its caches. Every
+    // 10 ms while there is work, every 100 ms while there is none.
+    auto period = std::chrono::milliseconds(10);
+    while (true) {
+        {
+            std::unique_lock lock(wake_mutex_);
+            if (wake_.wait_for(lock, period, [&] { return stop_; }))
+                return;  // what is left is finish()'s, on the owner's thread
+        }
+        std::lock_guard lock(mutex_);
+        period = std::chrono::milliseconds(drain() ? 10 : 100);
+    }
+}
+
+void AllocationLedger::commit() {
+    append(RecordKind::Commit, 0, 0, 0, 0);
+}
+
+void AllocationLedger::finish() {
+    std::lock_guard lock(mutex_);
+    drain();
+}
+
+AllocationLedger::Chunk* AllocationLedger::installChunk(Log& log, uint64_t n, bool from_hook) {
+    std::atomic<Chunk*>& slot = log.chunks[n % kMaxChunks];
     Chunk* current = slot.load(std::memory_order_acquire);
     if (current) return current;
     Chunk* fresh = nullptr;
@@ -51,52 +110,124 @@ AllocationLedger::Chunk* AllocationLedger::installChunk(uint64_t n, bool from_ho
     return current;
 }
 
-void AllocationLedger::reserveAhead(uint64_t records) {
-    const uint64_t from = write_.load(std::memory_order_relaxed) / kChunkRecords;
-    const uint64_t to = (write_.load(std::memory_order_relaxed) + records) / kChunkRecords;
-    for (uint64_t n = from; n <= to && n - from < kMaxChunks / 2; ++n) installChunk(n, false);
+void AllocationLedger::reserveAhead(Log& log, uint64_t records) {
+    const uint64_t at = log.write.load(std::memory_order_relaxed);
+    const uint64_t from = at / kChunkRecords;
+    const uint64_t to = (at + records) / kChunkRecords;
+    for (uint64_t n = from; n <= to && n - from < kMaxChunks / 2; ++n) installChunk(log, n, false);
 }
 
-void AllocationLedger::drain() const {
-    const uint64_t end = write_.load(std::memory_order_acquire);
-    for (; read_ < end; ++read_) {
-        const uint64_t n = read_ / kChunkRecords;
-        std::atomic<Chunk*>& slot = chunks_[n % kMaxChunks];
-        Chunk* chunk;
-        // A slot claimed on another thread may still be being filled in.
-        while ((chunk = slot.load(std::memory_order_acquire)) == nullptr) std::this_thread::yield();
-        Record& r = chunk->records[read_ % kChunkRecords];
+AllocationLedger::Record& AllocationLedger::recordAt(Log& log) {
+    std::atomic<Chunk*>& slot = log.chunks[(log.read / kChunkRecords) % kMaxChunks];
+    Chunk* chunk;
+    // A shared slot claimed on another thread may still be being filled in.
+    while ((chunk = slot.load(std::memory_order_acquire)) == nullptr) std::this_thread::yield();
+    Record& r = chunk->records[log.read % kChunkRecords];
+    if (&log == &shared_log_)
         while (r.ready.load(std::memory_order_acquire) == 0) std::this_thread::yield();
-        process(r);
-        r.ready.store(0, std::memory_order_relaxed);
-        if (read_ % kChunkRecords == kChunkRecords - 1) {
-            // Every slot of the chunk is read (and its ready flags cleared):
-            // nothing writes it again, and reserveAhead may reuse it, which
-            // spares the page faults of fresh memory on every chunk.
-            slot.store(nullptr, std::memory_order_release);
-            if (spare_chunks_.size() < kMaxSpareChunks)
-                spare_chunks_.push_back(chunk);
-            else
-                delete chunk;
+    return r;
+}
+
+void AllocationLedger::advance(Log& log) {
+    if (&log == &shared_log_) recordAt(log).ready.store(0, std::memory_order_relaxed);
+    if (log.read % kChunkRecords == kChunkRecords - 1) {
+        // Every slot of the chunk is read (and its ready flags cleared):
+        // nothing writes it again, and reserveAhead may reuse it, which
+        // spares the page faults of fresh memory on every chunk.
+        std::atomic<Chunk*>& slot = log.chunks[(log.read / kChunkRecords) % kMaxChunks];
+        Chunk* chunk = slot.load(std::memory_order_relaxed);
+        slot.store(nullptr, std::memory_order_release);
+        if (spare_chunks_.size() < kMaxSpareChunks)
+            spare_chunks_.push_back(chunk);
+        else
+            delete chunk;
+    }
+    ++log.read;
+}
+
+// The two logs are read as one sequence that keeps every happens-before
+// between their records: a record's `other` is the other log's write position
+// when it was written, so the other log's records below it happened first.
+// Records that neither precede were concurrent, and either order is true.
+bool AllocationLedger::drain() {
+    const uint64_t read_before = owner_log_.read + shared_log_.read;
+    // Owner first: the owner's `other`s are then within the shared snapshot
+    // (each was loaded before its record was published, and so before ours).
+    uint64_t owner_end = owner_log_.write.load(std::memory_order_acquire);
+    uint64_t shared_end = shared_log_.write.load(std::memory_order_acquire);
+    // After the ends: every record read in this pass read its ticks before
+    // this pair, and after the previous pass's pair or near it.
+    ticks_.sample();
+    const auto reload = [&] {
+        owner_end = owner_log_.write.load(std::memory_order_acquire);
+        shared_end = shared_log_.write.load(std::memory_order_acquire);
+        ticks_.sample();
+    };
+    while (true) {
+        const bool owner_left = owner_log_.read < owner_end;
+        const bool shared_left = shared_log_.read < shared_end;
+        if (!owner_left && !shared_left) return owner_log_.read + shared_log_.read != read_before;
+        if (owner_left) {
+            Record& o = recordAt(owner_log_);
+            if (o.other <= shared_log_.read) {
+                process(o);
+                advance(owner_log_);
+                continue;
+            }
+            if (!shared_left) {  // not expected (see above); look again
+                reload();
+                continue;
+            }
+        } else if (recordAt(shared_log_).other > owner_log_.read) {
+            // Written after owner records this snapshot has not seen: read
+            // them first.
+            reload();
+            continue;
         }
+        process(recordAt(shared_log_));
+        advance(shared_log_);
     }
 }
 
-void AllocationLedger::process(const Record& r) const {
-    const PhaseId phase(r.phase);
-    if (!r.is_free) {
-        Event e = makeEvent(EventKind::Alloc, r.ptr, r.size, r.device, r.time, phase);
-        e.category = Category::Temporary;
-        const auto index = static_cast<uint32_t>(pending_.size());
-        pending_.push_back(e);
-        pending_info_.push_back(PendingInfo{});
-        // An address can only be live once; a stale entry means we missed its
-        // free (freed on a thread without the hook): the new allocation replaces it.
-        live_.put(r.ptr, Live{index, seq_++, r.size, Category::Temporary});
-        ++counts_.allocs;
-        return;
+void AllocationLedger::process(const Record& r) {
+    switch (static_cast<RecordKind>(r.kind & ~kInTicks)) {
+        case RecordKind::Alloc:
+            processAlloc(r);
+            return;
+        case RecordKind::Free:
+            processFree(r);
+            return;
+        case RecordKind::Tag:
+            processTag(r.ptr, static_cast<Category>(r.size));
+            return;
+        case RecordKind::Classify:
+            processClassify(r.ptr, static_cast<Category>(r.size));
+            return;
+        case RecordKind::Commit:
+            processCommit();
+            return;
     }
-    Event e = makeEvent(EventKind::FreeCompleted, r.ptr, r.size, r.device, r.time, phase);
+}
+
+int64_t AllocationLedger::timeOf(const Record& r) const {
+    return (r.kind & kInTicks) ? ticks_.toEpochNs(static_cast<uint64_t>(r.time)) : r.time;
+}
+
+void AllocationLedger::processAlloc(const Record& r) {
+    Event e = makeEvent(EventKind::Alloc, r.ptr, r.size, r.device, timeOf(r), PhaseId(r.phase));
+    e.category = Category::Temporary;
+    const auto pending = static_cast<uint32_t>(pending_.size());
+    pending_.push_back(e);
+    pending_info_.push_back(PendingInfo{});
+    // An address can only be live once; a stale entry means we missed its
+    // free (freed on a thread without the hook): this one replaces it.
+    live_.put(r.ptr, Live{pending, owner_log_.read, r.size, Category::Temporary});
+    ++counts_.allocs;
+}
+
+void AllocationLedger::processFree(const Record& r) {
+    Event e =
+        makeEvent(EventKind::FreeCompleted, r.ptr, r.size, r.device, timeOf(r), PhaseId(r.phase));
     PendingInfo info;
     if (const Live* live = live_.find(r.ptr); live == nullptr) {
         // Allocated before recording began: the timeline treats it as a ghost,
@@ -115,9 +246,7 @@ void AllocationLedger::process(const Record& r) const {
     ++counts_.frees;
 }
 
-void AllocationLedger::tag(uint64_t ptr, Category category) {
-    std::lock_guard lock(mutex_);
-    drain();
+void AllocationLedger::processTag(uint64_t ptr, Category category) {
     const Live* live = live_.find(ptr);
     if (live == nullptr) return;
     if (live->pending == kNone) {
@@ -128,15 +257,7 @@ void AllocationLedger::tag(uint64_t ptr, Category category) {
     pending_info_[live->pending].tagged = true;
 }
 
-uint64_t AllocationLedger::mark() const {
-    std::lock_guard lock(mutex_);
-    drain();
-    return seq_;
-}
-
-void AllocationLedger::classifyLiveSince(uint64_t mark, Category category) {
-    std::lock_guard lock(mutex_);
-    drain();
+void AllocationLedger::processClassify(uint64_t mark, Category category) {
     live_.forEach([&](uint64_t, Live& live) {
         if (live.pending == kNone || live.seq < mark) return;
         if (pending_info_[live.pending].tagged) return;
@@ -145,34 +266,29 @@ void AllocationLedger::classifyLiveSince(uint64_t mark, Category category) {
     });
 }
 
-void AllocationLedger::commit() {
-    {
-        std::lock_guard lock(mutex_);
-        drain();
-        // The next step gets chunks for twice the busiest step so far.
-        const uint64_t written = write_.load(std::memory_order_relaxed);
-        busiest_step_ = std::max(busiest_step_, written - step_start_);
-        step_start_ = written;
-        reserveAhead(2 * busiest_step_);
-        for (size_t i = 0; i < pending_.size(); ++i)
-            if (pending_info_[i].alloc_ref != kNone)
-                pending_[i].category = pending_[pending_info_[i].alloc_ref].category;
-        live_.forEach([&](uint64_t, Live& live) {
-            if (live.pending == kNone) return;
-            live.category = pending_[live.pending].category;
-            live.pending = kNone;
-        });
-        // The two buffers trade places: no copy, and both keep their capacity.
-        events_.clear();
-        events_.swap(pending_);
-        pending_info_.clear();
+void AllocationLedger::processCommit() {
+    // The next step gets chunks for twice the busiest step so far, per log.
+    for (Log* log : {&owner_log_, &shared_log_}) {
+        log->busiest_step = std::max(log->busiest_step, log->read - log->step_start);
+        log->step_start = log->read;
+        reserveAhead(*log, 2 * log->busiest_step);
     }
-    // Outside the lock: the writer takes its own, and the hook must not wait
-    // on it. One call per step: one lock, not one per event.
-    writer_.append(std::span<const Event>(events_));
+    for (size_t i = 0; i < pending_.size(); ++i)
+        if (pending_info_[i].alloc_ref != kNone)
+            pending_[i].category = pending_[pending_info_[i].alloc_ref].category;
+    live_.forEach([&](uint64_t, Live& live) {
+        if (live.pending == kNone) return;
+        live.category = pending_[live.pending].category;
+        live.pending = kNone;
+    });
+    // One writer call per step: one lock, not one per event. The hook never
+    // waits on the writer: it takes neither this lock nor the writer's.
+    writer_.append(std::span<const Event>(pending_));
+    pending_.clear();
+    pending_info_.clear();
 }
 
-AllocationLedger::Counts AllocationLedger::counts() const {
+AllocationLedger::Counts AllocationLedger::counts() {
     std::lock_guard lock(mutex_);
     drain();
     Counts c = counts_;

@@ -16,24 +16,39 @@
 // held back until commit() (once per step) and written then; an allocation that
 // outlives a commit keeps the category it had at that commit.
 //
-// The hot path (onAlloc, onFree: called by the allocator hook for every
-// tensor) takes no lock, allocates nothing and touches no string: it claims a
-// slot of a preallocated log with one atomic increment, fills in 32 bytes and
-// publishes them. Everything else (matching frees to allocations, tags,
-// categories) happens when the trainer's thread reads the log: in tag, mark,
-// classifyLiveSince, commit and counts. commit() also allocates the log's
-// chunks ahead for the next step (twice the busiest step so far), so only a
-// step that outgrows them allocates in the hook.
+// Two threads share the work, so that the training thread pays only for the
+// hot path:
+//  - the hot path (onAlloc, onFree: called by the allocator hook for every
+//    tensor) takes no lock, allocates nothing and touches no string: it
+//    claims a slot of a preallocated log, fills in 40 bytes and publishes
+//    them; on the training thread without any atomic read-modify-write (see
+//    Log below). tag, classifyLiveSince and commit are log records too,
+//    written the same way by the training thread;
+//  - the ledger's own thread reads the logs in order: it matches frees to
+//    allocations, applies tags and categories, and at each commit record hands
+//    the step's events to the writer and allocates the log's chunks ahead for
+//    the next step (twice the busiest step so far), so only a step that
+//    outgrows them allocates in the hook. It reads every 10 ms while there is
+//    work (see readerLoop), so a long step does not pile up the log either.
+// Reading in log order gives the same result as reading at each call: a tag
+// written after an allocation's record is read after it. counts() and
+// finish() read whatever is left on the caller's thread and return when all of
+// it is with the writer.
+
+#include <pthread.h>
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include "address_table.h"
+#include "clock.h"
 #include "memscope/native_format.h"
 #include "memscope/types.h"
 
@@ -41,6 +56,8 @@ namespace memscope::trainer {
 
 class AllocationLedger {
 public:
+    // The calling thread becomes the owner (see Log). Starts the ledger's
+    // thread: std::system_error when the system has none to give.
     explicit AllocationLedger(BackgroundTraceWriter& writer);
     ~AllocationLedger();
     AllocationLedger(const AllocationLedger&) = delete;
@@ -49,24 +66,45 @@ public:
     // From the allocator hook; may be called on autograd's worker threads.
     // Lock-free and allocation-free (see above). A free of size 0 takes the
     // size of the allocation it matches (a deleter does not know it).
+    // The time is EpochClock nanoseconds.
     void onAlloc(uint64_t ptr, uint64_t size, int16_t device, int64_t time) {
-        append(ptr, size, device, time, false);
+        append(RecordKind::Alloc, ptr, size, device, time);
     }
     void onFree(uint64_t ptr, uint64_t size, int16_t device, int64_t time) {
-        append(ptr, size, device, time, true);
+        append(RecordKind::Free, ptr, size, device, time);
+    }
+    // The same at this moment, read from TickClock (the hook's variant: the
+    // reading side turns the ticks into nanoseconds).
+    void onAllocNow(uint64_t ptr, uint64_t size, int16_t device) {
+        append(RecordKind::Alloc, ptr, size, device, static_cast<int64_t>(TickClock::now()),
+               kInTicks);
+    }
+    void onFreeNow(uint64_t ptr, uint64_t size, int16_t device) {
+        append(RecordKind::Free, ptr, size, device, static_cast<int64_t>(TickClock::now()),
+               kInTicks);
     }
 
     // The phase later events belong to (read by the hook, atomically).
     void setPhase(PhaseId phase) { phase_.store(phase.value, std::memory_order_release); }
 
+    // The training thread's records (lock-free, like the hot path).
     // Ground truth for a live allocation (by the storage's base pointer).
-    void tag(uint64_t ptr, Category category);
-    // A position in the allocation sequence; see classifyLiveSince.
-    uint64_t mark() const;
+    void tag(uint64_t ptr, Category category) {
+        append(RecordKind::Tag, ptr, static_cast<uint64_t>(category), 0, 0);
+    }
+    // A position in the allocation sequence; see classifyLiveSince. (The
+    // training thread's: the ledger's owner.)
+    uint64_t mark() const { return owner_log_.write.load(std::memory_order_acquire); }
     // Untagged allocations made since `mark` and still alive become `category`.
-    void classifyLiveSince(uint64_t mark, Category category);
-    // Writes held-back events; untagged allocations become temporary.
+    void classifyLiveSince(uint64_t mark, Category category) {
+        append(RecordKind::Classify, mark, static_cast<uint64_t>(category), 0, 0);
+    }
+    // Hands the step's events to the writer (on the ledger's thread, within
+    // about 10 ms): untagged allocations become temporary.
     void commit();
+    // Returns when every record so far has been read and its events handed to
+    // the writer (before the writer is closed).
+    void finish();
 
     struct Counts {
         uint64_t allocs = 0;
@@ -75,55 +113,98 @@ public:
         uint64_t late_tags = 0;         // tags that came after the allocation was committed
         uint64_t hook_allocations = 0;  // log chunks the hook had to allocate itself
     };
-    Counts counts() const;
+    Counts counts();  // reads what is left first, as finish() does
 
 private:
-    // One hook report, as the hot path writes it.
+    enum class RecordKind : uint8_t {
+        Alloc,     // ptr, size
+        Free,      // ptr, size (0: the allocation's)
+        Tag,       // ptr, size = the Category
+        Classify,  // ptr = the mark, size = the Category
+        Commit,
+    };
+    // One log record, as the hot path writes it.
     struct Record {
         uint64_t ptr;
         uint64_t size;
         int64_t time;
+        // The other log's write position when this record was written: what
+        // the reader must have read there first (see drain()).
+        uint64_t other;
         uint32_t phase;
         int16_t device;
-        uint8_t is_free;
-        std::atomic<uint8_t> ready;  // set last (release), cleared once read
+        uint8_t kind;                // a RecordKind, | kInTicks when `time` is TickClock's
+        std::atomic<uint8_t> ready;  // shared log: set last (release), cleared once read
     };
-    static_assert(sizeof(Record) == 32);
+    static constexpr uint8_t kInTicks = 0x80;
+    static_assert(sizeof(Record) == 40);
     static constexpr uint64_t kChunkRecords = 4096;
-    static constexpr size_t kMaxChunks = size_t{1} << 18;  // 2^30 records per run
-    static constexpr size_t kMaxSpareChunks = 64;          // 8 MiB kept for reuse
+    static constexpr size_t kMaxChunks = size_t{1} << 18;  // 2^30 records per run and log
+    static constexpr size_t kMaxSpareChunks = 64;          // 10 MiB kept for reuse
     struct Chunk {
         std::array<Record, kChunkRecords> records;
     };
+    // Two logs. The owner's (the thread that made the ledger: the training
+    // thread, which reports nearly everything) has one writer, so claiming a
+    // slot is a plain increment and publishing it a plain store: no locked
+    // instruction, which would wait for every store before it to reach the
+    // cache. Other threads (autograd's workers, deleters run elsewhere) share
+    // the second log and claim slots with an atomic increment.
+    struct Log {
+        std::atomic<uint64_t> write{0};  // owner: records published; shared: slots claimed
+        uint64_t read = 0;               // the reading side's
+        uint64_t step_start = 0;         // `read` at the previous commit
+        uint64_t busiest_step = 0;
+        std::unique_ptr<std::atomic<Chunk*>[]> chunks;
+    };
 
-    void append(uint64_t ptr, uint64_t size, int16_t device, int64_t time, bool is_free) {
-        const uint64_t i = write_.fetch_add(1, std::memory_order_relaxed);
-        Chunk* chunk = chunks_[(i / kChunkRecords) % kMaxChunks].load(std::memory_order_acquire);
-        if (chunk == nullptr) chunk = installChunk(i / kChunkRecords);
+    bool onOwnerThread() const { return pthread_equal(pthread_self(), owner_) != 0; }
+    void append(RecordKind kind, uint64_t ptr, uint64_t size, int16_t device, int64_t time,
+                uint8_t flags = 0) {
+        const bool owner = onOwnerThread();
+        Log& log = owner ? owner_log_ : shared_log_;
+        const uint64_t i = owner ? log.write.load(std::memory_order_relaxed)
+                                 : log.write.fetch_add(1, std::memory_order_relaxed);
+        Chunk* chunk = log.chunks[(i / kChunkRecords) % kMaxChunks].load(std::memory_order_acquire);
+        if (chunk == nullptr) chunk = installChunk(log, i / kChunkRecords);
         Record& r = chunk->records[i % kChunkRecords];
         r.ptr = ptr;
         r.size = size;
         r.time = time;
-        r.phase = phase_.load(std::memory_order_acquire);
+        r.phase = phase_.load(std::memory_order_relaxed);
         r.device = device;
-        r.is_free = is_free ? 1 : 0;
-        r.ready.store(1, std::memory_order_release);
+        r.kind = static_cast<uint8_t>(static_cast<uint8_t>(kind) | flags);
+        if (owner) {
+            r.other = shared_log_.write.load(std::memory_order_acquire);
+            log.write.store(i + 1, std::memory_order_release);
+        } else {
+            r.other = owner_log_.write.load(std::memory_order_acquire);
+            r.ready.store(1, std::memory_order_release);
+        }
     }
     // The chunk for chunk number `n`, allocated if nobody has yet (the slow path).
-    Chunk* installChunk(uint64_t n, bool from_hook = true);
-    // Reads the log up to what has been claimed (the trainer's thread; mutex_ held).
-    void drain() const;
-    void process(const Record& r) const;
-    // Allocates the chunks for the next `records` slots (commit).
-    void reserveAhead(uint64_t records);
+    Chunk* installChunk(Log& log, uint64_t n, bool from_hook = true);
+    // Reads both logs up to what has been published (mutex_ held); whether
+    // there was anything to read.
+    bool drain();
+    // The next record of `log`, once written; its chunk is recycled after.
+    Record& recordAt(Log& log);
+    void advance(Log& log);
+    void process(const Record& r);
+    int64_t timeOf(const Record& r) const;  // EpochClock nanoseconds
+    void processAlloc(const Record& r);
+    void processFree(const Record& r);
+    void processTag(uint64_t ptr, Category category);
+    void processClassify(uint64_t mark, Category category);
+    void processCommit();
+    void readerLoop();
+    // Allocates `log`'s chunks for its next `records` slots (commit).
+    void reserveAhead(Log& log, uint64_t records);
 
-    std::atomic<uint64_t> write_{0};
+    const pthread_t owner_;
+    Log owner_log_, shared_log_;
     std::atomic<uint32_t> phase_{0};
     std::atomic<uint64_t> hook_allocations_{0};
-    std::unique_ptr<std::atomic<Chunk*>[]> chunks_;
-    mutable uint64_t read_ = 0;
-    uint64_t step_start_ = 0;  // write_ at the previous commit
-    uint64_t busiest_step_ = 0;
 
     static constexpr uint32_t kNone = UINT32_MAX;
     // What the reading side knows of a pending event besides the event.
@@ -133,24 +214,29 @@ private:
     };
     struct Live {
         uint32_t pending = kNone;  // index into pending_, or kNone once committed
-        uint64_t seq = 0;
-        uint64_t size = 0;  // for frees reported without one (the CPU allocator wrapper)
+        uint64_t seq = 0;          // the owner log's read position when it was read (mark())
+        uint64_t size = 0;         // for frees reported without one (the CPU allocator wrapper)
         Category category = Category::Unknown;  // final once committed
     };
 
     BackgroundTraceWriter& writer_;
-    // The reading side's state (the hook never takes this lock).
-    mutable std::mutex mutex_;
+    // The reading side's state, whoever reads (the hook never takes this lock).
+    std::mutex mutex_;
     // The events of the step so far, held back until commit, and what the
     // reading side knows of each (parallel): events go to the writer as they are.
-    mutable std::vector<Event> pending_;
-    mutable std::vector<PendingInfo> pending_info_;
-    mutable AddressTable<Live> live_;
-    std::vector<Event> events_;  // commit's batch for the writer, reused
-    // Fully read chunks, for reserveAhead to reuse (the reading side's, under mutex_).
-    mutable std::vector<Chunk*> spare_chunks_;
-    mutable uint64_t seq_ = 0;
-    mutable Counts counts_;
+    std::vector<Event> pending_;
+    std::vector<PendingInfo> pending_info_;
+    AddressTable<Live> live_;
+    TickMapper ticks_;  // sampled at the start of each drain
+    // Fully read chunks, for reserveAhead to reuse.
+    std::vector<Chunk*> spare_chunks_;
+    Counts counts_;
+
+    // The ledger's thread: it polls the logs, and the destructor wakes it to stop.
+    std::mutex wake_mutex_;
+    std::condition_variable wake_;
+    bool stop_ = false;  // under wake_mutex_
+    std::thread reader_;
 };
 
 }  // namespace memscope::trainer

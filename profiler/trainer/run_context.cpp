@@ -1,5 +1,7 @@
 #include "run_context.h"
 
+#include <stdexcept>
+
 namespace memscope::trainer {
 
 void RunContext::begin(PhaseKind kind, const std::string& leaf, int step, int block) {
@@ -9,7 +11,6 @@ void RunContext::begin(PhaseKind kind, const std::string& leaf, int step, int bl
     PhaseId id;
     if (writer_) {
         Phase phase;
-        phase.name = writer_->internString(name);
         phase.kind = kind;
         phase.parent = stack_.empty() ? PhaseId() : stack_.back().id;
         phase.step = step;
@@ -17,7 +18,10 @@ void RunContext::begin(PhaseKind kind, const std::string& leaf, int step, int bl
         phase.device = -1;
         phase.start = t;
         phase.end = t;
-        id = writer_->addPhase(phase);
+        id = next_id_;
+        next_id_ = PhaseId(next_id_.value + 1);
+        pending_.push_back(phase);
+        pending_names_.push_back(name);
     }
     stack_.push_back(Open{id, kind, std::move(name), step, t});
     if (ledger_) ledger_->setPhase(id);
@@ -27,10 +31,30 @@ void RunContext::end() {
     if (stack_.empty()) return;
     const int64_t t = clock_.now();
     const Open& open = stack_.back();
-    if (writer_) writer_->endPhase(open.id, t);
+    if (writer_) {
+        if (open.id.value >= first_pending_.value)
+            pending_[open.id.value - first_pending_.value].end = t;
+        else
+            pending_ends_.emplace_back(open.id, t);
+    }
     if (open.kind == PhaseKind::Recompute) recompute_ns_ += t - open.start;
     stack_.pop_back();
     if (ledger_) ledger_->setPhase(stack_.empty() ? PhaseId() : stack_.back().id);
+}
+
+void RunContext::flushPhases() {
+    if (!writer_) return;
+    // Ends first: they are of phases handed over earlier.
+    if (!pending_ends_.empty()) writer_->endPhases(pending_ends_);
+    pending_ends_.clear();
+    if (pending_.empty()) return;
+    const bool added = writer_->addPhases(first_pending_, pending_, pending_names_);
+    pending_.clear();
+    pending_names_.clear();
+    first_pending_ = next_id_;
+    // The events already name these ids: another source of phases on this
+    // writer is a bug in the trainer, not a condition to carry on from.
+    if (!added) throw std::logic_error("the trace writer numbered phases this run did not add");
 }
 
 }  // namespace memscope::trainer

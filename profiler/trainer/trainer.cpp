@@ -1,6 +1,7 @@
 #include "trainer.h"
 
 #include <ATen/Parallel.h>
+#include <time.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <system_error>
 
 #include "capture.h"
 #include "cuda_snapshot.h"
@@ -81,6 +83,12 @@ at::Generator dropoutGenerator(const at::Device& device, uint64_t seed) {
     return g;
 }
 
+int64_t threadCpuNs() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
 // The body of a run; `writer`, `ledger` are null when not recording.
 RunResult train(const TrainConfig& config, const Policy& policy, const RunOptions& options,
                 BackgroundTraceWriter* writer, AllocationLedger* ledger) {
@@ -96,7 +104,7 @@ RunResult train(const TrainConfig& config, const Policy& policy, const RunOption
     if (writer) writer->setRunMetrics(runMetrics(config, policy, result));
     RunContext ctx(writer, ledger);
     std::optional<CaptureScope> capture;
-    if (ledger) capture.emplace(*ledger, ctx.clock(), CaptureOptions{!cuda, !cuda});
+    if (ledger) capture.emplace(*ledger, CaptureOptions{!cuda, !cuda});
     if (cuda && !options.cuda_snapshot_path.empty()) {
         auto started = startCudaHistory();
         result.cuda_snapshot = started ? "" : started.message();
@@ -120,6 +128,7 @@ RunResult train(const TrainConfig& config, const Policy& policy, const RunOption
     for (int step = 0; step < config.steps; ++step) {
         sync();
         const int64_t t0 = ctx.now();
+        const int64_t c0 = threadCpuNs();
         const int64_t r0 = ctx.recomputeNs();
         {
             PhaseScope step_scope(ctx, PhaseKind::Step, "step " + std::to_string(step), step);
@@ -151,6 +160,7 @@ RunResult train(const TrainConfig& config, const Policy& policy, const RunOption
         }
         ctx.commit();
         result.step_ns.push_back(ctx.now() - t0);
+        result.step_thread_cpu_ns.push_back(threadCpuNs() - c0);
         result.recompute_ns.push_back(ctx.recomputeNs() - r0);
         if (writer) writer->setRunMetrics(runMetrics(config, policy, result));
     }
@@ -198,12 +208,11 @@ Result<HookCost> measureHookCost(int pairs, const std::string& scratch_trace) {
     if (!created) return makeError("cannot write " + scratch_trace + ": " + created.message());
     std::unique_ptr<BackgroundTraceWriter> writer = std::move(created.value());
     AllocationLedger ledger(*writer);
-    const EpochClock clock;
     for (int rep = 0; rep < 5; ++rep) {
         cost.off_ns = std::min(cost.off_ns, round());
         const uint64_t before = ledger.counts().allocs + ledger.counts().frees;
         {
-            CaptureScope capture(ledger, clock, CaptureOptions{});
+            CaptureScope capture(ledger, CaptureOptions{});
             cost.wraps_cpu_allocator = capture.wrapsCpuAllocator();
             cost.on_ns = std::min(cost.on_ns, round());
         }
@@ -211,7 +220,8 @@ Result<HookCost> measureHookCost(int pairs, const std::string& scratch_trace) {
         ledger.commit();
     }
     // The hot path without c10 around it, and the reading side per event.
-    cost.hot_path_ns = cost.commit_ns = 1e300;
+    cost.hot_path_ns = cost.read_ns = 1e300;
+    cost.clock_counts_cycles = TickClock::countsCycles();
     using Steady = std::chrono::steady_clock;
     auto ns = [](Steady::time_point a, Steady::time_point b) {
         return static_cast<double>(
@@ -221,14 +231,15 @@ Result<HookCost> measureHookCost(int pairs, const std::string& scratch_trace) {
         const auto t0 = Steady::now();
         for (int i = 0; i < pairs; ++i) {
             const uint64_t address = 0x10000 + 256 * static_cast<uint64_t>(i % 64);
-            ledger.onAlloc(address, 256, 0, clock.now());
-            ledger.onFree(address, 256, 0, clock.now());
+            ledger.onAllocNow(address, 256, 0);
+            ledger.onFreeNow(address, 256, 0);
         }
         const auto t1 = Steady::now();
         ledger.commit();
+        ledger.finish();  // reads on this thread what the ledger's has not
         const auto t2 = Steady::now();
         cost.hot_path_ns = std::min(cost.hot_path_ns, ns(t0, t1) / (2.0 * pairs));
-        cost.commit_ns = std::min(cost.commit_ns, ns(t1, t2) / (2.0 * pairs));
+        cost.read_ns = std::min(cost.read_ns, ns(t1, t2) / (2.0 * pairs));
     }
     if (auto closed = writer->close(); !closed)
         return makeError("cannot finish " + scratch_trace + ": " + closed.message());
@@ -246,7 +257,12 @@ Result<RunResult> runPolicy(const TrainConfig& config, const Policy& policy,
         if (!created)
             return makeError("cannot write " + options.trace_path + ": " + created.message());
         writer = std::move(created.value());
-        ledger = std::make_unique<AllocationLedger>(*writer);
+        try {
+            ledger = std::make_unique<AllocationLedger>(*writer);
+        } catch (const std::system_error& e) {
+            (void)writer->close();
+            return makeError("cannot start recording " + options.trace_path + ": " + e.what());
+        }
     }
     RunResult result;
     try {

@@ -26,7 +26,10 @@ struct RunResult {
     std::vector<double> losses;         // per step
     std::vector<int64_t> step_ns;       // per step, recording included
     std::vector<int64_t> recompute_ns;  // per step: time inside Recompute phases
-    std::vector<float> parameters;      // all parameters, flattened (keep_parameters)
+    // Per step, the CPU time of the training thread alone: what recording
+    // costs that thread, without the machine's noise in wall time.
+    std::vector<int64_t> step_thread_cpu_ns;
+    std::vector<float> parameters;  // all parameters, flattened (keep_parameters)
     AllocationLedger::Counts counts;
     std::string cuda_snapshot;  // path written, or why none was
 };
@@ -43,11 +46,12 @@ struct HookCost {
     double on_ns = 0;
     uint64_t events = 0;  // recorded per round
     // The hot path alone, called directly (clock read + ledger append), and
-    // what the trainer's thread spends per event when it reads the log at
-    // commit (matching, categories, handing the batch to the writer).
+    // what reading the log costs per event (matching frees to allocations,
+    // categories, handing the step to the writer), off the training thread.
     double hot_path_ns = 0;
-    double commit_ns = 0;
+    double read_ns = 0;
     bool wraps_cpu_allocator = false;  // the capture's mechanism (capture.h)
+    bool clock_counts_cycles = false;  // the hook's clock is the TSC (clock.h)
 };
 Result<HookCost> measureHookCost(int pairs, const std::string& scratch_trace);
 

@@ -871,6 +871,48 @@ TEST(BackgroundTraceWriter, ManyThreads) {
     ASSERT_NE(trace->metadata.property("done"), nullptr);
 }
 
+// A producer that numbers its phases itself hands them over in batches: ids,
+// names, parents and ends come out as if added one by one; a batch whose first
+// id is not the writer's next (someone else added phases) is refused whole.
+TEST(BackgroundTraceWriter, PhaseBatchesKeepTheProducersIds) {
+    TempDir dir;
+    auto created = BackgroundTraceWriter::create(dir.file("phases"), TraceMetadata{});
+    ASSERT_TRUE(created) << created.message();
+    BackgroundTraceWriter& w = **created;
+    const PhaseId first = w.nextPhaseId();
+    ASSERT_EQ(first.value, 1u);
+    Phase step;
+    step.kind = PhaseKind::Step;
+    step.step = 0;
+    step.start = 10;
+    step.end = 10;
+    Phase forward = step;
+    forward.kind = PhaseKind::Forward;
+    forward.parent = first;
+    forward.start = 11;
+    forward.end = 15;
+    const std::vector<Phase> batch{step, forward};
+    const std::vector<std::string> names{"step 0", "step 0 / forward"};
+    EXPECT_FALSE(w.addPhases(PhaseId(2), batch, names));                 // not the next id
+    EXPECT_FALSE(w.addPhases(first, batch, std::span(names).first(1)));  // lengths differ
+    ASSERT_TRUE(w.addPhases(first, batch, names));
+    EXPECT_EQ(w.nextPhaseId().value, 3u);
+    const std::vector<std::pair<PhaseId, int64_t>> ends{{first, 20}};
+    w.endPhases(ends);
+    EXPECT_FALSE(w.addPhases(first, batch, names));  // taken now
+    ASSERT_TRUE(w.close());
+
+    auto trace = readNativeTrace(dir.file("phases"));
+    ASSERT_TRUE(trace) << trace.message();
+    ASSERT_EQ(trace->phases.size(), 2u);
+    EXPECT_EQ(trace->string(trace->phases[0].name), "step 0");
+    EXPECT_EQ(trace->phases[0].end, 20);
+    EXPECT_EQ(trace->string(trace->phases[1].name), "step 0 / forward");
+    EXPECT_EQ(trace->phases[1].parent, first);
+    EXPECT_EQ(trace->phases[1].kind, PhaseKind::Forward);
+    EXPECT_EQ(trace->phases[1].end, 15);
+}
+
 namespace {
 
 Event forkEvent(uint64_t i) {

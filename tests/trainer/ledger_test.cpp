@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <random>
 #include <thread>
@@ -12,7 +14,9 @@
 #include <vector>
 
 #include "capture.h"
+#include "reporting_threads.h"
 #include "memscope/native_format.h"
+#include "run_context.h"
 
 using namespace memscope;
 using namespace memscope::trainer;
@@ -67,16 +71,17 @@ TEST(AllocationLedger, CategoriesFromTagsAndHindsight) {
     std::filesystem::remove(path);
 }
 
-// The hook's side is lock-free: four threads report at once while the
-// trainer's thread reads; every event arrives once, frees match their
-// allocations, and after a commit has sized the log the hook allocates nothing.
+// The hook's side is lock-free: four threads report at once into the shared
+// log while the owner (this thread) reports into its own and reads; every
+// event arrives once, frees match their allocations across the two logs, and
+// after a commit has sized the logs the hook allocates nothing.
 TEST(AllocationLedger, ConcurrentReportsAndNoAllocationInTheHook) {
     const std::string path = tempPath("concurrent");
+    constexpr int kThreads = 4, kPairs = 20000;
     {
         auto writer = BackgroundTraceWriter::create(path, TraceMetadata{});
         ASSERT_TRUE(writer.ok()) << writer.message();
         AllocationLedger ledger(**writer);
-        constexpr int kThreads = 4, kPairs = 20000;
         auto report = [&](int t) {
             for (int i = 0; i < kPairs; ++i) {
                 const uint64_t ptr = (static_cast<uint64_t>(t + 1) << 32) + uint64_t(i) * 64;
@@ -84,25 +89,173 @@ TEST(AllocationLedger, ConcurrentReportsAndNoAllocationInTheHook) {
                 ledger.onFree(ptr, 64, 0, i + 1);
             }
         };
-        std::vector<std::thread> threads;
-        for (int t = 0; t < kThreads; ++t) threads.emplace_back(report, t);
-        for (int k = 0; k < 100; ++k) (void)ledger.mark();  // reads while they write
-        for (auto& t : threads) t.join();
-        ledger.commit();
+        auto step = [&] {
+            std::vector<std::thread> threads;
+            for (int t = 0; t < kThreads; ++t) threads.emplace_back(report, t);
+            report(kThreads);  // the owner's own, meanwhile
+            for (int k = 0; k < 100; ++k) (void)ledger.mark();
+            for (auto& t : threads) t.join();
+            ledger.commit();
+        };
+        step();
         auto c = ledger.counts();
-        EXPECT_EQ(c.allocs, uint64_t{kThreads} * kPairs);
-        EXPECT_EQ(c.frees, uint64_t{kThreads} * kPairs);
+        EXPECT_EQ(c.allocs, uint64_t{kThreads + 1} * kPairs);
+        EXPECT_EQ(c.frees, uint64_t{kThreads + 1} * kPairs);
         EXPECT_EQ(c.unmatched_frees, 0u);
-        // The commit reserved twice this step: a step as busy allocates nothing.
+        // The commit reserved twice this step in each log: a step as busy
+        // allocates nothing.
         const uint64_t before = c.hook_allocations;
-        report(0);
-        ledger.commit();
+        step();
         EXPECT_EQ(ledger.counts().hook_allocations, before);
         ASSERT_TRUE((*writer)->close().ok());
     }
     auto trace = readNativeTrace(path);
     ASSERT_TRUE(trace.ok()) << trace.message();
-    EXPECT_EQ(trace->events.size(), 2u * 5 * 20000);
+    EXPECT_EQ(trace->events.size(), 2u * 2 * (kThreads + 1) * kPairs);
+    std::filesystem::remove(path);
+}
+
+// An allocation on one thread freed on another, both ways between the owner's
+// log and the shared one, many times over while the reading thread reads:
+// the free is always read after its allocation (nothing unmatched, sizes
+// taken from the allocation), and tags from the owner reach allocations made
+// elsewhere.
+TEST(AllocationLedger, HandOffsBetweenThreadsKeepTheirOrder) {
+    const std::string path = tempPath("handoff");
+    constexpr int kRounds = 20000;
+    {
+        auto writer = BackgroundTraceWriter::create(path, TraceMetadata{});
+        ASSERT_TRUE(writer.ok()) << writer.message();
+        AllocationLedger ledger(**writer);
+        // One mailbox each way: an address handed over, 0 when empty.
+        std::atomic<uint64_t> to_other{0}, to_owner{0};
+        const auto take = [](std::atomic<uint64_t>& box) {
+            uint64_t v;
+            while ((v = box.exchange(0, std::memory_order_acq_rel)) == 0) std::this_thread::yield();
+            return v;
+        };
+        std::thread other([&] {
+            for (int i = 0; i < kRounds; ++i) {
+                ledger.onFree(take(to_other), 0, 0, 2 * i + 1);  // the owner's allocation
+                const uint64_t mine = 0x900000000 + 64 * uint64_t(i);
+                ledger.onAlloc(mine, 48, 0, 2 * i + 1);
+                to_owner.store(mine, std::memory_order_release);
+            }
+        });
+        for (int i = 0; i < kRounds; ++i) {
+            const uint64_t ptr = 0x100000000 + 64 * uint64_t(i);
+            ledger.onAlloc(ptr, 32, 0, 2 * i);
+            to_other.store(ptr, std::memory_order_release);
+            const uint64_t theirs = take(to_owner);
+            ledger.tag(theirs, Category::Input);
+            ledger.onFree(theirs, 0, 0, 2 * i + 2);
+            if (i % 1000 == 999) ledger.commit();
+        }
+        other.join();
+        ledger.commit();
+        const auto c = ledger.counts();
+        EXPECT_EQ(c.allocs, 2u * kRounds);
+        EXPECT_EQ(c.frees, 2u * kRounds);
+        EXPECT_EQ(c.unmatched_frees, 0u);
+        ASSERT_TRUE((*writer)->close().ok());
+    }
+    auto trace = readNativeTrace(path);
+    ASSERT_TRUE(trace.ok()) << trace.message();
+    ASSERT_EQ(trace->events.size(), 4u * kRounds);
+    size_t inputs = 0;
+    for (const Event& e : trace->events) {
+        if (e.kind != EventKind::FreeCompleted) continue;
+        EXPECT_EQ(e.size, e.category == Category::Input ? 48u : 32u);
+        inputs += e.category == Category::Input;
+    }
+    EXPECT_EQ(inputs, size_t{kRounds});
+    std::filesystem::remove(path);
+}
+
+// The run context numbers phases itself and hands them to the writer at each
+// commit, before the step's events: the events carry the ids the phases get in
+// the file, and a phase still open at a commit gets its end later.
+TEST(RunContext, PhasesReachTheWriterAtCommitWithTheIdsEventsCarry) {
+    const std::string path = tempPath("phases");
+    {
+        auto writer = BackgroundTraceWriter::create(path, TraceMetadata{});
+        ASSERT_TRUE(writer.ok()) << writer.message();
+        AllocationLedger ledger(**writer);
+        RunContext ctx(writer->get(), &ledger);
+        {
+            PhaseScope step(ctx, PhaseKind::Step, "step 0", 0);
+            {
+                PhaseScope forward(ctx, PhaseKind::Forward, "forward");
+                ledger.onAlloc(0x1000, 64, 0, ctx.now());
+            }
+            ctx.commit();  // "step 0" is still open
+            ledger.onAlloc(0x2000, 64, 0, ctx.now());
+        }
+        {
+            PhaseScope step(ctx, PhaseKind::Step, "step 1", 1);
+            ledger.onFree(0x1000, 0, 0, ctx.now());
+        }
+        ctx.commit();
+        EXPECT_EQ(ledger.counts().allocs, 2u);
+        ASSERT_TRUE((*writer)->close().ok());
+    }
+    auto trace = readNativeTrace(path);
+    ASSERT_TRUE(trace.ok()) << trace.message();
+    ASSERT_EQ(trace->phases.size(), 3u);
+    EXPECT_EQ(trace->string(trace->phases[0].name), "step 0");
+    EXPECT_EQ(trace->string(trace->phases[1].name), "step 0 / forward");
+    EXPECT_EQ(trace->phases[1].parent, PhaseId(1));
+    EXPECT_EQ(trace->string(trace->phases[2].name), "step 1");
+    EXPECT_EQ(trace->phases[2].step, 1);
+    ASSERT_EQ(trace->events.size(), 3u);
+    EXPECT_EQ(trace->events[0].phase, PhaseId(2));
+    EXPECT_EQ(trace->events[1].phase, PhaseId(1));
+    EXPECT_EQ(trace->events[2].phase, PhaseId(3));
+    // Ended after its hand-over, at or after the event inside it.
+    EXPECT_GE(trace->phases[0].end, trace->events[1].time);
+    EXPECT_LE(trace->phases[1].end, trace->events[1].time);
+    std::filesystem::remove(path);
+}
+
+// The hook stamps records with TickClock ticks (the time-stamp counter where
+// the kernel keeps time with it); the reading side turns them into the
+// EpochClock nanoseconds that the phases use: each event's time lies between
+// clock readings taken around its report, across reads of the log 10 ms and
+// more apart, and one thread's events keep their order.
+TEST(AllocationLedger, TicksBecomeEpochNanoseconds) {
+    const std::string path = tempPath("ticks");
+    constexpr int kEvents = 60;
+    std::vector<std::pair<int64_t, int64_t>> around;  // clock before and after each report
+    {
+        auto writer = BackgroundTraceWriter::create(path, TraceMetadata{});
+        ASSERT_TRUE(writer.ok()) << writer.message();
+        AllocationLedger ledger(**writer);
+        const EpochClock clock;
+        for (int i = 0; i < kEvents; ++i) {
+            const int64_t before = clock.now();
+            ledger.onAllocNow(0x1000 + 64 * uint64_t(i), 64, 0);
+            around.emplace_back(before, clock.now());
+            if (i % 10 == 9) {
+                ledger.commit();
+                std::this_thread::sleep_for(std::chrono::milliseconds(12));
+            }
+        }
+        ledger.finish();
+        ASSERT_TRUE((*writer)->close().ok());
+    }
+    auto trace = readNativeTrace(path);
+    ASSERT_TRUE(trace.ok()) << trace.message();
+    ASSERT_EQ(trace->events.size(), size_t{kEvents});
+    // Interpolation between two clock readings: a microsecond of slack.
+    constexpr int64_t kSlack = 1000;
+    for (int i = 0; i < kEvents; ++i) {
+        const int64_t t = trace->events[size_t(i)].time;
+        EXPECT_GE(t, around[size_t(i)].first - kSlack) << i;
+        EXPECT_LE(t, around[size_t(i)].second + kSlack) << i;
+        if (i > 0) {
+            EXPECT_GE(t, trace->events[size_t(i) - 1].time) << i;
+        }
+    }
     std::filesystem::remove(path);
 }
 
@@ -144,6 +297,49 @@ TEST(AddressTable, AgreesWithAHashMap) {
     EXPECT_EQ(table.size(), reference.size());
 }
 
+// The end of a capture waits for reports still running on other threads, with
+// or without the fast barrier, reentrant reports included, and threads beyond
+// the per-thread flags (which share a counter) are waited for too.
+TEST(ReportingThreads, WaitingWaitsForReportsInFlight) {
+    ReportingThreads::enableFastBarrier();  // either outcome must work
+    const auto check = [](int round) {
+        std::atomic<bool> entered{false}, release{false}, waited{false};
+        std::thread reporter([&] {
+            ReportGuard outer;
+            {
+                ReportGuard inner;  // reentrant: leaving it keeps the thread busy
+            }
+            entered = true;
+            while (!release) std::this_thread::yield();
+        });
+        while (!entered) std::this_thread::yield();
+        std::thread waiter([&] {
+            ReportingThreads::waitForReporters();
+            waited = true;
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        EXPECT_FALSE(waited) << round;
+        release = true;
+        reporter.join();
+        waiter.join();
+        EXPECT_TRUE(waited) << round;
+    };
+    check(0);  // a thread with a flag of its own
+    // Use up the flags (512; flags are never given back): later threads share
+    // a counter.
+    std::vector<std::thread> many;
+    std::atomic<int> done{0};
+    for (int i = 0; i < 600; ++i)
+        many.emplace_back([&] {
+            ReportGuard guard;
+            ++done;
+        });
+    for (auto& t : many) t.join();
+    EXPECT_EQ(done.load(), 600);
+    check(1);  // a thread on the shared counter
+    ReportingThreads::waitForReporters();  // returns: nobody is inside
+}
+
 // CPU runs record through the CPU allocator wrapper, one capture at a time; a
 // second capture meanwhile, and CUDA runs, use c10's memory reports.
 TEST(CaptureScope, CpuRunsWrapTheAllocatorOneAtATime) {
@@ -152,18 +348,17 @@ TEST(CaptureScope, CpuRunsWrapTheAllocatorOneAtATime) {
         auto writer = BackgroundTraceWriter::create(path, TraceMetadata{});
         ASSERT_TRUE(writer.ok()) << writer.message();
         AllocationLedger first(**writer), second(**writer);
-        const EpochClock clock;
         {
-            CaptureScope a(first, clock, CaptureOptions{});
+            CaptureScope a(first, CaptureOptions{});
             EXPECT_TRUE(a.wrapsCpuAllocator());
-            CaptureScope b(second, clock, CaptureOptions{});
+            CaptureScope b(second, CaptureOptions{});
             EXPECT_FALSE(b.wrapsCpuAllocator());
         }
         {
-            CaptureScope cuda(first, clock, CaptureOptions{false, false});
+            CaptureScope cuda(first, CaptureOptions{false, false});
             EXPECT_FALSE(cuda.wrapsCpuAllocator());
         }
-        CaptureScope again(second, clock, CaptureOptions{});  // the first one let go
+        CaptureScope again(second, CaptureOptions{});  // the first one let go
         EXPECT_TRUE(again.wrapsCpuAllocator());
     }
     std::filesystem::remove(path);

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "memscope/plugin.h"
 #include "memscope/result.h"
@@ -74,6 +75,16 @@ public:
     uint32_t internStream(uint64_t stream);
     PhaseId addPhase(const Phase& phase);
     void endPhase(PhaseId id, int64_t end);
+    // For a producer that numbers its phases itself and hands them over in
+    // batches (one lock per batch instead of three per phase): the id the
+    // next phase will get, and the batch, whose phases' names are given as
+    // text (`names`, parallel) and whose first phase must get `first`. Returns
+    // false and adds nothing when it would not (another producer added
+    // phases meanwhile) or when the lists' lengths differ.
+    PhaseId nextPhaseId() const;
+    bool addPhases(PhaseId first, std::span<const Phase> phases,
+                   std::span<const std::string> names);
+    void endPhases(std::span<const std::pair<PhaseId, int64_t>> ends);
     void addAnnotation(const Annotation& annotation);
     void addAttribute(uint64_t event, StringId key, StringId value);
     void setProperty(std::string key, std::string value);

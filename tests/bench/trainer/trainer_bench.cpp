@@ -11,8 +11,9 @@
 //    --paper: the literature's sizes, which take minutes per run with
 //    OpenBLAS), and for mlp the forward+backward peak increase of full and
 //    block, which the literature reports.
-// 3. Recording overhead: capture on against off, interleaved runs, with the
-//    hook's cost per event and its hot path's alone.
+// 3. Recording overhead: capture on against off in paired runs, beside the
+//    noise floor (off against off), with the hook's cost per event, its hot
+//    path's alone and the reading side's.
 // 4. BLAS: the step time of one configuration with the reference BLAS
 //    against OpenBLAS (this binary re-run with the reference one first on
 //    the library path).
@@ -143,53 +144,98 @@ double processCpuSeconds() {
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-// Two measures, because the machine is shared: the median wall-clock step
-// time (what a user sees, noisy under load) and the least process CPU time
-// of a whole run (all our threads, the trace writer's included; barely moved
-// by other processes).
-constexpr int kOverheadReps = 7;
+// The machine is shared and a step is a few milliseconds, so a single pair of
+// runs says little. Each round runs the same configuration twice, back to back
+// (which goes first alternates), and compares the two runs' median step times:
+// pairing cancels slow drift in the machine's load. The figure is the median
+// over rounds of those ratios, with the middle half of them beside it. The
+// same done with recording off in both runs of a round is the noise floor.
+constexpr int kOverheadRounds = 21;
 constexpr int kOverheadSteps = 25;
+
+struct Paired {
+    std::vector<double> ratios;  // second configuration's median step / first's, per round
+    std::vector<double> thread_cpu_ratios;  // the same of the training thread's CPU time
+    std::vector<double> first_ms;  // the first configuration's median step, per round
+    double cpu_first = 1e300, cpu_second = 1e300;  // least process CPU of a whole run
+    uint64_t events = 0;                           // recorded per run
+};
+
+double quantile(std::vector<double> v, double q) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+}
+
+Result<Paired> pairedRuns(const TrainConfig& c, bool record_first, bool record_second) {
+    Paired out;
+    for (int round = 0; round < kOverheadRounds; ++round) {
+        double step_ms[2] = {0, 0}, thread_cpu_ms[2] = {0, 0};
+        // Alternate which goes first, so that neither always inherits the
+        // other's heap and caches.
+        for (int k = 0; k < 2; ++k) {
+            const int which = round % 2 == 0 ? k : 1 - k;
+            RunOptions o;
+            if (which == 0 ? record_first : record_second) o.trace_path = scratch("overhead");
+            const double c0 = processCpuSeconds();
+            auto run = runPolicy(c, Policy{}, o);
+            const double cpu = processCpuSeconds() - c0;
+            if (!run) return makeError(run.message());
+            // The first two steps pay for first touches and Adam's state.
+            std::vector<double> ms, cpu_ms;
+            for (size_t s = 2; s < run->step_ns.size(); ++s) {
+                ms.push_back(static_cast<double>(run->step_ns[s]) / 1e6);
+                cpu_ms.push_back(static_cast<double>(run->step_thread_cpu_ns[s]) / 1e6);
+            }
+            step_ms[which] = median(ms);
+            thread_cpu_ms[which] = median(cpu_ms);
+            double& best = which == 0 ? out.cpu_first : out.cpu_second;
+            best = std::min(best, cpu);
+            if (!o.trace_path.empty()) out.events = run->counts.allocs + run->counts.frees;
+        }
+        out.first_ms.push_back(step_ms[0]);
+        out.ratios.push_back(step_ms[1] / step_ms[0]);
+        out.thread_cpu_ratios.push_back(thread_cpu_ms[1] / thread_cpu_ms[0]);
+    }
+    return out;
+}
 
 void overhead(const ModelConfig& m, const char* label) {
     TrainConfig c;
     c.model = m;
     c.steps = kOverheadSteps;
-    std::vector<double> wall_on, wall_off;
-    double cpu_on = 1e300, cpu_off = 1e300;
-    uint64_t events = 0;
-    for (int rep = 0; rep < kOverheadReps; ++rep) {
-        // Alternate which goes first, so that neither always inherits the
-        // other's heap and caches.
-        for (bool second : {false, true}) {
-            const bool capture = second != (rep % 2 == 1);
-            RunOptions o;
-            if (capture) o.trace_path = scratch("overhead");
-            const double c0 = processCpuSeconds();
-            auto run = runPolicy(c, Policy{}, o);
-            const double cpu = processCpuSeconds() - c0;
-            if (!run) {
-                std::printf("overhead run failed: %s\n", run.message().c_str());
-                return;
-            }
-            // The first two steps pay for first touches and Adam's state.
-            for (size_t s = 2; s < run->step_ns.size(); ++s)
-                (capture ? wall_on : wall_off)
-                    .push_back(static_cast<double>(run->step_ns[s]) / 1e6);
-            (capture ? cpu_on : cpu_off) = std::min(capture ? cpu_on : cpu_off, cpu);
-            if (capture) events = run->counts.allocs + run->counts.frees;
-        }
+    auto on = pairedRuns(c, false, true);
+    auto floor = pairedRuns(c, false, false);
+    if (!on || !floor) {
+        std::printf("overhead run failed: %s\n", (on ? floor : on).message().c_str());
+        return;
     }
-    const double a = median(wall_off), b = median(wall_on);
-    const double per_step = static_cast<double>(events) / c.steps;
-    std::printf("  %s (%.0f events per step)\n", label, per_step);
+    const auto pct = [](double ratio) { return 100.0 * (ratio - 1.0); };
+    const double per_step = static_cast<double>(on->events) / c.steps;
+    const double off_ms = median(on->first_ms);
+    const double overhead = pct(median(on->ratios));
+    std::printf("  %s (%.0f events per step, %.3f ms per step without recording)\n", label,
+                per_step, off_ms);
     std::printf(
-        "    wall step median: off %8.3f ms  on %8.3f ms  overhead %+6.2f%%  (%+.0f ns "
-        "per event)\n",
-        a, b, 100.0 * (b - a) / a, (b - a) * 1e6 / per_step);
+        "    step time, recording on against off: %+6.2f%%  (middle half of %d rounds "
+        "%+.2f%% to %+.2f%%; %+.0f ns per event)\n",
+        overhead, kOverheadRounds, pct(quantile(on->ratios, 0.25)), pct(quantile(on->ratios, 0.75)),
+        overhead / 100.0 * off_ms * 1e6 / per_step);
+    std::printf(
+        "    noise floor, off against off:        %+6.2f%%  (middle half %+.2f%% to %+.2f%%)\n",
+        pct(median(floor->ratios)), pct(quantile(floor->ratios, 0.25)),
+        pct(quantile(floor->ratios, 0.75)));
+    // The recording's threads (the ledger's reader, the trace writer) run on
+    // the other core: this is what the training thread itself pays.
+    std::printf(
+        "    training thread's CPU time per step:  %+6.2f%%  (middle half %+.2f%% to %+.2f%%; "
+        "off against off %+.2f%%)\n",
+        pct(median(on->thread_cpu_ratios)), pct(quantile(on->thread_cpu_ratios, 0.25)),
+        pct(quantile(on->thread_cpu_ratios, 0.75)), pct(median(floor->thread_cpu_ratios)));
     std::printf(
         "    process CPU, best whole run (setup, writer and file included): off %7.3f s  "
         "on %7.3f s  overhead %+6.2f%%\n",
-        cpu_off, cpu_on, 100.0 * (cpu_on - cpu_off) / cpu_off);
+        on->cpu_first, on->cpu_second, 100.0 * (on->cpu_second - on->cpu_first) / on->cpu_first);
 }
 
 // Which BLAS this process loaded, from its mappings: the libblas.so.3 found
@@ -315,18 +361,20 @@ int main(int argc, char** argv) {
                 "best of 5):\n"
                 "  through c10 (%s): off %7.1f ns  on %7.1f ns  recording adds %6.1f ns "
                 "per event (%llu events per round)\n"
-                "  the hot path alone (clock + lock-free log append): %6.1f ns per event\n"
-                "  the trainer's thread reading the log at commit:     %6.1f ns per event\n",
+                "  the hot path alone (%s + lock-free log append): %6.1f ns per event\n"
+                "  reading the log (the ledger thread's work): %6.1f ns per event\n",
                 pairs, hook->wraps_cpu_allocator ? "CPU allocator wrapper" : "c10 memory reports",
                 hook->off_ns, hook->on_ns, hook->on_ns - hook->off_ns,
-                static_cast<unsigned long long>(hook->events), hook->hot_path_ns, hook->commit_ns);
+                static_cast<unsigned long long>(hook->events),
+                hook->clock_counts_cycles ? "time-stamp counter" : "steady clock",
+                hook->hot_path_ns, hook->read_ns);
         } else {
             std::printf("\nmemory hook cost: %s\n", hook.message().c_str());
         }
         std::printf(
-            "\nrecording overhead (policy full, capture on against off, %d interleaved runs "
-            "of %d steps):\n",
-            kOverheadReps, kOverheadSteps);
+            "\nrecording overhead (policy full, %d rounds of two interleaved runs of %d "
+            "steps, the first two steps left out):\n",
+            kOverheadRounds, kOverheadSteps);
         ModelConfig q = preset(ModelKind::Mlp, "quick").value();
         overhead(q, ("mlp quick " + describe(q)).c_str());
         ModelConfig g = preset(ModelKind::Gpt, "quick").value();

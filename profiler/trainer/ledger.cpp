@@ -2,9 +2,13 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <new>
+#include <system_error>
 
 namespace memscope::trainer {
 namespace {
@@ -21,17 +25,39 @@ Event makeEvent(EventKind kind, uint64_t ptr, uint64_t size, int16_t device, int
     return e;
 }
 
+void* mapZeroed(size_t bytes) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        throw std::system_error(errno, std::generic_category(), "memory for the recording's log");
+    return p;
+}
+
 }  // namespace
+
+AllocationLedger::Chunk* AllocationLedger::newChunk() {
+    return new (mapZeroed(sizeof(Chunk))) Chunk;
+}
+
+void AllocationLedger::deleteChunk(Chunk* chunk) {
+    if (chunk == nullptr) return;
+    chunk->~Chunk();
+    munmap(chunk, sizeof(Chunk));
+}
 
 AllocationLedger::AllocationLedger(BackgroundTraceWriter& writer)
     : owner_(pthread_self()), writer_(writer) {
-    for (Log* log : {&owner_log_, &shared_log_}) {
-        log->chunks = std::make_unique<std::atomic<Chunk*>[]>(kMaxChunks);
-        for (size_t i = 0; i < kMaxChunks; ++i)
-            log->chunks[i].store(nullptr, std::memory_order_relaxed);
+    try {
+        // Mapped zero: every slot starts empty, and only the slots used are
+        // ever faulted in.
+        for (Log* log : {&owner_log_, &shared_log_})
+            log->chunks = static_cast<Chunk**>(mapZeroed(kMaxChunks * sizeof(Chunk*)));
+        reserveAhead(owner_log_, 16 * kChunkRecords);
+        reserveAhead(shared_log_, kChunkRecords);
+    } catch (...) {
+        releaseLogs();
+        throw;
     }
-    reserveAhead(owner_log_, 16 * kChunkRecords);
-    reserveAhead(shared_log_, kChunkRecords);
     // The thread starts with every signal blocked (it inherits the mask), so
     // that signals meant for the process land on the threads that handle them.
     sigset_t all, previous;
@@ -44,8 +70,7 @@ AllocationLedger::AllocationLedger(BackgroundTraceWriter& writer)
         });
     } catch (...) {
         pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-        for (Log* log : {&owner_log_, &shared_log_})
-            for (size_t i = 0; i < kMaxChunks; ++i) delete log->chunks[i].load();
+        releaseLogs();
         throw;
     }
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);
@@ -58,10 +83,22 @@ AllocationLedger::~AllocationLedger() {
     }
     wake_.notify_one();
     reader_.join();
-    for (Log* log : {&owner_log_, &shared_log_})
-        for (size_t i = 0; i < kMaxChunks; ++i)
-            delete log->chunks[i].load(std::memory_order_acquire);
-    for (Chunk* c : spare_chunks_) delete c;
+    releaseLogs();
+}
+
+void AllocationLedger::releaseLogs() {
+    for (Log* log : {&owner_log_, &shared_log_}) {
+        if (log->chunks == nullptr) continue;
+        // Slots below the read position were emptied as they were read.
+        const uint64_t from = log->read / kChunkRecords;
+        const uint64_t to = log->installed_end.load(std::memory_order_acquire);
+        for (uint64_t n = from; n < to && n - from < kMaxChunks; ++n)
+            deleteChunk(log->slot(n).exchange(nullptr, std::memory_order_acq_rel));
+        munmap(log->chunks, kMaxChunks * sizeof(Chunk*));
+        log->chunks = nullptr;
+    }
+    for (Chunk* c : spare_chunks_) deleteChunk(c);
+    spare_chunks_.clear();
 }
 
 void AllocationLedger::readerLoop() {
@@ -91,7 +128,7 @@ void AllocationLedger::finish() {
 }
 
 AllocationLedger::Chunk* AllocationLedger::installChunk(Log& log, uint64_t n, bool from_hook) {
-    std::atomic<Chunk*>& slot = log.chunks[n % kMaxChunks];
+    const std::atomic_ref<Chunk*> slot = log.slot(n);
     Chunk* current = slot.load(std::memory_order_acquire);
     if (current) return current;
     Chunk* fresh = nullptr;
@@ -99,14 +136,17 @@ AllocationLedger::Chunk* AllocationLedger::installChunk(Log& log, uint64_t n, bo
         fresh = spare_chunks_.back();
         spare_chunks_.pop_back();
     } else {
-        fresh = new Chunk;
-        for (Record& r : fresh->records) r.ready.store(0, std::memory_order_relaxed);
+        fresh = newChunk();
     }
     if (slot.compare_exchange_strong(current, fresh, std::memory_order_acq_rel)) {
         if (from_hook) hook_allocations_.fetch_add(1, std::memory_order_relaxed);
+        uint64_t end = log.installed_end.load(std::memory_order_relaxed);
+        while (end < n + 1 &&
+               !log.installed_end.compare_exchange_weak(end, n + 1, std::memory_order_acq_rel)) {
+        }
         return fresh;
     }
-    delete fresh;  // another thread installed one first
+    deleteChunk(fresh);  // another thread installed one first
     return current;
 }
 
@@ -118,7 +158,7 @@ void AllocationLedger::reserveAhead(Log& log, uint64_t records) {
 }
 
 AllocationLedger::Record& AllocationLedger::recordAt(Log& log) {
-    std::atomic<Chunk*>& slot = log.chunks[(log.read / kChunkRecords) % kMaxChunks];
+    const std::atomic_ref<Chunk*> slot = log.slot(log.read / kChunkRecords);
     Chunk* chunk;
     // A shared slot claimed on another thread may still be being filled in.
     while ((chunk = slot.load(std::memory_order_acquire)) == nullptr) std::this_thread::yield();
@@ -134,13 +174,12 @@ void AllocationLedger::advance(Log& log) {
         // Every slot of the chunk is read (and its ready flags cleared):
         // nothing writes it again, and reserveAhead may reuse it, which
         // spares the page faults of fresh memory on every chunk.
-        std::atomic<Chunk*>& slot = log.chunks[(log.read / kChunkRecords) % kMaxChunks];
-        Chunk* chunk = slot.load(std::memory_order_relaxed);
-        slot.store(nullptr, std::memory_order_release);
+        const std::atomic_ref<Chunk*> slot = log.slot(log.read / kChunkRecords);
+        Chunk* chunk = slot.exchange(nullptr, std::memory_order_acq_rel);
         if (spare_chunks_.size() < kMaxSpareChunks)
             spare_chunks_.push_back(chunk);
         else
-            delete chunk;
+            deleteChunk(chunk);
     }
     ++log.read;
 }

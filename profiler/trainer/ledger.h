@@ -150,12 +150,20 @@ private:
     // instruction, which would wait for every store before it to reach the
     // cache. Other threads (autograd's workers, deleters run elsewhere) share
     // the second log and claim slots with an atomic increment.
+    //
+    // The logs' memory comes from mmap, not malloc: glibc raises its mmap and
+    // trim thresholds to the size of any mapped block freed, and blocks of
+    // this size would retune the heap of the very run being measured.
     struct Log {
         std::atomic<uint64_t> write{0};  // owner: records published; shared: slots claimed
         uint64_t read = 0;               // the reading side's
         uint64_t step_start = 0;         // `read` at the previous commit
         uint64_t busiest_step = 0;
-        std::unique_ptr<std::atomic<Chunk*>[]> chunks;
+        std::atomic<uint64_t> installed_end{0};  // past the highest chunk number installed
+        Chunk** chunks = nullptr;                // kMaxChunks slots, mapped zero (none); see slot()
+        std::atomic_ref<Chunk*> slot(uint64_t n) const {
+            return std::atomic_ref<Chunk*>(chunks[n % kMaxChunks]);
+        }
     };
 
     bool onOwnerThread() const { return pthread_equal(pthread_self(), owner_) != 0; }
@@ -165,7 +173,7 @@ private:
         Log& log = owner ? owner_log_ : shared_log_;
         const uint64_t i = owner ? log.write.load(std::memory_order_relaxed)
                                  : log.write.fetch_add(1, std::memory_order_relaxed);
-        Chunk* chunk = log.chunks[(i / kChunkRecords) % kMaxChunks].load(std::memory_order_acquire);
+        Chunk* chunk = log.slot(i / kChunkRecords).load(std::memory_order_acquire);
         if (chunk == nullptr) chunk = installChunk(log, i / kChunkRecords);
         Record& r = chunk->records[i % kChunkRecords];
         r.ptr = ptr;
@@ -184,6 +192,9 @@ private:
     }
     // The chunk for chunk number `n`, allocated if nobody has yet (the slow path).
     Chunk* installChunk(Log& log, uint64_t n, bool from_hook = true);
+    static Chunk* newChunk();  // mapped, ready flags cleared (its pages touched)
+    static void deleteChunk(Chunk* chunk);
+    void releaseLogs();  // every chunk and slot array (the destructor's)
     // Reads both logs up to what has been published (mutex_ held); whether
     // there was anything to read.
     bool drain();

@@ -45,6 +45,14 @@ private:
     QTemporaryDir dir_;
     QStringList paths_;
 
+    // The window at the size the checks expect, with every run loaded.
+    void openAllRuns(MainWindow& w) const {
+        w.resize(1600, 1000);
+        w.show();
+        w.openPaths(paths_, true);
+        w.waitForLoads();
+    }
+
 private slots:
     void initTestCase() {
         QStandardPaths::setTestModeEnabled(true);
@@ -57,10 +65,7 @@ private slots:
 
     void fourRunsFourPlotsRightTable() {
         MainWindow w(false);
-        w.resize(1600, 1000);
-        w.show();
-        w.openPaths(paths_, true);
-        w.waitForLoads();
+        openAllRuns(w);
         QVERIFY2(w.errors().isEmpty(), qPrintable(w.errors().join(QLatin1Char('\n'))));
         CompareView* c = w.compareView();
         QVERIFY(c);
@@ -188,10 +193,7 @@ private slots:
     // the composition on hover, and a click opens the run's own tab.
     void policyMapPointsFrontierAndClick() {
         MainWindow w(false);
-        w.resize(1600, 1000);
-        w.show();
-        w.openPaths(paths_, true);
-        w.waitForLoads();
+        openAllRuns(w);
         CompareView* c = w.compareView();
         QVERIFY(c);
         PolicyMap* map = c->policyMap();
@@ -234,10 +236,7 @@ private slots:
     // against core's prediction for its policy (activation_theory.h).
     void theoryChartsPerRun() {
         MainWindow w(false);
-        w.resize(1600, 1000);
-        w.show();
-        w.openPaths(paths_, true);
-        w.waitForLoads();
+        openAllRuns(w);
         CompareView* c = w.compareView();
         QVERIFY(c);
         TheoryCharts* charts = c->theoryCharts();

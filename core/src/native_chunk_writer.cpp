@@ -77,9 +77,11 @@ void ChunkWriter::emit(ChunkType type, uint32_t count, std::vector<unsigned char
     std::span<const unsigned char> stored(raw);
     uint8_t flags = 0;
     if (raw.size() >= kMinCompressBytes && compressor_->ctx) {
-        packed_.resize(ZSTD_compressBound(raw.size()));
-        const size_t n = ZSTD_compressCCtx(compressor_->ctx, packed_.data(), packed_.size(),
-                                           raw.data(), raw.size(), kZstdLevel);
+        // Only grows: resizing a vector up zero-fills, on every chunk.
+        const size_t bound = ZSTD_compressBound(raw.size());
+        if (packed_.size() < bound) packed_.resize(bound);
+        const size_t n = ZSTD_compressCCtx(compressor_->ctx, packed_.data(), bound, raw.data(),
+                                           raw.size(), kZstdLevel);
         if (!ZSTD_isError(n) && n < raw.size()) {
             stored = std::span<const unsigned char>(packed_.data(), n);
             flags = kFlagZstd;

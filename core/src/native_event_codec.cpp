@@ -184,10 +184,11 @@ void EventEncoder::encode(std::span<const Event> events, uint64_t first_index,
     }
 
     // Worst case: two 9-byte varints per value (the escapes), plus putVarint's
-    // 8 bytes of scratch.
+    // 8 bytes of scratch. The columns only grow: resizing down and up again
+    // would zero-fill the difference on every chunk of a different size.
     unsigned char* cursor[kColumnCount];
     for (int c = 0; c < kColumnCount; ++c) {
-        columns_[c].resize(n * 20 + 16);
+        if (columns_[c].size() < n * 20 + 16) columns_[c].resize(n * 20 + 16);
         cursor[c] = columns_[c].data();
     }
 

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <new>
+#include <string>
 #include <system_error>
 
 namespace memscope::trainer {
@@ -46,7 +47,10 @@ void AllocationLedger::deleteChunk(Chunk* chunk) {
 }
 
 AllocationLedger::AllocationLedger(BackgroundTraceWriter& writer)
-    : owner_(pthread_self()), writer_(writer) {
+    : owner_(pthread_self()),
+      next_phase_(writer.nextPhaseId().value),
+      writer_(writer),
+      first_pending_phase_(next_phase_) {
     try {
         // Mapped zero: every slot starts empty, and only the slots used are
         // ever faulted in.
@@ -122,9 +126,28 @@ void AllocationLedger::commit() {
     append(RecordKind::Commit, 0, 0, 0, 0);
 }
 
+PhaseId AllocationLedger::beginPhase(PhaseKind kind, std::string_view leaf, int step, int block,
+                                     int64_t time) {
+    auto it = leaves_.find(leaf);
+    if (it == leaves_.end()) it = leaves_.emplace(leaf).first;  // a new leaf: kept for the run
+    const uint32_t id = next_phase_++;
+    const uint64_t where =
+        uint64_t{static_cast<uint32_t>(step)} << 32 | static_cast<uint32_t>(block);
+    append(RecordKind::PhaseBegin, reinterpret_cast<uint64_t>(&*it), where,
+           static_cast<int16_t>(kind), time, 0, id);
+    setPhase(PhaseId(id));
+    return PhaseId(id);
+}
+
+void AllocationLedger::endPhase(PhaseId id, PhaseId parent, int64_t time) {
+    append(RecordKind::PhaseEnd, 0, 0, 0, time, 0, id.value);
+    setPhase(parent);
+}
+
 void AllocationLedger::finish() {
     std::lock_guard lock(mutex_);
     drain();
+    flushPhases();
 }
 
 AllocationLedger::Chunk* AllocationLedger::installChunk(Log& log, uint64_t n, bool from_hook) {
@@ -245,6 +268,12 @@ void AllocationLedger::process(const Record& r) {
         case RecordKind::Commit:
             processCommit();
             return;
+        case RecordKind::PhaseBegin:
+            processPhaseBegin(r);
+            return;
+        case RecordKind::PhaseEnd:
+            processPhaseEnd(r);
+            return;
     }
 }
 
@@ -305,7 +334,52 @@ void AllocationLedger::processClassify(uint64_t mark, Category category) {
     });
 }
 
+void AllocationLedger::processPhaseBegin(const Record& r) {
+    const auto& leaf = *reinterpret_cast<const std::string*>(r.ptr);
+    Phase p;
+    p.kind = static_cast<PhaseKind>(r.device);
+    p.parent = open_phases_.empty() ? PhaseId() : PhaseId(open_phases_.back().id);
+    p.step = static_cast<int32_t>(static_cast<uint32_t>(r.size >> 32));
+    p.block = static_cast<int32_t>(static_cast<uint32_t>(r.size));
+    p.device = -1;
+    p.start = p.end = timeOf(r);
+    std::string name = p.kind == PhaseKind::Step ? leaf + " " + std::to_string(p.step) : leaf;
+    if (!open_phases_.empty()) name = open_phases_.back().name + " / " + name;
+    pending_phases_.push_back(p);
+    pending_phase_names_.push_back(name);
+    open_phases_.push_back(OpenPhase{r.phase, std::move(name)});
+}
+
+void AllocationLedger::processPhaseEnd(const Record& r) {
+    // Nested strictly (beginPhase): the innermost open phase is this one.
+    while (!open_phases_.empty()) {
+        const uint32_t id = open_phases_.back().id;
+        open_phases_.pop_back();
+        if (id == r.phase) break;
+    }
+    const int64_t end = timeOf(r);
+    if (r.phase >= first_pending_phase_ && r.phase - first_pending_phase_ < pending_phases_.size())
+        pending_phases_[r.phase - first_pending_phase_].end = end;
+    else
+        pending_phase_ends_.emplace_back(PhaseId(r.phase), end);
+}
+
+void AllocationLedger::flushPhases() {
+    // Ends first: they are of phases handed over earlier.
+    if (!pending_phase_ends_.empty()) writer_.endPhases(pending_phase_ends_);
+    pending_phase_ends_.clear();
+    if (pending_phases_.empty()) return;
+    // The events already carry these ids: refused (another source of phases
+    // on this writer), they are counted, and the run reports it.
+    if (!writer_.addPhases(PhaseId(first_pending_phase_), pending_phases_, pending_phase_names_))
+        ++counts_.refused_phase_batches;
+    first_pending_phase_ += static_cast<uint32_t>(pending_phases_.size());
+    pending_phases_.clear();
+    pending_phase_names_.clear();
+}
+
 void AllocationLedger::processCommit() {
+    flushPhases();  // before the events that name them
     // The next step gets chunks for twice the busiest step so far, per log.
     for (Log* log : {&owner_log_, &shared_log_}) {
         log->busiest_step = std::max(log->busiest_step, log->read - log->step_start);
@@ -330,6 +404,7 @@ void AllocationLedger::processCommit() {
 AllocationLedger::Counts AllocationLedger::counts() {
     std::lock_guard lock(mutex_);
     drain();
+    flushPhases();
     Counts c = counts_;
     c.hook_allocations = hook_allocations_.load(std::memory_order_relaxed);
     return c;

@@ -22,14 +22,20 @@
 //    tensor) takes no lock, allocates nothing and touches no string: it
 //    claims a slot of a preallocated log, fills in 40 bytes and publishes
 //    them; on the training thread without any atomic read-modify-write (see
-//    Log below). tag, classifyLiveSince and commit are log records too,
-//    written the same way by the training thread;
+//    Log below). tag, classifyLiveSince, phases and commit are log records
+//    too, written the same way by the training thread;
 //  - the ledger's own thread reads the logs in order: it matches frees to
 //    allocations, applies tags and categories, and at each commit record hands
 //    the step's events to the writer and allocates the log's chunks ahead for
 //    the next step (twice the busiest step so far), so only a step that
 //    outgrows them allocates in the hook. It reads every 10 ms while there is
 //    work (see readerLoop), so a long step does not pile up the log either.
+//    It also names the phases and hands them to the writer.
+// The training thread allocates nothing here that outlives a call: memory it
+// allocated and the writer kept (a phase's name, say) would sit among the
+// step's tensors in its malloc arena, and tensors freed around it could not
+// be reused whole. Measured: the traced run's heap grew by about 200 KiB per
+// step, every step, and the tensors ran onto fresh pages (page faults).
 // Reading in log order gives the same result as reading at each call: a tag
 // written after an allocation's record is read after it. counts() and
 // finish() read whatever is left on the caller's thread and return when all of
@@ -44,7 +50,10 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "address_table.h"
@@ -99,8 +108,19 @@ public:
     void classifyLiveSince(uint64_t mark, Category category) {
         append(RecordKind::Classify, mark, static_cast<uint64_t>(category), 0, 0);
     }
-    // Hands the step's events to the writer (on the ledger's thread, within
-    // about 10 ms): untagged allocations become temporary.
+    // Phases, from one thread at a time (the owner's, or autograd's worker
+    // while the owner waits in backward), strictly nested: numbered here from
+    // the writer's next id, which must have no other source of phases, and
+    // named on the ledger's thread, "parent / leaf". Each leaf's text is kept
+    // for the ledger's life, so leaves should come from a small set: a Step
+    // phase is named by its leaf and its step, e.g. leaf "step", step 3:
+    // "step 3". Events reported after begin carry the phase's id.
+    PhaseId beginPhase(PhaseKind kind, std::string_view leaf, int step, int block, int64_t time);
+    // Ends the innermost open phase, `id`; later events carry `parent`'s.
+    void endPhase(PhaseId id, PhaseId parent, int64_t time);
+    // Hands the step's phases and then its events to the writer (on the
+    // ledger's thread, within about 10 ms): untagged allocations become
+    // temporary.
     void commit();
     // Returns when every record so far has been read and its events handed to
     // the writer (before the writer is closed).
@@ -112,6 +132,9 @@ public:
         uint64_t unmatched_frees = 0;   // frees of memory allocated before recording
         uint64_t late_tags = 0;         // tags that came after the allocation was committed
         uint64_t hook_allocations = 0;  // log chunks the hook had to allocate itself
+        // Phase batches the writer refused: phases from another source than
+        // this ledger took the ids. A bug in the producer, not in the data.
+        uint64_t refused_phase_batches = 0;
     };
     Counts counts();  // reads what is left first, as finish() does
 
@@ -122,6 +145,9 @@ private:
         Tag,       // ptr, size = the Category
         Classify,  // ptr = the mark, size = the Category
         Commit,
+        PhaseBegin,  // phase = its id, ptr = the leaf (a std::string in leaves_),
+                     // size = step << 32 | block (as uint32), device = the PhaseKind
+        PhaseEnd,    // phase = its id
     };
     // One log record, as the hot path writes it.
     struct Record {
@@ -167,8 +193,13 @@ private:
     };
 
     bool onOwnerThread() const { return pthread_equal(pthread_self(), owner_) != 0; }
+    // A record of the phase events happen in now.
     void append(RecordKind kind, uint64_t ptr, uint64_t size, int16_t device, int64_t time,
                 uint8_t flags = 0) {
+        append(kind, ptr, size, device, time, flags, phase_.load(std::memory_order_relaxed));
+    }
+    void append(RecordKind kind, uint64_t ptr, uint64_t size, int16_t device, int64_t time,
+                uint8_t flags, uint32_t phase) {
         const bool owner = onOwnerThread();
         Log& log = owner ? owner_log_ : shared_log_;
         const uint64_t i = owner ? log.write.load(std::memory_order_relaxed)
@@ -179,7 +210,7 @@ private:
         r.ptr = ptr;
         r.size = size;
         r.time = time;
-        r.phase = phase_.load(std::memory_order_relaxed);
+        r.phase = phase;
         r.device = device;
         r.kind = static_cast<uint8_t>(static_cast<uint8_t>(kind) | flags);
         if (owner) {
@@ -208,6 +239,9 @@ private:
     void processTag(uint64_t ptr, Category category);
     void processClassify(uint64_t mark, Category category);
     void processCommit();
+    void processPhaseBegin(const Record& r);
+    void processPhaseEnd(const Record& r);
+    void flushPhases();  // the phases read so far, to the writer
     void readerLoop();
     // Allocates `log`'s chunks for its next `records` slots (commit).
     void reserveAhead(Log& log, uint64_t records);
@@ -216,6 +250,16 @@ private:
     Log owner_log_, shared_log_;
     std::atomic<uint32_t> phase_{0};
     std::atomic<uint64_t> hook_allocations_{0};
+
+    // The phase side's (one thread at a time, see beginPhase): the next id,
+    // and the leaves' text. A node container, so that the strings never move
+    // and the reading side may read one whose record it has read.
+    struct TextHash {
+        using is_transparent = void;
+        size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    uint32_t next_phase_;
+    std::unordered_set<std::string, TextHash, std::equal_to<>> leaves_;
 
     static constexpr uint32_t kNone = UINT32_MAX;
     // What the reading side knows of a pending event besides the event.
@@ -239,6 +283,16 @@ private:
     std::vector<PendingInfo> pending_info_;
     AddressTable<Live> live_;
     TickMapper ticks_;  // sampled at the start of each drain
+    // Phases read and not yet with the writer: they get ids first_pending_phase_, +1, ...
+    struct OpenPhase {
+        uint32_t id;
+        std::string name;
+    };
+    std::vector<OpenPhase> open_phases_;
+    uint32_t first_pending_phase_;
+    std::vector<Phase> pending_phases_;
+    std::vector<std::string> pending_phase_names_;
+    std::vector<std::pair<PhaseId, int64_t>> pending_phase_ends_;  // of phases handed over
     // Fully read chunks, for reserveAhead to reuse.
     std::vector<Chunk*> spare_chunks_;
     Counts counts_;

@@ -14,9 +14,10 @@
 #include <vector>
 
 #include "capture.h"
-#include "reporting_threads.h"
 #include "memscope/native_format.h"
+#include "reporting_threads.h"
 #include "run_context.h"
+#include "thread_allocations.h"
 
 using namespace memscope;
 using namespace memscope::trainer;
@@ -172,18 +173,19 @@ TEST(AllocationLedger, HandOffsBetweenThreadsKeepTheirOrder) {
     std::filesystem::remove(path);
 }
 
-// The run context numbers phases itself and hands them to the writer at each
-// commit, before the step's events: the events carry the ids the phases get in
-// the file, and a phase still open at a commit gets its end later.
+// Phases are log records: the ledger's thread names them and hands them to
+// the writer at each commit, before the step's events. The events carry the
+// ids the phases get in the file, a phase still open at a commit gets its end
+// later, and a Step phase is named by its leaf and its step.
 TEST(RunContext, PhasesReachTheWriterAtCommitWithTheIdsEventsCarry) {
     const std::string path = tempPath("phases");
     {
         auto writer = BackgroundTraceWriter::create(path, TraceMetadata{});
         ASSERT_TRUE(writer.ok()) << writer.message();
         AllocationLedger ledger(**writer);
-        RunContext ctx(writer->get(), &ledger);
+        RunContext ctx(&ledger);
         {
-            PhaseScope step(ctx, PhaseKind::Step, "step 0", 0);
+            PhaseScope step(ctx, PhaseKind::Step, "step", 0);
             {
                 PhaseScope forward(ctx, PhaseKind::Forward, "forward");
                 ledger.onAlloc(0x1000, 64, 0, ctx.now());
@@ -192,11 +194,13 @@ TEST(RunContext, PhasesReachTheWriterAtCommitWithTheIdsEventsCarry) {
             ledger.onAlloc(0x2000, 64, 0, ctx.now());
         }
         {
-            PhaseScope step(ctx, PhaseKind::Step, "step 1", 1);
+            PhaseScope step(ctx, PhaseKind::Step, "step", 1);
             ledger.onFree(0x1000, 0, 0, ctx.now());
         }
         ctx.commit();
-        EXPECT_EQ(ledger.counts().allocs, 2u);
+        const auto counts = ledger.counts();
+        EXPECT_EQ(counts.allocs, 2u);
+        EXPECT_EQ(counts.refused_phase_batches, 0u);
         ASSERT_TRUE((*writer)->close().ok());
     }
     auto trace = readNativeTrace(path);
@@ -205,8 +209,10 @@ TEST(RunContext, PhasesReachTheWriterAtCommitWithTheIdsEventsCarry) {
     EXPECT_EQ(trace->string(trace->phases[0].name), "step 0");
     EXPECT_EQ(trace->string(trace->phases[1].name), "step 0 / forward");
     EXPECT_EQ(trace->phases[1].parent, PhaseId(1));
+    EXPECT_EQ(trace->phases[1].step, 0);  // inherited from the step
     EXPECT_EQ(trace->string(trace->phases[2].name), "step 1");
     EXPECT_EQ(trace->phases[2].step, 1);
+    EXPECT_EQ(trace->phases[2].parent, PhaseId());
     ASSERT_EQ(trace->events.size(), 3u);
     EXPECT_EQ(trace->events[0].phase, PhaseId(2));
     EXPECT_EQ(trace->events[1].phase, PhaseId(1));
@@ -214,6 +220,69 @@ TEST(RunContext, PhasesReachTheWriterAtCommitWithTheIdsEventsCarry) {
     // Ended after its hand-over, at or after the event inside it.
     EXPECT_GE(trace->phases[0].end, trace->events[1].time);
     EXPECT_LE(trace->phases[1].end, trace->events[1].time);
+    std::filesystem::remove(path);
+}
+
+// The training thread allocates nothing that the recording keeps: memory kept
+// from its heap would sit among the step's tensors (ledger.h). Once the first
+// step has brought its leaves, steps of phases, events, tags and a commit
+// allocate nothing on it, and the phases still arrive whole, in order, with
+// the ids the events carry. Phases that end after the last commit arrive too.
+TEST(RunContext, StepsAllocateNothingOnTheTrainingThread) {
+    const std::string path = tempPath("no-allocation");
+    constexpr int kSteps = 300, kBlocks = 4;
+    const std::vector<std::string> block_leaves = {"block 0", "block 1", "block 2",
+                                                   "block 3 with a leaf longer than SSO"};
+    uint64_t during = 0;
+    {
+        auto writer = BackgroundTraceWriter::create(path, TraceMetadata{});
+        ASSERT_TRUE(writer.ok()) << writer.message();
+        AllocationLedger ledger(**writer);
+        RunContext ctx(&ledger);
+        uint64_t before = 0;
+        for (int step = 0; step < kSteps; ++step) {
+            if (step == 1) before = memscope::test::allocationsOnThisThread();
+            {
+                PhaseScope s(ctx, PhaseKind::Step, "step", step);
+                PhaseScope forward(ctx, PhaseKind::Forward, "forward");
+                for (int b = 0; b < kBlocks; ++b) {
+                    PhaseScope block(ctx, PhaseKind::Block, block_leaves[size_t(b)], -1, b);
+                    const uint64_t address = 0x10000 + 0x100 * uint64_t(b);
+                    ledger.onAllocNow(address, 64, 0);
+                    ctx.tag(reinterpret_cast<const void*>(address), Category::Activation);
+                    ledger.onFreeNow(address, 0, 0);
+                }
+            }
+            ctx.commit();
+            if (step % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(15));
+        }
+        during = memscope::test::allocationsOnThisThread() - before;
+        PhaseScope tail(ctx, PhaseKind::Range, "after the last commit");
+        ctx.end();  // the scope's own end then finds nothing open
+        EXPECT_EQ(ledger.counts().refused_phase_batches, 0u);
+        ASSERT_TRUE((*writer)->close().ok());
+    }
+    EXPECT_EQ(during, 0u);
+    auto trace = readNativeTrace(path);
+    ASSERT_TRUE(trace.ok()) << trace.message();
+    constexpr size_t kPerStep = 2 + kBlocks;
+    ASSERT_EQ(trace->phases.size(), kSteps * kPerStep + 1);
+    const auto name = [&](size_t i) { return std::string(trace->string(trace->phases[i].name)); };
+    const size_t s = 250 * kPerStep;
+    EXPECT_EQ(name(s), "step 250");
+    EXPECT_EQ(name(s + 1), "step 250 / forward");
+    EXPECT_EQ(name(s + 5), "step 250 / forward / " + block_leaves[3]);
+    EXPECT_EQ(trace->phases[s + 5].block, 3);
+    EXPECT_EQ(trace->phases[s + 5].step, 250);
+    EXPECT_EQ(trace->phases[s + 5].parent, PhaseId(uint32_t(s + 2)));
+    EXPECT_EQ(name(kSteps * kPerStep), "after the last commit");
+    EXPECT_GT(trace->phases.back().end, trace->phases.back().start);
+    ASSERT_EQ(trace->events.size(), size_t{2 * kSteps * kBlocks});
+    for (size_t i = 0; i < trace->events.size(); ++i) {
+        const size_t step = i / (2 * kBlocks), block = i % (2 * kBlocks) / 2;
+        ASSERT_EQ(trace->events[i].phase, PhaseId(uint32_t(step * kPerStep + 3 + block))) << i;
+        ASSERT_EQ(trace->events[i].category, Category::Activation) << i;
+    }
     std::filesystem::remove(path);
 }
 

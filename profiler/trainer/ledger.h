@@ -180,13 +180,25 @@ private:
     // The logs' memory comes from mmap, not malloc: glibc raises its mmap and
     // trim thresholds to the size of any mapped block freed, and blocks of
     // this size would retune the heap of the very run being measured.
+    //
+    // What the hook touches and what the reading side writes lie on separate
+    // cache lines: the reader advances `read` for every record, and on the
+    // line of `write` each of those stores would take the line from the
+    // training thread's core and each report would take it back.
+    //
+    // The owner keeps its position and the chunk it writes in beside `write`,
+    // on the line it writes anyway, so that a report finds its slot without
+    // a lookup through the slot array: a load that depends on another, and
+    // often a cache miss once the thread's kernels have run.
     struct Log {
-        std::atomic<uint64_t> write{0};  // owner: records published; shared: slots claimed
-        uint64_t read = 0;               // the reading side's
-        uint64_t step_start = 0;         // `read` at the previous commit
-        uint64_t busiest_step = 0;
-        std::atomic<uint64_t> installed_end{0};  // past the highest chunk number installed
+        alignas(64) std::atomic<uint64_t> write{0};  // owner: records published; shared: claimed
         Chunk** chunks = nullptr;                // kMaxChunks slots, mapped zero (none); see slot()
+        std::atomic<uint64_t> installed_end{0};  // past the highest chunk number installed
+        uint64_t owned_next = 0;                 // owner log: `write`, the owner's own copy
+        Chunk* owned_chunk = nullptr;            // owner log: the chunk of owned_next - 1
+        alignas(64) uint64_t read = 0;           // the reading side's
+        uint64_t step_start = 0;                 // `read` at the previous commit
+        uint64_t busiest_step = 0;
         std::atomic_ref<Chunk*> slot(uint64_t n) const {
             return std::atomic_ref<Chunk*>(chunks[n % kMaxChunks]);
         }
@@ -200,26 +212,43 @@ private:
     }
     void append(RecordKind kind, uint64_t ptr, uint64_t size, int16_t device, int64_t time,
                 uint8_t flags, uint32_t phase) {
-        const bool owner = onOwnerThread();
-        Log& log = owner ? owner_log_ : shared_log_;
-        const uint64_t i = owner ? log.write.load(std::memory_order_relaxed)
-                                 : log.write.fetch_add(1, std::memory_order_relaxed);
+        if (onOwnerThread()) return appendOwned(kind, ptr, size, device, time, flags, phase);
+        Log& log = shared_log_;
+        const uint64_t i = log.write.fetch_add(1, std::memory_order_relaxed);
         Chunk* chunk = log.slot(i / kChunkRecords).load(std::memory_order_acquire);
         if (chunk == nullptr) chunk = installChunk(log, i / kChunkRecords);
         Record& r = chunk->records[i % kChunkRecords];
+        fill(r, kind, ptr, size, device, time, flags, phase);
+        r.other = owner_log_.write.load(std::memory_order_acquire);
+        r.ready.store(1, std::memory_order_release);
+    }
+    // The owner's: plain stores, published by the release store of `write`.
+    void appendOwned(RecordKind kind, uint64_t ptr, uint64_t size, int16_t device, int64_t time,
+                     uint8_t flags, uint32_t phase) {
+        Log& log = owner_log_;
+        const uint64_t i = log.owned_next;
+        Chunk* chunk = log.owned_chunk;
+        // A new chunk at each boundary. The reader recycles a chunk only once
+        // it has read its last record, which this thread wrote last.
+        if (i % kChunkRecords == 0 || chunk == nullptr) {
+            chunk = log.slot(i / kChunkRecords).load(std::memory_order_acquire);
+            if (chunk == nullptr) chunk = installChunk(log, i / kChunkRecords);
+            log.owned_chunk = chunk;
+        }
+        Record& r = chunk->records[i % kChunkRecords];
+        fill(r, kind, ptr, size, device, time, flags, phase);
+        r.other = shared_log_.write.load(std::memory_order_acquire);
+        log.owned_next = i + 1;
+        log.write.store(i + 1, std::memory_order_release);
+    }
+    static void fill(Record& r, RecordKind kind, uint64_t ptr, uint64_t size, int16_t device,
+                     int64_t time, uint8_t flags, uint32_t phase) {
         r.ptr = ptr;
         r.size = size;
         r.time = time;
         r.phase = phase;
         r.device = device;
         r.kind = static_cast<uint8_t>(static_cast<uint8_t>(kind) | flags);
-        if (owner) {
-            r.other = shared_log_.write.load(std::memory_order_acquire);
-            log.write.store(i + 1, std::memory_order_release);
-        } else {
-            r.other = owner_log_.write.load(std::memory_order_acquire);
-            r.ready.store(1, std::memory_order_release);
-        }
     }
     // The chunk for chunk number `n`, allocated if nobody has yet (the slow path).
     Chunk* installChunk(Log& log, uint64_t n, bool from_hook = true);
@@ -275,8 +304,9 @@ private:
     };
 
     BackgroundTraceWriter& writer_;
-    // The reading side's state, whoever reads (the hook never takes this lock).
-    std::mutex mutex_;
+    // The reading side's state, whoever reads (the hook never takes this
+    // lock), from a cache line of its own on.
+    alignas(64) std::mutex mutex_;
     // The events of the step so far, held back until commit, and what the
     // reading side knows of each (parallel): events go to the writer as they are.
     std::vector<Event> pending_;

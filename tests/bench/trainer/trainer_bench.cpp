@@ -1,5 +1,5 @@
 // memscope-bench-trainer [--paper | --small] [--theory-only | --sweep-only |
-//                         --overhead-only | --blas-only]
+//                         --overhead-only | --blas-only] [--rounds N]
 //
 // 1. Theory: every policy of the sweep on the theory configurations: the run
 //    table, the per-phase peaks, the memory/time frontier, and the activation
@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -150,7 +151,7 @@ double processCpuSeconds() {
 // pairing cancels slow drift in the machine's load. The figure is the median
 // over rounds of those ratios, with the middle half of them beside it. The
 // same done with recording off in both runs of a round is the noise floor.
-constexpr int kOverheadRounds = 21;
+int g_overhead_rounds = 21;  // --rounds: more narrows the median on a noisy machine
 constexpr int kOverheadSteps = 25;
 
 struct Paired {
@@ -169,7 +170,7 @@ double quantile(std::vector<double> v, double q) {
 
 Result<Paired> pairedRuns(const TrainConfig& c, bool record_first, bool record_second) {
     Paired out;
-    for (int round = 0; round < kOverheadRounds; ++round) {
+    for (int round = 0; round < g_overhead_rounds; ++round) {
         double step_ms[2] = {0, 0}, thread_cpu_ms[2] = {0, 0};
         // Alternate which goes first, so that neither always inherits the
         // other's heap and caches.
@@ -219,8 +220,8 @@ void overhead(const ModelConfig& m, const char* label) {
     std::printf(
         "    step time, recording on against off: %+6.2f%%  (middle half of %d rounds "
         "%+.2f%% to %+.2f%%; %+.0f ns per event)\n",
-        overhead, kOverheadRounds, pct(quantile(on->ratios, 0.25)), pct(quantile(on->ratios, 0.75)),
-        overhead / 100.0 * off_ms * 1e6 / per_step);
+        overhead, g_overhead_rounds, pct(quantile(on->ratios, 0.25)),
+        pct(quantile(on->ratios, 0.75)), overhead / 100.0 * off_ms * 1e6 / per_step);
     std::printf(
         "    noise floor, off against off:        %+6.2f%%  (middle half %+.2f%% to %+.2f%%)\n",
         pct(median(floor->ratios)), pct(quantile(floor->ratios, 0.25)),
@@ -323,10 +324,13 @@ int main(int argc, char** argv) {
             only(cost);
         else if (!std::strcmp(argv[i], "--blas-only"))
             only(blas);
+        else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc && std::atoi(argv[i + 1]) > 0)
+            g_overhead_rounds = std::atoi(argv[++i]);
         else {
             std::fprintf(stderr,
                          "usage: memscope-bench-trainer [--paper|--small] "
-                         "[--theory-only|--sweep-only|--overhead-only|--blas-only]\n");
+                         "[--theory-only|--sweep-only|--overhead-only|--blas-only] "
+                         "[--rounds N (recording overhead; default 21)]\n");
             return 2;
         }
     }
@@ -374,7 +378,7 @@ int main(int argc, char** argv) {
         std::printf(
             "\nrecording overhead (policy full, %d rounds of two interleaved runs of %d "
             "steps, the first two steps left out):\n",
-            kOverheadRounds, kOverheadSteps);
+            g_overhead_rounds, kOverheadSteps);
         ModelConfig q = preset(ModelKind::Mlp, "quick").value();
         overhead(q, ("mlp quick " + describe(q)).c_str());
         ModelConfig g = preset(ModelKind::Gpt, "quick").value();

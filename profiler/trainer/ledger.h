@@ -34,7 +34,7 @@
 // The training thread allocates nothing here that outlives a call: memory it
 // allocated and the writer kept (a phase's name, say) would sit among the
 // step's tensors in its malloc arena, and tensors freed around it could not
-// be reused whole. Measured: the traced run's heap grew by about 200 KiB per
+// be reused whole. Measured: the traced run's heap grew by about 100 KiB per
 // step, every step, and the tensors ran onto fresh pages (page faults).
 // Reading in log order gives the same result as reading at each call: a tag
 // written after an allocation's record is read after it. counts() and

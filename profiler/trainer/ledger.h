@@ -165,6 +165,7 @@ private:
     static constexpr uint8_t kInTicks = 0x80;
     static_assert(sizeof(Record) == 40);
     static constexpr uint64_t kChunkRecords = 4096;
+    static constexpr uint64_t kPrefetchRecords = 8;        // 320 bytes: 5 lines ahead
     static constexpr size_t kMaxChunks = size_t{1} << 18;  // 2^30 records per run and log
     static constexpr size_t kMaxSpareChunks = 64;          // 10 MiB kept for reuse
     struct Chunk {
@@ -236,6 +237,11 @@ private:
             log.owned_chunk = chunk;
         }
         Record& r = chunk->records[i % kChunkRecords];
+        // Asks for the line a few records on now, so that writing it later
+        // does not wait: a recycled chunk's lines were last read on the
+        // reader's core, and the first store to each would stall this thread.
+        if (i % kChunkRecords + kPrefetchRecords < kChunkRecords)
+            __builtin_prefetch(&chunk->records[i % kChunkRecords + kPrefetchRecords], 1, 3);
         fill(r, kind, ptr, size, device, time, flags, phase);
         r.other = shared_log_.write.load(std::memory_order_acquire);
         log.owned_next = i + 1;

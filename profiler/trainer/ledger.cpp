@@ -47,10 +47,8 @@ void AllocationLedger::deleteChunk(Chunk* chunk) {
 }
 
 AllocationLedger::AllocationLedger(BackgroundTraceWriter& writer)
-    : owner_(pthread_self()),
-      next_phase_(writer.nextPhaseId().value),
-      writer_(writer),
-      first_pending_phase_(next_phase_) {
+    : next_phase_(writer.nextPhaseId().value), writer_(writer), first_pending_phase_(next_phase_) {
+    owner_log_.thread = threadPointer();
     try {
         // Mapped zero: every slot starts empty, and only the slots used are
         // ever faulted in.

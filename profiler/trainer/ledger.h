@@ -41,8 +41,6 @@
 // finish() read whatever is left on the caller's thread and return when all of
 // it is with the writer.
 
-#include <pthread.h>
-
 #include <array>
 #include <atomic>
 #include <condition_variable>
@@ -94,7 +92,7 @@ public:
     }
 
     // The phase later events belong to (read by the hook, atomically).
-    void setPhase(PhaseId phase) { phase_.store(phase.value, std::memory_order_release); }
+    void setPhase(PhaseId phase) { owner_log_.phase.store(phase.value, std::memory_order_release); }
 
     // The training thread's records (lock-free, like the hot path).
     // Ground truth for a live allocation (by the storage's base pointer).
@@ -197,6 +195,8 @@ private:
         std::atomic<uint64_t> installed_end{0};  // past the highest chunk number installed
         uint64_t owned_next = 0;                 // owner log: `write`, the owner's own copy
         Chunk* owned_chunk = nullptr;            // owner log: the chunk of owned_next - 1
+        uintptr_t thread = 0;                    // owner log: the owner's thread pointer
+        std::atomic<uint32_t> phase{0};          // owner log: the phase all events are in now
         alignas(64) uint64_t read = 0;           // the reading side's
         uint64_t step_start = 0;                 // `read` at the previous commit
         uint64_t busiest_step = 0;
@@ -205,11 +205,16 @@ private:
         }
     };
 
-    bool onOwnerThread() const { return pthread_equal(pthread_self(), owner_) != 0; }
+    // The thread pointer (the TLS base) tells threads apart without a call.
+    static uintptr_t threadPointer() {
+        return reinterpret_cast<uintptr_t>(__builtin_thread_pointer());
+    }
+    bool onOwnerThread() const { return threadPointer() == owner_log_.thread; }
     // A record of the phase events happen in now.
     void append(RecordKind kind, uint64_t ptr, uint64_t size, int16_t device, int64_t time,
                 uint8_t flags = 0) {
-        append(kind, ptr, size, device, time, flags, phase_.load(std::memory_order_relaxed));
+        append(kind, ptr, size, device, time, flags,
+               owner_log_.phase.load(std::memory_order_relaxed));
     }
     void append(RecordKind kind, uint64_t ptr, uint64_t size, int16_t device, int64_t time,
                 uint8_t flags, uint32_t phase) {
@@ -281,9 +286,7 @@ private:
     // Allocates `log`'s chunks for its next `records` slots (commit).
     void reserveAhead(Log& log, uint64_t records);
 
-    const pthread_t owner_;
     Log owner_log_, shared_log_;
-    std::atomic<uint32_t> phase_{0};
     std::atomic<uint64_t> hook_allocations_{0};
 
     // The phase side's (one thread at a time, see beginPhase): the next id,

@@ -14,8 +14,8 @@ ReportingThreads::Flag ReportingThreads::flags_[kFlags];
 std::atomic<size_t> ReportingThreads::flags_used_{0};
 std::atomic<int> ReportingThreads::shared_busy_{0};
 std::atomic<bool> ReportingThreads::fast_{false};
-thread_local ReportingThreads::Flag* ReportingThreads::tl_flag_ = nullptr;
-thread_local bool ReportingThreads::tl_shared_ = false;
+constinit thread_local ReportingThreads::Flag* ReportingThreads::tl_flag_ = nullptr;
+constinit thread_local bool ReportingThreads::tl_shared_ = false;
 
 namespace {
 

@@ -71,8 +71,10 @@ private:
     static std::atomic<size_t> flags_used_;
     static std::atomic<int> shared_busy_;  // threads without a flag of their own
     static std::atomic<bool> fast_;
-    static thread_local Flag* tl_flag_;
-    static thread_local bool tl_shared_;  // this thread found no free flag
+    // constinit: other files then read them straight from the thread's
+    // storage, without a check for an initialization function first.
+    static constinit thread_local Flag* tl_flag_;
+    static constinit thread_local bool tl_shared_;  // this thread found no free flag
     static Flag* claimFlag();
 };
 

@@ -24,8 +24,6 @@ public:
     RunContext(const RunContext&) = delete;
     RunContext& operator=(const RunContext&) = delete;
 
-    bool recording() const { return ledger_ != nullptr; }
-    const EpochClock& clock() const { return clock_; }
     int64_t now() const { return clock_.now(); }
 
     // Phases nest; a phase is named by its path, e.g. "step 2 / backward /
@@ -34,7 +32,6 @@ public:
     // AllocationLedger::beginPhase.
     void begin(PhaseKind kind, std::string_view leaf, int step = -1, int block = -1);
     void end();
-    int currentStep() const { return stack_.empty() ? -1 : stack_.back().step; }
 
     void tag(const void* ptr, Category category) {
         if (ledger_ && ptr) ledger_->tag(reinterpret_cast<uint64_t>(ptr), category);

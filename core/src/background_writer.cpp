@@ -21,6 +21,7 @@
 #include <system_error>
 #include <thread>
 
+#include "memscope/cpu_set.h"
 #include "memscope/native_format.h"
 #include "native_chunk_writer.h"
 #include "native_tables.h"
@@ -186,6 +187,9 @@ Result<std::unique_ptr<BackgroundTraceWriter>> BackgroundTraceWriter::create(
     if (!chunks) return chunks.error();
     auto impl = std::make_unique<Impl>(metadata, std::move(*chunks),
                                        std::max(flush_period, std::chrono::milliseconds(1)));
+    // Background work: between chunks, a thread that waits for this core
+    // (the traced program's) gets it. Costs a system call per chunk.
+    impl->chunks->yieldBetweenChunks(true);
     // The metadata goes out at once: even a process killed right away leaves a
     // file that says what it was.
     impl->chunks->write(impl->tables.takePending(), {}, 0);
@@ -217,6 +221,12 @@ Result<std::unique_ptr<BackgroundTraceWriter>> BackgroundTraceWriter::create(
 }
 
 BackgroundTraceWriter::BackgroundTraceWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+bool BackgroundTraceWriter::keepThreadOn(const CpuSet& cpus) {
+    std::lock_guard lock(impl_->sync->mutex);
+    if (impl_->thread_done || impl_->in_child || !impl_->sync->thread.joinable()) return false;
+    return cpus.applyTo(impl_->sync->thread.native_handle());
+}
 
 BackgroundTraceWriter::~BackgroundTraceWriter() {
     (void)close();

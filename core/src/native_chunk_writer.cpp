@@ -1,6 +1,7 @@
 #include "native_chunk_writer.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -68,6 +69,7 @@ void ChunkWriter::write(const PendingTables& pending, std::span<const Event> eve
         raw_.clear();
         encoder_.encode(events.subspan(i, n), first_event + i, raw_);
         emit(ChunkType::Events, static_cast<uint32_t>(n), raw_);
+        if (yield_between_chunks_) sched_yield();
     }
     encodeUpdates(pending, emit_fn);
 }

@@ -38,6 +38,9 @@ public:
     void abandon();
 
     uint32_t eventsPerChunk() const { return events_per_chunk_; }
+    // After each events chunk, sched_yield(): for a writer on a background
+    // thread, so that it holds a busy core for one chunk's work at most.
+    void yieldBetweenChunks(bool on) { yield_between_chunks_ = on; }
 
 private:
     ChunkWriter(int fd, std::string path, uint32_t events_per_chunk);
@@ -47,6 +50,7 @@ private:
     int fd_ = -1;
     std::string path_;
     uint32_t events_per_chunk_;
+    bool yield_between_chunks_ = false;
     std::vector<unsigned char> buffer_;  // complete chunks not yet written
     std::vector<unsigned char> raw_;     // scratch: one chunk's raw payload
     std::vector<unsigned char> packed_;  // scratch: its compressed form

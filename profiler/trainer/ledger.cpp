@@ -1,6 +1,7 @@
 #include "ledger.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 
@@ -116,8 +117,12 @@ void AllocationLedger::readerLoop() {
                 return;  // what is left is finish()'s, on the owner's thread
         }
         std::lock_guard lock(mutex_);
-        period = std::chrono::milliseconds(drain() ? 10 : 100);
+        period = std::chrono::milliseconds(drain(true) ? 10 : 100);
     }
+}
+
+bool AllocationLedger::keepThreadOn(const CpuSet& cpus) {
+    return cpus.applyTo(reader_.native_handle());
 }
 
 void AllocationLedger::commit() {
@@ -209,7 +214,7 @@ void AllocationLedger::advance(Log& log) {
 // between their records: a record's `other` is the other log's write position
 // when it was written, so the other log's records below it happened first.
 // Records that neither precede were concurrent, and either order is true.
-bool AllocationLedger::drain() {
+bool AllocationLedger::drain(bool yielding) {
     const uint64_t read_before = owner_log_.read + shared_log_.read;
     // Owner first: the owner's `other`s are then within the shared snapshot
     // (each was loaded before its record was published, and so before ours).
@@ -230,6 +235,7 @@ bool AllocationLedger::drain() {
         if (owner_left) {
             Record& o = recordAt(owner_log_);
             if (o.other <= shared_log_.read) {
+                if (yielding && owner_log_.read % kYieldRecords == 0) sched_yield();
                 process(o);
                 advance(owner_log_);
                 continue;
@@ -244,6 +250,7 @@ bool AllocationLedger::drain() {
             reload();
             continue;
         }
+        if (yielding && shared_log_.read % kYieldRecords == 0) sched_yield();
         process(recordAt(shared_log_));
         advance(shared_log_);
     }

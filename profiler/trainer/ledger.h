@@ -56,6 +56,7 @@
 
 #include "address_table.h"
 #include "clock.h"
+#include "memscope/cpu_set.h"
 #include "memscope/native_format.h"
 #include "memscope/types.h"
 
@@ -123,6 +124,14 @@ public:
     // Returns when every record so far has been read and its events handed to
     // the writer (before the writer is closed).
     void finish();
+
+    // Keeps the ledger's thread on these CPUs (see memscope/cpu_set.h): off
+    // the training thread's core. False when the system refuses, and the
+    // thread runs where it did. Wherever it runs, it yields its core every
+    // kYieldRecords records it reads, so that a thread waiting for that core
+    // (OpenBLAS's worker, say, with a matrix product to do) gets it within a
+    // few microseconds rather than after the whole batch.
+    bool keepThreadOn(const CpuSet& cpus);
 
     struct Counts {
         uint64_t allocs = 0;
@@ -267,8 +276,9 @@ private:
     static void deleteChunk(Chunk* chunk);
     void releaseLogs();  // every chunk and slot array (the destructor's)
     // Reads both logs up to what has been published (mutex_ held); whether
-    // there was anything to read.
-    bool drain();
+    // there was anything to read. The ledger's thread passes `yielding`.
+    bool drain(bool yielding = false);
+    static constexpr uint64_t kYieldRecords = 128;  // about 7 us of reading
     // The next record of `log`, once written; its chunk is recycled after.
     Record& recordAt(Log& log);
     void advance(Log& log);

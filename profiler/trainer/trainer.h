@@ -32,6 +32,10 @@ struct RunResult {
     std::vector<float> parameters;  // all parameters, flattened (keep_parameters)
     AllocationLedger::Counts counts;
     std::string cuda_snapshot;  // path written, or why none was
+    // The CPUs the recording's threads (the ledger's, the writer's) were kept
+    // on: all the training thread may use but its own. Empty when it may use
+    // only one, or nothing was recorded (see memscope/cpu_set.h).
+    CpuSet recorder_cpus;
 };
 
 bool cudaAvailable();

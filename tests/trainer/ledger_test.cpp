@@ -4,10 +4,12 @@
 #include "ledger.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <thread>
 #include <unordered_map>
@@ -220,6 +222,81 @@ TEST(RunContext, PhasesReachTheWriterAtCommitWithTheIdsEventsCarry) {
     // Ended after its hand-over, at or after the event inside it.
     EXPECT_GE(trace->phases[0].end, trace->events[1].time);
     EXPECT_LE(trace->phases[1].end, trace->events[1].time);
+    std::filesystem::remove(path);
+}
+
+namespace {
+
+// The affinity of this process's threads named `name` (/proc/self/task/*/comm).
+std::vector<CpuSet> affinityOfThreadsNamed(const std::string& name) {
+    std::vector<CpuSet> out;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream comm(task.path() / "comm");
+        std::string line;
+        if (!std::getline(comm, line) || line != name) continue;
+        cpu_set_t mask;
+        CPU_ZERO(&mask);
+        const auto tid = static_cast<pid_t>(std::stol(task.path().filename().string()));
+        if (sched_getaffinity(tid, sizeof mask, &mask) != 0) continue;
+        std::vector<int> cpus;
+        for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+            if (CPU_ISSET(cpu, &mask)) cpus.push_back(cpu);
+        out.emplace_back(std::move(cpus));
+    }
+    return out;
+}
+
+}  // namespace
+
+// The recording's threads keep off the training thread's core (cpu_set.h),
+// and the ledger's thread, which yields its core every kYieldRecords records,
+// still reads every record in order: 20,000 events in steps of 2,000, read
+// while the training thread writes more.
+TEST(AllocationLedger, ItsThreadsKeepOffTheOwnersCoreAndReadEverything) {
+    const auto elsewhere = cpusBesideCallingThread();
+    if (!elsewhere) GTEST_SKIP() << "this thread may run on one CPU only: nowhere else to go";
+    const CpuSet mine = CpuSet::ofCallingThread();
+    const std::string path = tempPath("placement");
+    constexpr int kSteps = 10, kPerStep = 1000;
+    {
+        auto writer = BackgroundTraceWriter::create(path, TraceMetadata{});
+        ASSERT_TRUE(writer.ok()) << writer.message();
+        AllocationLedger ledger(**writer);
+        ASSERT_TRUE((*writer)->keepThreadOn(*elsewhere));
+        ASSERT_TRUE(ledger.keepThreadOn(*elsewhere));
+        const auto writers = affinityOfThreadsNamed("memscope-writer");
+        const auto readers = affinityOfThreadsNamed("memscope-ledger");
+        ASSERT_EQ(writers.size(), 1u);
+        ASSERT_EQ(readers.size(), 1u);
+        EXPECT_EQ(writers[0], *elsewhere) << writers[0].toString();
+        EXPECT_EQ(readers[0], *elsewhere) << readers[0].toString();
+        EXPECT_EQ(CpuSet::ofCallingThread(), mine);  // the owner itself stays free
+        int64_t t = 0;
+        for (int step = 0; step < kSteps; ++step) {
+            for (int i = 0; i < kPerStep; ++i) {
+                const uint64_t ptr = 0x10000 + 0x100 * static_cast<uint64_t>(i);
+                ledger.onAlloc(ptr, 64 + static_cast<uint64_t>(i), 0, ++t);
+                ledger.onFree(ptr, 0, 0, ++t);
+            }
+            ledger.commit();
+            std::this_thread::sleep_for(std::chrono::milliseconds(3));  // read meanwhile
+        }
+        const auto counts = ledger.counts();
+        EXPECT_EQ(counts.allocs, uint64_t{kSteps} * kPerStep);
+        EXPECT_EQ(counts.frees, uint64_t{kSteps} * kPerStep);
+        EXPECT_EQ(counts.unmatched_frees, 0u);
+        ASSERT_TRUE((*writer)->close().ok());
+    }
+    auto trace = readNativeTrace(path);
+    ASSERT_TRUE(trace.ok()) << trace.message();
+    ASSERT_EQ(trace->events.size(), size_t{2} * kSteps * kPerStep);
+    for (size_t k = 0; k < trace->events.size(); ++k) {
+        const Event& e = trace->events[k];
+        ASSERT_EQ(e.time, static_cast<int64_t>(k + 1)) << "event " << k;
+        ASSERT_EQ(e.kind, k % 2 == 0 ? EventKind::Alloc : EventKind::FreeCompleted) << k;
+        // Each free carries its allocation's size, found by the ledger.
+        ASSERT_EQ(e.size, 64 + (k / 2) % kPerStep) << "event " << k;
+    }
     std::filesystem::remove(path);
 }
 

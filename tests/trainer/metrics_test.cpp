@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "memscope/cpu_set.h"
 #include "test_util.h"
 
 using namespace memscope;
@@ -50,6 +51,17 @@ TEST(TrainerMetrics, RoundTripThroughTheTrace) {
                             "optimizer", "torch_version", "unmatched_frees"})
         EXPECT_NE(t.metadata.property(key), nullptr) << key;
     EXPECT_EQ(*t.metadata.property("steps"), "3");
+    // Where the recording's threads ran, when they could be kept off the
+    // training thread's core (it may use more than one CPU).
+    if (rec->run.recorder_cpus.empty()) {
+        EXPECT_EQ(t.metadata.property("recorder_cpus"), nullptr);
+    } else {
+        ASSERT_NE(t.metadata.property("recorder_cpus"), nullptr);
+        EXPECT_EQ(*t.metadata.property("recorder_cpus"), rec->run.recorder_cpus.toString());
+    }
+    if (CpuSet::ofCallingThread().size() > 1) {
+        EXPECT_FALSE(rec->run.recorder_cpus.empty());
+    }
 }
 
 TEST(TrainerMetrics, FullPolicyIsTheCompareBaseline) {

@@ -57,6 +57,8 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
+class CpuSet;
+
 // Thread-safe front for producers (the CUPTI tracer, the trainer's memory hook):
 // calls are cheap (a mutex and a vector push); a background thread writes
 // chunks and flushes every flush_period, so a killed process loses at most
@@ -96,6 +98,12 @@ public:
 
     Result<void> flush();  // synchronous: returns when the data is in the file
     Result<void> close();  // stops the thread; idempotent
+
+    // Keeps the writer's thread on these CPUs (see cpu_set.h for why a
+    // recorder would). False when the system refuses, and the thread runs
+    // where it did. The thread also yields its core between chunks, so that
+    // a thread waiting for that core gets it within one chunk's work.
+    bool keepThreadOn(const CpuSet& cpus);
 
     struct Impl;
 

@@ -160,6 +160,7 @@ struct Paired {
     std::vector<double> first_ms;  // the first configuration's median step, per round
     double cpu_first = 1e300, cpu_second = 1e300;  // least process CPU of a whole run
     uint64_t events = 0;                           // recorded per run
+    std::string recorder_cpus;                     // where the recording's threads ran
 };
 
 double quantile(std::vector<double> v, double q) {
@@ -192,7 +193,13 @@ Result<Paired> pairedRuns(const TrainConfig& c, bool record_first, bool record_s
             thread_cpu_ms[which] = median(cpu_ms);
             double& best = which == 0 ? out.cpu_first : out.cpu_second;
             best = std::min(best, cpu);
-            if (!o.trace_path.empty()) out.events = run->counts.allocs + run->counts.frees;
+            if (!o.trace_path.empty()) {
+                out.events = run->counts.allocs + run->counts.frees;
+                out.recorder_cpus =
+                    run->recorder_cpus.empty()
+                        ? "wherever the scheduler put them"
+                        : "on CPU " + run->recorder_cpus.toString() + ", off the training thread's";
+            }
         }
         out.first_ms.push_back(step_ms[0]);
         out.ratios.push_back(step_ms[1] / step_ms[0]);
@@ -237,6 +244,7 @@ void overhead(const ModelConfig& m, const char* label) {
         "    process CPU, best whole run (setup, writer and file included): off %7.3f s  "
         "on %7.3f s  overhead %+6.2f%%\n",
         on->cpu_first, on->cpu_second, 100.0 * (on->cpu_second - on->cpu_first) / on->cpu_first);
+    std::printf("    the recording's threads ran %s\n", on->recorder_cpus.c_str());
 }
 
 // Which BLAS this process loaded, from its mappings: the libblas.so.3 found

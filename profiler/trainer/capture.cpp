@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <optional>
+#include <thread>
 
 #include "reporting_threads.h"
 
@@ -70,7 +71,48 @@ std::atomic<const WrapperTarget*> g_target{nullptr};
 // allocation of c10's default CPU allocator), set by the first allocation.
 std::atomic<c10::DeleterFnPtr> g_inner_deleter{nullptr};
 
+// The ledger owner's own route to its ledger, one thread-local cache line:
+// the training thread reports nearly every event, and between two reports
+// the kernels it runs evict what the general path below reads (the shared
+// target, the target's ledger and device, the thread's reporting flag, the
+// ledger's check of the calling thread), a cache miss each. Set by the scope
+// on the thread that made it, when that thread owns the ledger.
+//
+// The scope's end withdraws it like the target, from whichever thread: it
+// clears `ledger`, and (after ReportingThreads' barrier) waits for `busy`,
+// which only this thread sets, with plain stores.
+struct OwnerRoute {
+    std::atomic<AllocationLedger*> ledger{nullptr};
+    std::atomic<int> busy{0};
+    int16_t device = 0;
+    bool fast_barrier = false;  // ReportingThreads' membarrier is in use
+};
+constinit thread_local OwnerRoute tl_route;
+
+// Whether the owner's route took the report.
+bool reportByRoute(void* ptr, uint64_t size, bool is_free) {
+    OwnerRoute& route = tl_route;
+    if (route.ledger.load(std::memory_order_relaxed) == nullptr) return false;
+    route.busy.store(1, std::memory_order_relaxed);
+    // The store above before the load below (ReportingThreads::enter's reasoning).
+    if (route.fast_barrier)
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+    else
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+    AllocationLedger* ledger = route.ledger.load(std::memory_order_relaxed);
+    if (ledger != nullptr) {
+        const auto address = reinterpret_cast<uint64_t>(ptr);
+        if (is_free)
+            ledger->onFreeOwnedNow(address, size, route.device);
+        else
+            ledger->onAllocOwnedNow(address, size, route.device);
+    }
+    route.busy.store(0, std::memory_order_release);
+    return ledger != nullptr;
+}
+
 void report(void* ptr, uint64_t size, bool is_free) {
+    if (reportByRoute(ptr, size, is_free)) return;
     ReportGuard guard;
     if (const WrapperTarget* t = g_target.load(std::memory_order_acquire)) {
         const auto address = reinterpret_cast<uint64_t>(ptr);
@@ -127,6 +169,7 @@ struct CaptureScope::Impl {
     std::optional<c10::DebugInfoGuard> guard;
     WrapperTarget target;
     c10::Allocator* replaced = nullptr;  // the allocator the wrapper stands in for
+    OwnerRoute* route = nullptr;         // the making thread's, when it owns the ledger
 
     Impl(AllocationLedger& ledger, CaptureOptions options) {
         if (options.cpu_only && installWrapper(ledger, options)) return;
@@ -153,15 +196,26 @@ struct CaptureScope::Impl {
             return false;
         }
         replaced = wrapper.inner();
+        if (ledger.ownedByCallingThread()) {
+            route = &tl_route;
+            route->device = target.device;
+            route->fast_barrier = ReportingThreads::fastBarrier();
+            route->ledger.store(&ledger, std::memory_order_release);
+        }
         return true;
     }
 
     ~Impl() {
         if (!replaced) return;  // the hook's guard restores the debug info itself
         c10::SetAllocator(c10::DeviceType::CPU, replaced);
-        g_target.store(nullptr);  // later reports see no target...
-        // ...and reports that saw it have finished with the ledger.
+        if (route) route->ledger.store(nullptr, std::memory_order_relaxed);
+        g_target.store(nullptr);  // later reports see neither...
+        // ...and reports that saw them have finished with the ledger. (The
+        // thread that made the scope must outlive it: its route lives in
+        // that thread's storage.)
         ReportingThreads::waitForReporters();
+        if (route)
+            while (route->busy.load(std::memory_order_acquire) != 0) std::this_thread::yield();
     }
 };
 

@@ -92,6 +92,18 @@ public:
                kInTicks);
     }
 
+    // The same from the owner's thread, for a caller that knows it is on it
+    // (the CPU allocator wrapper's route, capture.cpp): no thread check.
+    void onAllocOwnedNow(uint64_t ptr, uint64_t size, int16_t device) {
+        appendOwned(RecordKind::Alloc, ptr, size, device, static_cast<int64_t>(TickClock::now()),
+                    kInTicks, owner_log_.phase.load(std::memory_order_relaxed));
+    }
+    void onFreeOwnedNow(uint64_t ptr, uint64_t size, int16_t device) {
+        appendOwned(RecordKind::Free, ptr, size, device, static_cast<int64_t>(TickClock::now()),
+                    kInTicks, owner_log_.phase.load(std::memory_order_relaxed));
+    }
+    bool ownedByCallingThread() const { return onOwnerThread(); }
+
     // The phase later events belong to (read by the hook, atomically).
     void setPhase(PhaseId phase) { owner_log_.phase.store(phase.value, std::memory_order_release); }
 

@@ -29,6 +29,9 @@ public:
     // Registers the process for the fast barrier; idempotent. False when the
     // fallback (full fences) is in use.
     static bool enableFastBarrier();
+    // Whether it is in use (reporters of their own then need only a
+    // compiler fence between their flag's store and their loads).
+    static bool fastBarrier() { return fast_.load(std::memory_order_relaxed); }
 
     // The reporting side, around any use of what the waiting side withdraws.
     // Reentrant on a thread. No read-modify-write on a thread with a flag.

@@ -335,11 +335,12 @@ void BackgroundTraceWriter::append(std::span<const Event> events) {
     {
         std::lock_guard lock(d.sync->mutex);
         if (d.closed || d.in_child) return;
+        // One copy and one pass, not a call and a push per event (a step's
+        // batch from the trainer's ledger is a few thousand).
         const size_t before = d.events.size();
-        for (const Event& e : events) {
-            d.tables.nextEventIndex();
-            d.events.push_back(d.tables.sanitize(e));
-        }
+        d.events.insert(d.events.end(), events.begin(), events.end());
+        d.tables.sanitize(std::span(d.events).subspan(before));
+        d.tables.countEvents(events.size());
         wake = before < d.per_chunk && d.events.size() >= d.per_chunk;
     }
     if (wake) d.sync->wake.notify_one();

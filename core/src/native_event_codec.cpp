@@ -211,7 +211,9 @@ void EventEncoder::encode(std::span<const Event> events, uint64_t first_index,
 
         const auto time = static_cast<uint64_t>(e.time);  // wrapping arithmetic: no overflow UB
         const auto dt = static_cast<int64_t>(time - prev_time);
-        cursor[kTime] = putVarint(cursor[kTime], zigzag(dt / static_cast<int64_t>(unit)));
+        // Most chunks' unit is 1: no 64-bit division per event then.
+        cursor[kTime] =
+            putVarint(cursor[kTime], zigzag(unit == 1 ? dt : dt / static_cast<int64_t>(unit)));
         prev_time = time;
 
         const auto da = static_cast<int64_t>(e.address - prev_address[ctx]);

@@ -121,12 +121,19 @@ void NativeTables::setRunMetrics(const RunMetrics& metrics) { pending_.metrics =
 
 Event NativeTables::sanitize(const Event& event) const {
     Event e = event;
-    if (static_cast<int>(e.kind) >= kEventKindCount) e.kind = EventKind::Marker;
-    if (static_cast<int>(e.category) >= kCategoryCount) e.category = Category::Unknown;
-    e.stack = validStack(e.stack);
-    if (e.phase.value > phase_count_) e.phase = PhaseId();
-    if (e.stream >= streams_.size()) e.stream = 0;
+    sanitize(std::span(&e, 1));
     return e;
+}
+
+void NativeTables::sanitize(std::span<Event> events) const {
+    const size_t stacks = stacks_.size(), streams = streams_.size();
+    for (Event& e : events) {
+        if (static_cast<int>(e.kind) >= kEventKindCount) e.kind = EventKind::Marker;
+        if (static_cast<int>(e.category) >= kCategoryCount) e.category = Category::Unknown;
+        if (e.stack.value > stacks) e.stack = StackId();
+        if (e.phase.value > phase_count_) e.phase = PhaseId();
+        if (e.stream >= streams) e.stream = 0;
+    }
 }
 
 PendingTables NativeTables::takePending() {

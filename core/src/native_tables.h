@@ -56,7 +56,10 @@ public:
     // Ids that do not exist yet would make the reader drop the chunk that holds
     // them, so the writers store such references as 0 (none) instead.
     Event sanitize(const Event& event) const;
+    // The same in place, for a batch (one call, not one per event).
+    void sanitize(std::span<Event> events) const;
     uint64_t nextEventIndex() { return event_count_++; }
+    void countEvents(uint64_t n) { event_count_ += n; }
     uint64_t eventCount() const { return event_count_; }
 
     PendingTables takePending();

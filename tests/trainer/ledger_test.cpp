@@ -264,8 +264,13 @@ TEST(AllocationLedger, ItsThreadsKeepOffTheOwnersCoreAndReadEverything) {
         AllocationLedger ledger(**writer);
         ASSERT_TRUE((*writer)->keepThreadOn(*elsewhere));
         ASSERT_TRUE(ledger.keepThreadOn(*elsewhere));
-        const auto writers = affinityOfThreadsNamed("memscope-writer");
-        const auto readers = affinityOfThreadsNamed("memscope-ledger");
+        // Each thread names itself once it runs.
+        std::vector<CpuSet> writers, readers;
+        for (int tries = 0; tries < 500 && (writers.empty() || readers.empty()); ++tries) {
+            if (tries > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            writers = affinityOfThreadsNamed("memscope-writer");
+            readers = affinityOfThreadsNamed("memscope-ledger");
+        }
         ASSERT_EQ(writers.size(), 1u);
         ASSERT_EQ(readers.size(), 1u);
         EXPECT_EQ(writers[0], *elsewhere) << writers[0].toString();

@@ -266,7 +266,8 @@ Result<RunResult> runPolicy(const TrainConfig& config, const Policy& policy,
         // while it still is (with the default 64 Ki events the buffer is 2.5
         // MiB, and the two threads took 40% more CPU). And the writer yields
         // its core after each chunk, about 50 us of work (see cpu_set.h).
-        // File sizes from 512 to 4096 events per chunk differ by 0.4%.
+        // The file is 3% larger than with 4096 (gpt quick, 300 steps: 2.62
+        // MB against 2.55); 256 events cost the same time and 15% in size.
         NativeWriterOptions writing;
         writing.events_per_chunk = 1024;
         auto created = BackgroundTraceWriter::create(options.trace_path,

@@ -15,17 +15,13 @@
 
 #include "ledger.h"
 #include "memscope/native_format.h"
+#include "test_util.h"
 
 using namespace memscope;
 using namespace memscope::trainer;
+using memscope::trainer::test::scratchTrace;
 
 namespace {
-
-std::string tempPath(const char* name) {
-    return (std::filesystem::temp_directory_path() /
-            (std::string("memscope-capture-") + name + ".memscope"))
-        .string();
-}
 
 c10::DataPtr allocateCpu(size_t n) {
     return c10::GetAllocator(c10::DeviceType::CPU)->allocate(n);
@@ -37,7 +33,7 @@ c10::DataPtr allocateCpu(size_t n) {
 // general path, into the same ledger; frees match across them. After the
 // scope, nothing more arrives, not even the free of memory it saw allocated.
 TEST(CaptureScope, OwnerAndOtherThreadsRecordUntilTheScopeEnds) {
-    const std::string path = tempPath("threads");
+    const std::string path = scratchTrace("capture-threads");
     constexpr int kEach = 500;
     {
         auto writer = BackgroundTraceWriter::create(path, TraceMetadata{});
@@ -82,7 +78,7 @@ TEST(CaptureScope, OwnerAndOtherThreadsRecordUntilTheScopeEnds) {
 // report touches the ledger, which is destroyed at once (ASan would see a
 // report that still did). The making thread outlives the scope, as it must.
 TEST(CaptureScope, EndingOnAnotherThreadWaitsForTheOwnersReports) {
-    const std::string path = tempPath("end");
+    const std::string path = scratchTrace("capture-end");
     auto writer = BackgroundTraceWriter::create(path, TraceMetadata{});
     ASSERT_TRUE(writer.ok()) << writer.message();
     std::unique_ptr<AllocationLedger> ledger;

@@ -20,22 +20,14 @@
 #include "reporting_threads.h"
 #include "run_context.h"
 #include "thread_allocations.h"
+#include "test_util.h"
 
 using namespace memscope;
 using namespace memscope::trainer;
-
-namespace {
-
-std::string tempPath(const char* name) {
-    return (std::filesystem::temp_directory_path() /
-            (std::string("memscope-ledger-") + name + ".memscope"))
-        .string();
-}
-
-}  // namespace
+using memscope::trainer::test::scratchTrace;
 
 TEST(AllocationLedger, CategoriesFromTagsAndHindsight) {
-    const std::string path = tempPath("categories");
+    const std::string path = scratchTrace("ledger-categories");
     {
         auto writer = BackgroundTraceWriter::create(path, TraceMetadata{});
         ASSERT_TRUE(writer.ok()) << writer.message();
@@ -79,7 +71,7 @@ TEST(AllocationLedger, CategoriesFromTagsAndHindsight) {
 // event arrives once, frees match their allocations across the two logs, and
 // after a commit has sized the logs the hook allocates nothing.
 TEST(AllocationLedger, ConcurrentReportsAndNoAllocationInTheHook) {
-    const std::string path = tempPath("concurrent");
+    const std::string path = scratchTrace("ledger-concurrent");
     constexpr int kThreads = 4, kPairs = 20000;
     {
         auto writer = BackgroundTraceWriter::create(path, TraceMetadata{});
@@ -124,7 +116,7 @@ TEST(AllocationLedger, ConcurrentReportsAndNoAllocationInTheHook) {
 // taken from the allocation), and tags from the owner reach allocations made
 // elsewhere.
 TEST(AllocationLedger, HandOffsBetweenThreadsKeepTheirOrder) {
-    const std::string path = tempPath("handoff");
+    const std::string path = scratchTrace("ledger-handoff");
     constexpr int kRounds = 20000;
     {
         auto writer = BackgroundTraceWriter::create(path, TraceMetadata{});
@@ -180,7 +172,7 @@ TEST(AllocationLedger, HandOffsBetweenThreadsKeepTheirOrder) {
 // ids the phases get in the file, a phase still open at a commit gets its end
 // later, and a Step phase is named by its leaf and its step.
 TEST(RunContext, PhasesReachTheWriterAtCommitWithTheIdsEventsCarry) {
-    const std::string path = tempPath("phases");
+    const std::string path = scratchTrace("ledger-phases");
     {
         auto writer = BackgroundTraceWriter::create(path, TraceMetadata{});
         ASSERT_TRUE(writer.ok()) << writer.message();
@@ -256,7 +248,7 @@ TEST(AllocationLedger, ItsThreadsKeepOffTheOwnersCoreAndReadEverything) {
     const auto elsewhere = cpusBesideCallingThread();
     if (!elsewhere) GTEST_SKIP() << "this thread may run on one CPU only: nowhere else to go";
     const CpuSet mine = CpuSet::ofCallingThread();
-    const std::string path = tempPath("placement");
+    const std::string path = scratchTrace("ledger-placement");
     constexpr int kSteps = 10, kPerStep = 1000;
     {
         auto writer = BackgroundTraceWriter::create(path, TraceMetadata{});
@@ -311,7 +303,7 @@ TEST(AllocationLedger, ItsThreadsKeepOffTheOwnersCoreAndReadEverything) {
 // allocate nothing on it, and the phases still arrive whole, in order, with
 // the ids the events carry. Phases that end after the last commit arrive too.
 TEST(RunContext, StepsAllocateNothingOnTheTrainingThread) {
-    const std::string path = tempPath("no-allocation");
+    const std::string path = scratchTrace("ledger-no-allocation");
     constexpr int kSteps = 300, kBlocks = 4;
     const std::vector<std::string> block_leaves = {"block 0", "block 1", "block 2",
                                                    "block 3 with a leaf longer than SSO"};
@@ -374,7 +366,7 @@ TEST(RunContext, StepsAllocateNothingOnTheTrainingThread) {
 // clock readings taken around its report, across reads of the log 10 ms and
 // more apart, and one thread's events keep their order.
 TEST(AllocationLedger, TicksBecomeEpochNanoseconds) {
-    const std::string path = tempPath("ticks");
+    const std::string path = scratchTrace("ledger-ticks");
     constexpr int kEvents = 60;
     std::vector<std::pair<int64_t, int64_t>> around;  // clock before and after each report
     {
@@ -497,7 +489,7 @@ TEST(ReportingThreads, WaitingWaitsForReportsInFlight) {
 // CPU runs record through the CPU allocator wrapper, one capture at a time; a
 // second capture meanwhile, and CUDA runs, use c10's memory reports.
 TEST(CaptureScope, CpuRunsWrapTheAllocatorOneAtATime) {
-    const std::string path = tempPath("capture");
+    const std::string path = scratchTrace("ledger-capture");
     {
         auto writer = BackgroundTraceWriter::create(path, TraceMetadata{});
         ASSERT_TRUE(writer.ok()) << writer.message();

@@ -43,12 +43,15 @@ struct Recorded {
     LoadedTrace trace;
 };
 
-inline std::string tracePath(const TrainConfig& c, const Policy& p, const std::string& tag) {
+// A trace file of the trainer tests' own, in one folder under the system's temp.
+inline std::string scratchTrace(const std::string& name) {
     const auto dir = std::filesystem::temp_directory_path() / "memscope-trainer-test";
     std::filesystem::create_directories(dir);
-    return (dir /
-            (tag + "-" + std::string(modelName(c.model.kind)) + "-" + policyName(p) + ".memscope"))
-        .string();
+    return (dir / (name + ".memscope")).string();
+}
+
+inline std::string tracePath(const TrainConfig& c, const Policy& p, const std::string& tag) {
+    return scratchTrace(tag + "-" + std::string(modelName(c.model.kind)) + "-" + policyName(p));
 }
 
 // Runs and records; fails the calling test (via ADD_FAILURE) on error.

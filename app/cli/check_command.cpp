@@ -9,8 +9,8 @@
 
 #include "cli_common.h"
 #include "commands.h"
-#include "memscope/peak_check.h"
-#include "memscope/units.h"
+#include "memscope/analysis/peak_check.h"
+#include "memscope/base/units.h"
 
 namespace memscope::cli {
 namespace {

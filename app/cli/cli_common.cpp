@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "memscope/base/file_io.h"
 #include "memscope/builtin_plugins.h"
-#include "memscope/file_io.h"
 
 namespace memscope::cli {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "memscope/open_run.h"
-#include "memscope/plugin_registry.h"
+#include "memscope/open/open_run.h"
+#include "memscope/open/plugin_registry.h"
 
 namespace memscope::cli {
 

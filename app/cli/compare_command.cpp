@@ -7,7 +7,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
-#include "memscope/compare_table.h"
+#include "memscope/analysis/compare_table.h"
 
 namespace memscope::cli {
 namespace {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "commands.h"
-#include "memscope/units.h"
+#include "memscope/base/units.h"
 
 namespace memscope::cli {
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "memscope/result.h"
+#include "memscope/base/result.h"
 
 namespace memscope::cli {
 

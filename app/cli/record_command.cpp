@@ -16,7 +16,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
-#include "memscope/recording_folder.h"
+#include "memscope/recording/recording_folder.h"
 #include "memscope_cupti/record_env.h"
 #include "record_child.h"
 #include "record_report.h"

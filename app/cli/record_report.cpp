@@ -5,9 +5,9 @@
 #include <set>
 
 #include "cli_common.h"
-#include "memscope/summary.h"
-#include "memscope/timeline.h"
-#include "memscope/units.h"
+#include "memscope/analysis/summary.h"
+#include "memscope/base/units.h"
+#include "memscope/timeline/timeline.h"
 #include "memscope_cupti/record_env.h"
 
 namespace memscope::cli {

@@ -8,13 +8,13 @@
 
 #include "cli_common.h"
 #include "commands.h"
-#include "memscope/activation_theory.h"
-#include "memscope/inference.h"
-#include "memscope/peak_explainer.h"
-#include "memscope/phases.h"
-#include "memscope/report_json.h"
-#include "memscope/summary.h"
-#include "memscope/units.h"
+#include "memscope/analysis/activation_theory.h"
+#include "memscope/analysis/peak_explainer.h"
+#include "memscope/analysis/report_json.h"
+#include "memscope/analysis/summary.h"
+#include "memscope/base/units.h"
+#include "memscope/inference/inference.h"
+#include "memscope/model/phases.h"
 
 namespace memscope::cli {
 namespace {

@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <cstring>
 
-#include "app_options.h"
-#include "main_window.h"
-#include "plot_style.h"
-#include "screenshot.h"
+#include "common/plot_style.h"
+#include "window/app_options.h"
+#include "window/main_window.h"
+#include "window/screenshot.h"
 
 int main(int argc, char** argv) {
     // --screenshot, --help and --version must work without a display (CI, the

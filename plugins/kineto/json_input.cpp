@@ -4,7 +4,7 @@
 #include <charconv>
 #include <cstring>
 
-#include "memscope/file_io.h"
+#include "memscope/base/file_io.h"
 
 namespace memscope::json_input {
 namespace {

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "memscope/plugin.h"
-#include "memscope/result.h"
+#include "memscope/base/result.h"
+#include "memscope/open/plugin.h"
 
 namespace memscope::json_input {
 

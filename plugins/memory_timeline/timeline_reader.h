@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "json_input.h"
-#include "memscope/plugin.h"
+#include "memscope/open/plugin.h"
 
 namespace memscope::memory_timeline {
 

@@ -1,5 +1,5 @@
 // Exporter "native": writes a whole Trace with writeNativeTrace.
-#include "memscope/native_format.h"
+#include "memscope/format/native_format.h"
 #include "native_plugin.h"
 
 namespace memscope {

@@ -3,7 +3,7 @@
 // through the task context, never text in the trace.
 #include <cstring>
 
-#include "memscope/native_format.h"
+#include "memscope/format/native_format.h"
 #include "native_plugin.h"
 
 namespace memscope {

@@ -2,7 +2,7 @@
 // (called from the generated builtin_plugins.cpp).
 #include "native_plugin.h"
 
-#include "memscope/plugin_registry.h"
+#include "memscope/open/plugin_registry.h"
 
 namespace memscope {
 

@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "memscope/plugin.h"
+#include "memscope/open/plugin.h"
 
 namespace memscope {
 

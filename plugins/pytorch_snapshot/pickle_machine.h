@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "memscope/plugin.h"
-#include "memscope/result.h"
+#include "memscope/base/result.h"
+#include "memscope/open/plugin.h"
 
 namespace memscope::pickle {
 

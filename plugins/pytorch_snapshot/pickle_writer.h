@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "memscope/result.h"
+#include "memscope/base/result.h"
 
 namespace memscope::pickle {
 

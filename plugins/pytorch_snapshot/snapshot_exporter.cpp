@@ -9,8 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "memscope/file_io.h"
-#include "memscope/units.h"
+#include "memscope/base/file_io.h"
+#include "memscope/base/units.h"
 #include "memscope/plugins/pytorch_snapshot.h"
 #include "pickle_writer.h"
 

@@ -2,7 +2,7 @@
 #include <filesystem>
 #include <functional>
 
-#include "memscope/file_io.h"
+#include "memscope/base/file_io.h"
 #include "memscope/plugins/pytorch_snapshot.h"
 #include "pickle_machine.h"
 #include "pickle_opcodes.h"

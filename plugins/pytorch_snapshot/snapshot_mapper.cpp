@@ -13,7 +13,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "memscope/json_text.h"
+#include "memscope/base/json_text.h"
 #include "memscope/plugins/pytorch_snapshot.h"
 
 namespace memscope::pytorch_snapshot {

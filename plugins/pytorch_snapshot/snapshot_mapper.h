@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "memscope/task_context.h"
-#include "memscope/trace.h"
+#include "memscope/base/task_context.h"
+#include "memscope/model/trace.h"
 #include "pickle_machine.h"
 
 namespace memscope::pytorch_snapshot {

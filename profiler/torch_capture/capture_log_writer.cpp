@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "memscope/capture_log.h"
+#include "memscope/recording/capture_log.h"
 
 namespace memscope::torch_capture {
 namespace {

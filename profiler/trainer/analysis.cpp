@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "memscope/activation_theory.h"
-#include "memscope/native_format.h"
+#include "memscope/analysis/activation_theory.h"
+#include "memscope/format/native_format.h"
 
 namespace memscope::trainer {
 

@@ -11,9 +11,9 @@
 #include <string>
 
 #include "config.h"
-#include "memscope/phases.h"
-#include "memscope/timeline.h"
-#include "memscope/trace.h"
+#include "memscope/model/phases.h"
+#include "memscope/model/trace.h"
+#include "memscope/timeline/timeline.h"
 
 namespace memscope::trainer {
 

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <type_traits>
 
-#include "memscope/units.h"
+#include "memscope/base/units.h"
 
 namespace memscope::trainer {
 

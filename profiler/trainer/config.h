@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "memscope/checkpoint_policy.h"
-#include "memscope/result.h"
+#include "memscope/analysis/checkpoint_policy.h"
+#include "memscope/base/result.h"
 
 namespace memscope::trainer {
 

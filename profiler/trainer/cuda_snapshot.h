@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "memscope/result.h"
+#include "memscope/base/result.h"
 
 namespace memscope::trainer {
 

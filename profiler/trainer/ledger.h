@@ -56,9 +56,9 @@
 
 #include "address_table.h"
 #include "clock.h"
-#include "memscope/cpu_set.h"
-#include "memscope/native_format.h"
-#include "memscope/types.h"
+#include "memscope/base/cpu_set.h"
+#include "memscope/format/native_format.h"
+#include "memscope/model/types.h"
 
 namespace memscope::trainer {
 

@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <numeric>
 
-#include "memscope/phases.h"
-#include "memscope/policy_frontier.h"
-#include "memscope/report_json.h"
+#include "memscope/analysis/policy_frontier.h"
+#include "memscope/analysis/report_json.h"
+#include "memscope/model/phases.h"
 
 namespace memscope::trainer {
 namespace {

@@ -10,8 +10,8 @@
 
 #include "analysis.h"
 #include "config.h"
-#include "memscope/activation_theory.h"
-#include "memscope/phase_peaks.h"
+#include "memscope/analysis/activation_theory.h"
+#include "memscope/timeline/phase_peaks.h"
 #include "trainer.h"
 
 namespace memscope::trainer {

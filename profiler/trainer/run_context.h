@@ -14,7 +14,7 @@
 
 #include "clock.h"
 #include "ledger.h"
-#include "memscope/trace.h"
+#include "memscope/model/trace.h"
 
 namespace memscope::trainer {
 

@@ -9,7 +9,7 @@
 
 #include "config.h"
 #include "ledger.h"
-#include "memscope/result.h"
+#include "memscope/base/result.h"
 
 namespace memscope::trainer {
 

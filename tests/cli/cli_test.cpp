@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "../core/analysis_test_util.h"
-#include "memscope/compare_table.h"
-#include "memscope/native_format.h"
-#include "memscope/open_run.h"
+#include "memscope/analysis/compare_table.h"
+#include "memscope/format/native_format.h"
+#include "memscope/open/open_run.h"
 
 using namespace memscope;
 

@@ -1,5 +1,7 @@
 #include "analysis_test_util.h"
 
+#include <utility>
+
 namespace memscope::testutil {
 
 Trace trainingRun(const std::string& name, const std::string& policy, uint64_t act,
@@ -67,6 +69,60 @@ Trace trainingRun(const std::string& name, const std::string& policy, uint64_t a
     }
     t.metrics = m;
     return t;
+}
+
+Trace makeRun(int64_t len, std::string name) {
+    Trace t;
+    t.metadata.name = std::move(name);
+    int64_t s = 1000;
+    for (int k = 0; k < 2; ++k) {
+        Phase step{t.internString("step " + std::to_string(k)),
+                   PhaseKind::Step,
+                   {},
+                   k,
+                   -1,
+                   -1,
+                   s,
+                   s + len};
+        const PhaseId sid = t.addPhase(step);
+        const PhaseId fwd = t.addPhase(Phase{t.internString("forward"), PhaseKind::Forward, sid, k,
+                                             -1, -1, s, s + len * 4 / 10});
+        t.addPhase(Phase{t.internString("backward"), PhaseKind::Backward, sid, k, -1, -1,
+                         s + len * 4 / 10, s + len * 9 / 10});
+        t.events.push_back(ev(s + 1, EventKind::SegmentAlloc, 0x1000, 1024));
+        t.events.push_back(ev(s + 2, EventKind::Alloc, 0x1000, 100));
+        t.events.back().phase = fwd;
+        t.events.push_back(ev(s + len * 4 / 10 + 1, EventKind::FreeCompleted, 0x1000, 100));
+        t.events.push_back(ev(s + len - 1, EventKind::SegmentFree, 0x1000, 1024));
+        s += len;
+    }
+    return t;
+}
+
+Stacked realisticStack() {
+    Stacked s;
+    Trace& t = s.trace;
+    const std::pair<const char*, const char*> frames[] = {
+        {"torch::unwind::unwind()", "??"},
+        {"c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(int, unsigned "
+         "long)",
+         "CUDACachingAllocator.cpp"},
+        {"at::detail::empty_strided_cuda(c10::ArrayRef<long>)", "??"},
+        {"c10::impl::wrap_kernel_functor_unboxed_<...>::call", "RegisterCUDA_0.cpp"},
+        {"at::_ops::_softmax::call(at::Tensor const&, long, bool)", "Operators_2.cpp"},
+        {"_PyEval_EvalFrameDefault", "??"},
+        {"softmax", "/usr/lib/python3/dist-packages/torch/nn/functional.py"},
+        {"forward", "/home/me/project/model.py"},
+        {"_call_impl", "/usr/lib/python3/dist-packages/torch/nn/modules/module.py"},
+        {"train", "/home/me/project/train.py"},
+        {"torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)",
+         "??"},
+        {"start_thread", "./nptl/pthread_create.c"},
+    };
+    for (const auto& [fn, file] : frames)
+        s.frames.push_back(t.internFrame({t.internString(fn), t.internString(file), 7}));
+    s.stack = t.internStack(s.frames);
+    return s;
 }
 
 }  // namespace memscope::testutil

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "memscope/native_format.h"
+#include "memscope/format/native_format.h"
 #include "process_runner.h"
 
 namespace memscope {

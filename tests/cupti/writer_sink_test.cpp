@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "activity_decoder.h"
-#include "memscope/timeline.h"
+#include "memscope/timeline/timeline.h"
 
 namespace memscope::cupti {
 namespace {

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <span>
 
-#include "memscope/native_format.h"
+#include "memscope/format/native_format.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     memscope::NativeReadReport report;

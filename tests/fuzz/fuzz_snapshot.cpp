@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <span>
 
+#include "memscope/analysis/summary.h"
 #include "memscope/plugins/pytorch_snapshot.h"
-#include "memscope/summary.h"
-#include "memscope/timeline.h"
+#include "memscope/timeline/timeline.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto trace = memscope::pytorch_snapshot::importBytes(

@@ -4,7 +4,7 @@
 #include <QFile>
 #include <array>
 
-#include "memscope/native_format.h"
+#include "memscope/format/native_format.h"
 
 namespace memscope::guitest {
 

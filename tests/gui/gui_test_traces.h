@@ -5,7 +5,7 @@
 #include <QStringList>
 #include <string>
 
-#include "memscope/trace.h"
+#include "memscope/model/trace.h"
 
 namespace memscope::guitest {
 

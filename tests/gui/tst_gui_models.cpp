@@ -2,10 +2,10 @@
 #include <QAbstractItemModelTester>
 #include <QtTest>
 
+#include "compare/summary_model.h"
 #include "gui_test_traces.h"
-#include "models.h"
-#include "run_loader.h"
-#include "summary_model.h"
+#include "inspect/models.h"
+#include "loading/run_loader.h"
 
 using namespace memscope;
 using namespace memscope::gui;
@@ -38,7 +38,8 @@ private slots:
         QCOMPARE(m.rowCount(), 3);  // out-of-range indexes are dropped
         QCOMPARE(m.columnCount(), int(AllocationListModel::ColumnCount));
         for (int r = 0; r < m.rowCount(); ++r)
-            for (int c = 0; c < m.columnCount(); ++c) QVERIFY(m.data(m.index(r, c)).isValid() || c == AllocationListModel::Frame);
+            for (int c = 0; c < m.columnCount(); ++c)
+                QVERIFY(m.data(m.index(r, c)).isValid() || c == AllocationListModel::Frame);
         m.setAllocations(nullptr, {}, {});
         QCOMPARE(m.rowCount(), 0);
     }

@@ -9,11 +9,11 @@
 
 #include "gui_test_traces.h"
 #include "hostile_corpus.h"
-#include "main_window.h"
-#include "run_loader.h"
-#include "run_view.h"
-#include "timeline_plot.h"
-#include "zoom_state.h"
+#include "loading/run_loader.h"
+#include "run_view/run_view.h"
+#include "run_view/timeline_plot.h"
+#include "run_view/zoom_state.h"
+#include "window/main_window.h"
 
 using namespace memscope;
 using namespace memscope::gui;

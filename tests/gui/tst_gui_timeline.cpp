@@ -6,16 +6,16 @@
 #include <climits>
 #include <cmath>
 
-#include "allocator_view.h"
+#include "allocator/allocator_view.h"
 #include "gui_test_traces.h"
-#include "inspector_view.h"
-#include "models.h"
-#include "phase_bands.h"
-#include "run_loader.h"
-#include "run_view.h"
-#include "search_panel.h"
-#include "timeline_plot.h"
-#include "zoom_state.h"
+#include "inspect/inspector_view.h"
+#include "inspect/models.h"
+#include "inspect/search_panel.h"
+#include "loading/run_loader.h"
+#include "run_view/phase_bands.h"
+#include "run_view/run_view.h"
+#include "run_view/timeline_plot.h"
+#include "run_view/zoom_state.h"
 
 using namespace memscope;
 using namespace memscope::gui;

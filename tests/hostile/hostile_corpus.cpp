@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "memscope/native_format.h"
+#include "memscope/format/native_format.h"
 
 namespace memscope::hostile {
 namespace {

@@ -11,14 +11,14 @@
 #include <thread>
 
 #include "hostile_corpus.h"
-#include "memscope/file_io.h"
-#include "memscope/frames.h"
-#include "memscope/native_format.h"
-#include "memscope/peak_explainer.h"
+#include "memscope/analysis/peak_explainer.h"
+#include "memscope/base/file_io.h"
+#include "memscope/format/native_format.h"
+#include "memscope/inference/frames.h"
 #include "memscope/plugins/kineto.h"
 #include "memscope/plugins/memory_timeline.h"
 #include "memscope/plugins/pytorch_snapshot.h"
-#include "memscope/timeline.h"
+#include "memscope/timeline/timeline.h"
 
 namespace fs = std::filesystem;
 using namespace memscope;

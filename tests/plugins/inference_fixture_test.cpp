@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "memscope/base/units.h"
 #include "memscope/builtin_plugins.h"
-#include "memscope/inference.h"
-#include "memscope/open_run.h"
-#include "memscope/units.h"
+#include "memscope/inference/inference.h"
+#include "memscope/open/open_run.h"
 #include "test_util.h"
 
 namespace memscope {

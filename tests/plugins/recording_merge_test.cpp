@@ -3,7 +3,7 @@
 // must give back its own timeline exactly; lost entries become gap markers;
 // CUPTI's records of the same segments are not counted twice; the hook's
 // phases nest and label the events; the folder stage writes and cleans up.
-#include "memscope/recording_merge.h"
+#include "memscope/recording/recording_merge.h"
 
 #include <gtest/gtest.h>
 
@@ -11,14 +11,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include "memscope/analysis/report_json.h"
+#include "memscope/analysis/summary.h"
 #include "memscope/builtin_plugins.h"
-#include "memscope/capture_log.h"
-#include "memscope/native_format.h"
-#include "memscope/open_run.h"
-#include "memscope/recording_folder.h"
-#include "memscope/report_json.h"
-#include "memscope/summary.h"
-#include "memscope/timeline.h"
+#include "memscope/format/native_format.h"
+#include "memscope/open/open_run.h"
+#include "memscope/recording/capture_log.h"
+#include "memscope/recording/recording_folder.h"
+#include "memscope/timeline/timeline.h"
 #include "test_util.h"
 
 namespace memscope {

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "memscope/plugins/pytorch_snapshot.h"
-#include "memscope/timeline.h"
+#include "memscope/timeline/timeline.h"
 #include "test_util.h"
 
 namespace memscope {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "memscope/result.h"
+#include "memscope/base/result.h"
 #include "pickle_machine.h"
 #include "test_util.h"
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "memscope/summary.h"
-#include "memscope/timeline.h"
-#include "memscope/trace.h"
+#include "memscope/analysis/summary.h"
+#include "memscope/model/trace.h"
+#include "memscope/timeline/timeline.h"
 
 namespace memscope::test {
 

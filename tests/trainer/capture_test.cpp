@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "ledger.h"
-#include "memscope/native_format.h"
+#include "memscope/format/native_format.h"
 #include "test_util.h"
 
 using namespace memscope;

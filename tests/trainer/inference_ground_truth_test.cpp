@@ -7,7 +7,7 @@
 
 #include "config.h"
 #include "ground_truth.h"
-#include "memscope/native_format.h"
+#include "memscope/format/native_format.h"
 #include "trainer.h"
 
 namespace memscope {

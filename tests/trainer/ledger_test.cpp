@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "capture.h"
-#include "memscope/native_format.h"
+#include "memscope/format/native_format.h"
 #include "reporting_threads.h"
 #include "run_context.h"
-#include "thread_allocations.h"
 #include "test_util.h"
+#include "thread_allocations.h"
 
 using namespace memscope;
 using namespace memscope::trainer;

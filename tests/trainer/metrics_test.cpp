@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "memscope/cpu_set.h"
+#include "memscope/base/cpu_set.h"
 #include "test_util.h"
 
 using namespace memscope;

@@ -8,7 +8,7 @@
 #include <iostream>
 #include <map>
 
-#include "memscope/activation_theory.h"
+#include "memscope/analysis/activation_theory.h"
 #include "test_util.h"
 
 using namespace memscope;

@@ -1,5 +1,5 @@
 #pragma once
-#include "memscope/plugin_registry.h"
+#include "memscope/open/plugin_registry.h"
 
 namespace memscope {
 

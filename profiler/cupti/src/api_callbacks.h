@@ -3,7 +3,7 @@
 // host stacks at allocation calls, and the virtual-memory calls behind
 // PyTorch's expandable segments, which have no activity record.
 
-#include "memscope/result.h"
+#include "memscope/base/result.h"
 #include "options.h"
 
 namespace memscope::cupti {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "memscope/event.h"
+#include "memscope/model/event.h"
 
 namespace memscope::cupti {
 

@@ -8,7 +8,7 @@
 #include <deque>
 #include <mutex>
 
-#include "memscope/types.h"
+#include "memscope/model/types.h"
 
 namespace memscope::cupti {
 

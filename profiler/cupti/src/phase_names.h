@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "memscope/trace.h"
+#include "memscope/model/trace.h"
 
 namespace memscope::cupti {
 

@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "memscope/native_format.h"
+#include "memscope/format/native_format.h"
 
 namespace memscope::cupti {
 

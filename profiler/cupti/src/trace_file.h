@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "memscope/trace.h"
+#include "memscope/model/trace.h"
 #include "options.h"
 
 namespace memscope::cupti {

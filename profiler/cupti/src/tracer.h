@@ -12,7 +12,7 @@
 
 #include "allocation_book.h"
 #include "delivery_monitor.h"
-#include "memscope/native_format.h"
+#include "memscope/format/native_format.h"
 #include "name_cap.h"
 #include "options.h"
 #include "phase_index.h"

@@ -3,7 +3,7 @@
 // phases looked up by time and stacks joined by correlation id.
 
 #include "event_sink.h"
-#include "memscope/native_format.h"
+#include "memscope/format/native_format.h"
 #include "phase_index.h"
 #include "stack_store.h"
 

@@ -7,10 +7,11 @@
 //     (target <= 16 ms),
 //   - the GUI's memory on top of core's model (target <= 1x).
 // Run with QT_QPA_PLATFORM=offscreen (set here when unset).
+#include <qcustomplot.h>
+
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QFileInfo>
-#include <qcustomplot.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -19,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "run_loader.h"
-#include "run_view.h"
-#include "timeline_plot.h"
-#include "zoom_state.h"
+#include "loading/run_loader.h"
+#include "run_view/run_view.h"
+#include "run_view/timeline_plot.h"
+#include "run_view/zoom_state.h"
 
 #ifdef MEMSCOPE_HAVE_TRACE_GENERATOR
 #include "trace_generator.h"

@@ -26,7 +26,7 @@
 
 #include "../../hostile/hostile_corpus.h"
 #include "memscope/builtin_plugins.h"
-#include "memscope/native_format.h"
+#include "memscope/format/native_format.h"
 #include "memscope/plugins/pytorch_snapshot.h"
 
 namespace fs = std::filesystem;

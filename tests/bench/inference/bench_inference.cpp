@@ -14,12 +14,12 @@
 
 #include "config.h"
 #include "ground_truth.h"
+#include "memscope/base/units.h"
 #include "memscope/builtin_plugins.h"
-#include "memscope/inference.h"
-#include "memscope/native_format.h"
-#include "memscope/open_run.h"
+#include "memscope/format/native_format.h"
+#include "memscope/inference/inference.h"
+#include "memscope/open/open_run.h"
 #include "memscope/plugins/pytorch_snapshot.h"
-#include "memscope/units.h"
 #include "trainer.h"
 
 using namespace memscope;

@@ -4,9 +4,9 @@
 #include <map>
 #include <vector>
 
-#include "memscope/open_run.h"
+#include "memscope/base/units.h"
+#include "memscope/open/open_run.h"
 #include "memscope/plugins/pytorch_snapshot.h"
-#include "memscope/units.h"
 
 namespace memscope::ground_truth {
 namespace {

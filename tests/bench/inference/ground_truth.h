@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <string>
 
-#include "memscope/result.h"
-#include "memscope/trace.h"
+#include "memscope/base/result.h"
+#include "memscope/model/trace.h"
 
 namespace memscope::ground_truth {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "memscope/native_format.h"
+#include "memscope/format/native_format.h"
 #include "trace_generator.h"
 
 using namespace memscope;

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "memscope/trace.h"
+#include "memscope/model/trace.h"
 
 namespace memscope::bench {
 

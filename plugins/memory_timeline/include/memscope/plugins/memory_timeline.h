@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "memscope/plugin.h"
-#include "memscope/plugin_registry.h"
+#include "memscope/open/plugin.h"
+#include "memscope/open/plugin_registry.h"
 
 namespace memscope {
 

@@ -1,0 +1,108 @@
+#pragma once
+// Several runs side by side (a grid or stacked) with one shared y scale and one
+// ZoomState on the shared axis (time, step or phase, from core's alignRuns),
+// the summary table, the peak-composition bars and a two-run difference curve.
+
+#include <QWidget>
+#include <vector>
+
+#include "loading/run.h"
+#include "memscope/analysis/compare_table.h"
+#include "run_view/timeline_bands.h"
+
+class QComboBox;
+class QGridLayout;
+class QLabel;
+class QTabWidget;
+class QTableView;
+
+namespace memscope::gui {
+
+class CompositionChart;
+class DifferencePlot;
+class PolicyMap;
+class TheoryCharts;
+class SummaryTableModel;
+class TimelinePlot;
+class ZoomState;
+
+class CompareView : public QWidget {
+    Q_OBJECT
+public:
+    explicit CompareView(QWidget* parent = nullptr);
+
+    void setRuns(std::vector<RunPtr> runs);
+    const std::vector<RunPtr>& runs() const { return runs_; }
+    int plotCount() const { return int(plots_.size()); }
+    TimelinePlot* plotAt(int i) const { return plots_[size_t(i)]; }
+    SummaryTableModel* summaryModel() const { return summary_; }
+    ZoomState* zoom() const { return zoom_; }
+    DifferencePlot* differencePlot() const { return diff_; }
+    PolicyMap* policyMap() const { return policyMap_; }
+    TheoryCharts* theoryCharts() const { return theory_; }
+    // The lower pane's tab by its command-line name ("summary", "composition",
+    // "policy-map", "theory", "difference": compareTabNames()); unknown names
+    // are ignored.
+    void showTab(const QString& name);
+    QWidget* plotsWidget() const { return grid_; }
+    QString hoverText() const;
+
+    void setAlignMode(AlignMode mode);
+    AlignMode alignMode() const { return align_; }
+    void setGridLayout(bool grid);
+    bool isGridLayout() const { return gridMode_; }
+    void setBaseline(int index);
+    // The compare table's peaks: the whole run's, or within one training phase.
+    void setScope(PeakScope scope);
+    PeakScope scope() const { return scope_; }
+    void setStackMode(StackMode mode);
+    // Centres the shared view on the baseline run's peak.
+    void goToPeak();
+
+    bool exportPlots(const QString& path, QString* error);
+    bool exportCsv(const QString& path, QString* error);
+
+signals:
+    void cursorMoved(memscope::gui::RunPtr run, memscope::gui::DeviceRef ref, int64_t runX);
+    // The policy map's point of a run was clicked.
+    void openRunRequested(memscope::gui::RunPtr run);
+    void allocationPinned(memscope::gui::RunPtr run, memscope::gui::DeviceRef ref,
+                          uint32_t interval);
+
+private:
+    void realign();
+    void relayout();
+    void updateDifference();
+
+    std::vector<RunPtr> runs_;
+    std::vector<DeviceRef> devices_;
+    std::vector<Alignment> alignments_;
+    std::vector<TimelinePlot*> plots_;
+    ZoomState* zoom_ = nullptr;
+    AlignMode align_ = AlignMode::Time;
+    bool gridMode_ = true;
+    int baseline_ = 0;
+    PeakScope scope_;
+    StackMode stack_ = StackMode::ByCategory;
+
+    QWidget* grid_ = nullptr;
+    QGridLayout* gridLayout_ = nullptr;
+    QComboBox* alignBox_ = nullptr;
+    QComboBox* layoutBox_ = nullptr;
+    QComboBox* baselineBox_ = nullptr;
+    QComboBox* stackBox_ = nullptr;
+    QComboBox* scopeBox_ = nullptr;
+    QComboBox* diffA_ = nullptr;
+    QComboBox* diffB_ = nullptr;
+    QLabel* hover_ = nullptr;
+    QLabel* notes_ = nullptr;
+    QTabWidget* tabs_ = nullptr;
+    QTableView* table_ = nullptr;
+    SummaryTableModel* summary_ = nullptr;
+    CompositionChart* composition_ = nullptr;
+    PolicyMap* policyMap_ = nullptr;
+    TheoryCharts* theory_ = nullptr;
+    DifferencePlot* diff_ = nullptr;
+};
+
+}  // namespace memscope::gui

@@ -1,0 +1,52 @@
+#pragma once
+// The compare table as a Qt model. Every figure and every cell's text comes
+// from core's CompareTable (the same one `memscope-cli compare` prints); the
+// model only displays it. RawRole gives the numbers the CSV export writes.
+
+#include <QAbstractTableModel>
+#include <vector>
+
+#include "loading/run.h"
+#include "memscope/analysis/compare_table.h"
+
+namespace memscope::gui {
+
+// One run of the comparison: the run and the device compared.
+struct CompareEntry {
+    RunPtr run;
+    DeviceRef device;
+    RunSummary summary;  // the table row's summary, for the charts
+};
+
+class SummaryTableModel : public QAbstractTableModel {
+    Q_OBJECT
+public:
+    static constexpr int RawRole = Qt::UserRole + 1;
+
+    explicit SummaryTableModel(QObject* parent = nullptr);
+    // Builds the table with core's buildCompareTable; `entries`' summaries are
+    // filled from it.
+    void setRuns(std::vector<CompareEntry> entries, int baseline, AlignMode align, PeakScope scope);
+    void setBaseline(int baseline);
+    int baseline() const { return int(table_.baseline); }
+    const std::vector<CompareEntry>& entries() const { return entries_; }
+    const CompareTable& table() const { return table_; }
+    // The column shown at a model column.
+    CompareColumn column(int section) const;
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation,
+                        int role = Qt::DisplayRole) const override;
+
+    QString toCsv() const;        // core's toCsv
+    QString toTextTable() const;  // core's toText
+
+private:
+    std::vector<CompareEntry> entries_;
+    CompareTable table_;
+    std::vector<CompareColumn> columns_;
+};
+
+}  // namespace memscope::gui

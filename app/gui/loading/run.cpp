@@ -1,0 +1,66 @@
+#include "loading/run.h"
+
+namespace memscope::gui {
+
+std::vector<DeviceRef> Run::devices() const {
+    std::vector<DeviceRef> out;
+    for (int p = 0; p < int(parts.size()); ++p) {
+        if (!parts[size_t(p)].timeline) continue;
+        const auto& devs = parts[size_t(p)].timeline->devices();
+        for (int d = 0; d < int(devs.size()); ++d) out.push_back({p, d});
+    }
+    return out;
+}
+
+QString Run::deviceLabel(DeviceRef ref) const {
+    const DeviceTimeline* tl = timeline(ref);
+    if (!tl) return {};
+    QString dev =
+        tl->device < 0 ? QStringLiteral("host") : QStringLiteral("cuda:%1").arg(tl->device);
+    // memscope-train on the CPU records host allocations as device 0 and says so
+    // in its metadata ("device" = "cpu").
+    const Trace* t0 = trace(ref);
+    const std::string* recorded = t0 ? t0->metadata.property("device") : nullptr;
+    if (recorded && *recorded == "cpu" && tl->device == 0) dev = QStringLiteral("cpu");
+    if (parts.size() > 1) {
+        const Trace* t = trace(ref);
+        const int rank = t && t->metadata.rank >= 0 ? t->metadata.rank : ref.part;
+        return QStringLiteral("rank %1 / %2").arg(rank).arg(dev);
+    }
+    return dev;
+}
+
+const DeviceTimeline* Run::timeline(DeviceRef ref) const {
+    if (ref.part < 0 || size_t(ref.part) >= parts.size() || !parts[size_t(ref.part)].timeline)
+        return nullptr;
+    const auto& devs = parts[size_t(ref.part)].timeline->devices();
+    if (ref.device_index < 0 || size_t(ref.device_index) >= devs.size()) return nullptr;
+    return &devs[size_t(ref.device_index)];
+}
+
+const Trace* Run::trace(DeviceRef ref) const {
+    if (ref.part < 0 || size_t(ref.part) >= parts.size()) return nullptr;
+    return parts[size_t(ref.part)].trace.get();
+}
+
+const AllocationIndex* Run::allocationIndex(DeviceRef ref) const {
+    if (ref.part < 0 || size_t(ref.part) >= parts.size()) return nullptr;
+    const auto& s = parts[size_t(ref.part)].allocations;
+    if (ref.device_index < 0 || size_t(ref.device_index) >= s.size()) return nullptr;
+    return s[size_t(ref.device_index)].get();
+}
+
+DeviceRef Run::busiestDevice() const {
+    DeviceRef best;
+    int64_t peak = -1;
+    for (DeviceRef r : devices()) {
+        const DeviceTimeline* tl = timeline(r);
+        if (tl && tl->peak.bytes > peak) {
+            peak = tl->peak.bytes;
+            best = r;
+        }
+    }
+    return best;
+}
+
+}  // namespace memscope::gui

@@ -1,0 +1,55 @@
+#pragma once
+// A loaded run as the views see it: immutable traces and their timelines, handed
+// over from the loader thread as shared_ptr<const ...> (heaptrack's parser
+// pattern). A folder of per-rank traces is one Run with one part per rank.
+
+#include <QMetaType>
+#include <QString>
+#include <QStringList>
+#include <memory>
+#include <vector>
+
+#include "memscope/analysis/allocation_layout.h"
+#include "memscope/base/task_context.h"
+#include "memscope/model/trace.h"
+#include "memscope/timeline/timeline.h"
+
+namespace memscope::gui {
+
+struct RunPart {
+    std::shared_ptr<const Trace> trace;
+    std::shared_ptr<const Timeline> timeline;
+    QString path;
+    QString format;                     // the importer that read it
+    std::vector<LoadWarning> warnings;  // what the load lost or changed
+    // Per device (parallel to timeline->devices()): each allocation's site and
+    // the index the by-allocation layout searches, built on the loader thread.
+    std::vector<std::shared_ptr<const AllocationIndex>> allocations;
+};
+
+// One device of one part: what a timeline view shows.
+struct DeviceRef {
+    int part = 0;
+    int device_index = 0;  // index into timeline->devices()
+    friend bool operator==(const DeviceRef&, const DeviceRef&) = default;
+};
+
+struct Run {
+    QString name;
+    QStringList paths;
+    std::vector<RunPart> parts;
+
+    std::vector<DeviceRef> devices() const;
+    QString deviceLabel(DeviceRef ref) const;  // "cuda:0", "rank 1 / cuda:0"
+    const DeviceTimeline* timeline(DeviceRef ref) const;
+    const Trace* trace(DeviceRef ref) const;
+    const AllocationIndex* allocationIndex(DeviceRef ref) const;
+    // The device with the highest peak: what a view shows first.
+    DeviceRef busiestDevice() const;
+};
+
+using RunPtr = std::shared_ptr<const Run>;
+
+}  // namespace memscope::gui
+
+Q_DECLARE_METATYPE(memscope::gui::RunPtr)

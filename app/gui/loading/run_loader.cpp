@@ -1,0 +1,143 @@
+#include "loading/run_loader.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QtConcurrent/QtConcurrentRun>
+#include <mutex>
+
+#include "common/format.h"
+#include "memscope/builtin_plugins.h"
+#include "memscope/open/open_run.h"
+
+namespace memscope::gui {
+
+const PluginRegistry& pluginRegistry() {
+    return processRegistry();
+}
+
+namespace {
+
+// A run part from core's opened trace, with what the by-allocation view needs
+// computed here on the loader thread.
+RunPart toPart(OpenedTrace opened, const QString& path) {
+    RunPart part;
+    part.trace = std::move(opened.trace);
+    part.timeline = std::move(opened.timeline);
+    part.path = path;
+    part.format = QString::fromStdString(opened.format);
+    part.warnings = std::move(opened.warnings);
+    for (const DeviceTimeline& d : part.timeline->devices())
+        part.allocations.push_back(
+            std::make_shared<const AllocationIndex>(AllocationIndex::build(*part.trace, d)));
+    return part;
+}
+
+}  // namespace
+
+Result<RunPtr> makeRun(Trace trace, const QString& path, const TaskContext& ctx) {
+    std::string name = trace.metadata.name.empty()
+                           ? QFileInfo(path).completeBaseName().toStdString()
+                           : trace.metadata.name;
+    auto opened = openTrace(std::move(trace), QFile::encodeName(path).toStdString(), ctx);
+    if (!opened.ok()) return opened.error();
+    auto run = std::make_shared<Run>();
+    run->name = toQString(name);
+    run->paths << path;
+    run->parts.push_back(toPart(std::move(*opened), path));
+    return RunPtr(std::move(run));
+}
+
+Result<RunPtr> loadRun(const QString& path, const TaskContext& ctx) {
+    auto opened = openRun(QFile::encodeName(path).toStdString(), pluginRegistry(), ctx);
+    if (!opened.ok()) return opened.error();
+    auto run = std::make_shared<Run>();
+    run->name = toQString(opened->name);
+    for (OpenedTrace& part : opened->parts) {
+        const QString partPath = QFile::decodeName(QByteArray::fromStdString(part.path));
+        run->paths << partPath;
+        run->parts.push_back(toPart(std::move(part), partPath));
+    }
+    return RunPtr(std::move(run));
+}
+
+RunLoader::RunLoader(QObject* parent) : QObject(parent) {
+    qRegisterMetaType<RunPtr>();
+}
+
+RunLoader::~RunLoader() {
+    cancel();
+    waitForFinished();
+}
+
+// Busy until the worker has emitted finished: a slot reacting to finished may
+// start the next load while the worker thread is still returning.
+bool RunLoader::isBusy() const {
+    return busy_->load();
+}
+
+void RunLoader::cancel() {
+    if (cancel_) cancel_->store(true);
+}
+
+void RunLoader::waitForFinished() {
+    future_.waitForFinished();
+}
+
+bool RunLoader::load(const QStringList& paths) {
+    if (isBusy()) return false;
+    future_.waitForFinished();  // the previous worker is past its last emit
+    cancel_ = std::make_shared<std::atomic<bool>>(false);
+    busy_->store(true);
+    qint64 total = 0;
+    QList<qint64> sizes;
+    for (const QString& p : paths) {
+        const QFileInfo fi(p);
+        qint64 s = fi.size();
+        if (fi.isDir())
+            for (const QFileInfo& f : QDir(p).entryInfoList(QDir::Files)) s += f.size();
+        sizes << std::max<qint64>(s, 1);
+        total += sizes.back();
+    }
+    emit started(total);
+    auto cancel = cancel_;
+    auto busy = busy_;
+    // Signals emitted from the worker reach receivers in the GUI thread queued.
+    future_ = QtConcurrent::run([this, paths, sizes, total, cancel, busy] {
+        int loaded = 0, failed = 0;
+        bool stopped = false;  // cancelled before every path was handled
+        qint64 before = 0;
+        for (int i = 0; i < paths.size(); ++i) {
+            if (cancel->load()) {
+                stopped = true;
+                break;
+            }
+            TaskContext ctx;
+            ctx.cancel = cancel.get();
+            const qint64 weight = sizes[i];
+            ctx.progress = [this, before, weight, total](uint64_t done, uint64_t of) {
+                const double f = of > 0 ? std::min(1.0, double(done) / double(of)) : 0.0;
+                emit progress(before + qint64(f * double(weight)), total);
+            };
+            auto run = loadRun(paths[i], ctx);
+            if (cancel->load()) {
+                stopped = true;
+                break;
+            }
+            if (run.ok()) {
+                ++loaded;
+                emit runLoaded(*run);
+            } else {
+                ++failed;
+                emit failedToOpen(paths[i], QString::fromStdString(run.message()));
+            }
+            before += weight;
+            emit progress(before, total);
+        }
+        busy->store(false);
+        emit finished(loaded, failed, stopped);
+    });
+    return true;
+}
+
+}  // namespace memscope::gui

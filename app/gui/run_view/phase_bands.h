@@ -1,0 +1,49 @@
+#pragma once
+// The phase strip under a timeline: steps, forward/backward/optimizer, blocks
+// and recomputation, and annotations, one row each. Built once per run; painted
+// with a plain QPainter so that it draws the same in the plot, in exports and
+// in screenshots.
+
+#include <QColor>
+#include <QPainter>
+#include <QPalette>
+#include <QString>
+#include <array>
+#include <vector>
+
+#include "memscope/analysis/compare.h"
+#include "memscope/model/trace.h"
+
+namespace memscope::gui {
+
+struct PhaseBandItem {
+    int64_t start = 0;
+    int64_t end = 0;  // == start for instant annotations
+    int row = 0;
+    QColor color;
+    QString name;
+};
+
+struct PhaseBandData {
+    static constexpr int kRows = 4;    // step, pass, block/recompute, ranges+annotations
+    std::vector<PhaseBandItem> items;  // sorted by start
+    // Per row: its items (indexes into items, by start) and the running maximum
+    // of their ends, so painting and hovering start at the first item that can
+    // reach the view instead of walking every phase before it.
+    std::array<std::vector<uint32_t>, kRows> rows;
+    std::array<std::vector<int64_t>, kRows> row_max_end;
+    bool empty() const { return items.empty(); }
+    // The first position in rows[row] whose item may end at or after x.
+    size_t firstReaching(int row, int64_t x) const;
+};
+
+PhaseBandData buildPhaseBands(const Trace& trace, int16_t device);
+
+// Paints the items visible in [x0, x1] (shared axis) into `area`.
+void paintPhaseBands(QPainter& painter, const QRectF& area, const PhaseBandData& data,
+                     const AxisMap& map, double x0, double x1, const QPalette& palette);
+
+// The names of the phases under shared x (innermost row last), for hover text.
+QString phasesAt(const PhaseBandData& data, const AxisMap& map, double x);
+
+}  // namespace memscope::gui

@@ -1,0 +1,164 @@
+#include "run_view/run_view.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSettings>
+#include <QVBoxLayout>
+
+#include "memscope/analysis/allocation_order.h"
+#include "memscope/analysis/compare.h"
+#include "memscope/base/units.h"
+#include "run_view/overview_strip.h"
+#include "run_view/timeline_plot.h"
+#include "run_view/zoom_state.h"
+
+namespace memscope::gui {
+
+RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(run)) {
+    zoom_ = new ZoomState(this);
+    auto* layout = new QVBoxLayout(this);
+    auto* bar = new QHBoxLayout;
+    devices_ = new QComboBox(this);
+    for (DeviceRef r : run_->devices())
+        devices_->addItem(run_->deviceLabel(r),
+                          QVariant::fromValue(QPoint(r.part, r.device_index)));
+    mode_ = new QComboBox(this);
+    mode_->addItem(QStringLiteral("Stack by category"));
+    mode_->addItem(QStringLiteral("Stack by allocation"));
+    auto* peak = new QPushButton(QStringLiteral("Go to peak"), this);
+    auto* home = new QPushButton(QStringLiteral("Reset zoom"), this);
+    bar->addWidget(new QLabel(QStringLiteral("Device:"), this));
+    bar->addWidget(devices_);
+    bar->addWidget(mode_);
+    bar->addStretch(1);
+    bar->addWidget(peak);
+    bar->addWidget(home);
+    layout->addLayout(bar);
+
+    plot_ = new TimelinePlot(this);
+    plot_->setZoomState(zoom_);
+    layout->addWidget(plot_, 1);
+    overview_ = new OverviewStrip(this);
+    overview_->setZoomState(zoom_);
+    layout->addWidget(overview_);
+    hover_ = new QLabel(this);
+    hover_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    hover_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+    hover_->setMinimumHeight(hover_->fontMetrics().lineSpacing() * 5);
+    hover_->setText(
+        QStringLiteral("Hover the plot for the allocation under the cursor; click to pin it. "
+                       "Wheel: zoom, drag: pan, Shift+drag: box zoom, Home: reset."));
+    hover_->setWordWrap(true);
+    layout->addWidget(hover_);
+
+    connect(devices_, &QComboBox::currentIndexChanged, this, [this](int i) {
+        const QPoint p = devices_->itemData(i).toPoint();
+        setDevice({p.x(), p.y()});
+    });
+    connect(mode_, &QComboBox::currentIndexChanged, this, [this](int i) {
+        plot_->setStackMode(i == 1 ? StackMode::ByAllocation : StackMode::ByCategory);
+    });
+    // Only the user's own choice is remembered for the run (activated, not
+    // currentIndexChanged: the default set below is not a choice).
+    connect(mode_, &QComboBox::activated, this, [this](int i) {
+        QSettings().setValue(
+            stackModeKey(),
+            QString::fromUtf8(
+                toString(i == 1 ? StackMode::ByAllocation : StackMode::ByCategory).data()));
+    });
+    connect(peak, &QPushButton::clicked, this, &RunView::goToPeak);
+    connect(home, &QPushButton::clicked, zoom_, &ZoomState::reset);
+    connect(plot_, &TimelinePlot::hoverChanged, this, [this](const QString& t) {
+        if (!t.isEmpty()) hover_->setText(t);
+    });
+    connect(plot_, &TimelinePlot::allocationClicked, this,
+            [this](uint32_t i) { emit allocationPinned(run_, ref_, i); });
+    connect(plot_, &TimelinePlot::cursorMoved, this,
+            [this](int64_t x) { emit cursorMoved(run_, ref_, x); });
+
+    if (run_->devices().empty())
+        hover_->setText(QStringLiteral(
+            "This trace holds no allocator events or segments: there is nothing to draw."));
+    const DeviceRef first = run_->busiestDevice();
+    for (int i = 0; i < devices_->count(); ++i)
+        if (devices_->itemData(i).toPoint() == QPoint(first.part, first.device_index))
+            devices_->setCurrentIndex(i);
+    setDevice(first);
+    // The mode the user chose for this run last time, else what suits the
+    // file: by category where it recorded categories, by allocation otherwise.
+    const QString remembered = QSettings().value(stackModeKey()).toString();
+    std::optional<StackMode> mode = stackModeFromString(remembered.toStdString());
+    if (!mode)
+        if (const DeviceTimeline* tl = run_->timeline(first)) mode = defaultStackMode(*tl);
+    setStackMode(mode.value_or(StackMode::ByCategory));
+}
+
+QString RunView::stackModeKey() const {
+    return QStringLiteral("stackMode/") + run_->paths.join(QLatin1Char('|'));
+}
+
+void RunView::setDevice(DeviceRef ref) {
+    const DeviceTimeline* tl = run_->timeline(ref);
+    const Trace* trace = run_->trace(ref);
+    if (!tl || !trace) return;
+    const bool changed = !(ref == ref_) || !plot_->timeline();
+    ref_ = ref;
+    const RunRef rr{trace, tl};
+    const Alignment a = alignRuns(std::span(&rr, 1), AlignMode::Time).front();
+    const QString unit = trace->metadata.time_base == TimeBase::EventIndex
+                             ? QStringLiteral("event index")
+                             : QStringLiteral("seconds since start");
+    zoom_->setFullRange(a.map.forward(tl->start), a.map.forward(addSaturating(tl->end, 1)));
+    plot_->setSource(run_, ref_, a.map, unit);
+    overview_->setSource(run_, ref_, a.map);
+    if (changed) emit deviceChanged();
+}
+
+QString RunView::hoverText() const {
+    return hover_->text();
+}
+
+StackMode RunView::stackMode() const {
+    return plot_->stackMode();
+}
+
+void RunView::setStackMode(StackMode mode) {
+    mode_->setCurrentIndex(mode == StackMode::ByAllocation ? 1 : 0);
+}
+
+void RunView::setBoxZoom(bool on) {
+    plot_->setBoxZoomMode(on);
+}
+
+double RunView::peakX() const {
+    const DeviceTimeline* tl = plot_->timeline();
+    return tl ? plot_->axisMap().forward(tl->peak.time) : 0.0;
+}
+
+void RunView::goToPeak() {
+    const DeviceTimeline* tl = plot_->timeline();
+    if (!tl) return;
+    const double x = peakX();
+    const double width = std::max((zoom_->fullEnd() - zoom_->fullBegin()) * 0.05, 1e-12);
+    zoom_->centerOn(x, width);
+    zoom_->setCursor(x);
+    hover_->setText(plot_->hoverTextAt(x, double(tl->peak.bytes) * 0.999));
+    emit cursorMoved(run_, ref_, tl->peak.time);
+}
+
+void RunView::showAllocation(uint32_t interval) {
+    const DeviceTimeline* tl = plot_->timeline();
+    if (!tl || interval >= tl->intervals.size()) return;
+    const AllocationInterval& a = tl->intervals[interval];
+    const AxisMap& m = plot_->axisMap();
+    const double x0 = m.forward(a.start),
+                 x1 = m.forward(a.free_event == kNoEvent ? tl->end : a.end);
+    const double pad = std::max((x1 - x0) * 0.25, (zoom_->fullEnd() - zoom_->fullBegin()) * 0.002);
+    zoom_->setRange(x0 - pad, x1 + pad, true);
+    plot_->setPinned(interval);
+    emit allocationPinned(run_, ref_, interval);
+}
+
+}  // namespace memscope::gui

@@ -1,0 +1,60 @@
+#pragma once
+// One run: device selector, stacking mode, the timeline plot with its phase
+// strip, the overview strip and the hover read-out. Owns the run's ZoomState.
+
+#include <QWidget>
+#include <optional>
+
+#include "loading/run.h"
+#include "run_view/timeline_bands.h"
+
+class QComboBox;
+class QLabel;
+
+namespace memscope::gui {
+
+class OverviewStrip;
+class TimelinePlot;
+class ZoomState;
+
+class RunView : public QWidget {
+    Q_OBJECT
+public:
+    explicit RunView(RunPtr run, QWidget* parent = nullptr);
+
+    const RunPtr& run() const { return run_; }
+    DeviceRef device() const { return ref_; }
+    void setDevice(DeviceRef ref);
+    TimelinePlot* plot() const { return plot_; }
+    ZoomState* zoom() const { return zoom_; }
+    QString hoverText() const;
+
+    void setStackMode(StackMode mode);
+    StackMode stackMode() const;
+    void setBoxZoom(bool on);
+    void goToPeak();
+    double peakX() const;  // shared-axis x of the device's peak
+    // Centres the view on an allocation and pins it.
+    void showAllocation(uint32_t interval);
+
+signals:
+    void allocationPinned(memscope::gui::RunPtr run, memscope::gui::DeviceRef ref,
+                          uint32_t interval);
+    void cursorMoved(memscope::gui::RunPtr run, memscope::gui::DeviceRef ref, int64_t runX);
+    void deviceChanged();
+
+private:
+    // QSettings key under which the user's stack mode for this run is kept.
+    QString stackModeKey() const;
+
+    RunPtr run_;
+    DeviceRef ref_;
+    ZoomState* zoom_ = nullptr;
+    TimelinePlot* plot_ = nullptr;
+    OverviewStrip* overview_ = nullptr;
+    QComboBox* devices_ = nullptr;
+    QComboBox* mode_ = nullptr;
+    QLabel* hover_ = nullptr;
+};
+
+}  // namespace memscope::gui

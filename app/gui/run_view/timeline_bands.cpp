@@ -1,0 +1,92 @@
+#include "run_view/timeline_bands.h"
+
+#include <algorithm>
+
+#include "common/category_colors.h"
+#include "memscope/base/units.h"
+
+namespace memscope::gui {
+
+namespace {
+
+void addReserved(BandSet& out, const DeviceTimeline& tl, const AxisMap& map, int64_t lo, int64_t hi,
+                 size_t n) {
+    if (tl.reserved.empty() && tl.reserved.initial == 0) return;
+    for (const SeriesPoint& p : tl.reserved.levelOfDetail(lo, hi, n)) {
+        out.reserved_x.push_back(map.forward(p.x));
+        out.reserved_y.push_back(double(p.y));
+        out.y_max = std::max(out.y_max, double(p.y));
+    }
+}
+
+}  // namespace
+
+// The value in force at each of `xs` (ascending) of a step function given by
+// level-of-detail points, by one forward walk: no search in the full series.
+void sampleInto(const std::vector<SeriesPoint>& lod, const std::vector<int64_t>& xs,
+                std::vector<double>& out) {
+    out.resize(xs.size());
+    size_t j = 0;
+    double v = lod.empty() ? 0.0 : double(lod.front().y);
+    for (size_t k = 0; k < xs.size(); ++k) {
+        while (j < lod.size() && lod[j].x <= xs[k]) v = double(lod[j++].y);
+        out[k] = v;
+    }
+}
+
+BandSet computeBands(const DeviceTimeline& tl, const AxisMap& map, const BandRequest& req) {
+    BandSet out;
+    const int64_t lo = map.inverse(req.x0);
+    const int64_t hi = std::max(addSaturating(map.inverse(req.x1), 1), addSaturating(lo, 1));
+    const size_t n = std::max<size_t>(req.max_points, 4);
+    // Everything below comes from levelOfDetail: its cost depends on n, not on
+    // the trace size. The total is exact at its points; the bands inside it
+    // use coarser reductions, fine at pixel scale, and never exceed the total.
+    const std::vector<SeriesPoint> lod = tl.live.levelOfDetail(lo, hi, n);
+    std::vector<int64_t> src;  // run-x of every column
+    src.reserve(lod.size());
+    for (const SeriesPoint& p : lod) src.push_back(p.x);
+    std::vector<double> total;
+    sampleInto(lod, src, total);
+
+    out.xs.reserve(src.size());
+    for (int64_t x : src) out.xs.push_back(map.forward(x));
+
+    if (req.mode == StackMode::ByCategory) {
+        std::vector<double> acc(src.size(), 0.0), value;
+        const size_t nCat = std::max<size_t>(n / 2, 4);
+        for (Category c : kAllCategories) {
+            const StepSeries& s = tl.live_by_category[size_t(index(c))];
+            if (s.empty() && s.initial == 0) continue;  // never used: no band, no legend entry
+            const CategorySources sources = tl.category_sources[size_t(index(c))];
+            Band b{categoryLabel(c), categoryColor(c), index(c), {}};
+            if (sources.inferred) {
+                b.inferred = true;
+                b.label += sources.recorded ? QStringLiteral(" (partly inferred)")
+                                            : QStringLiteral(" (inferred)");
+            }
+            sampleInto(s.levelOfDetail(lo, hi, nCat), src, value);
+            b.ys.resize(src.size());
+            for (size_t k = 0; k < src.size(); ++k) {
+                acc[k] = std::min(acc[k] + value[k], total[k]);
+                b.ys[k] = acc[k];
+            }
+            out.bands.push_back(std::move(b));
+        }
+        // The top edge is the exact total (sub-pixel differences between the
+        // reductions go to the top band).
+        if (!out.bands.empty()) out.bands.back().ys = total;
+    } else {
+        // By allocation the layout draws the bands; the total sets the scale.
+        for (double y : total) out.y_max = std::max(out.y_max, y);
+    }
+    if (!out.bands.empty())
+        for (double y : out.bands.back().ys) out.y_max = std::max(out.y_max, y);
+    for (const Band& b : out.bands)
+        for (size_t k = b.begin; k < std::min(b.end, b.ys.size()); ++k)
+            out.y_max = std::max(out.y_max, b.ys[k]);
+    addReserved(out, tl, map, lo, hi, n);
+    return out;
+}
+
+}  // namespace memscope::gui

@@ -1,0 +1,49 @@
+#pragma once
+// What the timeline plot draws for one visible range: stacked bands by
+// category and the reserved line, built only from StepSeries::levelOfDetail,
+// so the cost per frame depends on the plot's width, never on the trace size.
+// By allocation, the bands come from core's allocation layout
+// (allocation_layout.h, drawn by allocation_layer.h); here only the reserved
+// line and the visible maximum.
+
+#include <QColor>
+#include <QString>
+#include <cstdint>
+#include <vector>
+
+#include "memscope/analysis/alignment.h"
+#include "memscope/analysis/allocation_order.h"
+#include "memscope/timeline/timeline.h"
+
+namespace memscope::gui {
+
+struct Band {
+    QString label;
+    QColor color;
+    int64_t key = -1;        // category index
+    std::vector<double> ys;  // top edge (cumulative), parallel to BandSet::xs
+    // The columns worth drawing, [begin, end).
+    size_t begin = 0;
+    size_t end = SIZE_MAX;
+    // By category: memscope inferred (some of) these bytes' category; drawn
+    // hatched and named so, never mixed silently with recorded ones.
+    bool inferred = false;
+};
+
+struct BandSet {
+    std::vector<double> xs;          // shared-axis x, ascending
+    std::vector<Band> bands;         // bottom first
+    std::vector<double> reserved_x;  // shared-axis x
+    std::vector<double> reserved_y;
+    double y_max = 0;  // highest value drawn (by allocation: the live total's)
+};
+
+struct BandRequest {
+    StackMode mode = StackMode::ByCategory;
+    double x0 = 0, x1 = 1;     // visible shared-axis range
+    size_t max_points = 2000;  // about twice the plot width in pixels
+};
+
+BandSet computeBands(const DeviceTimeline& tl, const AxisMap& map, const BandRequest& request);
+
+}  // namespace memscope::gui

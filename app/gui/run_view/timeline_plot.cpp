@@ -1,0 +1,533 @@
+#include "run_view/timeline_plot.h"
+
+#include <qcustomplot.h>
+
+#include <QElapsedTimer>
+#include <QEvent>
+#include <QRubberBand>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <cmath>
+
+#include "common/category_colors.h"
+#include "common/format.h"
+#include "common/plot_export.h"
+#include "common/plot_style.h"
+#include "memscope/base/units.h"
+#include "memscope/inference/frames.h"
+#include "run_view/allocation_layer.h"
+#include "run_view/zoom_state.h"
+
+namespace memscope::gui {
+
+namespace {
+
+// Draws the phase strip inside its own axis rect, so it pans, exports and
+// prints with the plot.
+class PhaseLayer : public QCPLayerable {
+public:
+    PhaseLayer(QCustomPlot* plot, QCPAxisRect* rect,
+               std::function<void(QPainter&, const QRectF&)> paint)
+        : QCPLayerable(plot), rect_(rect), paint_(std::move(paint)) {}
+
+protected:
+    void applyDefaultAntialiasingHint(QCPPainter* painter) const override {
+        painter->setAntialiasing(false);
+    }
+    void draw(QCPPainter* painter) override { paint_(*painter, rect_->rect()); }
+
+private:
+    QCPAxisRect* rect_;
+    std::function<void(QPainter&, const QRectF&)> paint_;
+};
+
+// Sites named in the by-allocation legend.
+constexpr size_t kLegendSites = 6;
+
+// "fn  (/a/long/path/file.py:12)" as "fn (file.py:12)": the legend has one row.
+QString shortSiteLabel(const std::string& label) {
+    QString text = toQString(label);
+    const qsizetype open = text.lastIndexOf(QStringLiteral("  ("));
+    if (open < 0) return text;
+    const qsizetype slash = text.lastIndexOf(QLatin1Char('/'));
+    const QString where = slash > open ? text.mid(slash + 1) : text.mid(open + 3);
+    return text.left(open) + QStringLiteral(" (") + where;
+}
+
+}  // namespace
+
+struct TimelinePlot::Parts {
+    QCPAxisRect* main = nullptr;
+    QCPAxisRect* phaseRect = nullptr;
+    QCPTextElement* title = nullptr;
+    std::vector<QCPGraph*> bandGraphs;  // drawn in order: top band first
+    QCPGraph* reserved = nullptr;
+    QCPItemStraightLine* cursor = nullptr;
+    QCPItemStraightLine* pinStart = nullptr;
+    QCPItemStraightLine* pinEnd = nullptr;
+    QCPItemText* peak = nullptr;
+    AllocationLayer* allocations = nullptr;  // by allocation, instead of the band graphs
+};
+
+TimelinePlot::TimelinePlot(QWidget* parent) : QWidget(parent), p_(std::make_unique<Parts>()) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    plot_ = new QCustomPlot(this);
+    layout->addWidget(plot_);
+    plot_->setNoAntialiasingOnDrag(true);
+    plot_->setPlottingHint(QCP::phCacheLabels, true);
+    plot_->setPlottingHint(QCP::phFastPolylines, true);
+    rubber_ = new QRubberBand(QRubberBand::Rectangle, plot_);
+
+    p_->main = plot_->axisRect();
+    p_->main->axis(QCPAxis::atLeft)->setTicker(byteTicker());
+    p_->main->axis(QCPAxis::atLeft)->setLabel(QStringLiteral("live memory"));
+    p_->phaseRect = new QCPAxisRect(plot_, false);
+    p_->phaseRect->setMinimumSize(0, 52);
+    p_->phaseRect->setMaximumSize(QWIDGETSIZE_MAX, 52);
+    plot_->plotLayout()->addElement(1, 0, p_->phaseRect);
+    plot_->plotLayout()->setRowSpacing(2);
+    auto* group = new QCPMarginGroup(plot_);
+    p_->main->setMarginGroup(QCP::msLeft | QCP::msRight, group);
+    p_->phaseRect->setMarginGroup(QCP::msLeft | QCP::msRight, group);
+    new PhaseLayer(plot_, p_->phaseRect, [this](QPainter& painter, const QRectF& area) {
+        if (zoom_)
+            paintPhaseBands(painter, area, phases_, map_, zoom_->begin(), zoom_->end(), palette());
+    });
+
+    p_->reserved =
+        plot_->addGraph(p_->main->axis(QCPAxis::atBottom), p_->main->axis(QCPAxis::atLeft));
+    p_->reserved->setLineStyle(QCPGraph::lsStepLeft);
+    p_->reserved->setName(QStringLiteral("reserved"));
+    // Reserved is drawn over the bands, which are added to "main" later.
+    plot_->addLayer(QStringLiteral("reserved"), plot_->layer(QStringLiteral("main")),
+                    QCustomPlot::limAbove);
+    p_->reserved->setLayer(QStringLiteral("reserved"));
+    p_->allocations = new AllocationLayer(plot_, p_->main);
+    p_->allocations->setVisible(false);
+    auto makeLine = [this](Qt::PenStyle style) {
+        auto* l = new QCPItemStraightLine(plot_);
+        l->setClipAxisRect(p_->main);
+        l->setPen(QPen(QColor(0x80, 0x80, 0x80), 1, style));
+        l->setVisible(false);
+        return l;
+    };
+    p_->cursor = makeLine(Qt::DashLine);
+    p_->pinStart = makeLine(Qt::SolidLine);
+    p_->pinEnd = makeLine(Qt::SolidLine);
+    p_->peak = new QCPItemText(plot_);
+    p_->peak->setClipAxisRect(p_->main);
+    p_->peak->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
+    p_->peak->setText(QStringLiteral("peak ▾"));
+    p_->peak->setVisible(false);
+
+    // The legend sits in a row of its own above the plot, laid out in
+    // columns: inside the axis rect it covered the data (issue 13).
+    p_->main->insetLayout()->take(plot_->legend);
+    p_->main->insetLayout()->simplify();
+    plot_->plotLayout()->insertRow(0);
+    plot_->plotLayout()->addElement(0, 0, plot_->legend);
+    plot_->plotLayout()->setRowStretchFactor(0, 0.001);
+    plot_->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    plot_->legend->setWrap(6);
+    plot_->legend->setVisible(true);
+    plot_->legend->setIconSize(10, 10);
+    QFont lf = font();
+    lf.setPointSizeF(std::max(6.0, lf.pointSizeF() * 0.85));
+    plot_->legend->setFont(lf);
+
+    connect(plot_, &QCustomPlot::mousePress, this, &TimelinePlot::onMousePress);
+    connect(plot_, &QCustomPlot::mouseMove, this, &TimelinePlot::onMouseMove);
+    connect(plot_, &QCustomPlot::mouseRelease, this, &TimelinePlot::onMouseRelease);
+    connect(plot_, &QCustomPlot::mouseWheel, this, &TimelinePlot::onWheel);
+    plot_->setMouseTracking(true);
+    applyPalette();
+}
+
+TimelinePlot::~TimelinePlot() = default;
+
+const DeviceTimeline* TimelinePlot::timeline() const {
+    return run_ ? run_->timeline(ref_) : nullptr;
+}
+
+void TimelinePlot::setSource(RunPtr run, DeviceRef ref, const AxisMap& map, const QString& xLabel) {
+    run_ = std::move(run);
+    ref_ = ref;
+    map_ = map;
+    pinned_.reset();
+    hovered_.reset();
+    const AllocationIndex* index = run_ ? run_->allocationIndex(ref_) : nullptr;
+    p_->allocations->setSource(index ? &index->sites : nullptr, map_);
+    const Trace* trace = run_ ? run_->trace(ref_) : nullptr;
+    const DeviceTimeline* tl = timeline();
+    phases_ = trace && tl ? buildPhaseBands(*trace, tl->device) : PhaseBandData{};
+    p_->main->axis(QCPAxis::atBottom)->setLabel(xLabel);
+    if (tl) {
+        p_->peak->position->setAxes(p_->main->axis(QCPAxis::atBottom),
+                                    p_->main->axis(QCPAxis::atLeft));
+        p_->peak->position->setCoords(map_.forward(tl->peak.time), double(tl->peak.bytes));
+        p_->peak->setVisible(tl->peak.bytes > 0);
+    }
+    rebuild();
+}
+
+void TimelinePlot::setZoomState(ZoomState* zoom) {
+    if (zoom_) disconnect(zoom_, nullptr, this, nullptr);
+    zoom_ = zoom;
+    if (!zoom_) return;
+    connect(zoom_, &ZoomState::rangeChanged, this, &TimelinePlot::onRangeChanged);
+    connect(zoom_, &ZoomState::cursorChanged, this, [this](double x) {
+        p_->cursor->point1->setCoords(x, 0);
+        p_->cursor->point2->setCoords(x, 1);
+        p_->cursor->setVisible(true);
+        plot_->replot(QCustomPlot::rpQueuedReplot);
+    });
+    rebuild();
+}
+
+void TimelinePlot::setStackMode(StackMode mode) {
+    if (mode_ == mode) return;
+    mode_ = mode;
+    hovered_.reset();
+    updateHighlight();
+    rebuild();
+}
+
+void TimelinePlot::setFixedYMax(double bytes) {
+    fixedYMax_ = bytes;
+    rebuild();
+}
+
+void TimelinePlot::setTitle(const QString& title) {
+    if (!p_->title) {
+        plot_->plotLayout()->insertRow(0);
+        p_->title = new QCPTextElement(plot_, title);
+        plot_->plotLayout()->addElement(0, 0, p_->title);
+    }
+    p_->title->setText(title);
+    applyPalette();
+}
+
+void TimelinePlot::setLegendVisible(bool visible) {
+    plot_->legend->setVisible(visible);
+    // A hidden legend gives its row back to the plot.
+    plot_->legend->setMaximumSize(QWIDGETSIZE_MAX, visible ? QWIDGETSIZE_MAX : 0);
+}
+
+void TimelinePlot::setPinned(std::optional<uint32_t> interval) {
+    pinned_ = interval;
+    updateHighlight();
+}
+
+void TimelinePlot::updateHighlight() {
+    const DeviceTimeline* tl = timeline();
+    const std::optional<uint32_t> target = hovered_ ? hovered_ : pinned_;
+    const bool show = tl && target && *target < tl->intervals.size();
+    p_->pinStart->setVisible(show);
+    p_->pinEnd->setVisible(show && tl->intervals[*target].free_event != kNoEvent);
+    if (show) {
+        const AllocationInterval& a = tl->intervals[*target];
+        const QPen pen(palette().color(QPalette::Highlight), 2);
+        for (auto [line, x] : {std::pair{p_->pinStart, a.start}, std::pair{p_->pinEnd, a.end}}) {
+            line->setPen(pen);
+            line->point1->setCoords(map_.forward(x), 0);
+            line->point2->setCoords(map_.forward(x), 1);
+        }
+    }
+    const AllocationIndex* index = run_ ? run_->allocationIndex(ref_) : nullptr;
+    // Allocations without a stack share no site worth bringing forward.
+    const uint32_t site = show && index ? index->sites.siteOf(*target) : AllocationSites::kNoSite;
+    if (show && index)
+        p_->allocations->setHighlight(
+            target, site == AllocationSites::kNoSite ? std::nullopt : std::optional(site));
+    else
+        p_->allocations->setHighlight(std::nullopt, std::nullopt);
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+const AllocationLayout& TimelinePlot::allocationLayout() const {
+    return p_->allocations->layout();
+}
+
+double TimelinePlot::lastRasterMs() const {
+    return p_->allocations->lastRasterMs();
+}
+
+void TimelinePlot::onRangeChanged(double, double) {
+    // Several range changes in one event-loop pass (a fast drag, linked views)
+    // cost one rebuild.
+    if (rebuildPending_) return;
+    rebuildPending_ = true;
+    QMetaObject::invokeMethod(
+        this,
+        [this] {
+            if (rebuildPending_) rebuild();
+        },
+        Qt::QueuedConnection);
+}
+
+void TimelinePlot::renderNow() {
+    // One replot: a queued one from rebuild() would draw the frame twice
+    // (QCustomPlot's queued replot still fires after an immediate one).
+    rebuild(false);
+    plot_->replot(QCustomPlot::rpImmediateRefresh);
+}
+
+void TimelinePlot::rebuild(bool replot) {
+    rebuildPending_ = false;
+    const DeviceTimeline* tl = timeline();
+    if (!tl || !zoom_) {
+        if (replot) plot_->replot(QCustomPlot::rpQueuedReplot);
+        return;
+    }
+    QElapsedTimer timer;
+    timer.start();
+    BandRequest req;
+    req.mode = mode_;
+    req.x0 = zoom_->begin();
+    req.x1 = zoom_->end();
+    const int width = std::max(200, p_->main->width() > 0 ? p_->main->width() : plot_->width());
+    // levelOfDetail keeps each bucket's min and max, so the envelope stays
+    // exact with buckets of about 1.3 px (1.5 points per pixel); by
+    // allocation only the scale and the reserved line come from it, and the
+    // layout samples each column at its own maximum.
+    req.max_points = size_t(mode_ == StackMode::ByCategory ? 3 * width / 2 : width);
+    bands_ = computeBands(*tl, map_, req);
+    const double ymax = fixedYMax_ > 0 ? fixedYMax_ : std::max(1.0, bands_.y_max * 1.08);
+    const AllocationIndex* index = run_->allocationIndex(ref_);
+    if (mode_ == StackMode::ByAllocation && index) {
+        // Every live allocation, one column per pixel; an allocation a pixel
+        // tall or taller is a band of its own, thinner ones merge per site.
+        LayoutRequest lr;
+        lr.lo = map_.inverse(req.x0);
+        lr.hi = std::max(addSaturating(map_.inverse(req.x1), 1), addSaturating(lr.lo, 1));
+        lr.columns = size_t(width);
+        const double rows = std::max(1, p_->main->height() > 0 ? p_->main->height() : height());
+        lr.min_band_bytes = uint64_t(std::max(1.0, std::ceil(ymax / rows)));
+        p_->allocations->setLayout(layoutAllocations(*tl, *index, lr));
+        p_->allocations->setVisible(true);
+        // The legend names the sites that cover most of the picture; the
+        // bands without data only carry the legend's entries.
+        for (uint32_t site : mostDrawnSites(p_->allocations->layout(), kLegendSites)) {
+            const AllocationSite& s = index->sites.site(site);
+            Band b{shortSiteLabel(s.label), siteColor(s.hash), int64_t(site), {}};
+            if (site == AllocationSites::kNoSite) {
+                b.label = QStringLiteral("(no stack)");
+                b.color = QColor(0xa0, 0xa0, 0xa0);
+            }
+            b.end = 0;
+            bands_.bands.insert(bands_.bands.begin(), std::move(b));  // first in the legend
+        }
+    } else {
+        p_->allocations->setLayout({});
+        p_->allocations->setVisible(false);
+    }
+
+    // Grow the graph pool; graphs are reused from frame to frame.
+    const size_t n = bands_.bands.size();
+    while (p_->bandGraphs.size() < n) {
+        QCPGraph* g =
+            plot_->addGraph(p_->main->axis(QCPAxis::atBottom), p_->main->axis(QCPAxis::atLeft));
+        g->setLineStyle(QCPGraph::lsStepLeft);
+        g->setAntialiased(false);
+        g->setAntialiasedFill(false);
+        p_->bandGraphs.push_back(g);
+    }
+    plot_->legend->clearItems();
+    // Bands hold cumulative tops and fill down to zero, drawn top band first so
+    // lower ones paint over it (by allocation, trimmed to their lifetimes).
+    // Filling down to another graph (QCustomPlot's channel fill) would paint
+    // each pixel once but costs more per frame than the overdraw.
+    const bool channel = false;
+    for (size_t k = 0; k < p_->bandGraphs.size(); ++k) {
+        QCPGraph* g = p_->bandGraphs[k];
+        if (k >= n) {
+            g->data()->clear();
+            g->setVisible(false);
+            g->setChannelFillGraph(nullptr);
+            continue;
+        }
+        const Band& b = bands_.bands[channel ? k : n - 1 - k];
+        const size_t from = std::min(b.begin, bands_.xs.size()),
+                     to = std::min(b.end, bands_.xs.size());
+        QVector<QCPGraphData> data(qsizetype(to - from));
+        for (size_t i = from; i < to; ++i)
+            data[qsizetype(i - from)] = QCPGraphData(bands_.xs[i], b.ys[i]);
+        g->data()->set(data, true);
+        // Inferred categories: paler and hatched, in the plot and the legend.
+        g->setBrush(b.inferred ? QBrush(b.color.lighter(115), Qt::Dense2Pattern) : QBrush(b.color));
+        // No outline: stroking thousands of step segments costs more than
+        // filling them, and adjacent fills already show the band edges.
+        g->setPen(Qt::NoPen);
+        g->setChannelFillGraph(channel && k > 0 ? p_->bandGraphs[k - 1] : nullptr);
+        g->setName(b.label);
+        g->setVisible(true);
+    }
+    // Legend: top band first, as stacked.
+    for (size_t k = 0; k < n; ++k) {
+        QCPGraph* g = p_->bandGraphs[channel ? n - 1 - k : k];
+        if (!g->name().isEmpty()) g->addToLegend();
+    }
+    QVector<QCPGraphData> rdata(qsizetype(bands_.reserved_x.size()));
+    for (size_t i = 0; i < bands_.reserved_x.size(); ++i)
+        rdata[qsizetype(i)] = QCPGraphData(bands_.reserved_x[i], bands_.reserved_y[i]);
+    p_->reserved->data()->set(rdata, true);
+    if (!rdata.isEmpty()) p_->reserved->addToLegend();
+
+    p_->main->axis(QCPAxis::atBottom)->setRange(zoom_->begin(), zoom_->end());
+    p_->main->axis(QCPAxis::atLeft)->setRange(0, ymax);
+    buildMs_ = double(timer.nsecsElapsed()) / 1e6;
+    if (replot) plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void TimelinePlot::applyPalette() {
+    const QPalette pal = palette();
+    applyPlotPalette(plot_, pal);
+    QPen reservedPen(reservedColor(pal), 1.5);
+    reservedPen.setCosmetic(true);  // the raster engine's fast path
+    p_->reserved->setPen(reservedPen);
+    p_->peak->setColor(pal.color(QPalette::WindowText));
+    p_->allocations->setColors(pal.color(QPalette::Base), pal.color(QPalette::Highlight));
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void TimelinePlot::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange) applyPalette();
+}
+
+QPointF TimelinePlot::pixelToCoord(const QPoint& pixel) const {
+    return {p_->main->axis(QCPAxis::atBottom)->pixelToCoord(pixel.x()),
+            p_->main->axis(QCPAxis::atLeft)->pixelToCoord(pixel.y())};
+}
+
+QPoint TimelinePlot::coordToPixel(double x, double y) const {
+    return QPoint(int(std::lround(p_->main->axis(QCPAxis::atBottom)->coordToPixel(x))),
+                  int(std::lround(p_->main->axis(QCPAxis::atLeft)->coordToPixel(y))));
+}
+
+std::optional<uint32_t> TimelinePlot::allocationAt(double x, double y) const {
+    const DeviceTimeline* tl = timeline();
+    if (!tl) return std::nullopt;
+    // By allocation the drawn layout answers, so the hit is what is drawn.
+    if (mode_ == StackMode::ByAllocation)
+        return memscope::allocationAt(*tl, p_->allocations->layout(), map_.inverse(x), y);
+    return memscope::allocationAt(*tl, mode_, {}, map_.inverse(x), y);
+}
+
+QString TimelinePlot::hoverTextAt(double x, double y) const {
+    const DeviceTimeline* tl = timeline();
+    const Trace* trace = run_ ? run_->trace(ref_) : nullptr;
+    if (!tl || !trace) return {};
+    const int64_t rx = map_.inverse(x);
+    const QString head =
+        QStringLiteral("%1   live %2   reserved %3")
+            .arg(formatRunTime(*trace, *tl, rx), formatBytes(double(tl->live.valueAt(rx))),
+                 formatBytes(double(tl->reserved.valueAt(rx))));
+    const auto hit = allocationAt(x, y);
+    if (!hit) return head;
+    const AllocationInterval& a = tl->intervals[*hit];
+    const QString text = head + QLatin1Char('\n') + allocationText(*trace, *tl, a, 4);
+    // By allocation the site heads the text: the user's own line of code is
+    // what tells one band from its neighbours.
+    const std::string site = siteLabel(*trace, a.stack);
+    if (mode_ != StackMode::ByAllocation || site.empty()) return text;
+    return toQString(site) + QLatin1Char('\n') + text;
+}
+
+void TimelinePlot::onMousePress(QMouseEvent* e) {
+    if (!zoom_) return;
+    pressPos_ = e->pos();
+    press0_ = zoom_->begin();
+    press1_ = zoom_->end();
+    pressed_ = e->button() == Qt::LeftButton;
+    moved_ = false;
+    boxing_ = pressed_ && (boxMode_ || (e->modifiers() & Qt::ShiftModifier));
+    if (boxing_) {
+        rubber_->setGeometry(QRect(pressPos_, QSize()));
+        rubber_->show();
+    }
+}
+
+void TimelinePlot::onMouseMove(QMouseEvent* e) {
+    if (pressed_ && zoom_) {
+        if ((e->pos() - pressPos_).manhattanLength() > 3) moved_ = true;
+        if (boxing_) {
+            rubber_->setGeometry(QRect(pressPos_, e->pos()).normalized());
+        } else if (moved_) {
+            const double w = std::max(1, p_->main->width());
+            const double dx = double(e->pos().x() - pressPos_.x()) / w * (press1_ - press0_);
+            zoom_->setRange(press0_ - dx, press1_ - dx);
+        }
+        return;
+    }
+    // Hover work is coalesced to once per event-loop pass: a fast mouse must
+    // not queue one liveAt() per pixel.
+    hoverPos_ = e->pos();
+    if (!hoverPending_) {
+        hoverPending_ = true;
+        QTimer::singleShot(0, this, &TimelinePlot::updateHover);
+    }
+}
+
+void TimelinePlot::updateHover() {
+    hoverPending_ = false;
+    if (!zoom_ || !p_->main->rect().contains(hoverPos_)) {
+        if (hovered_) {
+            hovered_.reset();
+            updateHighlight();
+        }
+        emit hoverChanged(QString());
+        return;
+    }
+    const QPointF c = pixelToCoord(hoverPos_);
+    if (mode_ == StackMode::ByAllocation) {
+        const auto hit = allocationAt(c.x(), c.y());
+        if (hit != hovered_) {
+            hovered_ = hit;
+            updateHighlight();
+        }
+    }
+    zoom_->setCursor(c.x());
+    emit cursorMoved(map_.inverse(c.x()));
+    QString text = hoverTextAt(c.x(), c.y());
+    const QString phases = phasesAt(phases_, map_, c.x());
+    if (!phases.isEmpty()) text += QStringLiteral("\nin: ") + phases;
+    emit hoverChanged(text);
+}
+
+void TimelinePlot::onMouseRelease(QMouseEvent* e) {
+    if (!pressed_ || !zoom_) return;
+    pressed_ = false;
+    if (boxing_) {
+        rubber_->hide();
+        boxing_ = false;
+        if (moved_) {
+            const double a = pixelToCoord(pressPos_).x(), b = pixelToCoord(e->pos()).x();
+            zoom_->setRange(std::min(a, b), std::max(a, b), true);
+        }
+        return;
+    }
+    if (!moved_ && p_->main->rect().contains(e->pos())) {
+        const QPointF c = pixelToCoord(e->pos());
+        if (const auto hit = allocationAt(c.x(), c.y())) {
+            setPinned(*hit);
+            emit allocationClicked(*hit);
+        }
+    }
+}
+
+void TimelinePlot::onWheel(QWheelEvent* e) {
+    if (!zoom_) return;
+    const double steps = e->angleDelta().y() / 120.0;
+    const double center = p_->main->axis(QCPAxis::atBottom)->pixelToCoord(e->position().x());
+    zoom_->zoomBy(std::pow(0.8, steps), center);
+    e->accept();
+}
+
+bool TimelinePlot::exportTo(const QString& path, QString* error) {
+    rebuild();
+    return exportPlot(plot_, path, error);
+}
+
+}  // namespace memscope::gui

@@ -1,0 +1,112 @@
+#pragma once
+// One device's memory over time: stacked live bands, the reserved line, the
+// phase strip under it, a cursor and the pinned allocation's lifetime. Draws
+// from levelOfDetail only (timeline_bands.h), by allocation from core's
+// allocation layout (every live allocation, allocation_layout.h); the visible
+// range comes from a ZoomState it shares with its siblings. QCustomPlot stays
+// inside the .cpp.
+
+#include <QWidget>
+#include <memory>
+#include <optional>
+
+#include "loading/run.h"
+#include "memscope/analysis/allocation_layout.h"
+#include "memscope/analysis/compare.h"
+#include "run_view/phase_bands.h"
+#include "run_view/timeline_bands.h"
+
+class QCustomPlot;
+class QMouseEvent;
+class QWheelEvent;
+class QRubberBand;
+
+namespace memscope::gui {
+
+class ZoomState;
+
+class TimelinePlot : public QWidget {
+    Q_OBJECT
+public:
+    explicit TimelinePlot(QWidget* parent = nullptr);
+    ~TimelinePlot() override;
+
+    // `map` takes the device's x onto the shared axis; `xLabel` names its unit.
+    void setSource(RunPtr run, DeviceRef ref, const AxisMap& map, const QString& xLabel);
+    void setZoomState(ZoomState* zoom);
+    void setStackMode(StackMode mode);
+    StackMode stackMode() const { return mode_; }
+    void setFixedYMax(double bytes);  // <= 0: fit the visible data
+    void setTitle(const QString& title);
+    void setLegendVisible(bool visible);
+    void setBoxZoomMode(bool on) { boxMode_ = on; }
+    void setPinned(std::optional<uint32_t> interval);
+
+    const RunPtr& run() const { return run_; }
+    DeviceRef device() const { return ref_; }
+    const DeviceTimeline* timeline() const;
+    const AxisMap& axisMap() const { return map_; }
+    const BandSet& bands() const { return bands_; }
+    // By allocation: what is drawn, columns of stacked allocations.
+    const AllocationLayout& allocationLayout() const;
+
+    // Rebuilds the bands and repaints synchronously (benchmark, screenshots).
+    void renderNow();
+    double lastBuildMs() const { return buildMs_; }
+    double lastRasterMs() const;  // by allocation: filling the layout's pixels
+
+    // Hover queries in plot coordinates (shared x, bytes).
+    std::optional<uint32_t> allocationAt(double x, double y) const;
+    QString hoverTextAt(double x, double y) const;
+    QPointF pixelToCoord(const QPoint& pixel) const;
+    QPoint coordToPixel(double x, double y) const;
+
+    bool exportTo(const QString& path, QString* error);
+
+signals:
+    void hoverChanged(const QString& text);  // empty when nothing is under the cursor
+    void allocationClicked(uint32_t interval);
+    void cursorMoved(int64_t runX);
+
+protected:
+    void changeEvent(QEvent* event) override;
+
+private:
+    void rebuild(bool replot = true);
+    void applyPalette();
+    void onRangeChanged(double x0, double x1);
+    void onMousePress(QMouseEvent* e);
+    void onMouseMove(QMouseEvent* e);
+    void onMouseRelease(QMouseEvent* e);
+    void onWheel(QWheelEvent* e);
+    void updateHover();
+    // Brings forward the hovered allocation, else the pinned one: its
+    // lifetime, its band and the other allocations of its site.
+    void updateHighlight();
+
+    struct Parts;
+    std::unique_ptr<Parts> p_;
+    QCustomPlot* plot_ = nullptr;
+    QRubberBand* rubber_ = nullptr;
+    RunPtr run_;
+    DeviceRef ref_;
+    AxisMap map_;
+    PhaseBandData phases_;
+    BandSet bands_;
+    ZoomState* zoom_ = nullptr;
+    StackMode mode_ = StackMode::ByCategory;
+    double fixedYMax_ = 0;
+    bool boxMode_ = false;
+    std::optional<uint32_t> pinned_;
+    std::optional<uint32_t> hovered_;  // by allocation
+    double buildMs_ = 0;
+    // Mouse gesture state.
+    QPoint pressPos_;
+    double press0_ = 0, press1_ = 0;
+    bool pressed_ = false, boxing_ = false, moved_ = false;
+    QPoint hoverPos_;
+    bool hoverPending_ = false;
+    bool rebuildPending_ = false;
+};
+
+}  // namespace memscope::gui

@@ -1,0 +1,100 @@
+#include "window/app_options.h"
+
+#include <QCommandLineParser>
+
+#include "memscope/analysis/compare_table.h"
+
+namespace memscope::gui {
+
+QStringList compareTabNames() {
+    return {QStringLiteral("summary"), QStringLiteral("composition"), QStringLiteral("policy-map"),
+            QStringLiteral("theory"), QStringLiteral("difference")};
+}
+
+AppOptions parseOptions(const QStringList& arguments) {
+    QCommandLineParser parser;
+    parser.setApplicationDescription(
+        QStringLiteral("memscope: memory timelines of deep-learning training"));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    const QCommandLineOption compare(
+        QStringLiteral("compare"),
+        QStringLiteral("Open the files side by side in the compare view."));
+    const QCommandLineOption screenshot(
+        QStringLiteral("screenshot"),
+        QStringLiteral("Render offscreen to FILE (.png/.svg/.pdf) and exit."),
+        QStringLiteral("FILE"));
+    const QCommandLineOption size(QStringLiteral("size"),
+                                  QStringLiteral("Screenshot size, WxH (default 1600x1000)."),
+                                  QStringLiteral("WxH"));
+    const QCommandLineOption dark(
+        QStringLiteral("dark"),
+        QStringLiteral("Use a dark palette (the system palette is followed otherwise)."));
+    const QCommandLineOption colorBy(
+        QStringLiteral("color-by"),
+        QStringLiteral("Screenshot: stack and colour by 'category' or 'allocation' (default: "
+                       "category where the trace recorded categories, else allocation)."),
+        QStringLiteral("MODE"));
+    const QCommandLineOption align(
+        QStringLiteral("align"),
+        QStringLiteral("Screenshot with --compare: line runs up by 'time', 'step' or 'phase' "
+                       "(the steps and phases recorded or inferred; default: time)."),
+        QStringLiteral("MODE"));
+    const QCommandLineOption tab(
+        QStringLiteral("compare-tab"),
+        QStringLiteral("Screenshot with --compare: the table's tab to show: 'summary', "
+                       "'composition', 'policy-map', 'theory' or 'difference' (default: summary)."),
+        QStringLiteral("TAB"));
+    parser.addOptions({compare, screenshot, size, dark, colorBy, align, tab});
+    parser.addPositionalArgument(QStringLiteral("files"),
+                                 QStringLiteral("Traces or folders of per-rank traces."),
+                                 QStringLiteral("[FILES...]"));
+    AppOptions o;
+    if (!parser.parse(arguments)) {
+        o.error = parser.errorText();
+        return o;
+    }
+    if (parser.isSet(QStringLiteral("help"))) parser.showHelp(0);
+    if (parser.isSet(QStringLiteral("version"))) parser.showVersion();
+    o.paths = parser.positionalArguments();
+    o.compare = parser.isSet(compare);
+    o.dark = parser.isSet(dark);
+    o.screenshot = parser.value(screenshot);
+    if (parser.isSet(size)) {
+        const QStringList wh = parser.value(size).split(QLatin1Char('x'));
+        if (wh.size() == 2 && wh[0].toInt() > 100 && wh[1].toInt() > 100)
+            o.size = QSize(wh[0].toInt(), wh[1].toInt());
+        else
+            o.error = QStringLiteral("--size wants WxH, e.g. 1600x1000");
+    }
+    if (parser.isSet(colorBy)) {
+        o.color_by = stackModeFromString(parser.value(colorBy).toStdString());
+        if (!o.color_by)
+            o.error = QStringLiteral("--color-by wants 'category' or 'allocation', not '%1'")
+                          .arg(parser.value(colorBy));
+        else if (o.screenshot.isEmpty())
+            o.error = QStringLiteral("--color-by applies to --screenshot");
+    }
+    if (parser.isSet(align)) {
+        o.align = alignModeFromString(parser.value(align).toStdString());
+        if (!o.align)
+            o.error = QStringLiteral("--align wants 'time', 'step' or 'phase', not '%1'")
+                          .arg(parser.value(align));
+        else if (o.screenshot.isEmpty() || !o.compare)
+            o.error = QStringLiteral("--align applies to --screenshot with --compare");
+    }
+    if (parser.isSet(tab)) {
+        o.compare_tab = parser.value(tab);
+        const QStringList kTabs = compareTabNames();
+        if (!kTabs.contains(o.compare_tab))
+            o.error = QStringLiteral("--compare-tab wants one of %1, not '%2'")
+                          .arg(kTabs.join(QStringLiteral(", ")), o.compare_tab);
+        else if (o.screenshot.isEmpty() || !o.compare)
+            o.error = QStringLiteral("--compare-tab applies to --screenshot with --compare");
+    }
+    if (!o.screenshot.isEmpty() && o.paths.isEmpty())
+        o.error = QStringLiteral("--screenshot needs at least one file");
+    return o;
+}
+
+}  // namespace memscope::gui

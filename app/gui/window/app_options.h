@@ -1,0 +1,31 @@
+#pragma once
+// The command line: paths to open, --compare, --screenshot OUT.png.
+
+#include <QSize>
+#include <QStringList>
+#include <optional>
+
+#include "memscope/analysis/alignment.h"
+#include "memscope/analysis/allocation_order.h"
+
+class QCoreApplication;
+
+namespace memscope::gui {
+
+struct AppOptions {
+    QStringList paths;
+    bool compare = false;
+    bool dark = false;       // force a dark palette
+    QString screenshot;      // non-empty: render offscreen to this file and exit
+    QSize size{1600, 1000};  // screenshot size
+    std::optional<memscope::StackMode> color_by;  // screenshot: stack mode (default: the file's)
+    std::optional<memscope::AlignMode> align;     // compare screenshot: alignment (default: time)
+    QString compare_tab;                          // compare screenshot: one of compareTabNames()
+    QString error;                                // non-empty: bad command line
+};
+
+AppOptions parseOptions(const QStringList& arguments);
+// The compare view's lower tabs by command-line name, in their order.
+QStringList compareTabNames();
+
+}  // namespace memscope::gui

@@ -1,0 +1,319 @@
+#include "window/main_window.h"
+
+#include <QCloseEvent>
+#include <QCoreApplication>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileInfo>
+#include <QLabel>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QThread>
+
+#include "allocator/allocator_view.h"
+#include "common/format.h"
+#include "compare/compare_view.h"
+#include "inspect/inspector_view.h"
+#include "inspect/search_panel.h"
+#include "loading/run_loader.h"
+#include "memscope/builtin_plugins.h"
+#include "run_view/run_view.h"
+#include "run_view/timeline_plot.h"
+#include "run_view/zoom_state.h"
+#include "window/recent_files.h"
+
+namespace memscope::gui {
+
+MainWindow::MainWindow(bool persistSettings, QWidget* parent)
+    : QMainWindow(parent), persist_(persistSettings) {
+    setWindowTitle(QStringLiteral("memscope"));
+    setAcceptDrops(true);
+    setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks);
+
+    tabs_ = new QTabWidget(this);
+    tabs_->setTabsClosable(true);
+    tabs_->setDocumentMode(true);
+    tabs_->setMovable(true);
+    setCentralWidget(tabs_);
+    auto* welcome = new QLabel(
+        QStringLiteral("<h2>memscope</h2><p>Open a trace (File → Open, or drop files here), "
+                       "or generate traces of the four checkpointing policies "
+                       "(File → Generate Traces…).</p>"),
+        tabs_);
+    welcome->setAlignment(Qt::AlignCenter);
+    welcome->setObjectName(QStringLiteral("welcome"));
+    tabs_->addTab(welcome, QStringLiteral("Welcome"));
+
+    inspector_ = new InspectorView(this);
+    search_ = new SearchPanel(this);
+    allocator_ = new AllocatorView(this);
+    auto addDock = [this](QWidget* w, const QString& title, const QString& name,
+                          Qt::DockWidgetArea area) {
+        auto* dock = new QDockWidget(title, this);
+        dock->setObjectName(name);  // saveState() needs names
+        dock->setWidget(w);
+        addDockWidget(area, dock);
+        return dock;
+    };
+    QDockWidget* insp = addDock(inspector_, QStringLiteral("Inspector"),
+                                QStringLiteral("inspectorDock"), Qt::RightDockWidgetArea);
+    QDockWidget* srch = addDock(search_, QStringLiteral("Search"), QStringLiteral("searchDock"),
+                                Qt::RightDockWidgetArea);
+    addDock(allocator_, QStringLiteral("Allocator state"), QStringLiteral("allocatorDock"),
+            Qt::BottomDockWidgetArea);
+    tabifyDockWidget(insp, srch);
+    insp->raise();
+
+    loader_ = new RunLoader(this);
+    progress_ = new QProgressBar(this);
+    progress_->setMaximumWidth(240);
+    progress_->setFormat(QStringLiteral("%p%"));
+    progress_->setVisible(false);
+    cancel_ = new QPushButton(QStringLiteral("Cancel"), this);
+    cancel_->setVisible(false);
+    status_ = new QLabel(this);
+    statusBar()->addWidget(status_, 1);
+    statusBar()->addPermanentWidget(progress_);
+    statusBar()->addPermanentWidget(cancel_);
+    // The one plugin report (the CLI prints the same): say once what was skipped.
+    for (const std::string& e : processPluginReport().errors)
+        errors_ << QStringLiteral("plugin skipped: %1").arg(QString::fromStdString(e));
+    if (!errors_.isEmpty()) status_->setText(errors_.join(QStringLiteral("; ")));
+
+    connect(cancel_, &QPushButton::clicked, loader_, &RunLoader::cancel);
+    connect(loader_, &RunLoader::progress, this, [this](qint64 done, qint64 total) {
+        // Bytes can exceed int: show per mille.
+        progress_->setRange(0, 1000);
+        progress_->setValue(total > 0 ? int(std::min<qint64>(1000, done * 1000 / total)) : 0);
+    });
+    connect(loader_, &RunLoader::runLoaded, this, &MainWindow::onRunLoaded);
+    connect(loader_, &RunLoader::failedToOpen, this, &MainWindow::onFailedToOpen);
+    connect(loader_, &RunLoader::finished, this, &MainWindow::onLoadFinished);
+    connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::onCurrentTabChanged);
+    connect(tabs_, &QTabWidget::tabCloseRequested, this, [this](int i) {
+        QWidget* w = tabs_->widget(i);
+        tabs_->removeTab(i);
+        w->deleteLater();
+    });
+    connect(search_, &SearchPanel::allocationChosen, this, [this](uint32_t i) {
+        if (RunView* v = currentRunView()) v->showAllocation(i);
+    });
+    connect(inspector_, &InspectorView::neighbourActivated, this, [this](uint32_t i) {
+        if (RunView* v = currentRunView()) v->showAllocation(i);
+    });
+
+    createActions();
+    resize(1400, 900);
+    if (persist_) {
+        QSettings s;
+        restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
+        restoreState(s.value(QStringLiteral("window/state")).toByteArray());
+    }
+    updateActionStates();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    loader_->cancel();
+    if (persist_) {
+        QSettings s;
+        s.setValue(QStringLiteral("window/geometry"), saveGeometry());
+        s.setValue(QStringLiteral("window/state"), saveState());
+    }
+    QMainWindow::closeEvent(event);
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    if (event->mimeData()->hasUrls()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    QStringList paths;
+    for (const QUrl& u : event->mimeData()->urls())
+        if (u.isLocalFile()) paths << u.toLocalFile();
+    if (!paths.isEmpty()) {
+        openPaths(paths, false);
+        event->acceptProposedAction();
+    }
+}
+
+void MainWindow::openPaths(const QStringList& paths, bool compare) {
+    if (paths.isEmpty()) return;
+    queue_.push_back({paths, compare});
+    if (!loading_) startNextLoad();
+}
+
+void MainWindow::startNextLoad() {
+    if (queue_.empty()) return;
+    current_ = queue_.front();
+    queue_.erase(queue_.begin());
+    loading_ = true;
+    batchRuns_.clear();
+    batchErrors_.clear();
+    progress_->setRange(0, 1000);
+    progress_->setValue(0);
+    progress_->setVisible(true);
+    cancel_->setVisible(true);
+    status_->setText(QStringLiteral("Loading %1…")
+                         .arg(current_.paths.size() == 1
+                                  ? QFileInfo(current_.paths.front()).fileName()
+                                  : QStringLiteral("%1 files").arg(current_.paths.size())));
+    if (persist_) addRecentFiles(current_.paths);
+    updateRecentMenu();
+    loader_->load(current_.paths);
+}
+
+void MainWindow::waitForLoads() {
+    while (loading_ || !queue_.empty()) {
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 20);
+        if (loader_->isBusy()) QThread::msleep(1);
+    }
+    QCoreApplication::processEvents();
+}
+
+void MainWindow::onRunLoaded(RunPtr run) {
+    batchRuns_.push_back(run);
+    // A damaged tail still loads; say what was lost instead of hiding it.
+    for (const RunPart& part : run->parts)
+        for (const LoadWarning& w : part.warnings)
+            batchErrors_ << QStringLiteral("%1: opened, but %2")
+                                .arg(part.path, QString::fromStdString(w.message));
+    if (!current_.compare) addRunView(run);
+}
+
+void MainWindow::onFailedToOpen(const QString& path, const QString& message) {
+    // Core's errors usually name the file; make sure the dialog always does.
+    const QString name = QFileInfo(path).fileName();
+    const QString text =
+        message.contains(name) ? message : QStringLiteral("%1: %2").arg(path, message);
+    batchErrors_ << text;
+    errors_ << text;
+}
+
+void MainWindow::onLoadFinished(int loaded, int failed, bool cancelled) {
+    loading_ = false;
+    progress_->setVisible(false);
+    cancel_->setVisible(false);
+    status_->setText(
+        cancelled ? QStringLiteral("Loading cancelled.")
+                  : QStringLiteral("Loaded %1 run(s)%2.")
+                        .arg(loaded)
+                        .arg(failed ? QStringLiteral(", %1 failed").arg(failed) : QString()));
+    if (current_.compare && !batchRuns_.empty()) showCompare(batchRuns_);
+    if (!batchErrors_.isEmpty()) {
+        // Non-modal: the app stays usable and tests can inspect the box.
+        auto* box = new QMessageBox(QMessageBox::Warning, QStringLiteral("Problems opening files"),
+                                    batchErrors_.size() == 1
+                                        ? QStringLiteral("One file could not be opened completely.")
+                                        : QStringLiteral("%1 files could not be opened completely.")
+                                              .arg(batchErrors_.size()),
+                                    QMessageBox::Ok, this);
+        box->setInformativeText(batchErrors_.join(QLatin1Char('\n')));
+        box->setObjectName(QStringLiteral("openErrorBox"));
+        box->setAttribute(Qt::WA_DeleteOnClose);
+        box->open();
+    }
+    updateActionStates();
+    startNextLoad();
+}
+
+void MainWindow::addRunView(RunPtr run) {
+    auto* view = new RunView(run, tabs_);
+    connect(view, &RunView::cursorMoved, this, &MainWindow::followCursor);
+    connect(view, &RunView::allocationPinned, this, &MainWindow::pinAllocation);
+    connect(view, &RunView::deviceChanged, this, &MainWindow::onCurrentTabChanged);
+    const int i = tabs_->addTab(view, run->name);
+    tabs_->setTabToolTip(i, run->paths.join(QLatin1Char('\n')));
+    if (QWidget* w = tabs_->findChild<QWidget*>(QStringLiteral("welcome"))) {
+        tabs_->removeTab(tabs_->indexOf(w));
+        w->deleteLater();
+    }
+    tabs_->setCurrentWidget(view);
+}
+
+void MainWindow::showRun(RunPtr run) {
+    if (!run) return;
+    for (int i = 0; i < tabs_->count(); ++i)
+        if (auto* view = qobject_cast<RunView*>(tabs_->widget(i)); view && view->run() == run) {
+            tabs_->setCurrentIndex(i);
+            return;
+        }
+    addRunView(run);
+}
+
+void MainWindow::showCompare(const std::vector<RunPtr>& runs) {
+    if (!compare_) {
+        compare_ = new CompareView(tabs_);
+        connect(compare_, &CompareView::cursorMoved, this, &MainWindow::followCursor);
+        connect(compare_, &CompareView::allocationPinned, this, &MainWindow::pinAllocation);
+        connect(compare_, &CompareView::openRunRequested, this, &MainWindow::showRun);
+        tabs_->addTab(compare_, QStringLiteral("Compare"));
+    }
+    compare_->setRuns(runs);
+    if (QWidget* w = tabs_->findChild<QWidget*>(QStringLiteral("welcome"))) {
+        tabs_->removeTab(tabs_->indexOf(w));
+        w->deleteLater();
+    }
+    tabs_->setCurrentWidget(compare_);
+    if (!runs.empty()) {
+        allocator_->setSource(runs.front(), runs.front()->busiestDevice());
+        search_->setSource(runs.front(), runs.front()->busiestDevice());
+    }
+    updateActionStates();
+}
+
+std::vector<RunPtr> MainWindow::runs() const {
+    std::vector<RunPtr> out;
+    for (int i = 0; i < tabs_->count(); ++i)
+        if (auto* v = qobject_cast<RunView*>(tabs_->widget(i))) out.push_back(v->run());
+    if (out.empty() && compare_) out = compare_->runs();
+    return out;
+}
+
+CompareView* MainWindow::compareView() const {
+    return compare_.data();
+}
+
+RunView* MainWindow::currentRunView() const {
+    return qobject_cast<RunView*>(tabs_->currentWidget());
+}
+
+ZoomState* MainWindow::currentZoom() const {
+    if (RunView* v = currentRunView()) return v->zoom();
+    if (compare_ && tabs_->currentWidget() == compare_) return compare_->zoom();
+    return nullptr;
+}
+
+void MainWindow::onCurrentTabChanged() {
+    if (RunView* v = currentRunView()) {
+        search_->setSource(v->run(), v->device());
+        allocator_->setSource(v->run(), v->device());
+        setWindowTitle(QStringLiteral("%1 — memscope").arg(v->run()->name));
+    } else {
+        setWindowTitle(QStringLiteral("memscope"));
+    }
+    updateActionStates();
+}
+
+void MainWindow::followCursor(RunPtr run, DeviceRef ref, int64_t runX) {
+    if (!allocator_->isVisible()) return;  // no replay for a hidden dock
+    allocator_->setSource(run, ref);       // returns at once when unchanged
+    allocator_->setTime(runX);
+}
+
+void MainWindow::pinAllocation(RunPtr run, DeviceRef ref, uint32_t interval) {
+    inspector_->setAllocation(run, ref, interval);
+    if (auto* dock = qobject_cast<QDockWidget*>(inspector_->parentWidget())) {
+        dock->show();
+        dock->raise();
+    }
+}
+
+}  // namespace memscope::gui

@@ -1,0 +1,112 @@
+#pragma once
+// The main window only wires views together: run tabs, the compare tab, the
+// inspector, search and allocator-state docks, the loader's progress, menus.
+
+#include <QMainWindow>
+#include <QPointer>
+#include <vector>
+
+#include "loading/run.h"
+
+class QAction;
+class QActionGroup;
+class QLabel;
+class QMenu;
+class QProgressBar;
+class QPushButton;
+class QTabWidget;
+
+namespace memscope::gui {
+
+class AllocatorView;
+class CompareView;
+class InspectorView;
+class RunLoader;
+class RunView;
+class SearchPanel;
+class ZoomState;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    // persistSettings = false for tests and screenshots: nothing is read from or
+    // written to the user's settings.
+    explicit MainWindow(bool persistSettings = true, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    // Each path becomes a run (a folder: one multi-rank run). With compare, the
+    // runs of this batch open together in the compare view once loaded.
+    void openPaths(const QStringList& paths, bool compare = false);
+    bool isLoading() const { return loading_; }
+    // Processes events until every requested load has finished (tests, screenshots).
+    void waitForLoads();
+
+    void showCompare(const std::vector<RunPtr>& runs);
+    // The run's own tab, made if it has none (the policy map's click).
+    void showRun(RunPtr run);
+    std::vector<RunPtr> runs() const;
+    QTabWidget* tabs() const { return tabs_; }
+    RunView* currentRunView() const;
+    CompareView* compareView() const;
+    InspectorView* inspector() const { return inspector_; }
+    SearchPanel* searchPanel() const { return search_; }
+    AllocatorView* allocatorView() const { return allocator_; }
+    QStringList errors() const { return errors_; }  // every "file: problem" shown so far
+    ZoomState* currentZoom() const;
+
+protected:
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    // main_window_actions.cpp
+    void createActions();
+    void updateRecentMenu();
+    void updateActionStates();
+    void openFilesDialog();
+    void openFolderDialog();
+    void exportPlotDialog();
+    void exportCsvDialog();
+    void generateTraces();
+    void compareOpenRuns();
+    void showAbout();
+
+    // main_window.cpp
+    void startNextLoad();
+    void onRunLoaded(RunPtr run);
+    void onFailedToOpen(const QString& path, const QString& message);
+    void onLoadFinished(int loaded, int failed, bool cancelled);
+    void addRunView(RunPtr run);
+    void onCurrentTabChanged();
+    void followCursor(RunPtr run, DeviceRef ref, int64_t runX);
+    void pinAllocation(RunPtr run, DeviceRef ref, uint32_t interval);
+
+    bool persist_ = true;
+    QTabWidget* tabs_ = nullptr;
+    QPointer<CompareView> compare_;
+    InspectorView* inspector_ = nullptr;
+    SearchPanel* search_ = nullptr;
+    AllocatorView* allocator_ = nullptr;
+    RunLoader* loader_ = nullptr;
+    QProgressBar* progress_ = nullptr;
+    QPushButton* cancel_ = nullptr;
+    QLabel* status_ = nullptr;
+    QMenu* recentMenu_ = nullptr;
+    std::vector<QAction*> viewActions_;  // need a run or compare tab
+    QAction* boxZoom_ = nullptr;
+    QActionGroup* stackGroup_ = nullptr;
+
+    struct Batch {
+        QStringList paths;
+        bool compare = false;
+    };
+    std::vector<Batch> queue_;
+    Batch current_;
+    bool loading_ = false;
+    std::vector<RunPtr> batchRuns_;
+    QStringList batchErrors_;
+    QStringList errors_;
+};
+
+}  // namespace memscope::gui

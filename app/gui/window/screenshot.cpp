@@ -1,0 +1,68 @@
+#include "window/screenshot.h"
+
+#include <QApplication>
+#include <QDockWidget>
+#include <QFileInfo>
+#include <QTabWidget>
+#include <cstdio>
+
+#include "allocator/allocator_view.h"
+#include "common/plot_export.h"
+#include "compare/compare_view.h"
+#include "compare/summary_model.h"
+#include "inspect/inspector_view.h"
+#include "run_view/run_view.h"
+#include "run_view/timeline_plot.h"
+#include "window/main_window.h"
+
+namespace memscope::gui {
+
+int runScreenshot(const AppOptions& options) {
+    MainWindow window(false);
+    window.resize(options.size);
+    window.setAttribute(Qt::WA_DontShowOnScreen, true);
+    window.show();
+    window.openPaths(options.paths, options.compare);
+    window.waitForLoads();
+    for (const QString& e : window.errors()) std::fprintf(stderr, "memscope: %s\n", qPrintable(e));
+    if (window.runs().empty() && !(window.compareView() && !window.compareView()->runs().empty())) {
+        std::fprintf(stderr, "memscope: nothing could be opened\n");
+        return 1;
+    }
+    // The compare view gets the whole window: the docks belong to one run.
+    if (options.compare)
+        for (QDockWidget* d : window.findChildren<QDockWidget*>()) d->hide();
+    // Show something worth a picture: the peak of a single run, the allocator
+    // state at that moment.
+    if (RunView* v = window.currentRunView()) {
+        if (options.color_by) v->setStackMode(*options.color_by);
+        v->goToPeak();
+        // Pin the largest allocation live at the peak, so the inspector shows a stack.
+        const DeviceTimeline* tl = v->plot()->timeline();
+        if (tl && !tl->peak.live_intervals.empty()) {
+            const uint32_t i = tl->peak.live_intervals.front();
+            v->plot()->setPinned(i);
+            window.inspector()->setAllocation(v->run(), v->device(), i);
+        }
+    }
+    window.allocatorView()->waitForIdle();
+    QApplication::processEvents();
+    if (options.compare && window.compareView()) {
+        if (options.align) window.compareView()->setAlignMode(*options.align);
+        if (!options.compare_tab.isEmpty()) window.compareView()->showTab(options.compare_tab);
+        QApplication::processEvents();
+        const QString table = window.compareView()->summaryModel()->toTextTable();
+        std::fputs(table.toUtf8().constData(), stdout);
+        std::fflush(stdout);
+    }
+    QString error;
+    if (!exportWidget(&window, options.screenshot, &error)) {
+        std::fprintf(stderr, "memscope: %s\n", qPrintable(error));
+        return 1;
+    }
+    std::fprintf(stderr, "memscope: wrote %s\n",
+                 qPrintable(QFileInfo(options.screenshot).absoluteFilePath()));
+    return 0;
+}
+
+}  // namespace memscope::gui

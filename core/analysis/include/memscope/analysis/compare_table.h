@@ -1,0 +1,88 @@
+#pragma once
+// The compare table: one row per run, the baseline's figures and everyone's
+// difference to it, over the whole run or one training phase, with the peak's
+// position on the aligned axis. The GUI's table displays it and
+// `memscope-cli compare` prints it (text, CSV or JSON): one source of numbers.
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "memscope/analysis/alignment.h"
+#include "memscope/analysis/compare.h"
+
+namespace memscope {
+
+struct CompareInput {
+    std::string path;
+    std::string name;
+    RunRef run;
+};
+
+struct CompareRow {
+    std::string path;
+    std::string name;
+    RunSummary summary;
+    std::optional<WindowPeak> peak;  // in the table's scope; absent: the run lacks that phase
+    SummaryDelta delta;              // against the baseline row
+    double peak_x = 0;               // the peak on the aligned axis
+    std::string peak_phase;          // "step 1 / backward / block 3" at the peak in scope
+    Alignment alignment;
+    RunRef run;  // the trace and device compared
+    TimeBase time_base = TimeBase::Nanoseconds;
+};
+
+enum class CompareColumnKind : uint8_t {
+    Run,
+    Peak,
+    PeakDelta,
+    PeakAt,
+    PeakPhase,
+    ReservedPeak,
+    StepTime,
+    StepTimeRatio,
+    RecomputeOverhead,
+    CategoryAtPeak,
+};
+
+struct CompareColumn {
+    CompareColumnKind kind = CompareColumnKind::Run;
+    Category category = Category::Unknown;  // for CategoryAtPeak
+    friend bool operator==(const CompareColumn&, const CompareColumn&) = default;
+};
+
+struct CompareTable {
+    size_t baseline = 0;
+    AlignMode align = AlignMode::Time;
+    PeakScope scope;
+    std::string axis_unit;  // "s", "events", "step"
+    std::vector<CompareRow> rows;
+    // Categories with bytes at some run's peak, in torch.profiler's order: a
+    // table never shows a column of zeros.
+    std::vector<Category> categories;
+
+    std::vector<CompareColumn> columns() const;
+    std::string header(CompareColumn column) const;
+    // What a person reads ("1.50 GiB", "+12.0 MiB (+3.1%)", "—" for the baseline's delta).
+    std::string cell(size_t row, CompareColumn column) const;
+    // The plain number or text a CSV holds ("" when unknown).
+    std::string raw(size_t row, CompareColumn column) const;
+};
+
+// The full-save policy's run when there is one (recorded policy "full", or a
+// name ending in "full"), else the first.
+size_t defaultBaseline(std::span<const CompareInput> runs);
+
+CompareTable buildCompareTable(std::span<const CompareInput> runs, size_t baseline, AlignMode align,
+                               PeakScope scope = {});
+
+std::string toCsv(const CompareTable& table);   // raw numbers, one header line
+std::string toText(const CompareTable& table);  // aligned columns, for a terminal
+std::string toJson(const CompareTable& table);
+
+std::string_view toString(AlignMode mode);  // "time", "step", "phase"
+std::optional<AlignMode> alignModeFromString(std::string_view name);
+
+}  // namespace memscope

@@ -1,0 +1,41 @@
+#pragma once
+// The per-device figures `memscope-cli summary` prints; computed from a Trace and
+// its Timeline so the CLI, the GUI and the tests agree on one definition.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "memscope/model/trace.h"
+#include "memscope/timeline/timeline.h"
+
+namespace memscope {
+
+struct DeviceSummary {
+    std::optional<uint64_t> segments;            // end-state segment count
+    std::optional<uint64_t> reserved_bytes;      // end-state, or last reserved value
+    std::optional<uint64_t> final_active_bytes;  // end-state active blocks, or live at end
+    std::optional<uint64_t> peak_reserved_bytes;  // the reserved curve's maximum
+    uint64_t trace_entries = 0;
+    uint64_t alloc_count = 0;
+    uint64_t free_completed_count = 0;
+    uint64_t segment_alloc_count = 0;
+    uint64_t oom_count = 0;
+    int64_t peak_active_bytes = 0;
+    int64_t peak_event_index = -1;
+    std::optional<int64_t> peak_time_us;   // null without a clock or when peak is initial
+    std::optional<int64_t> first_time_us;  // null without a clock or without events
+    std::optional<int64_t> last_time_us;
+    std::array<int64_t, kCategoryCount> categories_at_peak{};
+    PhasePeaks phase_peaks;  // per training phase and step
+};
+
+struct TraceSummary {
+    std::map<int16_t, DeviceSummary> devices;
+};
+
+TraceSummary summarize(const Trace& trace, const Timeline& timeline);
+
+}  // namespace memscope

@@ -1,0 +1,398 @@
+#include "memscope/analysis/allocation_layout.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "memscope/analysis/allocation_order.h"
+
+namespace memscope {
+
+namespace {
+
+constexpr uint64_t kMaxBytes = std::numeric_limits<uint64_t>::max();
+
+// Bytes stacked on `acc`, saturating: a hostile size cannot wrap the stack.
+uint64_t clampedSize(uint64_t acc, uint64_t size) {
+    return std::min(size, kMaxBytes - acc);
+}
+
+// Column edges and each column's sample: the moment of its highest live total
+// (from the min/max pyramid), so the outline is the envelope a by-category
+// view draws, not whatever the column's first instant held.
+std::vector<LayoutColumn> columnsFor(const DeviceTimeline& tl, int64_t lo, int64_t hi,
+                                     size_t count) {
+    std::vector<LayoutColumn> cols(count);
+    const long double width = ((long double)hi - (long double)lo) / (long double)count;
+    for (size_t k = 0; k < count; ++k) {
+        cols[k].x0 = k == 0 ? lo : cols[k - 1].x1;
+        cols[k].x1 = k + 1 == count ? hi : int64_t((long double)lo + (long double)(k + 1) * width);
+        cols[k].x1 = std::max(cols[k].x1, cols[k].x0 + 1);
+        cols[k].sample = cols[k].x0;
+    }
+    if (count > 0) cols.back().x1 = std::max(cols.back().x1, hi);
+    const std::vector<SeriesPoint> lod = tl.live.levelOfDetail(lo, hi - 1, 2 * count + 2);
+    size_t j = 0;
+    int64_t inForce = lod.empty() ? 0 : lod.front().y;
+    for (LayoutColumn& c : cols) {
+        while (j < lod.size() && lod[j].x <= c.x0) inForce = lod[j++].y;
+        int64_t best = inForce;
+        for (; j < lod.size() && lod[j].x < c.x1; ++j) {
+            if (lod[j].y > best) {
+                best = lod[j].y;
+                c.sample = lod[j].x;
+            }
+            inForce = lod[j].y;
+        }
+    }
+    return cols;
+}
+
+// A live allocation with what a column needs of it, side by side: each
+// column walks the changed part of the live list, which stays in cache so.
+struct LiveEntry {
+    uint32_t interval;
+    uint32_t site;
+    uint64_t size;
+    int64_t end;  // effectiveEnd
+};
+
+// The live allocations at a moving sample, in allocation order, updated from
+// one sample to the next: of the allocations that started in between only the
+// ones still live are visited (IntervalEnds), and the ended ones are dropped
+// only when one of them can have ended. It tells the builder the lowest
+// position that changed: in a training step the bottom of the stack
+// (parameters, optimizer state, early activations) lives long and the churn
+// is at the top.
+class LiveSweep {
+public:
+    LiveSweep(const DeviceTimeline& tl, const AllocationIndex& index, int64_t x)
+        : tl_(tl), index_(index) {
+        next_ = startsAfter(x);
+        work_ = index_.ends.collectLive(tl_, 0, next_, x, found_);
+        append();
+    }
+
+    // Moves to x (not before the last sample); whether the live set changed.
+    bool advance(int64_t x) {
+        bool changed = false;
+        if (x >= minEnd_) {
+            // One pass drops the ended, finds the next end and where the
+            // list first changed.
+            int64_t minEnd = std::numeric_limits<int64_t>::max();
+            size_t kept = 0;
+            for (size_t k = 0; k < live_.size(); ++k) {
+                const LiveEntry& e = live_[k];
+                if (e.end <= x) {
+                    firstChanged_ = std::min(firstChanged_, k);
+                    continue;
+                }
+                minEnd = std::min(minEnd, e.end);
+                live_[kept++] = e;
+            }
+            work_ += live_.size();
+            live_.resize(kept);
+            minEnd_ = minEnd;
+            changed = true;
+        }
+        const size_t end = startsAfter(x);
+        if (end > next_) {
+            found_.clear();
+            work_ += index_.ends.collectLive(tl_, next_, end, x, found_);
+            changed = changed || !found_.empty();
+            append();
+            next_ = end;
+        }
+        return changed;
+    }
+
+    const std::vector<LiveEntry>& live() const { return live_; }
+    // The lowest position changed since the last call.
+    size_t takeFirstChanged() { return std::exchange(firstChanged_, live_.size()); }
+    size_t work() const { return work_; }
+
+private:
+    // The first interval starting after x, searched forward from next_: a
+    // linear walk over every kStartBlock-th start (small, in cache, a column
+    // moves by few), then a search inside one block of starts. A search over
+    // all starts would cost a cache miss per step.
+    size_t startsAfter(int64_t x) const {
+        const auto& starts = index_.starts;
+        const auto& blocks = index_.start_blocks;
+        constexpr size_t kBlock = AllocationIndex::kStartBlock;
+        size_t b = next_ / kBlock;
+        while (b + 1 < blocks.size() && blocks[b + 1] <= x) ++b;
+        const size_t lo = std::max(next_, b * kBlock);
+        const size_t hi = std::min(starts.size(), (b + 1) * kBlock);
+        if (lo >= hi) return std::max(lo, next_);
+        return size_t(
+            std::upper_bound(starts.begin() + ptrdiff_t(lo), starts.begin() + ptrdiff_t(hi), x) -
+            starts.begin());
+    }
+    void append() {
+        firstChanged_ = std::min(firstChanged_, live_.size());
+        // The index was built for this timeline: layoutAllocations checked.
+        for (uint32_t i : found_) {
+            live_.push_back({i, index_.sites.siteOf(i), index_.sizes[i], index_.ends.end(i)});
+            minEnd_ = std::min(minEnd_, live_.back().end);
+        }
+    }
+
+    const DeviceTimeline& tl_;
+    const AllocationIndex& index_;
+    std::vector<LiveEntry> live_;
+    std::vector<uint32_t> found_;  // started since the last sample and live
+    size_t next_ = 0;
+    int64_t minEnd_ = std::numeric_limits<int64_t>::max();
+    size_t firstChanged_ = 0;
+    size_t work_ = 0;
+};
+
+// One column's segments: own segments for tall allocations, per-site runs of
+// thin ones. A run of at least min_band bytes ends where another site begins;
+// a shorter one keeps collecting, named by its largest member's site.
+//
+// The builder's state is saved every kCheckpoint live positions, so the next
+// column copies the segments below its first changed position and walks only
+// the rest.
+class ColumnBuilder {
+public:
+    ColumnBuilder(std::vector<LayoutSegment>& out, uint64_t minBand)
+        : out_(out), minBand_(std::max<uint64_t>(minBand, 1)) {}
+
+    // Segments for `live`, whose positions below `firstChanged` hold what the
+    // previous build saw.
+    uint64_t build(const std::vector<LiveEntry>& live, size_t firstChanged) {
+        const size_t prevFirst = first_;
+        first_ = out_.size();
+        size_t start = 0;
+        acc_ = 0;
+        run_ = {};
+        // The latest checkpoint the change left intact.
+        const auto cp =
+            std::upper_bound(checkpoints_.begin(), checkpoints_.end(), firstChanged,
+                             [](size_t pos, const Checkpoint& c) { return pos < c.pos; });
+        if (cp != checkpoints_.begin()) {
+            const Checkpoint& c = *(cp - 1);
+            if (out_.capacity() < out_.size() + c.segments + 1)  // geometric growth
+                out_.reserve(2 * (out_.size() + c.segments + 1));
+            for (size_t k = 0; k + (c.hasBack ? 1 : 0) < c.segments; ++k)
+                out_.push_back(out_[prevFirst + k]);
+            if (c.hasBack) out_.push_back(c.back);
+            start = c.pos;
+            acc_ = c.acc;
+            run_ = c.run;
+            checkpoints_.erase(cp, checkpoints_.end());
+        } else {
+            checkpoints_.clear();
+        }
+        for (size_t k = start; k < live.size(); ++k) {
+            if (k % kCheckpoint == 0 && (checkpoints_.empty() || checkpoints_.back().pos < k))
+                save(k);
+            add(live[k]);
+        }
+        flush();
+        return acc_;
+    }
+
+private:
+    static constexpr size_t kCheckpoint = 32;
+
+    struct Run {
+        uint64_t bottom = 0, bytes = 0, largest = 0;
+        uint32_t site = AllocationSites::kNoSite, count = 0;
+    };
+    struct Checkpoint {
+        size_t pos;          // live position about to be added
+        size_t segments;     // this column's segments then
+        LayoutSegment back;  // the last of them as it was then (a later run may grow it)
+        bool hasBack;
+        uint64_t acc;
+        Run run;
+    };
+
+    void save(size_t pos) {
+        const size_t n = out_.size() - first_;
+        checkpoints_.push_back({pos, n, n > 0 ? out_.back() : LayoutSegment{}, n > 0, acc_, run_});
+    }
+
+    void add(const LiveEntry& e) {
+        const uint64_t size = clampedSize(acc_, e.size);
+        const uint32_t site = e.site;
+        if (size >= minBand_) {
+            flush();
+            out_.push_back({acc_, acc_ + size, site, 1, int64_t(e.interval)});
+            acc_ += size;
+            return;
+        }
+        if (run_.count > 0 && run_.bytes >= minBand_ && site != run_.site) flush();
+        if (run_.count == 0) run_.bottom = acc_;
+        if (run_.count == 0 || size > run_.largest) {
+            run_.largest = size;
+            run_.site = site;
+        }
+        run_.bytes += size;
+        ++run_.count;
+        acc_ += size;
+    }
+
+    void flush() {
+        if (run_.count == 0 || run_.bytes == 0) {
+            run_ = {};
+            return;
+        }
+        if (out_.size() > first_) {
+            LayoutSegment& prev = out_.back();
+            if (prev.interval < 0 && prev.site == run_.site && prev.top == run_.bottom) {
+                prev.top += run_.bytes;
+                prev.count += run_.count;
+                run_ = {};
+                return;
+            }
+        }
+        out_.push_back({run_.bottom, run_.bottom + run_.bytes, run_.site, run_.count, -1});
+        run_ = {};
+    }
+
+    std::vector<LayoutSegment>& out_;
+    uint64_t minBand_;
+    size_t first_ = 0;  // this column's first segment
+    uint64_t acc_ = 0;
+    Run run_;
+    std::vector<Checkpoint> checkpoints_;  // of the last column built, ascending
+};
+
+}  // namespace
+
+AllocationIndex AllocationIndex::build(const Trace& trace, const DeviceTimeline& timeline) {
+    AllocationIndex index;
+    index.sites = AllocationSites::build(trace, timeline);
+    index.ends = IntervalEnds::build(timeline);
+    index.sizes.reserve(timeline.intervals.size());
+    index.starts.reserve(timeline.intervals.size());
+    for (const AllocationInterval& a : timeline.intervals) {
+        index.sizes.push_back(a.size);
+        index.starts.push_back(a.start);
+    }
+    for (size_t i = 0; i < index.starts.size(); i += AllocationIndex::kStartBlock)
+        index.start_blocks.push_back(index.starts[i]);
+    return index;
+}
+
+AllocationLayout layoutAllocations(const DeviceTimeline& tl, const AllocationIndex& index,
+                                   const LayoutRequest& req) {
+    AllocationLayout out;
+    const int64_t lo = std::min(req.lo, req.hi);
+    int64_t hi = std::max(req.lo, req.hi);
+    const size_t n = tl.intervals.size();
+    constexpr size_t kBlock = AllocationIndex::kStartBlock;
+    if (index.sizes.size() != n || index.starts.size() != n || index.ends.size() != n ||
+        index.start_blocks.size() != (n + kBlock - 1) / kBlock)
+        return out;  // another timeline's
+    if (hi == lo) {
+        if (lo == std::numeric_limits<int64_t>::max()) return out;
+        hi = lo + 1;
+    }
+    // Coarser columns when many allocations are live at once (each changed
+    // column walks its whole stack), or when many start in the range (each
+    // column visits those alive at its sample: with heavy churn, about all
+    // of them at one column per pixel).
+    const size_t span = uint64_t(hi) - uint64_t(lo) < req.columns
+                            ? size_t(uint64_t(hi) - uint64_t(lo))
+                            : req.columns;
+    const size_t wanted = std::max<size_t>(span, 1);
+    const size_t liveEstimate = std::max<size_t>(tl.peak.live_intervals.size(), 1);
+    const size_t budget = std::max<size_t>(req.max_work, 1);
+    const size_t startBudget = std::max<size_t>(req.max_starts, 1);
+    const auto startsIn = size_t(std::lower_bound(index.starts.begin(), index.starts.end(), hi) -
+                                 std::lower_bound(index.starts.begin(), index.starts.end(), lo));
+    out.column_width = std::max<size_t>({1, (wanted * liveEstimate + budget - 1) / budget,
+                                         (startsIn + startBudget - 1) / startBudget});
+    const size_t count = (wanted + out.column_width - 1) / out.column_width;
+    out.columns = columnsFor(tl, lo, hi, count);
+
+    LiveSweep sweep(tl, index, out.columns.front().sample);
+    ColumnBuilder builder(out.segments, req.min_band_bytes);
+    for (size_t k = 0; k < out.columns.size(); ++k) {
+        LayoutColumn& c = out.columns[k];
+        const bool changed = k == 0 || sweep.advance(c.sample);
+        if (!changed) {
+            // The same live set: the same segments.
+            c.first = out.columns[k - 1].first;
+            c.last = out.columns[k - 1].last;
+            c.total = out.columns[k - 1].total;
+            continue;
+        }
+        c.first = uint32_t(out.segments.size());
+        c.total = builder.build(sweep.live(), sweep.takeFirstChanged());
+        c.last = uint32_t(out.segments.size());
+        out.max_total = std::max(out.max_total, c.total);
+    }
+    out.work = sweep.work();
+    for (const LayoutColumn& c : out.columns) out.work += c.last - c.first;
+    return out;
+}
+
+std::vector<uint32_t> mostDrawnSites(const AllocationLayout& layout, size_t count) {
+    std::vector<long double> area;
+    const auto& cols = layout.columns;
+    for (size_t k = 0; k < cols.size();) {
+        // Columns sharing their segments are weighed once, by their width.
+        size_t end = k + 1;
+        while (end < cols.size() && cols[end].first == cols[k].first &&
+               cols[end].last == cols[k].last)
+            ++end;
+        const long double width = (long double)cols[end - 1].x1 - (long double)cols[k].x0;
+        for (uint32_t i = cols[k].first; i < cols[k].last && i < layout.segments.size(); ++i) {
+            const LayoutSegment& s = layout.segments[i];
+            if (s.site >= area.size()) area.resize(size_t(s.site) + 1, 0);
+            area[s.site] += (long double)(s.top - s.bottom) * width;
+        }
+        k = end;
+    }
+    std::vector<uint32_t> sites;
+    for (uint32_t s = 0; s < area.size(); ++s)
+        if (area[s] > 0) sites.push_back(s);
+    const size_t n = std::min(count, sites.size());
+    std::partial_sort(sites.begin(), sites.begin() + ptrdiff_t(n), sites.end(),
+                      [&](uint32_t a, uint32_t b) { return area[a] > area[b]; });
+    sites.resize(n);
+    return sites;
+}
+
+const LayoutColumn* columnAt(const AllocationLayout& layout, int64_t x) {
+    const auto& cols = layout.columns;
+    auto it = std::upper_bound(cols.begin(), cols.end(), x,
+                               [](int64_t v, const LayoutColumn& c) { return v < c.x0; });
+    if (it == cols.begin()) return nullptr;
+    --it;
+    return x < it->x1 ? &*it : nullptr;
+}
+
+const LayoutSegment* segmentAt(const AllocationLayout& layout, int64_t x, double bytes) {
+    const LayoutColumn* c = columnAt(layout, x);
+    if (!c || !(bytes >= 0)) return nullptr;
+    const auto begin = layout.segments.begin() + c->first;
+    const auto end = layout.segments.begin() + c->last;
+    const auto it = std::upper_bound(
+        begin, end, bytes, [](double v, const LayoutSegment& s) { return v < double(s.top); });
+    if (it == end || bytes < double(it->bottom)) return nullptr;
+    return &*it;
+}
+
+std::optional<uint32_t> allocationAt(const DeviceTimeline& tl, const AllocationLayout& layout,
+                                     int64_t x, double bytes) {
+    const LayoutSegment* s = segmentAt(layout, x, bytes);
+    if (!s) return std::nullopt;
+    if (s->interval >= 0) return uint32_t(s->interval);
+    // Inside an aggregate: the column's stack, stacked as the layout stacked it.
+    const LayoutColumn* c = columnAt(layout, x);
+    uint64_t acc = 0;
+    for (uint32_t i : stackedAt(tl, StackMode::ByAllocation, {}, c->sample)) {
+        acc += clampedSize(acc, tl.intervals[i].size);
+        if (bytes < double(acc)) return i;
+    }
+    return std::nullopt;
+}
+
+}  // namespace memscope

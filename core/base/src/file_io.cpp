@@ -1,0 +1,220 @@
+#include "memscope/base/file_io.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+
+namespace memscope {
+namespace {
+
+// Mappings guarded against SIGBUS: a fault inside one is a page past the end
+// of a file that shrank; the handler maps zeros over the rest of that mapping
+// and notes it, and the read goes on.
+struct GuardSlot {
+    std::atomic<uintptr_t> begin{0};
+    std::atomic<uintptr_t> end{0};
+    std::atomic<bool> faulted{false};
+    std::atomic<bool> used{false};
+};
+constexpr int kGuardSlots = 64;
+GuardSlot g_slots[kGuardSlots];
+struct sigaction g_previous {};
+uintptr_t g_page = 4096;
+
+void onSigbus(int sig, siginfo_t* info, void* context) {
+    const auto addr = reinterpret_cast<uintptr_t>(info->si_addr);
+    for (GuardSlot& s : g_slots) {
+        const uintptr_t b = s.begin.load(std::memory_order_acquire);
+        const uintptr_t e = s.end.load(std::memory_order_acquire);
+        if (b == 0 || addr < b || addr >= e) continue;
+        const uintptr_t page = addr & ~(g_page - 1);
+        void* zeros = ::mmap(reinterpret_cast<void*>(page), e - page, PROT_READ,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+        if (zeros != MAP_FAILED) {
+            s.faulted.store(true, std::memory_order_release);
+            return;
+        }
+    }
+    // Not ours: whoever was there before decides (by default, the process dies).
+    if ((g_previous.sa_flags & SA_SIGINFO) && g_previous.sa_sigaction) {
+        g_previous.sa_sigaction(sig, info, context);
+        return;
+    }
+    if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN &&
+        g_previous.sa_handler) {
+        g_previous.sa_handler(sig);
+        return;
+    }
+    ::signal(SIGBUS, SIG_DFL);  // the faulting access runs again and ends the process
+}
+
+void installGuard() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        g_page = uintptr_t(::sysconf(_SC_PAGESIZE));
+        struct sigaction sa {};
+        sa.sa_sigaction = &onSigbus;
+        sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+        sigemptyset(&sa.sa_mask);
+        ::sigaction(SIGBUS, &sa, &g_previous);
+    });
+}
+
+int claimSlot(void* data, size_t mapped) {
+    for (int i = 0; i < kGuardSlots; ++i) {
+        bool expected = false;
+        if (!g_slots[i].used.compare_exchange_strong(expected, true)) continue;
+        g_slots[i].faulted.store(false);
+        g_slots[i].end.store(reinterpret_cast<uintptr_t>(data) + mapped, std::memory_order_release);
+        g_slots[i].begin.store(reinterpret_cast<uintptr_t>(data), std::memory_order_release);
+        return i;
+    }
+    return -1;
+}
+
+std::string errnoText(int err) {
+    return std::strerror(err);
+}
+
+std::string kindOf(mode_t mode) {
+    if (S_ISFIFO(mode)) return "a pipe (FIFO)";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISDIR(mode)) return "a folder";
+    return "not a regular file";
+}
+
+std::string notRegular(const std::string& path, mode_t mode) {
+    return path + " is " + kindOf(mode) +
+           ": memscope reads a trace twice (to recognize it, then to load it), which a pipe "
+           "cannot give; save it to a file first (e.g. zcat trace.json.gz > trace.json)";
+}
+
+}  // namespace
+
+Result<void> requireRegularFile(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+        return makeError("cannot open " + path + ": " + errnoText(errno));
+    if (!S_ISREG(st.st_mode)) return makeError(notRegular(path, st.st_mode));
+    return {};
+}
+
+Result<std::unique_ptr<InputFile>> InputFile::open(const std::string& path, bool populate) {
+    // O_NONBLOCK: opening a FIFO must not wait for a writer before we can refuse it.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return makeError("cannot open " + path + ": " + errnoText(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        const int err = errno;
+        ::close(fd);
+        return makeError("cannot read " + path + ": " + errnoText(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return makeError(notRegular(path, st.st_mode));
+    }
+    std::unique_ptr<InputFile> f(new InputFile());
+    f->path_ = path;
+    f->fd_ = fd;
+    f->size_ = size_t(st.st_size);
+    if (f->size_ == 0) return f;
+    installGuard();
+    f->mapped_ = (f->size_ + g_page - 1) & ~(g_page - 1);
+    // Guard first, populate after: MAP_POPULATE on a file that is being cut
+    // could fault before the slot exists, so the populate is a separate madvise.
+    void* data = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (data == MAP_FAILED) return makeError("cannot map " + path + ": " + errnoText(errno));
+    f->data_ = data;
+    f->slot_ = claimSlot(data, f->mapped_);
+    if (f->slot_ < 0) return makeError("cannot read " + path + ": too many files open at once");
+    ::madvise(data, f->size_, populate ? MADV_WILLNEED : MADV_SEQUENTIAL);
+    return f;
+}
+
+InputFile::~InputFile() {
+    if (slot_ >= 0) {
+        GuardSlot& s = g_slots[slot_];
+        s.begin.store(0, std::memory_order_release);
+        s.end.store(0, std::memory_order_release);
+        s.used.store(false, std::memory_order_release);
+    }
+    if (data_) ::munmap(data_, size_);
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void InputFile::dropBefore(size_t offset) {
+    offset = offset / g_page * g_page;
+    if (!data_ || offset <= dropped_ || offset > size_) return;
+    ::madvise(static_cast<char*>(data_) + dropped_, offset - dropped_, MADV_DONTNEED);
+    dropped_ = offset;
+}
+
+bool InputFile::shrank() const {
+    if (slot_ >= 0 && g_slots[slot_].faulted.load(std::memory_order_acquire)) return true;
+    struct stat st {};
+    return fd_ >= 0 && ::fstat(fd_, &st) == 0 && size_t(st.st_size) < size_;
+}
+
+std::string InputFile::shrankMessage() const {
+    struct stat st {};
+    const long long now = fd_ >= 0 && ::fstat(fd_, &st) == 0 ? (long long)st.st_size : -1;
+    return "the file shrank from " + std::to_string(size_) + " to " +
+           (now >= 0 ? std::to_string(now) : std::string("fewer")) +
+           " bytes while it was read (another process truncated or rewrote it): open it again "
+           "once it is complete";
+}
+
+Result<void> writeFileReplacing(const std::string& path,
+                                const std::function<Result<void>(const std::string&)>& write) {
+    namespace fs = std::filesystem;
+    const fs::path target(path);
+    const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    std::string tmpl = (folder / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
+    const int fd = ::mkstemp(tmpl.data());
+    if (fd < 0) return makeError("cannot write " + path + ": " + errnoText(errno));
+    // mkstemp makes 0600: give the new file what the old one had, or the default.
+    struct stat old {};
+    if (::stat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode)) {
+        ::fchmod(fd, old.st_mode & 07777);
+    } else {
+        const mode_t mask = ::umask(0);
+        ::umask(mask);
+        ::fchmod(fd, 0666 & ~mask);
+    }
+    ::close(fd);
+    const std::string temp = tmpl;
+    auto fail = [&](std::string message) -> Result<void> {
+        ::unlink(temp.c_str());
+        return makeError(std::move(message));
+    };
+    Result<void> written = write(temp);
+    if (!written) {
+        // The user knows the file by its name, not by the temporary's.
+        std::string message = written.message();
+        for (size_t at; (at = message.find(temp)) != std::string::npos;)
+            message.replace(at, temp.size(), path);
+        return fail(std::move(message));
+    }
+    const int sync_fd = ::open(temp.c_str(), O_RDONLY | O_CLOEXEC);
+    if (sync_fd < 0) return fail("cannot write " + path + ": " + errnoText(errno));
+    const bool synced = ::fsync(sync_fd) == 0;
+    const int sync_err = errno;
+    ::close(sync_fd);
+    if (!synced) return fail("cannot write " + path + ": " + errnoText(sync_err));
+    if (::rename(temp.c_str(), path.c_str()) != 0)
+        return fail("cannot replace " + path + ": " + errnoText(errno));
+    return {};
+}
+
+}  // namespace memscope

@@ -1,0 +1,47 @@
+#pragma once
+// Encoding of an events chunk: a palette of (kind, category, device, stream)
+// and six delta/varint columns (docs/FORMAT.md, "Events").
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "memscope/model/event.h"
+
+namespace memscope::native {
+
+// Keeps its scratch buffers between chunks, so one per writer.
+class EventEncoder {
+public:
+    // Appends the raw (uncompressed) payload for `events` to `out`.
+    void encode(std::span<const Event> events, uint64_t first_index,
+                std::vector<unsigned char>& out);
+
+private:
+    uint32_t paletteIndex(uint64_t key);
+
+    std::vector<unsigned char> columns_[6];
+    std::vector<uint64_t> palette_;    // keys in first-use order
+    std::vector<uint64_t> slot_keys_;  // open-addressing table: key + 1, 0 = empty
+    std::vector<uint32_t> slot_values_;
+};
+
+// What decoded ids must stay below (the tables read so far).
+struct EventLimits {
+    uint64_t stack_count = 1;   // StackId < stack_count
+    uint64_t phase_count = 0;   // PhaseId <= phase_count
+    uint64_t stream_count = 1;  // stream < stream_count
+};
+
+// Decodes the chunk's events into `out` (exactly `count` slots); checks that
+// the chunk starts at event `first_index` and holds `count` events. Returns
+// the reason on failure (`out` then holds garbage), an empty string on success.
+std::string decodeEvents(std::span<const unsigned char> payload, uint32_t count,
+                         uint64_t first_index, const EventLimits& limits, std::span<Event> out);
+
+// Same, appending to `out`, which is left as it was on failure.
+std::string decodeEvents(std::span<const unsigned char> payload, uint32_t count,
+                         uint64_t first_index, const EventLimits& limits, std::vector<Event>& out);
+
+}  // namespace memscope::native

@@ -1,0 +1,65 @@
+#pragma once
+// Labels for traces that carry none: training steps and phases, and each
+// allocation's category, inferred from what any trace holds (allocations,
+// frees, sizes, times, stack frames, recorded phases). Everything found here
+// is marked inferred (Phase::inferred, Trace::inferred_categories), so views
+// and reports can tell it from what a producer recorded; recorded facts are
+// never replaced.
+//
+// Steps, when the trace has no phases, come from its repetition: windows of
+// consecutive allocator events (kind, size, stack) that recur once in every
+// training step, evenly spaced and spanning most of the trace; of the step
+// counts such windows suggest, the one under which most windows recur at the
+// same place one step later wins (a layer count it is a multiple of yields to
+// it). Inside each step, forward, backward and the optimizer come from stack
+// frames where the trace has them (module forward, autograd, optimizer step)
+// and otherwise from lifetimes: bytes born and freed in the step (less what
+// its last tenth frees: gradients, inputs) peak where forward turns into
+// backward, or backward has begun by the first free of an old allocation; it
+// ends with the last free of what was alive at the turn. Runs of backward
+// that replay forward's allocations are recompute phases.
+//
+// Categories combine the frames' evidence with each allocation's lifetime
+// relative to those phases (CategoryRule names each rule).
+
+#include <cstdint>
+#include <string>
+
+#include "memscope/base/task_context.h"
+#include "memscope/model/trace.h"
+#include "memscope/timeline/timeline.h"
+
+namespace memscope {
+
+// Where a trace's steps came from.
+enum class StepSource : uint8_t {
+    None = 0,      // no steps: none recorded and no repetition found
+    Recorded = 1,  // the producer's phases (or the trace's own markers)
+    Inferred = 2,  // memscope found them (repetition, frames, profiler ops)
+};
+std::string_view toString(StepSource source);  // "none", "recorded", "inferred"
+
+struct InferenceReport {
+    StepSource steps_source = StepSource::None;
+    size_t steps = 0;                  // step phases of the trace after inference
+    bool phases_from_frames = false;   // inferred phases placed by stack frames
+    uint64_t categories_inferred = 0;  // allocations given an inferred category
+    uint64_t categories_unknown = 0;   // allocations left unknown (weak evidence)
+};
+
+// Fills in what the trace lacks: phases when it has none, then the category
+// of every allocation recorded as Unknown. Cancellable (returns early with
+// whatever was complete; the trace stays consistent).
+InferenceReport inferMissingLabels(Trace& trace, const TaskContext& ctx = {});
+
+// The source of a trace's steps as it stands (after inference, if any ran).
+StepSource stepSource(const Trace& trace);
+
+// Why an interval of `timeline` has its category: "gradient (inferred): born
+// in backward, …; born at 1.234 s (step 2 / backward), freed at 1.500 s
+// (step 2 / optimizer)", times since the timeline's start; for a recorded
+// category, "activation (recorded)". Costs no pass over the trace (hover).
+std::string explainCategory(const Trace& trace, const DeviceTimeline& timeline,
+                            const AllocationInterval& interval);
+
+}  // namespace memscope

@@ -1,0 +1,132 @@
+#include "category_inference.h"
+
+#include "memscope/timeline/timeline.h"
+#include "training_activity.h"
+
+namespace memscope::detail {
+namespace {
+
+// Whether `later` is in a later step than `earlier`, or past its stage in the
+// same step. Without steps, a free in an earlier stage than the birth belongs
+// to a later iteration.
+bool afterStage(Position earlier, Position later) {
+    if (earlier.step >= 0 && later.step >= 0 && later.step != earlier.step)
+        return later.step > earlier.step;
+    if (later.stage == Stage::None || earlier.stage == Stage::None) return false;
+    return later.stage != earlier.stage;
+}
+
+bool sameStage(Position a, Position b) {
+    return a.stage == b.stage && (a.step < 0 || b.step < 0 || a.step == b.step);
+}
+
+class Classifier {
+public:
+    Classifier(const Trace& trace, TrainingActivity& activity) : trace_(trace), act_(activity) {}
+
+    // Whether the first step's optimizer (after backward) kept anything: then
+    // what its backward kept is gradients (zero_grad keeping them), otherwise
+    // it is state of an optimizer fused into backward.
+    void scanFirstStep(const std::vector<uint64_t>& free_of) {
+        uint64_t in_backward = 0, in_optimizer = 0;
+        for (uint64_t i = 0; i < trace_.events.size(); ++i) {
+            const Event& e = trace_.events[i];
+            if (e.kind != EventKind::Alloc || free_of[i] != kNoEvent) continue;
+            const Position p = act_.of(i);
+            if (p.step != 0) continue;
+            in_backward += p.stage == Stage::Backward;
+            in_optimizer += p.stage == Stage::Optimizer;
+        }
+        // Adam keeps two buffers per parameter, gradients are one: whichever
+        // stage kept more holds the optimizer's state.
+        optimizer_keeps_ = in_optimizer > in_backward;
+    }
+
+    InferredCategory ofAlloc(uint64_t i, uint64_t free) {
+        const Event& e = trace_.events[i];
+        const Position born = act_.of(i);
+        const FrameActivity frames = act_.ofStack(e.stack);
+        const bool kept = free == kNoEvent;
+        if (frames == FrameActivity::Optimizer) {
+            if (kept || afterStage(born, act_.of(free)))
+                return {Category::OptimizerState, CategoryRule::OptimizerBornKept};
+            return {Category::Temporary, CategoryRule::WithinPhase};
+        }
+        if (frames == FrameActivity::ZeroGrad)
+            return {Category::Temporary, CategoryRule::WithinPhase};
+        if (kept) {
+            if (frames == FrameActivity::ModuleSetup)
+                return {Category::Parameter, CategoryRule::ModuleSetupFrame};
+            if (act_.hasSteps() && e.time < act_.firstStepStart())
+                return {Category::Parameter, CategoryRule::AliveThroughout};
+            switch (born.stage) {
+                case Stage::Optimizer:
+                    return {Category::OptimizerState, CategoryRule::OptimizerBornKept};
+                case Stage::Backward:
+                    if (optimizer_keeps_) return {Category::Gradient, CategoryRule::BackwardKept};
+                    return {Category::OptimizerState, CategoryRule::OptimizerInBackwardKept};
+                default:
+                    return {Category::Unknown, CategoryRule::Weak};
+            }
+        }
+        const Position died = act_.of(free);
+        switch (born.stage) {
+            case Stage::BeforeForward:
+                if (sameStage(born, died)) return {Category::Temporary, CategoryRule::WithinPhase};
+                return {Category::Input, CategoryRule::BeforeForward};
+            case Stage::Forward:
+                if (sameStage(born, died)) return {Category::Temporary, CategoryRule::WithinPhase};
+                if (died.stage == Stage::Backward && (died.step == born.step || died.step < 0))
+                    return {Category::Activation, CategoryRule::ForwardToBackward};
+                return {Category::Activation, CategoryRule::ForwardOutlivedBackward};
+            case Stage::Backward:
+                // A recomputed forward's outputs live on into backward proper.
+                if (born.recompute && died.stage == Stage::Backward &&
+                    trace_.events[i].phase != trace_.events[free].phase)
+                    return {Category::Activation, CategoryRule::RecomputedForBackward};
+                if (sameStage(born, died)) return {Category::Temporary, CategoryRule::WithinPhase};
+                if (afterStage(born, died))
+                    return {Category::Gradient, CategoryRule::BackwardToOptimizer};
+                return {Category::Unknown, CategoryRule::Weak};
+            case Stage::Optimizer:
+                if (sameStage(born, died)) return {Category::Temporary, CategoryRule::WithinPhase};
+                return {Category::OptimizerState, CategoryRule::OptimizerBornKept};
+            case Stage::None:
+                break;
+        }
+        return {Category::Unknown, CategoryRule::Weak};
+    }
+
+    InferredCategory ofGhostFree(uint64_t i) {
+        if (act_.of(i).stage == Stage::Backward)
+            return {Category::Activation, CategoryRule::FreedInBackward};
+        return {Category::Unknown, CategoryRule::Weak};
+    }
+
+private:
+    const Trace& trace_;
+    TrainingActivity& act_;
+    bool optimizer_keeps_ = false;
+};
+
+}  // namespace
+
+std::vector<InferredCategory> inferCategories(const Trace& trace,
+                                              const std::vector<uint64_t>& free_of,
+                                              const std::vector<uint8_t>& ghost_free,
+                                              TrainingActivity& activity) {
+    std::vector<InferredCategory> out(trace.events.size());
+    Classifier classify(trace, activity);
+    classify.scanFirstStep(free_of);
+    for (uint64_t i = 0; i < trace.events.size(); ++i) {
+        const Event& e = trace.events[i];
+        if (e.category != Category::Unknown) continue;
+        if (e.kind == EventKind::Alloc)
+            out[i] = classify.ofAlloc(i, free_of[i]);
+        else if (e.kind == EventKind::FreeCompleted && ghost_free[i])
+            out[i] = classify.ofGhostFree(i);
+    }
+    return out;
+}
+
+}  // namespace memscope::detail

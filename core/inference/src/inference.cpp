@@ -1,0 +1,201 @@
+#include "memscope/inference/inference.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <unordered_map>
+
+#include "category_inference.h"
+#include "memscope/model/phases.h"
+#include "memscope/timeline/events_by_device.h"
+#include "step_inference.h"
+#include "training_activity.h"
+
+namespace memscope {
+namespace {
+
+// Each alloc's free (the next free_completed at its address on its device,
+// as the timeline pairs them) and the frees of memory allocated before the
+// trace began.
+struct Lifetimes {
+    std::vector<uint64_t> free_of;
+    std::vector<uint8_t> ghost_free;
+};
+
+Lifetimes pairLifetimes(const Trace& trace, const std::vector<std::vector<uint64_t>>& orders) {
+    Lifetimes out;
+    out.free_of.assign(trace.events.size(), kNoEvent);
+    out.ghost_free.assign(trace.events.size(), 0);
+    std::unordered_map<uint64_t, uint64_t> open;
+    for (const auto& order : orders) {
+        open.clear();
+        for (uint64_t ti : order) {
+            const Event& e = trace.events[ti];
+            if (e.kind == EventKind::Alloc) {
+                open[e.address] = ti;
+            } else if (e.kind == EventKind::FreeCompleted) {
+                if (auto it = open.find(e.address); it != open.end()) {
+                    out.free_of[it->second] = ti;
+                    open.erase(it);
+                } else {
+                    out.ghost_free[ti] = 1;
+                }
+            }
+        }
+    }
+    return out;
+}
+
+size_t allocCount(const Trace& trace, const std::vector<uint64_t>& order) {
+    size_t n = 0;
+    for (uint64_t ti : order) n += trace.events[ti].kind == EventKind::Alloc;
+    return n;
+}
+
+bool needsCategories(const Trace& trace) {
+    for (const Event& e : trace.events)
+        if ((e.kind == EventKind::Alloc || e.kind == EventKind::FreeCompleted) &&
+            e.category == Category::Unknown)
+            return true;
+    return trace.allocator_state && !trace.allocator_state->blocks.empty();
+}
+
+// Blocks alive at the end that the trace never allocated were there before
+// it began: parameters, unless their frames say otherwise. Without any
+// allocation in the trace (an end state alone) nothing says they outlived
+// training steps: unknown.
+std::vector<InferredCategory> inferBlockCategories(const Trace& trace,
+                                                   detail::TrainingActivity& activity) {
+    std::vector<InferredCategory> out;
+    if (!trace.allocator_state) return out;
+    const bool history = std::any_of(trace.events.begin(), trace.events.end(),
+                                     [](const Event& e) { return e.kind == EventKind::Alloc; });
+    out.resize(trace.allocator_state->blocks.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+        const Block& b = trace.allocator_state->blocks[i];
+        if (b.state != BlockState::ActiveAllocated) continue;
+        switch (activity.ofStack(b.stack)) {
+            case detail::FrameActivity::Optimizer:
+                out[i] = {Category::OptimizerState, CategoryRule::OptimizerBornKept};
+                break;
+            case detail::FrameActivity::Backward:
+                out[i] = {Category::Gradient, CategoryRule::BackwardKept};
+                break;
+            case detail::FrameActivity::ModuleSetup:
+                out[i] = {Category::Parameter, CategoryRule::ModuleSetupFrame};
+                break;
+            default:
+                out[i] = history
+                             ? InferredCategory{Category::Parameter, CategoryRule::AliveThroughout}
+                             : InferredCategory{Category::Unknown, CategoryRule::Weak};
+                break;
+        }
+    }
+    return out;
+}
+
+std::string seconds(const Trace& trace, int64_t x, int64_t origin) {
+    char buf[48];
+    if (trace.metadata.time_base == TimeBase::EventIndex)
+        std::snprintf(buf, sizeof buf, "event %lld", static_cast<long long>(x));
+    else
+        std::snprintf(buf, sizeof buf, "%.3f s", double(x - origin) * 1e-9);
+    return buf;
+}
+
+}  // namespace
+
+std::string_view toString(StepSource source) {
+    switch (source) {
+        case StepSource::None:
+            return "none";
+        case StepSource::Recorded:
+            return "recorded";
+        case StepSource::Inferred:
+            return "inferred";
+    }
+    return "none";
+}
+
+StepSource stepSource(const Trace& trace) {
+    StepSource source = StepSource::None;
+    for (const Phase& p : trace.phases) {
+        if (p.kind != PhaseKind::Step) continue;
+        if (p.inferred) return StepSource::Inferred;
+        source = StepSource::Recorded;
+    }
+    return source;
+}
+
+InferenceReport inferMissingLabels(Trace& trace, const TaskContext& ctx) {
+    InferenceReport report;
+    const std::vector<int16_t> devices = trace.devices();
+    const auto orders = detail::eventsByDevice(trace, devices);
+    if (ctx.cancelled()) return report;
+    const Lifetimes lives = pairLifetimes(trace, orders);
+
+    if (trace.phases.empty() && !orders.empty()) {
+        // The busiest device carries the steps; on a trace of several devices
+        // the phases found apply to that device.
+        size_t busiest = 0, most = 0, with_events = 0;
+        for (size_t d = 0; d < orders.size(); ++d) {
+            const size_t n = allocCount(trace, orders[d]);
+            with_events += n > 0;
+            if (n > most) most = n, busiest = d;
+        }
+        const auto steps = detail::findRepeatedSteps(trace, orders[busiest], ctx);
+        if (steps.size() >= 2 && !ctx.cancelled()) {
+            detail::TrainingActivity frames_only(trace);
+            const int16_t device = with_events > 1 ? devices[busiest] : int16_t(-1);
+            report.phases_from_frames = detail::addStepPhases(trace, orders[busiest], steps,
+                                                              lives.free_of, frames_only, device);
+            trace.metadata.setProperty("phases", report.phases_from_frames
+                                                     ? "inferred from repetition and stack frames"
+                                                     : "inferred from repetition and lifetimes");
+        }
+    }
+    report.steps_source = stepSource(trace);
+    for (const Phase& p : trace.phases) report.steps += p.kind == PhaseKind::Step;
+    if (ctx.cancelled() || !needsCategories(trace)) return report;
+
+    detail::TrainingActivity activity(trace);
+    trace.inferred_categories =
+        detail::inferCategories(trace, lives.free_of, lives.ghost_free, activity);
+    trace.inferred_block_categories = inferBlockCategories(trace, activity);
+    for (uint64_t i = 0; i < trace.events.size(); ++i) {
+        if (!trace.categoryInferred(i)) continue;
+        if (trace.inferred_categories[i].category == Category::Unknown)
+            ++report.categories_unknown;
+        else
+            ++report.categories_inferred;
+    }
+    return report;
+}
+
+std::string explainCategory(const Trace& trace, const DeviceTimeline& timeline,
+                            const AllocationInterval& a) {
+    const std::string name(toString(a.category));
+    if (!a.category_inferred) return name + " (recorded)";
+    CategoryRule rule = CategoryRule::Weak;
+    if (a.alloc_event != kNoEvent && a.alloc_event < trace.inferred_categories.size())
+        rule = trace.inferred_categories[a.alloc_event].rule;
+    else if (a.free_event != kNoEvent && a.free_event < trace.inferred_categories.size())
+        rule = trace.inferred_categories[a.free_event].rule;
+    else if (trace.allocator_state)
+        for (size_t i = 0; i < trace.inferred_block_categories.size(); ++i)
+            if (trace.allocator_state->blocks[i].address == a.address &&
+                trace.allocator_state->blocks[i].state == BlockState::ActiveAllocated)
+                rule = trace.inferred_block_categories[i].rule;
+    std::string out = name + " (inferred): " + std::string(describe(rule));
+    const int64_t origin = timeline.start;
+    auto where = [&](uint64_t event) {
+        const PhaseId phase = trace.events[event].phase;
+        std::string s = " at " + seconds(trace, trace.events[event].time, origin);
+        if (!phase.isNull()) s += " (" + phasePath(trace, phase) + ")";
+        return s;
+    };
+    out += a.alloc_event != kNoEvent ? "; born" + where(a.alloc_event) : "; born before the trace";
+    out += a.free_event != kNoEvent ? ", freed" + where(a.free_event) : ", alive at the end";
+    return out;
+}
+
+}  // namespace memscope

@@ -1,0 +1,95 @@
+#include "memscope/model/types.h"
+
+#include "memscope/base/task_context.h"
+
+namespace memscope {
+namespace {
+
+// Names as PyTorch writes them (snapshot actions, torch.profiler categories).
+constexpr std::array<std::string_view, kEventKindCount> kKindNames = {
+    "alloc",        "free_requested", "free_completed", "segment_alloc",
+    "segment_free", "segment_map",    "segment_unmap",  "oom",
+    "snapshot",     "marker"};
+constexpr std::array<std::string_view, kCategoryCount> kCategoryNames = {
+    "parameter",  "optimizer_state", "input",           "temporary",
+    "activation", "gradient",        "autograd_detail", "unknown"};
+
+}  // namespace
+
+std::string_view toString(EventKind kind) {
+    const auto i = static_cast<size_t>(kind);
+    return i < kKindNames.size() ? kKindNames[i] : std::string_view("invalid");
+}
+
+std::string_view toString(Category category) {
+    const auto i = static_cast<size_t>(category);
+    return i < kCategoryNames.size() ? kCategoryNames[i] : std::string_view("invalid");
+}
+
+std::string_view describe(CategoryRule rule) {
+    switch (rule) {
+        case CategoryRule::Recorded:
+            return "recorded by the producer";
+        case CategoryRule::AliveThroughout:
+            return "alive from before the first step to the end";
+        case CategoryRule::ModuleSetupFrame:
+            return "allocated by Module.to()/_apply and kept";
+        case CategoryRule::OptimizerBornKept:
+            return "born in an optimizer step and kept after it";
+        case CategoryRule::OptimizerInBackwardKept:
+            return "born in the first backward and kept to the end (optimizer in backward)";
+        case CategoryRule::BackwardKept:
+            return "born in backward and kept to the end";
+        case CategoryRule::BackwardToOptimizer:
+            return "born in backward, freed by the optimizer step, zero_grad or later";
+        case CategoryRule::ForwardToBackward:
+            return "born in forward, freed in backward";
+        case CategoryRule::ForwardOutlivedBackward:
+            return "born in forward, freed after backward";
+        case CategoryRule::RecomputedForBackward:
+            return "born in a recompute, freed later in backward";
+        case CategoryRule::FreedInBackward:
+            return "alive before the trace began, freed in backward";
+        case CategoryRule::BeforeForward:
+            return "born in a step before its forward, kept past it";
+        case CategoryRule::WithinPhase:
+            return "born and freed within one phase";
+        case CategoryRule::Weak:
+            return "the evidence is too weak";
+    }
+    return "unknown rule";
+}
+
+std::optional<EventKind> eventKindFromString(std::string_view name) {
+    for (size_t i = 0; i < kKindNames.size(); ++i)
+        if (kKindNames[i] == name) return static_cast<EventKind>(i);
+    return std::nullopt;
+}
+
+std::optional<Category> categoryFromString(std::string_view name) {
+    for (size_t i = 0; i < kCategoryNames.size(); ++i)
+        if (kCategoryNames[i] == name) return static_cast<Category>(i);
+    return std::nullopt;
+}
+
+}  // namespace memscope
+
+namespace memscope {
+
+std::string_view toString(WarningKind kind) {
+    switch (kind) {
+        case WarningKind::DamagedTail:
+            return "damaged_tail";
+        case WarningKind::DroppedRecords:
+            return "dropped_records";
+        case WarningKind::ClampedValues:
+            return "clamped_values";
+        case WarningKind::SkippedRecords:
+            return "skipped_records";
+        case WarningKind::Other:
+            return "other";
+    }
+    return "other";
+}
+
+}  // namespace memscope

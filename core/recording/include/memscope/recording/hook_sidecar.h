@@ -1,0 +1,68 @@
+#pragma once
+// What memscope's Python startup hook (profiler/pyhook) leaves beside a
+// recording, per process: `.memscope-hook/<pid>/hook.json` with the training
+// phases it saw, the allocator-history dumps it wrote and what it could not
+// do. Schema: profiler/pyhook/README.md. Read by the recording merge.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "memscope/base/result.h"
+
+namespace memscope {
+
+enum class HookPhaseKind : uint8_t { Step, Forward, Backward, Recompute, Optimizer, ZeroGrad };
+
+struct HookPhase {
+    HookPhaseKind kind = HookPhaseKind::Step;
+    int32_t step = -1;
+    int64_t start_ns = 0;
+    int64_t end_ns = 0;
+};
+
+struct HookHistoryDump {
+    std::string file;             // relative to the hook folder
+    bool cleared_before = false;  // the history was cleared after the previous dump
+};
+
+struct HookProfilerSession {
+    int64_t time_ns = 0;
+    std::string what;
+};
+
+struct HookSidecar {
+    int64_t pid = -1;
+    int32_t rank = -1;
+    int32_t local_rank = -1;
+    std::string python;
+    std::string torch;
+    int64_t started_ns = 0;
+    int64_t ended_ns = 0;
+    bool complete = false;
+    std::string exit;  // "atexit", "SIGTERM", "SIGINT", "running"
+    std::vector<std::pair<std::string, std::string>> hooks;  // phase -> how it was hooked
+    std::vector<HookPhase> phases;
+    std::vector<HookHistoryDump> histories;
+    bool history_enabled = false;
+    std::string history_api;
+    std::string history_reason;
+    std::optional<std::string> cpu_events_file;
+    std::vector<HookProfilerSession> profiler_sessions;
+    std::vector<std::string> warnings;
+
+    bool recordedAnything() const {
+        return !phases.empty() || !histories.empty() || cpu_events_file.has_value();
+    }
+};
+
+std::string_view toString(HookPhaseKind kind);  // "step", "forward", ... "zero_grad"
+
+// Parses hook.json; errors name the path and what is wrong. Unknown fields
+// are ignored (a newer hook may add some); a newer major version is refused.
+Result<HookSidecar> parseHookSidecar(std::string_view json, const std::string& path);
+Result<HookSidecar> readHookSidecar(const std::string& path);
+
+}  // namespace memscope

@@ -1,0 +1,47 @@
+#pragma once
+// The last stage of `memscope-cli record`: turn what the processes of a
+// recorded command left in the output folder into one trace per process.
+//
+//   DIR/memscope-<pid>[-rank<R>][-local<L>].memscope   the CUPTI tracer's trace
+//   DIR/.memscope-hook/<pid>/hook.json                 the Python hook's phases
+//   DIR/.memscope-hook/<pid>/history-NNNN.pickle       allocator history dumps
+//   DIR/.memscope-hook/<pid>/cpu-events.bin            CPU allocation log
+//
+// Each process's parts are merged (recording_merge.h) into its .memscope file
+// (written beside, then renamed over the tracer's), and its hook folder is
+// removed once the merged trace is safely written. A process whose parts
+// cannot be merged keeps them, and the error says so.
+
+#include <string>
+#include <vector>
+
+#include "memscope/base/task_context.h"
+#include "memscope/open/plugin_registry.h"
+#include "memscope/recording/recording_merge.h"
+
+namespace memscope {
+
+inline constexpr const char* kHookFolderName = ".memscope-hook";
+
+struct FinishedTrace {
+    std::string path;
+    int64_t pid = -1;
+    MergeStats stats;
+    std::vector<LoadWarning> warnings;
+    std::vector<std::string> kept;  // untimed history dumps kept as snapshots beside it
+    bool parts_kept = false;        // a part could not be read: the hook folder stays
+};
+
+struct RecordingFinish {
+    std::vector<FinishedTrace> traces;  // merged and written
+    std::vector<std::string> errors;    // one line per process that failed
+};
+
+// The name a process's trace gets: memscope-<pid>[-rank<R>][-local<L>].memscope.
+std::string recordedTraceName(int64_t pid, int32_t rank, int32_t local_rank);
+
+// `registry` must hold the PyTorch snapshot importer (history dumps).
+RecordingFinish finishRecording(const std::string& dir, const PluginRegistry& registry,
+                                const TaskContext& ctx = {});
+
+}  // namespace memscope

@@ -1,0 +1,172 @@
+#include "memscope/recording/hook_sidecar.h"
+
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace memscope {
+namespace {
+
+// hook.json is small (phases of a run: ~100 bytes per phase); anything far
+// larger is not ours.
+constexpr size_t kMaxSidecarBytes = size_t(512) << 20;
+
+using Value = rapidjson::Value;
+
+std::optional<HookPhaseKind> phaseKindFromString(std::string_view s) {
+    for (HookPhaseKind k :
+         {HookPhaseKind::Step, HookPhaseKind::Forward, HookPhaseKind::Backward,
+          HookPhaseKind::Recompute, HookPhaseKind::Optimizer, HookPhaseKind::ZeroGrad})
+        if (toString(k) == s) return k;
+    return std::nullopt;
+}
+
+std::string_view str(const Value& v) {
+    return v.IsString() ? std::string_view(v.GetString(), v.GetStringLength()) : "";
+}
+
+int64_t integer(const Value& object, const char* key, int64_t fallback) {
+    auto it = object.FindMember(key);
+    if (it == object.MemberEnd()) return fallback;
+    if (it->value.IsInt64()) return it->value.GetInt64();
+    return fallback;
+}
+
+std::string text(const Value& object, const char* key) {
+    auto it = object.FindMember(key);
+    return it == object.MemberEnd() ? std::string() : std::string(str(it->value));
+}
+
+bool boolean(const Value& object, const char* key) {
+    auto it = object.FindMember(key);
+    return it != object.MemberEnd() && it->value.IsBool() && it->value.GetBool();
+}
+
+const Value* array(const Value& object, const char* key) {
+    auto it = object.FindMember(key);
+    return it != object.MemberEnd() && it->value.IsArray() ? &it->value : nullptr;
+}
+
+}  // namespace
+
+std::string_view toString(HookPhaseKind kind) {
+    switch (kind) {
+        case HookPhaseKind::Step:
+            return "step";
+        case HookPhaseKind::Forward:
+            return "forward";
+        case HookPhaseKind::Backward:
+            return "backward";
+        case HookPhaseKind::Recompute:
+            return "recompute";
+        case HookPhaseKind::Optimizer:
+            return "optimizer";
+        case HookPhaseKind::ZeroGrad:
+            return "zero_grad";
+    }
+    return "step";
+}
+
+Result<HookSidecar> parseHookSidecar(std::string_view json, const std::string& path) {
+    rapidjson::Document doc;
+    doc.Parse(json.data(), json.size());
+    if (doc.HasParseError())
+        return makeError(path + ": not valid JSON at byte " + std::to_string(doc.GetErrorOffset()) +
+                         " (" + rapidjson::GetParseError_En(doc.GetParseError()) + ")");
+    if (!doc.IsObject() || text(doc, "format") != "memscope-hook")
+        return makeError(path + ": not a memscope hook file (no \"format\": \"memscope-hook\")");
+    const int64_t version = integer(doc, "version", 0);
+    if (version != 1)
+        return makeError(path + ": hook file version " + std::to_string(version) +
+                         " is not supported (this memscope reads version 1)");
+
+    HookSidecar s;
+    s.pid = integer(doc, "pid", -1);
+    s.rank = int32_t(integer(doc, "rank", -1));
+    s.local_rank = int32_t(integer(doc, "local_rank", -1));
+    s.python = text(doc, "python");
+    s.torch = text(doc, "torch");
+    s.started_ns = integer(doc, "started_ns", 0);
+    s.ended_ns = integer(doc, "ended_ns", 0);
+    s.complete = boolean(doc, "complete");
+    s.exit = text(doc, "exit");
+    if (auto it = doc.FindMember("hooks"); it != doc.MemberEnd() && it->value.IsObject())
+        for (const auto& m : it->value.GetObject())
+            s.hooks.emplace_back(std::string(str(m.name)), std::string(str(m.value)));
+
+    size_t bad_phases = 0;
+    if (const Value* phases = array(doc, "phases")) {
+        s.phases.reserve(phases->Size());
+        for (const Value& p : phases->GetArray()) {
+            if (!p.IsObject()) {
+                ++bad_phases;
+                continue;
+            }
+            const auto kind = phaseKindFromString(text(p, "kind"));
+            HookPhase phase;
+            phase.step = int32_t(integer(p, "step", -1));
+            phase.start_ns = integer(p, "start_ns", -1);
+            phase.end_ns = integer(p, "end_ns", -1);
+            if (!kind || phase.start_ns < 0 || phase.end_ns < phase.start_ns) {
+                ++bad_phases;
+                continue;
+            }
+            phase.kind = *kind;
+            s.phases.push_back(phase);
+        }
+    }
+    if (bad_phases > 0)
+        s.warnings.push_back(std::to_string(bad_phases) +
+                             " phases in the hook file were malformed and left out");
+
+    if (const Value* histories = array(doc, "histories"))
+        for (const Value& h : histories->GetArray())
+            if (h.IsObject() && !text(h, "file").empty())
+                s.histories.push_back({text(h, "file"), boolean(h, "cleared_before")});
+    if (auto it = doc.FindMember("history"); it != doc.MemberEnd() && it->value.IsObject()) {
+        s.history_enabled = boolean(it->value, "enabled");
+        s.history_api = text(it->value, "api");
+        s.history_reason = text(it->value, "reason");
+    }
+    if (auto it = doc.FindMember("cpu_events"); it != doc.MemberEnd() && it->value.IsObject()) {
+        if (std::string file = text(it->value, "file"); !file.empty())
+            s.cpu_events_file = std::move(file);
+    }
+    if (const Value* sessions = array(doc, "profiler"))
+        for (const Value& p : sessions->GetArray())
+            if (p.IsObject())
+                s.profiler_sessions.push_back({integer(p, "time_ns", 0), text(p, "what")});
+    if (const Value* warnings = array(doc, "warnings"))
+        for (const Value& w : warnings->GetArray())
+            if (w.IsString()) s.warnings.emplace_back(str(w));
+
+    // File names come from the process being traced: keep them inside the
+    // hook folder.
+    auto inside = [](const std::string& f) {
+        return f.find('/') == std::string::npos && f != "." && f != "..";
+    };
+    for (const HookHistoryDump& h : s.histories)
+        if (!inside(h.file))
+            return makeError(path + ": history file name '" + h.file + "' is not a plain name");
+    if (s.cpu_events_file && !inside(*s.cpu_events_file))
+        return makeError(path + ": CPU events file name '" + *s.cpu_events_file +
+                         "' is not a plain name");
+    return s;
+}
+
+Result<HookSidecar> readHookSidecar(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return makeError(path + ": cannot open the hook file");
+    std::string json;
+    char buffer[1 << 16];
+    while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
+        json.append(buffer, size_t(in.gcount()));
+        if (json.size() > kMaxSidecarBytes)
+            return makeError(path + ": hook file larger than 512 MiB; not a memscope hook file");
+    }
+    return parseHookSidecar(json, path);
+}
+
+}  // namespace memscope

@@ -1,0 +1,155 @@
+#include "memscope/recording/recording_folder.h"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+
+#include "memscope/base/file_io.h"
+#include "memscope/format/native_format.h"
+
+namespace memscope {
+namespace fs = std::filesystem;
+namespace {
+
+std::optional<int64_t> pidOfFolder(const fs::path& folder) {
+    const std::string name = folder.filename().string();
+    int64_t pid = 0;
+    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
+    if (ec != std::errc() || end != name.data() + name.size() || pid <= 0) return std::nullopt;
+    return pid;
+}
+
+// The tracer's trace of this process, if it wrote one: memscope-<pid>.memscope
+// or memscope-<pid>-rank…/-local….memscope.
+std::optional<fs::path> tracerFile(const fs::path& dir, int64_t pid) {
+    const std::string exact = "memscope-" + std::to_string(pid) + ".memscope";
+    const std::string prefix = "memscope-" + std::to_string(pid) + "-";
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (!it->is_regular_file(ec)) continue;
+        if (name == exact || (name.starts_with(prefix) && name.ends_with(".memscope")))
+            return it->path();
+    }
+    return std::nullopt;
+}
+
+Result<FinishedTrace> finishProcess(const fs::path& dir, const fs::path& folder, int64_t pid,
+                                    const PluginRegistry& registry, const TaskContext& ctx,
+                                    bool& nothing_recorded) {
+    FinishedTrace done;
+    done.pid = pid;
+    TaskContext local = ctx;
+    local.warnings = &done.warnings;
+
+    auto hook = readHookSidecar((folder / "hook.json").string());
+    if (!hook) return hook.error();
+    const auto tracer = tracerFile(dir, pid);
+    nothing_recorded = !hook->recordedAnything();
+    if (nothing_recorded) return done;
+
+    RecordingParts parts;
+    std::vector<HookHistoryDump> read_dumps;  // parallel to parts.histories
+    for (const HookHistoryDump& h : hook->histories) {
+        const std::string path = (folder / h.file).string();
+        auto dump = registry.load(path, local);
+        if (!dump) {
+            // A dump cut short (the process was killed while writing it): the
+            // other parts still make a trace; this one stays in the folder.
+            local.warn({WarningKind::SkippedRecords,
+                        "an allocator history dump could not be read and was left out (kept in " +
+                            folder.string() + "): " + dump.message(),
+                        1});
+            done.parts_kept = true;
+            continue;
+        }
+        parts.histories.push_back({std::move(*dump), h.cleared_before});
+        read_dumps.push_back(h);
+    }
+    if (hook->cpu_events_file) {
+        const fs::path log = folder / *hook->cpu_events_file;
+        std::error_code ec;
+        if (fs::exists(log, ec)) {
+            auto cpu = readCaptureLog(log.string(), local);
+            if (!cpu) return cpu.error();
+            parts.cpu = std::move(*cpu);
+        }
+    }
+    if (tracer) {
+        auto cupti = importNativeTrace(tracer->string(), local);
+        if (!cupti) return cupti.error();
+        parts.cupti = std::move(*cupti);
+    }
+    const int32_t rank = hook->rank, local_rank = hook->local_rank;
+    parts.hook = std::move(*hook);
+
+    std::vector<fs::path> untimed;  // histories the merge cannot place in time
+    for (size_t i = 0; i < parts.histories.size(); ++i)
+        if (parts.histories[i].trace.metadata.time_base != TimeBase::Nanoseconds)
+            untimed.push_back(folder / read_dumps[i].file);
+    auto merged = mergeRecording(std::move(parts), local, &done.stats);
+    if (!merged) return makeError("process " + std::to_string(pid) + ": " + merged.message());
+    const fs::path out = tracer ? *tracer : dir / recordedTraceName(pid, rank, local_rank);
+    // Kept as snapshots of their own, named after the trace, before the hook
+    // folder goes.
+    for (size_t i = 0; i < untimed.size(); ++i) {
+        const fs::path kept =
+            dir / (out.stem().string() + "-history-" + std::to_string(i + 1) + ".pickle");
+        std::error_code ec;
+        fs::rename(untimed[i], kept, ec);
+        if (ec) return makeError("cannot keep " + untimed[i].string() + ": " + ec.message());
+        done.kept.push_back(kept.string());
+    }
+    auto written = writeFileReplacing(
+        out.string(), [&](const std::string& tmp) { return writeNativeTrace(*merged, tmp); });
+    if (!written) return written.error();
+    done.path = out.string();
+    return done;
+}
+
+}  // namespace
+
+std::string recordedTraceName(int64_t pid, int32_t rank, int32_t local_rank) {
+    std::string name = "memscope-" + std::to_string(pid);
+    if (rank >= 0) name += "-rank" + std::to_string(rank);
+    if (local_rank >= 0) name += "-local" + std::to_string(local_rank);
+    return name + ".memscope";
+}
+
+RecordingFinish finishRecording(const std::string& dir_text, const PluginRegistry& registry,
+                                const TaskContext& ctx) {
+    RecordingFinish result;
+    const fs::path dir(dir_text);
+    const fs::path hooks = dir / kHookFolderName;
+    std::error_code ec;
+    if (!fs::is_directory(hooks, ec)) return result;
+
+    std::vector<std::pair<int64_t, fs::path>> folders;
+    for (fs::directory_iterator it(hooks, ec), end; !ec && it != end; it.increment(ec)) {
+        std::error_code ignored;
+        if (!it->is_directory(ignored) || it->is_symlink(ignored)) continue;
+        if (auto pid = pidOfFolder(it->path())) folders.emplace_back(*pid, it->path());
+    }
+    std::sort(folders.begin(), folders.end());
+    for (const auto& [pid, folder] : folders) {
+        if (ctx.cancelled()) {
+            result.errors.push_back("cancelled; the remaining processes' parts are kept in " +
+                                    hooks.string());
+            break;
+        }
+        bool nothing = false;
+        auto done = finishProcess(dir, folder, pid, registry, ctx, nothing);
+        if (!done) {
+            result.errors.push_back(done.message() + " (its parts are kept in " + folder.string() +
+                                    ")");
+            continue;
+        }
+        std::error_code removed;
+        if (!done->parts_kept) fs::remove_all(folder, removed);
+        if (!nothing) result.traces.push_back(std::move(*done));
+    }
+    fs::remove(hooks, ec);  // only when empty
+    return result;
+}
+
+}  // namespace memscope

@@ -1,0 +1,409 @@
+#include "memscope/recording/recording_merge.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <numeric>
+#include <set>
+#include <tuple>
+
+#include "memscope/recording/phase_assignment.h"
+#include "trace_copier.h"
+
+namespace memscope {
+namespace {
+
+struct PendingAttribute {
+    size_t event = 0;  // index into Builder::events before sorting
+    StringId key;
+    StringId value;
+};
+
+bool isSegmentKind(EventKind k) {
+    return k == EventKind::SegmentAlloc || k == EventKind::SegmentFree ||
+           k == EventKind::SegmentMap || k == EventKind::SegmentUnmap;
+}
+
+bool isTensorKind(EventKind k) {
+    return k == EventKind::Alloc || k == EventKind::FreeRequested || k == EventKind::FreeCompleted;
+}
+
+bool sameEntry(const Event& a, const Event& b) {
+    return a.kind == b.kind && a.device == b.device && a.address == b.address && a.size == b.size &&
+           a.time == b.time;
+}
+
+PhaseKind phaseKindOf(HookPhaseKind k) {
+    switch (k) {
+        case HookPhaseKind::Step:
+            return PhaseKind::Step;
+        case HookPhaseKind::Forward:
+            return PhaseKind::Forward;
+        case HookPhaseKind::Backward:
+            return PhaseKind::Backward;
+        case HookPhaseKind::Recompute:
+            return PhaseKind::Recompute;
+        case HookPhaseKind::Optimizer:
+            return PhaseKind::Optimizer;
+        case HookPhaseKind::ZeroGrad:
+            return PhaseKind::Range;
+    }
+    return PhaseKind::Range;
+}
+
+std::string secondsText(int64_t ns) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.3f", double(ns) / 1e9);
+    return text;
+}
+
+// Collects the merged events and their attributes in runs, one per source,
+// and merges the runs by time at the end. A k-way merge rather than a sort:
+// each source keeps its own order exactly, also where its clock steps back
+// (the allocator's approximate clock can), so a history merged alone is the
+// history unchanged.
+class Builder {
+public:
+    explicit Builder(Trace& out) : out_(out) {}
+
+    void beginRun() {
+        if (run_starts_.empty() || run_starts_.back() != events_.size())
+            run_starts_.push_back(events_.size());
+    }
+    size_t add(const Event& e) {
+        if (run_starts_.empty()) run_starts_.push_back(0);
+        events_.push_back(e);
+        return events_.size() - 1;
+    }
+    void attribute(size_t event, std::string_view key, std::string_view value) {
+        attributes_.push_back({event, out_.internString(key), out_.internString(value)});
+    }
+    void attribute(size_t event, StringId key, StringId value) {
+        attributes_.push_back({event, key, value});
+    }
+    // Copies `from`'s events [first, from.events.size()) with their attributes.
+    void copyEvents(const Trace& from, TraceCopier& copier, size_t first,
+                    const std::vector<bool>* keep = nullptr) {
+        auto attr = std::lower_bound(
+            from.attributes.begin(), from.attributes.end(), uint64_t(first),
+            [](const EventAttribute& a, uint64_t index) { return a.event < index; });
+        for (size_t i = first; i < from.events.size(); ++i) {
+            const bool kept = !keep || (*keep)[i];
+            const size_t index = kept ? add(copier.event(from.events[i])) : 0;
+            for (; attr != from.attributes.end() && attr->event == i; ++attr)
+                if (kept) attribute(index, copier.string(attr->key), copier.string(attr->value));
+        }
+    }
+    // Markers are kept apart and merged as one more run, in time order.
+    void marker(int64_t time, int16_t device, std::string_view key, std::string_view value) {
+        Event e;
+        e.kind = EventKind::Marker;
+        e.time = time;
+        e.device = device;
+        markers_.push_back({e, out_.internString(key), out_.internString(value)});
+    }
+
+    void finish() {
+        std::stable_sort(markers_.begin(), markers_.end(),
+                         [](const auto& a, const auto& b) { return a.event.time < b.event.time; });
+        beginRun();
+        for (const MarkerEvent& m : markers_) attribute(add(m.event), m.key, m.value);
+
+        // Runs as [begin, end) ranges; merge by head time, earlier run first
+        // on a tie.
+        std::vector<std::pair<size_t, size_t>> runs;
+        for (size_t r = 0; r < run_starts_.size(); ++r) {
+            const size_t end = r + 1 < run_starts_.size() ? run_starts_[r + 1] : events_.size();
+            if (run_starts_[r] < end) runs.emplace_back(run_starts_[r], end);
+        }
+        std::vector<uint64_t> new_index(events_.size());
+        out_.events.clear();
+        out_.events.reserve(events_.size());
+        for (;;) {
+            size_t best = runs.size();
+            for (size_t r = 0; r < runs.size(); ++r)
+                if (runs[r].first < runs[r].second &&
+                    (best == runs.size() ||
+                     events_[runs[r].first].time < events_[runs[best].first].time))
+                    best = r;
+            if (best == runs.size()) break;
+            const size_t i = runs[best].first++;
+            new_index[i] = out_.events.size();
+            out_.events.push_back(events_[i]);
+        }
+        out_.attributes.reserve(attributes_.size());
+        for (const PendingAttribute& a : attributes_)
+            out_.attributes.push_back({new_index[a.event], a.key, a.value});
+        std::stable_sort(
+            out_.attributes.begin(), out_.attributes.end(),
+            [](const EventAttribute& a, const EventAttribute& b) { return a.event < b.event; });
+        events_ = {};
+        attributes_ = {};
+    }
+
+private:
+    struct MarkerEvent {
+        Event event;
+        StringId key;
+        StringId value;
+    };
+    Trace& out_;
+    std::vector<Event> events_;
+    std::vector<size_t> run_starts_;
+    std::vector<PendingAttribute> attributes_;
+    std::vector<MarkerEvent> markers_;
+};
+
+// The allocator's segment entries, to recognise CUPTI's records of the same
+// cudaMalloc/cudaFree.
+class SegmentIndex {
+public:
+    void add(const Event& e) {
+        if (isSegmentKind(e.kind)) times_[key(e)].push_back({e.time, false});
+    }
+    // Consumes the nearest unmatched entry within the window.
+    bool match(const Event& e) {
+        auto it = times_.find(key(e));
+        if (it == times_.end()) return false;
+        Candidate* best = nullptr;
+        uint64_t best_distance = 0;
+        for (Candidate& c : it->second) {
+            if (c.used) continue;
+            // Unsigned: the distance between any two int64 times fits.
+            const uint64_t d = c.time > e.time ? uint64_t(c.time) - uint64_t(e.time)
+                                               : uint64_t(e.time) - uint64_t(c.time);
+            if (d <= uint64_t(kSegmentMatchWindowNs) && (!best || d < best_distance)) {
+                best = &c;
+                best_distance = d;
+            }
+        }
+        if (!best) return false;
+        best->used = true;
+        return true;
+    }
+
+private:
+    using Key = std::tuple<uint8_t, int16_t, uint64_t, uint64_t>;
+    struct Candidate {
+        int64_t time;
+        bool used;
+    };
+    static Key key(const Event& e) { return {uint8_t(e.kind), e.device, e.address, e.size}; }
+    std::map<Key, std::vector<Candidate>> times_;
+};
+
+void warn(const TaskContext& ctx, WarningKind kind, std::string message, uint64_t count = 0) {
+    ctx.warn({kind, std::move(message), count});
+}
+
+}  // namespace
+
+Result<Trace> mergeRecording(RecordingParts parts, const TaskContext& ctx, MergeStats* stats_out) {
+    MergeStats stats;
+    Trace out;
+    out.metadata.source_format = "memscope-record";
+    out.metadata.time_base = TimeBase::Nanoseconds;
+    if (parts.cupti) {
+        const TraceMetadata& m = parts.cupti->metadata;
+        out.metadata.name = m.name;
+        out.metadata.pid = m.pid;
+        out.metadata.rank = m.rank;
+        for (const auto& [k, v] : m.properties) out.metadata.setProperty(k, v);
+    }
+    const HookSidecar* hook = parts.hook ? &*parts.hook : nullptr;
+    if (hook) {
+        if (out.metadata.pid < 0) out.metadata.pid = hook->pid;
+        if (out.metadata.rank < 0) out.metadata.rank = hook->rank;
+        if (out.metadata.name.empty()) out.metadata.name = "pid " + std::to_string(hook->pid);
+        if (!hook->python.empty()) out.metadata.setProperty("python", hook->python);
+        if (!hook->torch.empty()) out.metadata.setProperty("torch", hook->torch);
+        for (const auto& [phase, how] : hook->hooks) out.metadata.setProperty("hook." + phase, how);
+        if (!hook->phases.empty())
+            out.metadata.setProperty("phases",
+                                     "recorded by the memscope Python hook (module forward, "
+                                     "autograd backward, optimizer hooks)");
+        if (!hook->history_enabled && !hook->history_reason.empty())
+            out.metadata.setProperty("allocator_history", "off: " + hook->history_reason);
+        if (hook->exit == "SIGTERM" || hook->exit == "SIGINT")
+            out.metadata.setProperty("ended_by", hook->exit);
+        if (!hook->complete)
+            warn(ctx, WarningKind::DamagedTail,
+                 "the process ended before the memscope hook could finish (killed?): phases "
+                 "and allocator history stop at its last save");
+        for (const std::string& w : hook->warnings) warn(ctx, WarningKind::Other, "hook: " + w);
+    }
+
+    // A history without timestamps (PyTorch 2.1 and older record none) cannot
+    // be lined up with the phases and CUPTI's records: it is left out here,
+    // and the caller keeps it as a file of its own.
+    const size_t histories_given = parts.histories.size();
+    std::erase_if(parts.histories, [](const HistoryPart& h) {
+        return h.trace.metadata.time_base != TimeBase::Nanoseconds;
+    });
+    if (parts.histories.size() != histories_given) {
+        stats.untimed_histories = histories_given - parts.histories.size();
+        warn(ctx, WarningKind::SkippedRecords,
+             "the allocator history has no timestamps (PyTorch 2.1 or older), so it cannot be "
+             "lined up with the phases and CUPTI's records: it is kept beside the trace as a "
+             "snapshot of its own",
+             stats.untimed_histories);
+    }
+
+    Builder builder(out);
+    SegmentIndex history_segments;
+    std::set<int16_t> history_devices;
+    std::set<std::tuple<int64_t, uint32_t, int16_t, uint8_t>> annotations_seen;
+    auto copyAnnotations = [&](const Trace& from, TraceCopier& copier) {
+        for (const Annotation& a : from.annotations) {
+            Annotation copy = a;
+            copy.name = copier.string(a.name);
+            if (annotations_seen
+                    .insert({copy.time, copy.name.value, copy.device, uint8_t(copy.stage)})
+                    .second)
+                out.annotations.push_back(copy);
+        }
+    };
+
+    // 1. The allocator history, dump after dump. A dump repeats what the ring
+    // buffer still held of the previous one: continue after the previous
+    // dump's last entry; if that entry is gone, entries were lost between.
+    std::optional<Event> last_entry;
+    builder.beginRun();
+    for (size_t d = 0; d < parts.histories.size(); ++d) {
+        if (ctx.cancelled()) return cancelledError();
+        const Trace& dump = parts.histories[d].trace;
+        size_t first = 0;
+        if (last_entry && !dump.events.empty()) {
+            size_t j = dump.events.size();
+            while (j-- > 0)
+                if (sameEntry(dump.events[j], *last_entry)) break;
+            if (j < dump.events.size()) {
+                first = j + 1;
+            } else if (!parts.histories[d].cleared_before) {
+                ++stats.gaps;
+                const int64_t from = last_entry->time;
+                const int64_t to = dump.events.front().time;
+                builder.marker(std::max(from, to), -1, "history_gap",
+                               "allocator history entries were lost between " + secondsText(from) +
+                                   " s and " + secondsText(to) +
+                                   " s: the ring buffer wrapped before memscope saved it");
+                warn(ctx, WarningKind::DroppedRecords,
+                     "allocator history entries were lost before dump " + std::to_string(d + 1) +
+                         " (the ring buffer wrapped; raise MEMSCOPE_HISTORY_MAX_ENTRIES)",
+                     1);
+            }
+        }
+        TraceCopier copier(dump, out);
+        for (size_t i = first; i < dump.events.size(); ++i) {
+            history_segments.add(dump.events[i]);
+            if (dump.events[i].kind != EventKind::Marker)
+                history_devices.insert(dump.events[i].device);
+        }
+        stats.history_events += dump.events.size() - first;
+        builder.copyEvents(dump, copier, first);
+        copyAnnotations(dump, copier);
+        if (!dump.events.empty()) last_entry = dump.events.back();
+        if (d + 1 == parts.histories.size() && dump.allocator_state)
+            out.allocator_state = copier.allocatorState();
+    }
+    if (!parts.histories.empty())
+        out.metadata.setProperty("tensor_events", "PyTorch caching-allocator history");
+
+    // 2. CPU allocations from c10's reporting hook.
+    builder.beginRun();
+    for (const CapturedAllocation& c : parts.cpu) {
+        if (c.bytes == 0) continue;
+        Event e;
+        e.time = c.time;
+        e.address = c.address;
+        e.size = c.bytes > 0 ? uint64_t(c.bytes) : uint64_t(0) - uint64_t(c.bytes);
+        e.device = -1;
+        e.kind = c.bytes > 0 ? EventKind::Alloc : EventKind::FreeCompleted;
+        builder.add(e);
+    }
+    stats.cpu_events = parts.cpu.size();
+    if (!parts.cpu.empty()) out.metadata.setProperty("host_events", "c10 CPU allocator reports");
+
+    // 3. CUPTI: segments the allocator did not report (memory outside
+    // PyTorch), tensor-level records of devices the history does not cover,
+    // NVTX phases and annotations.
+    if (parts.cupti) {
+        const Trace& cupti = *parts.cupti;
+        TraceCopier copier(cupti, out);
+        builder.beginRun();
+        std::vector<bool> keep(cupti.events.size(), true);
+        for (size_t i = 0; i < cupti.events.size(); ++i) {
+            const Event& e = cupti.events[i];
+            if (isSegmentKind(e.kind) && history_segments.match(e)) {
+                keep[i] = false;
+                ++stats.cupti_segments_matched;
+            } else if (isTensorKind(e.kind) && history_devices.count(e.device)) {
+                keep[i] = false;
+                ++stats.cupti_tensor_events_dropped;
+            } else {
+                ++stats.cupti_events_kept;
+            }
+        }
+        builder.copyEvents(cupti, copier, 0, &keep);
+        // Segments only CUPTI saw and still held at the end belong in the end
+        // state too: the timeline derives the reserved bytes before recording
+        // from it, and would otherwise subtract them from the allocator's.
+        if (out.allocator_state) {
+            std::map<std::pair<int16_t, uint64_t>, uint64_t> live;
+            for (size_t i = 0; i < cupti.events.size(); ++i) {
+                const Event& e = cupti.events[i];
+                if (!keep[i]) continue;
+                if (e.kind == EventKind::SegmentAlloc || e.kind == EventKind::SegmentMap)
+                    live[{e.device, e.address}] = e.size;
+                else if (e.kind == EventKind::SegmentFree || e.kind == EventKind::SegmentUnmap)
+                    live.erase({e.device, e.address});
+            }
+            for (const auto& [where, size] : live) {
+                Segment segment;
+                segment.device = where.first;
+                segment.address = where.second;
+                segment.total_size = size;
+                segment.first_block = uint32_t(out.allocator_state->blocks.size());
+                out.allocator_state->segments.push_back(segment);
+            }
+        }
+        for (uint32_t p = 1; p <= cupti.phases.size(); ++p) copier.phase(PhaseId(p));
+        copyAnnotations(cupti, copier);
+        if (!out.allocator_state && cupti.allocator_state)
+            out.allocator_state = copier.allocatorState();
+    }
+
+    // 4. The hook's training phases.
+    if (hook) {
+        for (const HookPhase& hp : hook->phases) {
+            Phase p;
+            p.kind = phaseKindOf(hp.kind);
+            p.step = hp.step;
+            p.start = hp.start_ns;
+            // A zero-length phase would read as "still open": give it 1 ns.
+            p.end = hp.end_ns > hp.start_ns ? hp.end_ns : hp.start_ns + 1;
+            p.name =
+                out.internString(hp.kind == HookPhaseKind::Step ? "step " + std::to_string(hp.step)
+                                                                : std::string(toString(hp.kind)));
+            out.addPhase(p);
+        }
+        for (const HookProfilerSession& s : hook->profiler_sessions) {
+            builder.marker(s.time_ns, -1, "cupti_taken_over",
+                           s.what +
+                               ": torch.profiler took CUPTI over; CUPTI segment records "
+                               "stop here (the allocator history is unaffected)");
+            warn(ctx, WarningKind::DroppedRecords,
+                 "torch.profiler ran at " + secondsText(s.time_ns) +
+                     " s and took CUPTI over: CUPTI records after it are missing (tensor "
+                     "events come from the allocator history and are complete)");
+        }
+    }
+
+    builder.finish();
+    nestPhasesByTime(out);
+    assignInnermostPhases(out);
+    if (stats_out) *stats_out = stats;
+    return out;
+}
+
+}  // namespace memscope

@@ -1,0 +1,169 @@
+#include "memscope/timeline/allocator_replay.h"
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+
+namespace memscope {
+
+uint64_t ReplaySegment::activeBytes() const {
+    uint64_t n = 0;
+    for (const ReplayBlock& b : blocks) n += b.size;
+    return n;
+}
+
+namespace {
+
+struct SegRec {
+    uint64_t size = 0;
+    uint64_t stream = 0;
+    bool expandable = false;
+};
+
+// Segments and live blocks keyed by address. Inactive blocks are not kept: they
+// are the gaps, which is all a fragmentation view needs.
+struct State {
+    std::map<uint64_t, SegRec> segments;
+    std::map<uint64_t, ReplayBlock> blocks;
+
+    void addRange(uint64_t addr, uint64_t size, uint64_t stream, bool expandable) {
+        segments[addr] = SegRec{size, stream, expandable};
+    }
+    // Removes [addr, addr + size) from every segment it overlaps, splitting
+    // segments as needed (expandable segments unmap part of their range).
+    void removeRange(uint64_t addr, uint64_t size) {
+        const uint64_t end = addr + size;
+        auto it = segments.upper_bound(addr);
+        if (it != segments.begin()) --it;
+        while (it != segments.end() && it->first < end) {
+            const uint64_t s = it->first, e = it->first + it->second.size;
+            if (e <= addr) {
+                ++it;
+                continue;
+            }
+            const SegRec rec = it->second;
+            it = segments.erase(it);
+            if (s < addr) segments[s] = SegRec{addr - s, rec.stream, rec.expandable};
+            if (e > end) it = segments.emplace(end, SegRec{e - end, rec.stream, rec.expandable}).first;
+        }
+    }
+};
+
+void undo(State& st, const Event& e) {
+    switch (e.kind) {
+    case EventKind::Alloc: st.blocks.erase(e.address); break;
+    case EventKind::FreeRequested: {
+        auto it = st.blocks.find(e.address);
+        if (it != st.blocks.end()) it->second.state = BlockState::ActiveAllocated;
+        break;
+    }
+    case EventKind::FreeCompleted:
+        st.blocks[e.address] = ReplayBlock{e.address, e.size, BlockState::ActiveAllocated, e.stack, e.category};
+        break;
+    case EventKind::SegmentAlloc: st.segments.erase(e.address); break;
+    case EventKind::SegmentFree: st.addRange(e.address, e.size, e.stream, false); break;
+    case EventKind::SegmentMap: st.removeRange(e.address, e.size); break;
+    case EventKind::SegmentUnmap: st.addRange(e.address, e.size, e.stream, true); break;
+    default: break;
+    }
+}
+
+void apply(State& st, const Event& e) {
+    switch (e.kind) {
+    case EventKind::Alloc:
+        st.blocks[e.address] = ReplayBlock{e.address, e.size, BlockState::ActiveAllocated, e.stack, e.category};
+        break;
+    case EventKind::FreeRequested: {
+        auto it = st.blocks.find(e.address);
+        if (it != st.blocks.end()) it->second.state = BlockState::ActivePendingFree;
+        break;
+    }
+    case EventKind::FreeCompleted: st.blocks.erase(e.address); break;
+    case EventKind::SegmentAlloc: st.addRange(e.address, e.size, e.stream, false); break;
+    case EventKind::SegmentFree: st.segments.erase(e.address); break;
+    case EventKind::SegmentMap: st.addRange(e.address, e.size, e.stream, true); break;
+    case EventKind::SegmentUnmap: st.removeRange(e.address, e.size); break;
+    default: break;
+    }
+}
+
+// Device-local index of the last event with time <= t, or -1.
+int64_t lastIndexAtOrBefore(const Trace& trace, const DeviceTimeline& tl, int64_t t) {
+    const auto& idx = tl.trace_events;
+    auto it = std::upper_bound(idx.begin(), idx.end(), t,
+                               [&](int64_t v, uint64_t ev) { return v < trace.events[ev].time; });
+    return int64_t(it - idx.begin()) - 1;
+}
+
+}  // namespace
+
+Result<AllocatorSnapshotAt> allocatorStateAt(const Trace& trace, const DeviceTimeline& tl, int64_t time,
+                                             const TaskContext& ctx) {
+    AllocatorSnapshotAt out;
+    out.time = time;
+    const auto& idx = tl.trace_events;
+    for (uint64_t ev : idx)
+        if (ev >= trace.events.size()) return makeError("timeline does not match its trace");
+    out.event_index = lastIndexAtOrBefore(trace, tl, time);
+
+    State st;
+    const size_t n = idx.size();
+    constexpr size_t kReportEvery = 1 << 20;
+    const bool have_end = trace.allocator_state.has_value() &&
+                          std::any_of(trace.allocator_state->segments.begin(), trace.allocator_state->segments.end(),
+                                      [&](const Segment& s) { return s.device == tl.device; });
+    out.backwards = have_end;
+    if (have_end) {
+        const AllocatorState& end = *trace.allocator_state;
+        for (const Segment& s : end.segments) {
+            if (s.device != tl.device) continue;
+            st.addRange(s.address, s.total_size, s.stream, s.expandable);
+            for (const Block& b : end.blocksOf(s))
+                if (b.state != BlockState::Inactive)
+                    st.blocks[b.address] = ReplayBlock{b.address, b.size, b.state, b.stack, Category::Unknown};
+        }
+        const size_t todo = n - size_t(out.event_index + 1);
+        for (size_t k = n; k > size_t(out.event_index + 1); --k) {
+            undo(st, trace.events[idx[k - 1]]);
+            const size_t done = n - k + 1;
+            if (done % kReportEvery == 0) {
+                if (ctx.cancelled()) return cancelledError();
+                ctx.report(done, todo);
+            }
+        }
+    } else {
+        for (int64_t k = 0; k <= out.event_index; ++k) {
+            apply(st, trace.events[idx[size_t(k)]]);
+            if (size_t(k + 1) % kReportEvery == 0) {
+                if (ctx.cancelled()) return cancelledError();
+                ctx.report(uint64_t(k + 1), uint64_t(out.event_index + 1));
+            }
+        }
+        if (tl.initial_live > 0)
+            out.note = "blocks live before recording began are not known without an end-of-recording state";
+    }
+
+    // Lay blocks into their segments by address.
+    out.segments.reserve(st.segments.size());
+    auto bit = st.blocks.begin();
+    for (const auto& [addr, rec] : st.segments) {
+        ReplaySegment seg{addr, rec.size, rec.stream, rec.expandable, {}};
+        for (; bit != st.blocks.end() && bit->first < addr; ++bit) out.loose_blocks.push_back(bit->second);
+        uint64_t cursor = addr;
+        for (; bit != st.blocks.end() && bit->first < addr + rec.size; ++bit) {
+            seg.blocks.push_back(bit->second);
+            if (bit->first > cursor) out.largest_free_gap = std::max(out.largest_free_gap, bit->first - cursor);
+            cursor = std::max(cursor, bit->first + bit->second.size);
+        }
+        if (addr + rec.size > cursor) out.largest_free_gap = std::max(out.largest_free_gap, addr + rec.size - cursor);
+        out.reserved_bytes += rec.size;
+        out.active_bytes += seg.activeBytes();
+        out.segments.push_back(std::move(seg));
+    }
+    for (; bit != st.blocks.end(); ++bit) out.loose_blocks.push_back(bit->second);
+    for (const ReplayBlock& b : out.loose_blocks) out.active_bytes += b.size;
+    ctx.report(1, 1);
+    return out;
+}
+
+}  // namespace memscope

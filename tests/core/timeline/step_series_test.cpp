@@ -1,0 +1,101 @@
+#include "memscope/timeline/step_series.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+using namespace memscope;
+
+namespace {
+
+StepSeries randomWalk(size_t n, uint32_t seed) {
+    std::mt19937_64 rng(seed);
+    StepSeries s;
+    s.initial = 100;
+    int64_t x = 0, y = 100;
+    for (size_t i = 0; i < n; ++i) {
+        x += int64_t(rng() % 3);  // repeated x values happen in real traces
+        y += int64_t(rng() % 201) - 100;
+        s.append(x, y);
+    }
+    s.finalize();
+    return s;
+}
+
+}  // namespace
+
+TEST(StepSeries, ValueAtIsTheStepInForce) {
+    StepSeries s;
+    s.initial = 5;
+    s.append(10, 7);
+    s.append(20, 3);
+    s.append(20, 4);
+    s.finalize();
+    EXPECT_EQ(s.valueAt(9), 5);
+    EXPECT_EQ(s.valueAt(10), 7);
+    EXPECT_EQ(s.valueAt(19), 7);
+    EXPECT_EQ(s.valueAt(20), 4);  // the last point at an x wins
+    EXPECT_EQ(s.valueAt(1000), 4);
+    EXPECT_EQ(s.indexAt(9), -1);
+}
+
+TEST(StepSeries, SmallRangeReturnsEveryPoint) {
+    StepSeries s = randomWalk(50, 1);
+    const auto lod = s.levelOfDetail(s.xs().front(), s.xs().back(), 1000);
+    // x0's value, then every point (equal neighbours may merge), never more.
+    EXPECT_LE(lod.size(), 52u);
+    EXPECT_EQ(lod.front().y, s.valueAt(s.xs().front()));
+    EXPECT_EQ(lod.back().y, s.ys().back());
+}
+
+class LevelOfDetail : public ::testing::TestWithParam<std::tuple<size_t, size_t>> {};
+
+TEST_P(LevelOfDetail, KeepsTheEnvelopeWithinBudget) {
+    const auto [n, budget] = GetParam();
+    StepSeries s = randomWalk(n, uint32_t(n + budget));
+    std::mt19937_64 rng(7);
+    for (int trial = 0; trial < 20; ++trial) {
+        const int64_t span = s.xs().back() + 10;
+        int64_t x0 = int64_t(rng() % uint64_t(span)) - 5;
+        int64_t x1 = int64_t(rng() % uint64_t(span));
+        if (x1 < x0) std::swap(x0, x1);
+        const auto lod = s.levelOfDetail(x0, x1, budget);
+        ASSERT_LE(lod.size(), budget);
+        ASSERT_GE(lod.size(), 1u);
+        EXPECT_EQ(lod.front().x, x0);
+        EXPECT_EQ(lod.front().y, s.valueAt(x0));
+        EXPECT_EQ(lod.back().y, s.valueAt(x1));
+        for (size_t i = 1; i < lod.size(); ++i) ASSERT_LE(lod[i - 1].x, lod[i].x);
+        // The true extremes of the range must survive the reduction.
+        int64_t mn = s.valueAt(x0), mx = mn;
+        for (size_t i = 0; i < s.size(); ++i)
+            if (s.xs()[i] > x0 && s.xs()[i] <= x1)
+                mn = std::min(mn, s.ys()[i]), mx = std::max(mx, s.ys()[i]);
+        int64_t lmn = lod.front().y, lmx = lmn;
+        for (const auto& p : lod) lmn = std::min(lmn, p.y), lmx = std::max(lmx, p.y);
+        EXPECT_EQ(lmn, mn);
+        EXPECT_EQ(lmx, mx);
+        // Every point returned is a real point of the series (or a range edge).
+        for (size_t i = 1; i + 1 < lod.size(); ++i) {
+            bool real = false;
+            for (size_t j = 0; j < s.size() && !real; ++j)
+                real = s.xs()[j] == lod[i].x && s.ys()[j] == lod[i].y;
+            ASSERT_TRUE(real) << "invented point at x=" << lod[i].x;
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, LevelOfDetail,
+                         ::testing::Combine(::testing::Values(1, 31, 33, 1000, 100000),
+                                            ::testing::Values(4, 10, 301, 2000)));
+
+TEST(StepSeries, EmptySeries) {
+    StepSeries s;
+    s.initial = 42;
+    s.finalize();
+    const auto lod = s.levelOfDetail(0, 100, 10);
+    ASSERT_EQ(lod.size(), 2u);
+    EXPECT_EQ(lod[0], (SeriesPoint{0, 42}));
+    EXPECT_EQ(lod[1], (SeriesPoint{100, 42}));
+}

@@ -1,7 +1,7 @@
 // The memory-versus-time frontier and the budget answer on constructed
-// tables (core's policy_frontier; torch-free).
+// tables.
 
-#include "memscope/policy_frontier.h"
+#include "memscope/analysis/policy_frontier.h"
 
 #include <gtest/gtest.h>
 

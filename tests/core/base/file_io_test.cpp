@@ -3,7 +3,6 @@
 #include "memscope/base/file_io.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -14,6 +13,8 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+
+#include "../scratch_dir_test.h"
 
 namespace memscope {
 namespace {
@@ -30,19 +31,8 @@ bool contains(const std::string& text, const std::string& part) {
 }
 
 // A folder of its own per test, removed at the end.
-class FileIoTest : public ::testing::Test {
+class FileIoTest : public testutil::ScratchDirTest {
 protected:
-    void SetUp() override {
-        std::string templ = (fs::temp_directory_path() / "memscope-fileio-XXXXXX").string();
-        ASSERT_NE(mkdtemp(templ.data()), nullptr);
-        dir_ = templ;
-    }
-    void TearDown() override { fs::remove_all(dir_); }
-    std::string path(const std::string& name) const { return (dir_ / name).string(); }
-    std::string write(const std::string& name, const std::string& bytes) const {
-        std::ofstream(path(name), std::ios::binary) << bytes;
-        return path(name);
-    }
     // Names in the folder other than `except`: temporaries left behind.
     std::vector<std::string> othersThan(const std::string& except) const {
         std::vector<std::string> out;
@@ -50,7 +40,6 @@ protected:
             if (entry.path().filename() != except) out.push_back(entry.path().filename());
         return out;
     }
-    fs::path dir_;
 };
 
 TEST_F(FileIoTest, RequireRegularFileAcceptsAFile) {

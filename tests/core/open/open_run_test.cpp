@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "../analysis_test_util.h"
+#include "../scratch_dir_test.h"
 #include "memscope/builtin_plugins.h"
 #include "memscope/format/native_format.h"
 
@@ -19,21 +20,14 @@ namespace {
 namespace fs = std::filesystem;
 
 // A folder of its own per test, removed at the end.
-class OpenRunTest : public ::testing::Test {
+class OpenRunTest : public testutil::ScratchDirTest {
 protected:
-    void SetUp() override {
-        std::string templ = (fs::temp_directory_path() / "memscope-openrun-XXXXXX").string();
-        ASSERT_NE(mkdtemp(templ.data()), nullptr);
-        dir_ = templ;
-    }
-    void TearDown() override { fs::remove_all(dir_); }
     std::string file(const std::string& name) const { return (dir_ / name).string(); }
     void writeTrace(const std::string& name, int32_t rank, uint64_t act) {
         Trace t = testutil::trainingRun(name, "full", act);
         t.metadata.rank = rank;
         ASSERT_TRUE(writeNativeTrace(t, file(name)).ok());
     }
-    fs::path dir_;
 };
 
 TEST_F(OpenRunTest, AFileGivesItsTraceTimelineAndFormat) {

@@ -3,14 +3,14 @@
 #include "memscope/recording/capture_log.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <atomic>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
+
+#include "../scratch_dir_test.h"
 
 namespace memscope {
 namespace {
@@ -39,20 +39,8 @@ std::string record(int64_t time, uint64_t address, int64_t bytes) {
 }
 
 // A folder of its own per test, removed at the end.
-class CaptureLogTest : public ::testing::Test {
+class CaptureLogTest : public testutil::ScratchDirTest {
 protected:
-    void SetUp() override {
-        std::string templ = (fs::temp_directory_path() / "memscope-cpulog-XXXXXX").string();
-        ASSERT_NE(mkdtemp(templ.data()), nullptr);
-        dir_ = templ;
-    }
-    void TearDown() override { fs::remove_all(dir_); }
-    std::string write(const std::string& name, const std::string& bytes) {
-        const std::string path = (dir_ / name).string();
-        std::ofstream(path, std::ios::binary) << bytes;
-        return path;
-    }
-    fs::path dir_;
     std::vector<LoadWarning> warnings_;
     TaskContext ctx() { return TaskContext{{}, nullptr, &warnings_}; }
 };

@@ -3,11 +3,11 @@
 #include "memscope/recording/hook_sidecar.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
-#include <fstream>
 #include <string>
+
+#include "../scratch_dir_test.h"
 
 namespace memscope {
 namespace {
@@ -272,21 +272,7 @@ TEST(HookSidecar, FileNamesThatLeaveTheHookFolderAreRefused) {
 }
 
 // A folder of its own per test, removed at the end.
-class HookSidecarFileTest : public ::testing::Test {
-protected:
-    void SetUp() override {
-        std::string templ = (fs::temp_directory_path() / "memscope-hook-XXXXXX").string();
-        ASSERT_NE(mkdtemp(templ.data()), nullptr);
-        dir_ = templ;
-    }
-    void TearDown() override { fs::remove_all(dir_); }
-    std::string write(const std::string& name, const std::string& text) {
-        const std::string path = (dir_ / name).string();
-        std::ofstream(path, std::ios::binary) << text;
-        return path;
-    }
-    fs::path dir_;
-};
+class HookSidecarFileTest : public testutil::ScratchDirTest {};
 
 TEST_F(HookSidecarFileTest, ReadsAFile) {
     auto r = readHookSidecar(write("hook.json", kValid));

@@ -3,12 +3,12 @@
 #include "memscope/recording/recording_folder.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "../scratch_dir_test.h"
 #include "memscope/open/plugin_registry.h"
 
 namespace memscope {
@@ -25,14 +25,8 @@ TEST(RecordedTraceName, NamesThePidAndTheRanksThatAreKnown) {
 }
 
 // A recording folder of its own per test, removed at the end.
-class FinishRecordingTest : public ::testing::Test {
+class FinishRecordingTest : public testutil::ScratchDirTest {
 protected:
-    void SetUp() override {
-        std::string templ = (fs::temp_directory_path() / "memscope-record-XXXXXX").string();
-        ASSERT_NE(mkdtemp(templ.data()), nullptr);
-        dir_ = templ;
-    }
-    void TearDown() override { fs::remove_all(dir_); }
     fs::path hookFolder(const std::string& pid) {
         const fs::path folder = dir_ / kHookFolderName / pid;
         fs::create_directories(folder);
@@ -41,7 +35,6 @@ protected:
     void write(const fs::path& path, const std::string& text) {
         std::ofstream(path, std::ios::binary) << text;
     }
-    fs::path dir_;
     PluginRegistry registry_;  // no importers: these recordings have no history dumps
 };
 

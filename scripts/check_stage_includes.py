@@ -11,12 +11,15 @@ include:
 
   - memscope/<stage>/x.h, its own stage's public headers;
   - memscope/<dep>/x.h for a stage <dep> that its stage names in DEPENDS
-    (core/<stage>/CMakeLists.txt);
+    (core/<stage>/CMakeLists.txt), and, in the stage's sources (src/) but not
+    in its public headers, one it names in PRIVATE_DEPENDS: a public header
+    that included a private dependency would break whoever includes it;
   - "x.h", a private header beside it (in the same folder);
   - system and third-party headers (<...>).
 
 The stages and their DEPENDS are read from the file that the build writes
-(build/core_stages.txt, one "stage: dep dep" line per stage, bottom up).
+(build/core_stages.txt, one "stage: public deps | private deps" line per
+stage, bottom up; the bar and what follows it may be left out).
 
 Usage: check_stage_includes.py --stages build/core_stages.txt [--root DIR]
 Exit status 0 when every include is allowed, 1 with one line per violation,
@@ -34,7 +37,7 @@ SOURCE_SUFFIXES = ('.h', '.hpp', '.cpp', '.cc')
 
 
 def read_stages(path):
-    """Returns {stage: [deps]} in file order, or raises ValueError."""
+    """Returns {stage: (public deps, private deps)} in file order, or raises ValueError."""
     stages = {}
     with open(path, encoding='utf-8') as f:
         for number, line in enumerate(f, 1):
@@ -45,12 +48,13 @@ def read_stages(path):
             if not sep or not name.strip():
                 raise ValueError(f'{path}:{number}: expected "stage: dep dep", got "{line}"')
             name = name.strip()
-            deps = deps.split()
-            for dep in deps:
+            public, _, private = deps.partition('|')
+            public, private = public.split(), private.split()
+            for dep in public + private:
                 if dep not in stages:
                     raise ValueError(f'{path}:{number}: stage {name} depends on "{dep}", '
                                      'which is not a stage listed above it')
-            stages[name] = deps
+            stages[name] = (public, private)
     if not stages:
         raise ValueError(f'{path}: no stages listed')
     return stages
@@ -58,7 +62,9 @@ def read_stages(path):
 
 def check_file(path, stage, stages, core_dir):
     """Yields one message per include of path that its stage may not use."""
-    allowed = {stage, *stages[stage]}
+    public, private = stages[stage]
+    in_public_header = os.path.relpath(path, os.path.join(core_dir, stage)).split(os.sep)[0] == 'include'
+    allowed = {stage, *public} if in_public_header else {stage, *public, *private}
     folder = os.path.dirname(path)
     with open(path, encoding='utf-8', errors='replace') as f:
         for number, line in enumerate(f, 1):
@@ -84,9 +90,14 @@ def check_file(path, stage, stages, core_dir):
                     yield f'{where}: includes "{header}", which stage {target} does not have'
                 elif target not in allowed:
                     above = list(stages).index(target) > list(stages).index(stage)
-                    why = 'a stage above it' if above else 'a stage it does not name in DEPENDS'
+                    if above:
+                        why = 'a stage above it'
+                    elif target in private:
+                        why = 'a stage it names only in PRIVATE_DEPENDS, in a public header'
+                    else:
+                        why = 'a stage it does not name in DEPENDS'
                     yield (f'{where}: stage {stage} includes "{header}" of {why} '
-                           f'({stage} may use: {" ".join(sorted(allowed - {stage})) or "no other stage"})')
+                           f'(here {stage} may use: {" ".join(sorted(allowed - {stage})) or "no other stage"})')
                 continue
             if bracket == '"' and '/' not in header:
                 if not os.path.isfile(os.path.join(folder, header)):

@@ -2,8 +2,8 @@ include_guard(GLOBAL)
 # core's stages (docs/ARCHITECTURE.md). Each stage is an object library with its
 # own public include folder (include/memscope/<stage>/) and private headers
 # beside its sources (src/). A stage links, and so sees the headers of, only the
-# stages it names in DEPENDS and PRIVATE_DEPENDS: a file that includes a header of any other stage
-# fails to compile. libmemscope_core is all the stages' objects in one shared
+# stages it names in DEPENDS and PRIVATE_DEPENDS: a file that includes a header
+# of any other stage fails to compile. libmemscope_core is all the stages' objects in one shared
 # library, the one that plugins and front ends link.
 #
 # DEPENDS are the stages its public headers include (linked PUBLIC: whoever

@@ -50,6 +50,8 @@ public:
         if (frames == FrameActivity::Optimizer) {
             if (kept || afterStage(born, act_.of(free)))
                 return {Category::OptimizerState, CategoryRule::OptimizerBornKept};
+            if (outlivedOptimizerStep(born, free))
+                return {Category::OptimizerState, CategoryRule::OptimizerRangeOutlived};
             return {Category::Temporary, CategoryRule::WithinPhase};
         }
         if (frames == FrameActivity::ZeroGrad)
@@ -57,7 +59,9 @@ public:
         if (kept) {
             if (frames == FrameActivity::ModuleSetup)
                 return {Category::Parameter, CategoryRule::ModuleSetupFrame};
-            if (act_.hasSteps() && e.time < act_.firstStepStart())
+            // Made before the first forward and never freed: the model's
+            // parameters and buffers, whatever the frames that made them.
+            if (act_.hasSteps() && e.time < act_.firstForwardStart())
                 return {Category::Parameter, CategoryRule::AliveThroughout};
             switch (born.stage) {
                 case Stage::Optimizer:
@@ -89,6 +93,8 @@ public:
                     return {Category::Gradient, CategoryRule::BackwardToOptimizer};
                 return {Category::Unknown, CategoryRule::Weak};
             case Stage::Optimizer:
+                if (outlivedOptimizerStep(born, free))
+                    return {Category::OptimizerState, CategoryRule::OptimizerRangeOutlived};
                 if (sameStage(born, died)) return {Category::Temporary, CategoryRule::WithinPhase};
                 return {Category::OptimizerState, CategoryRule::OptimizerBornKept};
             case Stage::None:
@@ -98,12 +104,31 @@ public:
     }
 
     InferredCategory ofGhostFree(uint64_t i) {
-        if (act_.of(i).stage == Stage::Backward)
+        const Position at = act_.of(i);
+        const FrameActivity frames = act_.ofStack(trace_.events[i].stack);
+        // The previous step's gradients, freed by this one's zero_grad.
+        if (at.zero_grad || frames == FrameActivity::ZeroGrad)
+            return {Category::Gradient, CategoryRule::GradientFreedByZeroGrad};
+        // Alive before the trace and freed by the optimizer's step: state the
+        // step replaced (a user's optimizer that assigns new moments).
+        if (frames == FrameActivity::Optimizer)
+            return {Category::OptimizerState, CategoryRule::FreedByOptimizerStep};
+        if (at.stage == Stage::Backward)
             return {Category::Activation, CategoryRule::FreedInBackward};
         return {Category::Unknown, CategoryRule::Weak};
     }
 
 private:
+    // Born in an optimizer step (not zero_grad) and freed after that step
+    // ended: state a user's optimizer made in its step (created at the first
+    // step, dropped when training ends), not a temporary of the update.
+    bool outlivedOptimizerStep(Position born, uint64_t free) {
+        if (born.optimizer_phase == 0 || born.zero_grad || free == kNoEvent) return false;
+        const Position died = act_.of(free);
+        return died.optimizer_phase != born.optimizer_phase &&
+               trace_.events[free].time > born.optimizer_end;
+    }
+
     const Trace& trace_;
     TrainingActivity& act_;
     bool optimizer_keeps_ = false;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "category_inference.h"
 #include "memscope/model/phases.h"
@@ -19,7 +21,12 @@ namespace {
 struct Lifetimes {
     std::vector<uint64_t> free_of;
     std::vector<uint8_t> ghost_free;
+    std::unordered_set<uint64_t> open_at_end;  // deviceKey(device, address) of allocs never freed
 };
+
+uint64_t deviceKey(int16_t device, uint64_t address) {
+    return (uint64_t(uint16_t(device)) << 48) ^ address;
+}
 
 Lifetimes pairLifetimes(const Trace& trace, const std::vector<std::vector<uint64_t>>& orders) {
     Lifetimes out;
@@ -41,6 +48,8 @@ Lifetimes pairLifetimes(const Trace& trace, const std::vector<std::vector<uint64
                 }
             }
         }
+        for (const auto& [address, ti] : open)
+            out.open_at_end.insert(deviceKey(trace.events[ti].device, address));
     }
     return out;
 }
@@ -60,19 +69,25 @@ bool needsCategories(const Trace& trace) {
 }
 
 // Blocks alive at the end that the trace never allocated were there before
-// it began: parameters, unless their frames say otherwise. Without any
-// allocation in the trace (an end state alone) nothing says they outlived
-// training steps: unknown.
-std::vector<InferredCategory> inferBlockCategories(const Trace& trace,
+// it began: decided by their frames where these say, then by the training's
+// structure (splitPreTraceSets). Without any allocation in the trace (an end
+// state alone) nothing says they outlived training steps: unknown.
+std::vector<InferredCategory> inferBlockCategories(const Trace& trace, const Lifetimes& lives,
                                                    detail::TrainingActivity& activity) {
     std::vector<InferredCategory> out;
     if (!trace.allocator_state) return out;
+    const AllocatorState& state = *trace.allocator_state;
     const bool history = std::any_of(trace.events.begin(), trace.events.end(),
                                      [](const Event& e) { return e.kind == EventKind::Alloc; });
-    out.resize(trace.allocator_state->blocks.size());
+    out.resize(state.blocks.size());
+    std::vector<int16_t> device_of(state.blocks.size(), 0);
+    for (const Segment& seg : state.segments)
+        for (size_t k = 0; k < seg.block_count && seg.first_block + k < device_of.size(); ++k)
+            device_of[seg.first_block + k] = seg.device;
     for (size_t i = 0; i < out.size(); ++i) {
-        const Block& b = trace.allocator_state->blocks[i];
+        const Block& b = state.blocks[i];
         if (b.state != BlockState::ActiveAllocated) continue;
+        if (lives.open_at_end.count(deviceKey(device_of[i], b.address))) continue;  // in the trace
         switch (activity.ofStack(b.stack)) {
             case detail::FrameActivity::Optimizer:
                 out[i] = {Category::OptimizerState, CategoryRule::OptimizerBornKept};
@@ -91,6 +106,87 @@ std::vector<InferredCategory> inferBlockCategories(const Trace& trace,
         }
     }
     return out;
+}
+
+// Sizes as the caching allocator rounds them (multiples of 512 bytes): a
+// trace may give a tensor's request or its rounded size.
+uint64_t sizeClass(uint64_t size) {
+    return size <= 512 ? 512 : (size + 511) / 512 * 512;
+}
+
+// History switched on after warm-up: the parameters and the optimizer's
+// state were alive before the first event, without frames. Each gradient the
+// trace shows (born in backward, or freed by the first zero_grad) stands for
+// one parameter of its size; Adam-like optimizers keep two more tensors of
+// that size, SGD with momentum one. So the frameless blocks of a size come in
+// sets of 1, 2 or 3 per gradient: one is the parameter, the rest optimizer
+// state. A size whose blocks do not come in such sets stays unknown: calling
+// them parameters would be a guess. Without any gradient (no training seen)
+// the blocks keep what inferBlockCategories gave them.
+void splitPreTraceSets(const Trace& trace, detail::TrainingActivity& activity,
+                       std::vector<InferredCategory>& blocks) {
+    if (!trace.allocator_state || blocks.empty()) return;
+    // Gradients per size: the most any one step (or the first zero_grad) shows.
+    std::map<std::pair<int32_t, uint64_t>, size_t> by_step;
+    std::map<uint64_t, size_t> freed_by_zero_grad, gradients;
+    for (uint64_t i = 0; i < trace.inferred_categories.size(); ++i) {
+        const InferredCategory& c = trace.inferred_categories[i];
+        if (c.category != Category::Gradient) continue;
+        const Event& e = trace.events[i];
+        if (c.rule == CategoryRule::GradientFreedByZeroGrad)
+            ++freed_by_zero_grad[sizeClass(e.size)];
+        else if (e.kind == EventKind::Alloc)
+            ++by_step[{activity.of(i).step, sizeClass(e.size)}];
+    }
+    for (const auto& [key, n] : by_step) gradients[key.second] = std::max(gradients[key.second], n);
+    for (const auto& [size, n] : freed_by_zero_grad) gradients[size] = std::max(gradients[size], n);
+    if (gradients.empty()) return;
+    // The frameless pre-trace blocks by size, by address within a size. A
+    // block can be larger than its request (the allocator did not split off
+    // a remainder too small to reuse): the request is the tensor's size, as
+    // the trace's allocations give it.
+    std::map<uint64_t, std::vector<size_t>> by_size;
+    const auto& all = trace.allocator_state->blocks;
+    for (size_t i = 0; i < blocks.size(); ++i)
+        if (blocks[i].rule == CategoryRule::AliveThroughout)
+            by_size[sizeClass(all[i].requested_size ? all[i].requested_size : all[i].size)]
+                .push_back(i);
+    for (auto& [size, members] : by_size) {
+        std::sort(members.begin(), members.end(),
+                  [&](size_t a, size_t b) { return all[a].address < all[b].address; });
+        const auto g = gradients.find(size);
+        const size_t per = g == gradients.end() ? 0 : members.size() / g->second;
+        const bool fits = per >= 1 && per <= 3 && per * g->second == members.size();
+        for (size_t k = 0; k < members.size(); ++k) {
+            InferredCategory& c = blocks[members[k]];
+            if (!fits)
+                c = {Category::Unknown, CategoryRule::Weak};
+            else if (k < g->second)
+                c = {Category::Parameter, CategoryRule::ParameterOfSet};
+            else
+                c = {Category::OptimizerState,
+                     per == 3 ? CategoryRule::AdamStateOfSet : CategoryRule::MomentumStateOfSet};
+        }
+    }
+}
+
+// Whether the frames show a backward: a trace of one step (or less) without
+// recorded steps still has a forward and a backward to find.
+bool framesShowBackward(const Trace& trace, const std::vector<uint64_t>& order,
+                        detail::TrainingActivity& activity) {
+    size_t backward = 0;
+    for (uint64_t ti : order)
+        backward += activity.ofStack(trace.events[ti].stack) == detail::FrameActivity::Backward;
+    return backward >= 8;
+}
+
+// Whether the trace already says where its steps, forwards or backwards are
+// (recorded, or found by its importer): then nothing is inferred over them.
+bool hasTrainingPhases(const Trace& trace) {
+    return std::any_of(trace.phases.begin(), trace.phases.end(), [](const Phase& p) {
+        return p.kind == PhaseKind::Step || p.kind == PhaseKind::Forward ||
+               p.kind == PhaseKind::Backward;
+    });
 }
 
 std::string seconds(const Trace& trace, int64_t x, int64_t origin) {
@@ -133,7 +229,7 @@ InferenceReport inferMissingLabels(Trace& trace, const TaskContext& ctx) {
     if (ctx.cancelled()) return report;
     const Lifetimes lives = pairLifetimes(trace, orders);
 
-    if (trace.phases.empty() && !orders.empty()) {
+    if (!hasTrainingPhases(trace) && !orders.empty()) {
         // The busiest device carries the steps; on a trace of several devices
         // the phases found apply to that device.
         size_t busiest = 0, most = 0, with_events = 0;
@@ -142,15 +238,31 @@ InferenceReport inferMissingLabels(Trace& trace, const TaskContext& ctx) {
             with_events += n > 0;
             if (n > most) most = n, busiest = d;
         }
-        const auto steps = detail::findRepeatedSteps(trace, orders[busiest], ctx);
-        if (steps.size() >= 2 && !ctx.cancelled()) {
-            detail::TrainingActivity frames_only(trace);
+        const std::vector<uint64_t>& order = orders[busiest];
+        detail::TrainingActivity frames_only(trace);
+        // The optimizer's own ranges anchor the steps where PyTorch wrote
+        // them; else the trace's repetition; else, where frames show a
+        // backward, the trace is one step.
+        std::vector<detail::StepWindow> windows =
+            detail::stepsFromOptimizerRanges(trace, order, devices[busiest]);
+        std::string from = "the optimizer's recorded steps";
+        if (windows.empty()) {
+            const auto steps = detail::findRepeatedSteps(trace, order, ctx);
+            from = "repetition";
+            if (steps.size() >= 2) {
+                windows = detail::unanchored(steps);
+            } else if (!ctx.cancelled() && framesShowBackward(trace, order, frames_only)) {
+                windows = detail::unanchored({{0, order.size()}});
+                from = "one step's stack frames";
+            }
+        }
+        if (!windows.empty() && !ctx.cancelled()) {
             const int16_t device = with_events > 1 ? devices[busiest] : int16_t(-1);
-            report.phases_from_frames = detail::addStepPhases(trace, orders[busiest], steps,
-                                                              lives.free_of, frames_only, device);
-            trace.metadata.setProperty("phases", report.phases_from_frames
-                                                     ? "inferred from repetition and stack frames"
-                                                     : "inferred from repetition and lifetimes");
+            report.phases_from_frames =
+                detail::addStepPhases(trace, order, windows, lives.free_of, frames_only, device);
+            trace.metadata.setProperty(
+                "phases", "inferred from " + from +
+                              (report.phases_from_frames ? " and stack frames" : " and lifetimes"));
         }
     }
     report.steps_source = stepSource(trace);
@@ -160,7 +272,8 @@ InferenceReport inferMissingLabels(Trace& trace, const TaskContext& ctx) {
     detail::TrainingActivity activity(trace);
     trace.inferred_categories =
         detail::inferCategories(trace, lives.free_of, lives.ghost_free, activity);
-    trace.inferred_block_categories = inferBlockCategories(trace, activity);
+    trace.inferred_block_categories = inferBlockCategories(trace, lives, activity);
+    splitPreTraceSets(trace, activity, trace.inferred_block_categories);
     for (uint64_t i = 0; i < trace.events.size(); ++i) {
         if (!trace.categoryInferred(i)) continue;
         if (trace.inferred_categories[i].category == Category::Unknown)

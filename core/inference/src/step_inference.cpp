@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 
+#include "memscope/model/phases.h"
 #include "memscope/timeline/timeline.h"
 #include "training_activity.h"
 
@@ -212,8 +213,11 @@ std::vector<Sub> fromFrames(const Trace& trace, const std::vector<uint64_t>& ord
 // saved.
 std::vector<Sub> fromLifetimes(const Trace& trace, const std::vector<uint64_t>& order, Window w,
                                const std::vector<uint64_t>& free_of,
-                               const std::vector<int64_t>& position) {
+                               const std::vector<int64_t>& position, bool optimizer_in_window) {
     const size_t len = w.end - w.begin;
+    // Without the optimizer in the window (it was recorded after it), only
+    // what is freed past the window's end is left out.
+    const size_t tail = optimizer_in_window ? len / 10 : 0;
     // Doubles: sums of hostile sizes cannot overflow.
     std::vector<double> delta(len + 1, 0);
     struct Life {
@@ -227,7 +231,7 @@ std::vector<Sub> fromLifetimes(const Trace& trace, const std::vector<uint64_t>& 
         // What the step's last tenth frees (gradients and inputs at the
         // optimizer's zero_grad) was not saved by forward: left out, or its
         // build-up through backward would outweigh forward's peak.
-        if (q < 0 || size_t(q) >= w.end - len / 10 || size_t(q) <= p) continue;
+        if (q < 0 || size_t(q) >= w.end - tail || size_t(q) <= p) continue;
         const auto size = double(trace.events[ti].size);
         delta[p - w.begin] += size;
         delta[size_t(q) - w.begin] -= size;
@@ -274,6 +278,8 @@ std::vector<Sub> fromLifetimes(const Trace& trace, const std::vector<uint64_t>& 
     if (backward_end == 0) return {};
     std::vector<Sub> out;
     out.push_back({forward_begin, turn + 1, PhaseKind::Forward});
+    // A recorded optimizer follows the window: backward runs up to it.
+    if (!optimizer_in_window) backward_end = w.end;
     if (backward_end > turn + 1) out.push_back({turn + 1, backward_end, PhaseKind::Backward});
     if (backward_end < w.end) out.push_back({backward_end, w.end, PhaseKind::Optimizer});
     return out;
@@ -340,13 +346,84 @@ std::string_view nameOf(PhaseKind kind) {
 
 }  // namespace
 
+std::vector<StepWindow> unanchored(const std::vector<Window>& steps) {
+    std::vector<StepWindow> out;
+    for (const Window& w : steps) out.push_back({w, w.end, false});
+    return out;
+}
+
+std::vector<StepWindow> stepsFromOptimizerRanges(const Trace& trace,
+                                                 const std::vector<uint64_t>& order,
+                                                 int16_t device) {
+    const size_t n = order.size();
+    // Positions of the events of each recorded optimizer step, by start.
+    std::vector<Window> ranges;
+    for (const Phase& p : trace.phases) {
+        if (p.inferred || p.kind != PhaseKind::Optimizer || !phaseOnDevice(p, device) ||
+            !isOptimizerStepName(trace.string(p.name)))
+            continue;
+        const auto earlier = [&](uint64_t ti, int64_t t) { return trace.events[ti].time < t; };
+        const auto later = [&](int64_t t, uint64_t ti) { return t < trace.events[ti].time; };
+        const auto first = std::lower_bound(order.begin(), order.end(), p.start, earlier);
+        const auto past = std::upper_bound(first, order.end(), std::max(p.start, p.end), later);
+        ranges.push_back({size_t(first - order.begin()), size_t(past - order.begin())});
+    }
+    if (ranges.empty() || n == 0) return {};
+    std::sort(ranges.begin(), ranges.end(),
+              [](const Window& a, const Window& b) { return a.begin < b.begin; });
+    // Live bytes after each position (relative: what was alive before the
+    // trace is not counted), and the rise above the start of [from, to).
+    std::vector<double> live(n + 1, 0);
+    for (size_t p = 0; p < n; ++p) {
+        const Event& e = trace.events[order[p]];
+        const double size = double(e.size);
+        live[p + 1] = live[p] + (e.kind == EventKind::Alloc           ? size
+                                 : e.kind == EventKind::FreeCompleted ? -size
+                                                                      : 0.0);
+    }
+    auto rise = [&](size_t from, size_t to) {
+        double top = live[from];
+        for (size_t p = from; p < to; ++p) top = std::max(top, live[p + 1]);
+        return top - live[from];
+    };
+    std::vector<double> gaps;  // after range i, up to range i + 1
+    double largest = rise(0, ranges.front().begin);
+    for (size_t i = 0; i + 1 < ranges.size(); ++i) {
+        gaps.push_back(rise(ranges[i].end, std::max(ranges[i].end, ranges[i + 1].begin)));
+        largest = std::max(largest, gaps.back());
+    }
+    std::vector<StepWindow> out;
+    size_t begin = 0;
+    for (size_t i = 0; i < ranges.size(); ++i) {
+        const bool closes = i + 1 == ranges.size() || (largest > 0 && 2 * gaps[i] >= largest);
+        if (!closes) continue;
+        if (ranges[i].end > begin)
+            out.push_back({{begin, ranges[i].end}, std::max(begin, ranges[i].begin), true});
+        begin = ranges[i].end;
+    }
+    if (begin < n && !out.empty()) {
+        auto allocs = [&](size_t from, size_t to) {
+            size_t k = 0;
+            for (size_t p = from; p < to; ++p) k += trace.events[order[p]].kind == EventKind::Alloc;
+            return k;
+        };
+        const size_t tail = allocs(begin, n), in_steps = allocs(0, begin);
+        if (4 * tail * out.size() >= in_steps)
+            out.push_back({{begin, n}, n, false});
+        else
+            out.back().step.end = n;
+    }
+    return out;
+}
+
 bool addStepPhases(Trace& trace, const std::vector<uint64_t>& order,
-                   const std::vector<Window>& steps, const std::vector<uint64_t>& free_of,
+                   const std::vector<StepWindow>& steps, const std::vector<uint64_t>& free_of,
                    TrainingActivity& activity, int16_t device) {
     std::vector<int64_t> position(trace.events.size(), -1);
     for (size_t p = 0; p < order.size(); ++p) position[order[p]] = int64_t(p);
     bool any_frames = false;
-    // One inferred phase over positions [begin, end), set as their events' phase.
+    // One inferred phase over positions [begin, end), set as their events'
+    // phase unless a recorded phase that began inside it holds them.
     auto add = [&](std::string name, PhaseKind kind, PhaseId parent, int32_t step, size_t begin,
                    size_t end) {
         Phase p;
@@ -359,22 +436,30 @@ bool addStepPhases(Trace& trace, const std::vector<uint64_t>& order,
         p.end = std::max(p.start + 1, timeAt(trace, order, end));
         p.inferred = true;
         const PhaseId id = trace.addPhase(p);
-        for (size_t q = begin; q < end; ++q) trace.events[order[q]].phase = id;
+        for (size_t q = begin; q < end; ++q) {
+            PhaseId& at = trace.events[order[q]].phase;
+            if (at.value == 0 || at.value > trace.phases.size() ||
+                trace.phases[at.value - 1].inferred || trace.phases[at.value - 1].start < p.start)
+                at = id;
+        }
         return id;
     };
     for (size_t k = 0; k < steps.size(); ++k) {
-        const Window w = steps[k];
+        const Window w = steps[k].step;
+        const Window train{w.begin, std::clamp(steps[k].train_end, w.begin, w.end)};
         const auto step = int32_t(k);
         const PhaseId step_id =
             add("step " + std::to_string(k), PhaseKind::Step, PhaseId(), step, w.begin, w.end);
-        std::vector<Sub> subs = fromFrames(trace, order, w, activity);
+        if (train.end <= train.begin) continue;
+        const bool recorded = steps[k].optimizer_recorded;
+        std::vector<Sub> subs = fromFrames(trace, order, train, activity);
         if (!subs.empty())
             any_frames = true;
         else
-            subs = fromLifetimes(trace, order, w, free_of, position);
+            subs = fromLifetimes(trace, order, train, free_of, position, !recorded);
         const Sub* forward = nullptr;
         for (const Sub& s : subs) {
-            if (s.end <= s.begin) continue;
+            if (s.end <= s.begin || (recorded && s.kind == PhaseKind::Optimizer)) continue;
             const PhaseId id =
                 add(std::string(nameOf(s.kind)), s.kind, step_id, step, s.begin, s.end);
             if (s.kind == PhaseKind::Forward) forward = &s;

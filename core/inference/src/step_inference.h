@@ -26,13 +26,38 @@ struct Window {
 std::vector<Window> findRepeatedSteps(const Trace& trace, const std::vector<uint64_t>& order,
                                       const TaskContext& ctx);
 
+// A training step to label: its positions, and where its forward and
+// backward end ([step.begin, train_end)). Where the trace recorded the
+// step's optimizer (an Optimizer.step range), train_end is where it began
+// and no optimizer phase is inferred; otherwise train_end == step.end.
+struct StepWindow {
+    Window step;
+    size_t train_end = 0;
+    bool optimizer_recorded = false;
+};
+std::vector<StepWindow> unanchored(const std::vector<Window>& steps);
+
+// Steps closed by the optimizer's recorded steps (Optimizer.step# ranges of
+// `device`, PyTorch >= 2.5 writes them): each step ends with the range that
+// closes it. Ranges close a step unless they follow the previous one without
+// a forward between them (an optimizer run per parameter inside backward):
+// a forward is a rise of live bytes at least half the largest such rise.
+// What follows the last range becomes a step of its own only when it holds
+// at least a quarter of a step's allocations (a forward cut short); less
+// (zero_grad) stays in the last step. Empty without such ranges.
+std::vector<StepWindow> stepsFromOptimizerRanges(const Trace& trace,
+                                                 const std::vector<uint64_t>& order,
+                                                 int16_t device);
+
 // Adds a step phase per window and, inside each, forward / backward /
-// optimizer phases and recompute phases inside backward (from frames where enough events carry them, else from
-// lifetimes: `free_of[i]` is the trace index of the free ending alloc i, or
-// kNoEvent). Phases are marked inferred and apply to `device` (-1 = all).
-// Returns whether frames placed the phases.
+// optimizer phases and recompute phases inside backward (from frames where
+// enough events carry them, else from lifetimes: `free_of[i]` is the trace
+// index of the free ending alloc i, or kNoEvent). Phases are marked inferred
+// and apply to `device` (-1 = all). An event keeps a recorded phase that
+// began inside the inferred one (the innermost phase is the one that began
+// last). Returns whether frames placed the phases.
 bool addStepPhases(Trace& trace, const std::vector<uint64_t>& order,
-                   const std::vector<Window>& steps, const std::vector<uint64_t>& free_of,
+                   const std::vector<StepWindow>& steps, const std::vector<uint64_t>& free_of,
                    TrainingActivity& activity, int16_t device);
 
 }  // namespace memscope::detail

@@ -1,6 +1,7 @@
 #include "training_activity.h"
 
 #include <algorithm>
+#include <cctype>
 #include <string_view>
 
 #include "text_match.h"
@@ -9,12 +10,13 @@ namespace memscope::detail {
 namespace {
 
 FrameActivity classifyFrame(std::string_view fn, std::string_view file) {
-    // Python names first ("step (optim/adam.py:143)"), then C++ ones.
+    // Python names first ("step (optim/adam.py:143)"), then C++ ones;
+    // zero_grad before the optimizer's files, which define it.
+    if (fn == "zero_grad" || startsWith(fn, "Optimizer.zero_grad")) return FrameActivity::ZeroGrad;
     if (startsWith(fn, "_single_tensor_") || startsWith(fn, "_multi_tensor_") ||
         startsWith(fn, "_fused_") || contains(fn, "_foreach_") || contains(file, "torch/optim/") ||
         (fn == "step" && contains(file, "optim")) || startsWith(fn, "Optimizer.step"))
         return FrameActivity::Optimizer;
-    if (fn == "zero_grad" || startsWith(fn, "Optimizer.zero_grad")) return FrameActivity::ZeroGrad;
     if (fn == "backward" || fn == "_engine_run_backward" || fn == "run_backward" ||
         contains(fn, "torch::autograd::Engine::") || contains(fn, "evaluate_function") ||
         (contains(fn, "Backward") &&
@@ -30,9 +32,9 @@ FrameActivity classifyFrame(std::string_view fn, std::string_view file) {
 // Lower = stronger when a stack holds several kinds of evidence.
 int strength(FrameActivity a) {
     switch (a) {
-        case FrameActivity::Optimizer:
-            return 0;
         case FrameActivity::ZeroGrad:
+            return 0;
+        case FrameActivity::Optimizer:
             return 1;
         case FrameActivity::Backward:
             return 2;
@@ -60,7 +62,26 @@ Stage stageOfKind(PhaseKind kind) {
     }
 }
 
+bool containsNoCase(std::string_view s, std::string_view part) {
+    if (part.size() > s.size()) return false;
+    for (size_t i = 0; i + part.size() <= s.size(); ++i) {
+        size_t k = 0;
+        while (k < part.size() && std::tolower(static_cast<unsigned char>(s[i + k])) == part[k])
+            ++k;
+        if (k == part.size()) return true;
+    }
+    return false;
+}
+
 }  // namespace
+
+bool isZeroGradName(std::string_view name) {
+    return containsNoCase(name.substr(0, 256), "zero_grad");
+}
+
+bool isOptimizerStepName(std::string_view name) {
+    return containsNoCase(name.substr(0, 16), "optimizer.step");
+}
 
 TrainingActivity::TrainingActivity(const Trace& trace)
     : trace_(trace),
@@ -89,6 +110,8 @@ TrainingActivity::TrainingActivity(const Trace& trace)
             const Phase& p = trace.phases[up - 1];
             if (info.stage == Stage::None) info.stage = stageOfKind(p.kind);
             info.recompute |= p.kind == PhaseKind::Recompute;
+            if (p.kind == PhaseKind::Optimizer && info.optimizer == 0) info.optimizer = up;
+            info.zero_grad |= isZeroGradName(trace.string(p.name));
             if (p.kind == PhaseKind::Step) {
                 info.step = ordinal[up];
                 break;
@@ -111,7 +134,26 @@ TrainingActivity::TrainingActivity(const Trace& trace)
             up = trace.phases[up - 1].parent.value;
         }
     }
-    for (uint32_t id : steps) phase_info_[id].forward_start = forward_start[id];
+    for (uint32_t id : steps) {
+        phase_info_[id].forward_start = forward_start[id];
+        step_forward_starts_.push_back(forward_start[id]);
+    }
+    if (!steps.empty())
+        first_forward_start_ = forward_start[steps.front()] != INT64_MAX
+                                   ? forward_start[steps.front()]
+                                   : trace.phases[steps.front() - 1].start;
+    std::vector<uint32_t> by_start;
+    for (uint32_t id = 1; id <= n; ++id)
+        if (stageOfKind(trace.phases[id - 1].kind) != Stage::None) by_start.push_back(id);
+    std::stable_sort(by_start.begin(), by_start.end(), [&](uint32_t a, uint32_t b) {
+        return trace.phases[a - 1].start < trace.phases[b - 1].start;
+    });
+    for (uint32_t id : by_start) {
+        const Phase& p = trace.phases[id - 1];
+        spans_.push_back({p.start, std::max(p.end, p.start + 1), stageOfKind(p.kind),
+                          p.kind == PhaseKind::Recompute});
+        span_devices_.push_back(p.device);
+    }
     for (uint32_t id = 1; id <= n; ++id) {
         PhaseInfo& info = phase_info_[id];
         if (info.step >= 0 && info.forward_start == INT64_MAX)
@@ -132,7 +174,7 @@ FrameActivity TrainingActivity::classifyStack(StackId stack) {
         }
         const auto a = static_cast<FrameActivity>(memo - 1);
         if (strength(a) < strength(best)) best = a;
-        if (best == FrameActivity::Optimizer) break;
+        if (best == FrameActivity::ZeroGrad) break;
     }
     return best;
 }
@@ -144,6 +186,19 @@ FrameActivity TrainingActivity::ofStack(StackId stack) {
     return static_cast<FrameActivity>(memo - 1);
 }
 
+const TrainingActivity::StageSpan* TrainingActivity::stageAt(int64_t time, int16_t device) const {
+    auto it = std::upper_bound(spans_.begin(), spans_.end(), time,
+                               [](int64_t t, const StageSpan& s) { return t < s.start; });
+    // The innermost span holding `time` started last; nested spans are few
+    // deep, so a short walk back finds it.
+    for (int walked = 0; it != spans_.begin() && walked < 16; ++walked) {
+        --it;
+        const auto i = size_t(it - spans_.begin());
+        if (time < it->end && (span_devices_[i] < 0 || span_devices_[i] == device)) return &*it;
+    }
+    return nullptr;
+}
+
 Position TrainingActivity::of(uint64_t event) {
     const Event& e = trace_.events[event];
     Position pos;
@@ -152,12 +207,24 @@ Position TrainingActivity::of(uint64_t event) {
         pos.step = info.step;
         pos.stage = info.stage;
         pos.recompute = info.recompute;
-        if (pos.stage == Stage::None && info.step >= 0)
-            pos.stage = e.time < info.forward_start ? Stage::BeforeForward : Stage::Optimizer;
-    } else if (!step_starts_.empty() && e.time >= step_starts_.front()) {
-        // Between phases: the step that began last.
+        pos.zero_grad = info.zero_grad;
+        pos.optimizer_phase = info.optimizer;
+        if (info.optimizer != 0) pos.optimizer_end = trace_.phases[info.optimizer - 1].end;
+    }
+    // A recorded range outside the steps' tree (an optimizer's annotation, a
+    // user's or DDP's range) takes its step and stage from the time.
+    if (pos.step < 0 && !step_starts_.empty() && e.time >= step_starts_.front()) {
         const auto it = std::upper_bound(step_starts_.begin(), step_starts_.end(), e.time);
         pos.step = int32_t(it - step_starts_.begin()) - 1;
+    }
+    if (pos.stage == Stage::None && pos.step >= 0) {
+        if (const StageSpan* s = stageAt(e.time, e.device)) {
+            pos.stage = s->stage;
+            pos.recompute = s->recompute;
+        } else {
+            pos.stage = e.time < step_forward_starts_[size_t(pos.step)] ? Stage::BeforeForward
+                                                                        : Stage::Optimizer;
+        }
     }
     switch (ofStack(e.stack)) {
         case FrameActivity::Optimizer:

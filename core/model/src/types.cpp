@@ -56,6 +56,18 @@ std::string_view describe(CategoryRule rule) {
             return "born and freed within one phase";
         case CategoryRule::Weak:
             return "the evidence is too weak";
+        case CategoryRule::ParameterOfSet:
+            return "alive before the trace, one block per gradient of its size";
+        case CategoryRule::AdamStateOfSet:
+            return "one of 3 same-size blocks per parameter, alive before the trace";
+        case CategoryRule::MomentumStateOfSet:
+            return "one of 2 same-size blocks per parameter, alive before the trace";
+        case CategoryRule::GradientFreedByZeroGrad:
+            return "alive before the trace, freed by zero_grad";
+        case CategoryRule::OptimizerRangeOutlived:
+            return "born in an optimizer step and freed after that step ended";
+        case CategoryRule::FreedByOptimizerStep:
+            return "alive before the trace, freed by an optimizer step (state it replaced)";
     }
     return "unknown rule";
 }

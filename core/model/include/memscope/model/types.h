@@ -76,8 +76,16 @@ enum class CategoryRule : uint8_t {
     BeforeForward,            // input: born in a step before its forward, kept past it
     WithinPhase,              // temporary: born and freed within one phase
     Weak,                     // unknown: the evidence is too weak
+    // Alive before the trace (history switched on after warm-up), told apart
+    // by the training's structure: the gradients' sizes (inference.h).
+    ParameterOfSet,      // parameter: one block of a gradient's size per gradient
+    AdamStateOfSet,      // optimizer state: one of 3 same-size blocks per parameter (Adam-like)
+    MomentumStateOfSet,  // optimizer state: one of 2 same-size blocks per parameter (momentum)
+    GradientFreedByZeroGrad,  // gradient: alive before the trace, freed by zero_grad
+    OptimizerRangeOutlived,   // optimizer state: born in an optimizer step, freed after it ended
+    FreedByOptimizerStep,     // optimizer state: alive before the trace, freed by an optimizer step
 };
-inline constexpr int kCategoryRuleCount = 14;
+inline constexpr int kCategoryRuleCount = 20;
 
 // An inferred category and the rule that gave it.
 struct InferredCategory {

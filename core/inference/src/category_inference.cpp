@@ -88,6 +88,10 @@ public:
                 if (born.recompute && died.stage == Stage::Backward &&
                     trace_.events[i].phase != trace_.events[free].phase)
                     return {Category::Activation, CategoryRule::RecomputedForBackward};
+                // Consumed by an optimizer step run inside backward (one
+                // per parameter, its gradient freed right after).
+                if (died.optimizer_phase != 0 && born.optimizer_phase != died.optimizer_phase)
+                    return {Category::Gradient, CategoryRule::BackwardToOptimizer};
                 if (sameStage(born, died)) return {Category::Temporary, CategoryRule::WithinPhase};
                 if (afterStage(born, died))
                     return {Category::Gradient, CategoryRule::BackwardToOptimizer};
@@ -111,7 +115,7 @@ public:
             return {Category::Gradient, CategoryRule::GradientFreedByZeroGrad};
         // Alive before the trace and freed by the optimizer's step: state the
         // step replaced (a user's optimizer that assigns new moments).
-        if (frames == FrameActivity::Optimizer)
+        if (frames == FrameActivity::Optimizer || (at.optimizer_phase != 0 && !at.zero_grad))
             return {Category::OptimizerState, CategoryRule::FreedByOptimizerStep};
         if (at.stage == Stage::Backward)
             return {Category::Activation, CategoryRule::FreedInBackward};

@@ -1,6 +1,7 @@
 #include "memscope/inference/inference.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <map>
 #include <unordered_map>
@@ -151,17 +152,42 @@ void splitPreTraceSets(const Trace& trace, detail::TrainingActivity& activity,
         if (blocks[i].rule == CategoryRule::AliveThroughout)
             by_size[sizeClass(all[i].requested_size ? all[i].requested_size : all[i].size)]
                 .push_back(i);
+    // The optimizer's multiplicity (blocks per parameter) is the same for
+    // every parameter: the one most bytes agree on decides where a size's
+    // gradient count is off (a gradient born in a recompute, counted as its
+    // activation).
+    auto ratio = [&](uint64_t size, size_t blocks_of_size) -> size_t {
+        const auto g = gradients.find(size);
+        if (g == gradients.end() || blocks_of_size % g->second) return 0;
+        const size_t r = blocks_of_size / g->second;
+        return r >= 1 && r <= 3 ? r : 0;
+    };
+    std::array<double, 4> votes{};
+    for (const auto& [size, members] : by_size)
+        votes[ratio(size, members.size())] += double(size) * double(members.size());
+    size_t common = 0;
+    for (size_t r = 1; r <= 3; ++r)
+        if (votes[r] > 0 && (common == 0 || votes[r] > votes[common])) common = r;
     for (auto& [size, members] : by_size) {
+        // Parameters are made before the optimizer's state, so lower
+        // addresses of a size are the likelier parameters; which of the
+        // same-size blocks is which, no trace says, the bytes of each kind it
+        // does.
         std::sort(members.begin(), members.end(),
                   [&](size_t a, size_t b) { return all[a].address < all[b].address; });
-        const auto g = gradients.find(size);
-        const size_t per = g == gradients.end() ? 0 : members.size() / g->second;
-        const bool fits = per >= 1 && per <= 3 && per * g->second == members.size();
+        // Sets of `per` blocks, one parameter each; a block left over (an
+        // input or a buffer of the same size) stays unknown.
+        size_t per = 0;
+        if (gradients.count(size) && common)
+            per = common;
+        else
+            per = ratio(size, members.size());
+        const size_t params = per ? members.size() / per : 0;
         for (size_t k = 0; k < members.size(); ++k) {
             InferredCategory& c = blocks[members[k]];
-            if (!fits)
+            if (per == 0 || k >= params * per)
                 c = {Category::Unknown, CategoryRule::Weak};
-            else if (k < g->second)
+            else if (k < params)
                 c = {Category::Parameter, CategoryRule::ParameterOfSet};
             else
                 c = {Category::OptimizerState,

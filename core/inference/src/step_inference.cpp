@@ -423,7 +423,7 @@ bool addStepPhases(Trace& trace, const std::vector<uint64_t>& order,
     for (size_t p = 0; p < order.size(); ++p) position[order[p]] = int64_t(p);
     bool any_frames = false;
     // One inferred phase over positions [begin, end), set as their events'
-    // phase unless a recorded phase that began inside it holds them.
+    // phase unless a recorded phase inside it (not around it) holds them.
     auto add = [&](std::string name, PhaseKind kind, PhaseId parent, int32_t step, size_t begin,
                    size_t end) {
         Phase p;
@@ -438,9 +438,14 @@ bool addStepPhases(Trace& trace, const std::vector<uint64_t>& order,
         const PhaseId id = trace.addPhase(p);
         for (size_t q = begin; q < end; ++q) {
             PhaseId& at = trace.events[order[q]].phase;
-            if (at.value == 0 || at.value > trace.phases.size() ||
-                trace.phases[at.value - 1].inferred || trace.phases[at.value - 1].start < p.start)
+            if (at.value == 0 || at.value > trace.phases.size()) {
                 at = id;
+                continue;
+            }
+            // A recorded range around the whole inferred phase (a run's NVTX
+            // range) is outer; one that ends inside it is inner and stays.
+            const Phase& was = trace.phases[at.value - 1];
+            if (was.inferred || (was.start <= p.start && was.end >= p.end)) at = id;
         }
         return id;
     };

@@ -53,9 +53,9 @@ std::vector<StepWindow> stepsFromOptimizerRanges(const Trace& trace,
 // optimizer phases and recompute phases inside backward (from frames where
 // enough events carry them, else from lifetimes: `free_of[i]` is the trace
 // index of the free ending alloc i, or kNoEvent). Phases are marked inferred
-// and apply to `device` (-1 = all). An event keeps a recorded phase that
-// began inside the inferred one (the innermost phase is the one that began
-// last). Returns whether frames placed the phases.
+// and apply to `device` (-1 = all). An event keeps its recorded phase
+// unless that phase spans the whole inferred one (an outer range). Returns
+// whether frames placed the phases.
 bool addStepPhases(Trace& trace, const std::vector<uint64_t>& order,
                    const std::vector<StepWindow>& steps, const std::vector<uint64_t>& free_of,
                    TrainingActivity& activity, int16_t device);

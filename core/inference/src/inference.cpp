@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <map>
 #include <unordered_map>
@@ -115,6 +116,61 @@ uint64_t sizeClass(uint64_t size) {
     return size <= 512 ? 512 : (size + 511) / 512 * 512;
 }
 
+// The tensors an optimizer keeps per parameter, from the class its recorded
+// ranges name ("Optimizer.step#AdamW.step", "Optimizer.zero_grad#SGD.zero_grad");
+// 0 when no range names a known one.
+size_t stateTensorsPerParameter(const Trace& trace) {
+    for (const Phase& p : trace.phases) {
+        if (p.inferred || p.kind != PhaseKind::Optimizer) continue;
+        std::string name(trace.string(p.name).substr(0, 128));
+        for (char& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+        const size_t hash = name.find('#');
+        if (name.find("optimizer.") != 0 || hash == std::string::npos) continue;
+        name = name.substr(hash);  // the class: "#adamw.step", "#sgd.zero_grad"
+        if (name.find("adam") != std::string::npos) return 2;  // Adam, AdamW, NAdam, RAdam, Adamax
+        for (const char* one : {"sgd", "rmsprop", "adagrad", "lion"})
+            if (name.find(one) != std::string::npos) return 1;
+    }
+    return 0;
+}
+
+// No gradient is born or freed in the trace, yet it trains (zero_grad
+// without set_to_none keeps the gradients, zeroed in place): the frameless
+// blocks of a size come in sets of parameter, gradient and the optimizer's
+// tensors, where the optimizer's class says how many. Otherwise nothing tells
+// them apart: unknown. A trace that shows no training keeps what it had.
+void splitWithoutGradients(const Trace& trace, std::vector<InferredCategory>& blocks) {
+    const bool trains = std::any_of(trace.phases.begin(), trace.phases.end(), [](const Phase& p) {
+        return p.kind == PhaseKind::Step || p.kind == PhaseKind::Optimizer;
+    });
+    if (!trains) return;
+    const size_t states = stateTensorsPerParameter(trace);
+    const size_t per = states ? states + 2 : 0;
+    std::map<uint64_t, std::vector<size_t>> by_size;
+    const auto& all = trace.allocator_state->blocks;
+    for (size_t i = 0; i < blocks.size(); ++i)
+        if (blocks[i].rule == CategoryRule::AliveThroughout && all[i].stack.isNull())
+            by_size[sizeClass(all[i].requested_size ? all[i].requested_size : all[i].size)]
+                .push_back(i);
+    for (auto& [size, members] : by_size) {
+        std::sort(members.begin(), members.end(),
+                  [&](size_t a, size_t b) { return all[a].address < all[b].address; });
+        const size_t sets = per ? members.size() / per : 0;
+        for (size_t k = 0; k < members.size(); ++k) {
+            InferredCategory& c = blocks[members[k]];
+            if (k >= sets * per)
+                c = {Category::Unknown, CategoryRule::Weak};
+            else if (k < sets)
+                c = {Category::Parameter, CategoryRule::ParameterOfSet};
+            else if (k < 2 * sets)
+                c = {Category::Gradient, CategoryRule::GradientKeptOfSet};
+            else
+                c = {Category::OptimizerState,
+                     states == 2 ? CategoryRule::AdamStateOfSet : CategoryRule::MomentumStateOfSet};
+        }
+    }
+}
+
 // History switched on after warm-up: the parameters and the optimizer's
 // state were alive before the first event, without frames. Each gradient the
 // trace shows (born in backward, or freed by the first zero_grad) stands for
@@ -141,7 +197,10 @@ void splitPreTraceSets(const Trace& trace, detail::TrainingActivity& activity,
     }
     for (const auto& [key, n] : by_step) gradients[key.second] = std::max(gradients[key.second], n);
     for (const auto& [size, n] : freed_by_zero_grad) gradients[size] = std::max(gradients[size], n);
-    if (gradients.empty()) return;
+    if (gradients.empty()) {
+        splitWithoutGradients(trace, blocks);
+        return;
+    }
     // The frameless pre-trace blocks by size, by address within a size. A
     // block can be larger than its request (the allocator did not split off
     // a remainder too small to reuse): the request is the tensor's size, as
@@ -149,7 +208,7 @@ void splitPreTraceSets(const Trace& trace, detail::TrainingActivity& activity,
     std::map<uint64_t, std::vector<size_t>> by_size;
     const auto& all = trace.allocator_state->blocks;
     for (size_t i = 0; i < blocks.size(); ++i)
-        if (blocks[i].rule == CategoryRule::AliveThroughout)
+        if (blocks[i].rule == CategoryRule::AliveThroughout && all[i].stack.isNull())
             by_size[sizeClass(all[i].requested_size ? all[i].requested_size : all[i].size)]
                 .push_back(i);
     // The optimizer's multiplicity (blocks per parameter) is the same for

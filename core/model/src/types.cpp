@@ -68,6 +68,9 @@ std::string_view describe(CategoryRule rule) {
             return "born in an optimizer step and freed after that step ended";
         case CategoryRule::FreedByOptimizerStep:
             return "alive before the trace, freed by an optimizer step (state it replaced)";
+        case CategoryRule::GradientKeptOfSet:
+            return "alive before the trace, one of a parameter's same-size blocks (zero_grad "
+                   "without set_to_none keeps gradients)";
     }
     return "unknown rule";
 }

@@ -62,7 +62,8 @@ public:
                 }
                 for (int k = shape_.layers - 1; k >= 0; --k) {
                     const uint64_t tmp = alloc(2048, Category::Temporary);
-                    if (micro == 0) grads.push_back(alloc(paramSize(k), Category::Gradient));
+                    if (micro == 0 && (shape_.set_to_none || s == 0))
+                        grads.push_back(alloc(paramSize(k), Category::Gradient));
                     release(tmp);
                     release(acts[size_t(k)]);
                     if (shape_.optimizer_in_backward) {
@@ -80,6 +81,7 @@ public:
                 for (int k = 0; k < shape_.layers; ++k) update(s, k, state);
             });
             range("Optimizer.zero_grad#AdamW.zero_grad", [&] {
+                if (!shape_.set_to_none) return;
                 for (uint64_t g : grads) release(g);
                 grads.clear();
             });
@@ -309,6 +311,20 @@ TEST(AnnotatedInference, MomentumKeepsOneTensorPerParameter) {
     const int64_t params = s.truth[size_t(index(Category::Parameter))];
     EXPECT_EQ(s.found[size_t(index(Category::Parameter))], params);
     EXPECT_EQ(s.found[size_t(index(Category::OptimizerState))], params);
+}
+
+TEST(AnnotatedInference, GradientsKeptByZeroGradAreSetsOfFourWithAdam) {
+    // zero_grad(set_to_none=False): no gradient is born in the recorded
+    // steps; the optimizer's class (AdamW) says each parameter has a
+    // gradient and two moments of its size.
+    Loop l = loop({.steps = 3, .set_to_none = false, .history_from_step = 1});
+    const AtPeak s = scoreAtPeak(l);
+    const int64_t params = s.truth[size_t(index(Category::Parameter))];
+    ASSERT_GT(params, 0);
+    EXPECT_EQ(s.truth[size_t(index(Category::Gradient))], params);
+    EXPECT_EQ(s.found[size_t(index(Category::Parameter))], params);
+    EXPECT_EQ(s.found[size_t(index(Category::Gradient))], params);
+    EXPECT_EQ(s.found[size_t(index(Category::OptimizerState))], 2 * params);
 }
 
 TEST(AnnotatedInference, PreTraceBlocksThatFitNoStructureStayUnknown) {

@@ -6,18 +6,31 @@
 // and reports can tell it from what a producer recorded; recorded facts are
 // never replaced.
 //
-// Steps, when the trace has no phases, come from its repetition: windows of
-// consecutive allocator events (kind, size, stack) that recur once in every
-// training step, evenly spaced and spanning most of the trace; of the step
-// counts such windows suggest, the one under which most windows recur at the
-// same place one step later wins (a layer count it is a multiple of yields to
-// it). Inside each step, forward, backward and the optimizer come from stack
-// frames where the trace has them (module forward, autograd, optimizer step)
-// and otherwise from lifetimes: bytes born and freed in the step (less what
-// its last tenth frees: gradients, inputs) peak where forward turns into
-// backward, or backward has begun by the first free of an old allocation; it
-// ends with the last free of what was alive at the turn. Runs of backward
-// that replay forward's allocations are recompute phases.
+// Steps, when the trace has none (and no forward or backward either), come
+// from the optimizer's recorded steps where the trace has them: PyTorch's
+// optimizers wrap step() in record_function("Optimizer.step#…"), so every
+// training snapshot of PyTorch >= 2.5 carries them, and each closes a
+// training step (ranges with no forward between them, an optimizer run per
+// parameter inside backward, close one). Else from the trace's repetition:
+// windows of consecutive allocator events (kind, size, stack) that recur once
+// in every training step, evenly spaced and spanning most of the trace; of
+// the step counts such windows suggest, the one under which most windows
+// recur at the same place one step later wins (a layer count it is a
+// multiple of yields to it). Else, where frames show a backward, the trace
+// is one step. Inside each step, forward, backward and the optimizer come
+// from stack frames where the trace has them (module forward, autograd,
+// optimizer step) and otherwise from lifetimes: bytes born and freed in the
+// step (less what its last tenth frees: gradients, inputs) peak where forward
+// turns into backward, or backward has begun by the first free of an old
+// allocation; it ends with the last free of what was alive at the turn (or
+// where the recorded optimizer begins). Runs of backward that replay
+// forward's allocations are recompute phases. Recorded phases stay as they
+// are; their events keep them unless they span a whole inferred phase.
+//
+// Blocks alive before the trace (history switched on after warm-up) are told
+// apart by the training's structure: each gradient the trace shows stands for
+// a parameter of its size, and Adam-like optimizers keep two more tensors of
+// that size, momentum one; sizes that fit no such sets stay unknown.
 //
 // Categories combine the frames' evidence with each allocation's lifetime
 // relative to those phases (CategoryRule names each rule).

@@ -9,6 +9,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "memscope/analysis/activation_theory.h"
+#include "memscope/analysis/oom_report.h"
 #include "memscope/analysis/peak_explainer.h"
 #include "memscope/analysis/report_json.h"
 #include "memscope/analysis/summary.h"
@@ -64,6 +65,20 @@ void printSites(const Trace& trace, const DeviceTimeline& tl) {
         std::printf("      %10s  %-15.*s %5u x  %s\n", formatBytes(s.bytes).c_str(),
                     int(category.size()), category.data(), s.count, s.label.c_str());
     }
+}
+
+// Each out-of-memory event in words (core's text), or the end state of a
+// snapshot that holds nothing else.
+void printOoms(const Trace& trace, const DeviceSummary& d) {
+    uint64_t shown = 0;
+    for (const OomReport& r : d.ooms) {
+        for (const std::string& line : oomReportLines(trace, r))
+            std::printf("    %s\n", line.c_str());
+        if (!r.endState()) ++shown;
+    }
+    if (d.oom_count > shown)
+        std::printf("    (%llu more out-of-memory events, not described)\n",
+                    (unsigned long long)(d.oom_count - shown));
 }
 
 // Runs of memscope-train: activations per layer against the literature.
@@ -129,6 +144,7 @@ void printTable(const FileReport& f) {
         if (d.first_time_us && d.last_time_us)
             std::printf("    duration         %.3f s\n",
                         double(*d.last_time_us - *d.first_time_us) / 1e6);
+        if (f.trace) printOoms(*f.trace, d);
         bool any = false;
         for (Category c : kAllCategories) {
             const int64_t bytes = d.categories_at_peak[size_t(index(c))];
@@ -197,7 +213,10 @@ Command addSummary(CLI::App& parent) {
         "Per device: reserved and live bytes at the end, the peak of live bytes (as PyTorch\n"
         "memory_viz's Active Memory Timeline counts them), when it happened, what was live\n"
         "then by category, and the peak within each training phase (forward, backward,\n"
-        "optimizer) and step. A folder of per-rank traces is summarized file by file.\n\n"
+        "optimizer) and step. At each out-of-memory event: the request, what the device and\n"
+        "the allocator's cache had free, the largest free block, whether fragmentation or\n"
+        "full memory caused it, and what was alive. A folder of per-rank traces is\n"
+        "summarized file by file.\n\n"
         "Exit status: 0 all read, 2 some input could not be read (the others are still\n"
         "summarized), 1 usage error.");
     app->add_option("files", o->paths, "trace files or folders of traces")->required();

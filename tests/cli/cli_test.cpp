@@ -159,6 +159,91 @@ TEST_F(Cli, SummaryTableHelpAndUsageErrors) {
     EXPECT_EQ(run("no-such-command").exit_code, 1);
 }
 
+// A 1000-byte segment with two 300-byte holes between 400 live bytes, then an
+// OOM asking for 500 bytes with 64 bytes free on the device: fragmentation.
+static std::string writeOomTrace(const std::string& path) {
+    Trace t;
+    const int64_t t0 = 1'700'000'000'000'000'000;
+    auto ev = [&](int64_t dt, EventKind k, uint64_t addr, uint64_t size, Category c) {
+        t.events.push_back(Event{t0 + dt, addr, size, {}, {}, 0, 0, k, c});
+    };
+    ev(0, EventKind::SegmentAlloc, 0x10000, 1000, Category::Unknown);
+    ev(1000, EventKind::Alloc, 0x10000, 300, Category::Temporary);
+    ev(2000, EventKind::Alloc, 0x10000 + 300, 100, Category::Parameter);
+    ev(3000, EventKind::Alloc, 0x10000 + 400, 300, Category::Temporary);
+    ev(4000, EventKind::Alloc, 0x10000 + 700, 300, Category::Activation);
+    ev(5000, EventKind::FreeCompleted, 0x10000, 300, Category::Temporary);
+    ev(6000, EventKind::FreeCompleted, 0x10000 + 400, 300, Category::Temporary);
+    ev(2'000'000, EventKind::Oom, 0, 500, Category::Unknown);
+    t.attributes.push_back(EventAttribute{7, t.internString("device_free"), t.internString("64")});
+    auto r = writeNativeTrace(t, path);
+    EXPECT_TRUE(r.ok()) << r.message();
+    return path;
+}
+
+TEST_F(Cli, SummaryExplainsAnOutOfMemoryInWordsAndJson) {
+    const std::string path = writeOomTrace(file("oom.memscope"));
+    const CliRun table = run("summary " + path);
+    ASSERT_EQ(table.exit_code, 0) << table.err;
+    for (const char* text :
+         {"out of memory on device 0 at 0.002 s (event 7)", "asked for          500 B",
+          "device free        64 B", "reserved           1000 B, 600 B of it free in the cache",
+          "active             400 B", "largest free block 300 B",
+          "verdict            fragmentation: the cache held 600 B free", "alive by category",
+          "parameter        100 B", "activation       300 B"})
+        EXPECT_NE(table.out.find(text), std::string::npos) << text << "\n" << table.out;
+
+    const CliRun r = run("summary --json " + path);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto d = nlohmann::json::parse(r.out)["files"][0]["devices"]["0"];
+    EXPECT_EQ(d["oom_count"], 1);
+    ASSERT_EQ(d["ooms"].size(), 1u);
+    const auto& o = d["ooms"][0];
+    EXPECT_EQ(o["event_index"], 7);
+    EXPECT_EQ(o["time_us"], 1'700'000'000'000'000 + 2000);
+    EXPECT_EQ(o["since_start_us"], 2000);
+    EXPECT_EQ(o["requested_bytes"], 500);
+    EXPECT_EQ(o["device_free_bytes"], 64);
+    EXPECT_EQ(o["reserved_bytes"], 1000);
+    EXPECT_EQ(o["cached_free_bytes"], 600);
+    EXPECT_EQ(o["active_bytes"], 400);
+    EXPECT_EQ(o["largest_free_block_bytes"], 300);
+    EXPECT_EQ(o["verdict"], "fragmentation");
+    EXPECT_EQ(o["by_category"]["parameter"], 100);
+    EXPECT_EQ(o["by_category"]["activation"], 300);
+    EXPECT_EQ(o["category_sources"]["activation"], "recorded");
+    EXPECT_TRUE(o["phase"].is_null());
+    EXPECT_FALSE(d.contains("end_state"));
+}
+
+TEST_F(Cli, SummaryOfTheRealOomSnapshot) {
+    const fs::path snap = fs::path(MEMSCOPE_FIXTURES_DIR) / "snapshots" /
+                          "expandable_map_unmap_oom_3dev_cpp_frames__code_location.pickle";
+    if (!fs::exists(snap)) GTEST_SKIP() << "fixtures folder missing: " << MEMSCOPE_FIXTURES_DIR;
+    const CliRun table = run("summary " + snap.string());
+    ASSERT_EQ(table.exit_code, 0) << table.err;
+    for (const char* text : {"out of memory on device 1 at 1.451 s", "asked for          4.94 GiB",
+                             "device free        91.2 MiB", "active             78.3 GiB",
+                             "verdict            memory full"})
+        EXPECT_NE(table.out.find(text), std::string::npos) << text << "\n" << table.out;
+    const auto devices =
+        nlohmann::json::parse(run("summary --json " + snap.string()).out)["files"][0]["devices"];
+    EXPECT_TRUE(devices["0"]["ooms"].empty());
+    ASSERT_EQ(devices["1"]["ooms"].size(), 1u);
+    EXPECT_EQ(devices["1"]["ooms"][0]["requested_bytes"], 5308694528);
+    EXPECT_EQ(devices["1"]["ooms"][0]["device_free_bytes"], 95682560);
+    EXPECT_EQ(devices["1"]["ooms"][0]["verdict"], "memory full");
+
+    const fs::path legacy = fs::path(MEMSCOPE_FIXTURES_DIR) / "snapshots" /
+                            "legacy_block_history_oom__LLM-inference.pickle";
+    const auto end = nlohmann::json::parse(
+        run("summary --json " + legacy.string()).out)["files"][0]["devices"]["0"];
+    EXPECT_TRUE(end["ooms"].empty());
+    EXPECT_EQ(end["end_state"]["reserved_bytes"], 11844714496);
+    EXPECT_EQ(end["end_state"]["largest_free_block_bytes"], 2080768);
+    EXPECT_TRUE(end["end_state"]["requested_bytes"].is_null());
+}
+
 TEST_F(Cli, SummaryJsonHasPeaksByPhaseAndStep) {
     const auto paths = writePolicyRuns();
     const CliRun r = run("summary --json" + join(paths));

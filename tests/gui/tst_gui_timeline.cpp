@@ -1,5 +1,6 @@
 // One run: hover text at a known point, go to peak, pinning, search, the
-// allocator state at the cursor, stacking by allocation, export.
+// allocator state at the cursor, stacking by allocation, export, the
+// out-of-memory marker and banner.
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -144,6 +145,69 @@ private slots:
         view_->zoom()->reset();
         QCOMPARE(view_->zoom()->begin(), view_->zoom()->fullBegin());
         QVERIFY(view_->zoom()->back());
+    }
+
+    void opensOnTheOomWithItsMarkAndReport() {
+        QVERIFY(view_->plot()->oomMarks().empty());
+        QVERIFY(view_->oomText().isEmpty());
+        Trace t = guitest::makeSimpleTrace();
+        Event oom = t.events.back();
+        oom.time = 55;
+        oom.kind = EventKind::Oom;
+        oom.address = 0;
+        oom.size = 0x8000;  // more than the whole segment
+        t.events.push_back(oom);
+        t.attributes.push_back(EventAttribute{t.events.size() - 1, t.internString("device_free"),
+                                              t.internString("1024")});
+        auto r = makeRun(std::move(t), QStringLiteral("oom.memscope"));
+        QVERIFY2(r.ok(), r.ok() ? "" : r.message().c_str());
+        RunView view(*r);
+        view.resize(1000, 600);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        const double x = view.plot()->axisMap().forward(55);
+        QCOMPARE(view.plot()->oomMarks().size(), size_t(1));
+        QCOMPARE(view.plot()->oomMarks().front(), x);
+        // Opened centred on the OOM, zoomed in, the cursor on it.
+        QVERIFY(view.zoom()->begin() < x && x < view.zoom()->end());
+        QVERIFY(view.zoom()->end() - view.zoom()->begin() <
+                0.5 * (view.zoom()->fullEnd() - view.zoom()->fullBegin()));
+        QCOMPARE(view.zoom()->cursor(), x);
+        const QString text = view.oomText();
+        QVERIFY2(text.startsWith(QStringLiteral("out of memory on device 0")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("asked for          32.0 KiB")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("device free        1.00 KiB")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("memory full")), qPrintable(text));
+        view.zoom()->reset();
+        QVERIFY(view.goToOom());
+        QVERIFY(view.zoom()->begin() < x && x < view.zoom()->end());
+    }
+
+    void anEndStateAloneHasAReportAndASensibleRange() {
+        const QString path = QDir(guitest::fixturesDir())
+                                 .filePath(QStringLiteral(
+                                     "snapshots/legacy_block_history_oom__LLM-inference.pickle"));
+        if (!QFileInfo::exists(path))
+            QSKIP(qPrintable(QStringLiteral("fixtures folder missing: ") + guitest::fixturesDir()));
+        auto r = loadRun(path, TaskContext{});
+        QVERIFY2(r.ok(), r.ok() ? "" : r.message().c_str());
+        RunView view(*r);
+        view.resize(1000, 600);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        view.plot()->renderNow();
+        QVERIFY(view.plot()->oomMarks().empty());  // no moment to mark
+        QVERIFY2(view.oomText().contains(QStringLiteral("end state on device 0")),
+                 qPrintable(view.oomText()));
+        // One event: the axis spans at least one unit around it, never a
+        // sliver of a nanosecond or QCustomPlot's fallback.
+        const double span = view.zoom()->fullEnd() - view.zoom()->fullBegin();
+        QVERIFY2(span >= 1.0, qPrintable(QString::number(span)));
+        QVERIFY(view.zoom()->fullBegin() <= view.plot()->axisMap().forward(0));
+        // Go to peak has nothing to zoom into: the axis stays whole (it was
+        // -0.025..0.025 events).
+        view.goToPeak();
+        QCOMPARE(view.zoom()->end() - view.zoom()->begin(), span);
     }
 
     void clickPinsIntoInspector() {

@@ -220,7 +220,7 @@ void CompareView::realign() {
         const DeviceTimeline* tl = runs_[i]->timeline(devices_[i]);
         if (!tl) continue;
         const AxisMap& m = alignments_[i].map;
-        const double a = m.forward(tl->start), b = m.forward(addSaturating(tl->end, 1));
+        const auto [a, b] = fullRangeOf(*tl, m);
         x0 = first ? a : std::min(x0, a);
         x1 = first ? b : std::max(x1, b);
         first = false;

@@ -50,6 +50,25 @@ const AllocationIndex* Run::allocationIndex(DeviceRef ref) const {
     return s[size_t(ref.device_index)].get();
 }
 
+std::span<const OomReport> Run::ooms(DeviceRef ref) const {
+    if (ref.part < 0 || size_t(ref.part) >= parts.size()) return {};
+    const auto& s = parts[size_t(ref.part)].ooms;
+    if (ref.device_index < 0 || size_t(ref.device_index) >= s.size()) return {};
+    return s[size_t(ref.device_index)];
+}
+
+std::optional<DeviceRef> Run::firstOomDevice() const {
+    std::optional<DeviceRef> best;
+    int64_t when = INT64_MAX;
+    for (DeviceRef r : devices())
+        for (const OomReport& o : ooms(r))
+            if (!o.endState() && (!best || o.time < when)) {
+                best = r;
+                when = o.time;
+            }
+    return best;
+}
+
 DeviceRef Run::busiestDevice() const {
     DeviceRef best;
     int64_t peak = -1;

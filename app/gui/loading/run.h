@@ -7,9 +7,12 @@
 #include <QString>
 #include <QStringList>
 #include <memory>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "memscope/analysis/allocation_layout.h"
+#include "memscope/analysis/oom_report.h"
 #include "memscope/base/task_context.h"
 #include "memscope/model/trace.h"
 #include "memscope/timeline/timeline.h"
@@ -25,6 +28,9 @@ struct RunPart {
     // Per device (parallel to timeline->devices()): each allocation's site and
     // the index the by-allocation layout searches, built on the loader thread.
     std::vector<std::shared_ptr<const AllocationIndex>> allocations;
+    // Per device (parallel too): core's out-of-memory reports (oom_report.h),
+    // or the report of a snapshot's end state when it holds nothing else.
+    std::vector<std::vector<OomReport>> ooms;
 };
 
 // One device of one part: what a timeline view shows.
@@ -44,6 +50,10 @@ struct Run {
     const DeviceTimeline* timeline(DeviceRef ref) const;
     const Trace* trace(DeviceRef ref) const;
     const AllocationIndex* allocationIndex(DeviceRef ref) const;
+    std::span<const OomReport> ooms(DeviceRef ref) const;
+    // The device of the run's first out-of-memory event (by time): what a
+    // view of a run that ran out of memory shows first.
+    std::optional<DeviceRef> firstOomDevice() const;
     // The device with the highest peak: what a view shows first.
     DeviceRef busiestDevice() const;
 };

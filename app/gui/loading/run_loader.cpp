@@ -18,8 +18,8 @@ const PluginRegistry& pluginRegistry() {
 
 namespace {
 
-// A run part from core's opened trace, with what the by-allocation view needs
-// computed here on the loader thread.
+// A run part from core's opened trace, with what the by-allocation view and
+// the out-of-memory banner need computed here on the loader thread.
 RunPart toPart(OpenedTrace opened, const QString& path) {
     RunPart part;
     part.trace = std::move(opened.trace);
@@ -27,9 +27,13 @@ RunPart toPart(OpenedTrace opened, const QString& path) {
     part.path = path;
     part.format = QString::fromStdString(opened.format);
     part.warnings = std::move(opened.warnings);
-    for (const DeviceTimeline& d : part.timeline->devices())
+    for (const DeviceTimeline& d : part.timeline->devices()) {
         part.allocations.push_back(
             std::make_shared<const AllocationIndex>(AllocationIndex::build(*part.trace, d)));
+        // Fails only on a timeline that does not match its trace: no report then.
+        auto ooms = oomReports(*part.trace, d);
+        part.ooms.push_back(ooms ? std::move(*ooms) : std::vector<OomReport>{});
+    }
     return part;
 }
 

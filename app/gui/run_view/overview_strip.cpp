@@ -30,8 +30,10 @@ void OverviewStrip::setSource(RunPtr run, DeviceRef ref, const AxisMap& map) {
             points_.emplace_back(map.forward(p.x), double(p.y));
             ymax_ = std::max(ymax_, double(p.y));
         }
-        x0_ = map.forward(tl->start);
-        x1_ = std::max(map.forward(addSaturating(tl->end, 1)), x0_ + 1e-12);
+        // The same span as the plot's full range, so the box matches the view.
+        const auto [x0, x1] = fullRangeOf(*tl, map);
+        x0_ = x0;
+        x1_ = std::max(x1, x0_ + 1e-12);
     }
     cache_ = QImage();
     update();

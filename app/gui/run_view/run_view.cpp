@@ -1,14 +1,19 @@
 #include "run_view/run_view.h"
 
 #include <QComboBox>
+#include <QFontDatabase>
+#include <QFrame>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
 #include <QSettings>
 #include <QVBoxLayout>
+#include <algorithm>
 
+#include "common/format.h"
 #include "memscope/analysis/allocation_order.h"
 #include "memscope/analysis/compare.h"
+#include "memscope/analysis/oom_report.h"
 #include "memscope/base/units.h"
 #include "run_view/overview_strip.h"
 #include "run_view/timeline_plot.h"
@@ -28,14 +33,46 @@ RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(
     mode_->addItem(QStringLiteral("Stack by category"));
     mode_->addItem(QStringLiteral("Stack by allocation"));
     auto* peak = new QPushButton(QStringLiteral("Go to peak"), this);
+    oomButton_ = new QPushButton(QStringLiteral("Go to OOM"), this);
+    oomButton_->setVisible(false);
     auto* home = new QPushButton(QStringLiteral("Reset zoom"), this);
     bar->addWidget(new QLabel(QStringLiteral("Device:"), this));
     bar->addWidget(devices_);
     bar->addWidget(mode_);
     bar->addStretch(1);
+    bar->addWidget(oomButton_);
     bar->addWidget(peak);
     bar->addWidget(home);
     layout->addLayout(bar);
+
+    // Why the run ran out of memory, above the plot: the commonest reason a
+    // snapshot is taken. The headline and the verdict always; the rest
+    // (composition, sites) behind "Details".
+    auto* banner = new QFrame(this);
+    banner->setFrameShape(QFrame::StyledPanel);
+    banner->setStyleSheet(
+        QStringLiteral("QFrame { border: 1px solid #d02020; border-radius: 3px; }"
+                       "QLabel { border: none; }"));
+    auto* bannerLayout = new QVBoxLayout(banner);
+    bannerLayout->setContentsMargins(6, 4, 6, 4);
+    auto* headRow = new QHBoxLayout;
+    oomHead_ = new QLabel(banner);
+    oomHead_->setWordWrap(true);
+    oomHead_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    auto* details = new QPushButton(QStringLiteral("Details"), banner);
+    details->setCheckable(true);
+    headRow->addWidget(oomHead_, 1);
+    headRow->addWidget(details, 0, Qt::AlignTop);
+    bannerLayout->addLayout(headRow);
+    oomDetails_ = new QLabel(banner);
+    oomDetails_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    oomDetails_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    oomDetails_->setVisible(false);
+    bannerLayout->addWidget(oomDetails_);
+    connect(details, &QPushButton::toggled, oomDetails_, &QWidget::setVisible);
+    oomBanner_ = banner;
+    oomBanner_->setVisible(false);
+    layout->addWidget(oomBanner_);
 
     plot_ = new TimelinePlot(this);
     plot_->setZoomState(zoom_);
@@ -69,6 +106,7 @@ RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(
                 toString(i == 1 ? StackMode::ByAllocation : StackMode::ByCategory).data()));
     });
     connect(peak, &QPushButton::clicked, this, &RunView::goToPeak);
+    connect(oomButton_, &QPushButton::clicked, this, [this] { goToOom(); });
     connect(home, &QPushButton::clicked, zoom_, &ZoomState::reset);
     connect(plot_, &TimelinePlot::hoverChanged, this, [this](const QString& t) {
         if (!t.isEmpty()) hover_->setText(t);
@@ -81,7 +119,10 @@ RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(
     if (run_->devices().empty())
         hover_->setText(QStringLiteral(
             "This trace holds no allocator events or segments: there is nothing to draw."));
-    const DeviceRef first = run_->busiestDevice();
+    // A run that ran out of memory opens on its first OOM; others on the
+    // device with the highest peak.
+    const std::optional<DeviceRef> oomDevice = run_->firstOomDevice();
+    const DeviceRef first = oomDevice.value_or(run_->busiestDevice());
     for (int i = 0; i < devices_->count(); ++i)
         if (devices_->itemData(i).toPoint() == QPoint(first.part, first.device_index))
             devices_->setCurrentIndex(i);
@@ -93,6 +134,7 @@ RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(
     if (!mode)
         if (const DeviceTimeline* tl = run_->timeline(first)) mode = defaultStackMode(*tl);
     setStackMode(mode.value_or(StackMode::ByCategory));
+    if (oomDevice) goToOom();
 }
 
 QString RunView::stackModeKey() const {
@@ -110,9 +152,11 @@ void RunView::setDevice(DeviceRef ref) {
     const QString unit = trace->metadata.time_base == TimeBase::EventIndex
                              ? QStringLiteral("event index")
                              : QStringLiteral("seconds since start");
-    zoom_->setFullRange(a.map.forward(tl->start), a.map.forward(addSaturating(tl->end, 1)));
+    const auto [x0, x1] = fullRangeOf(*tl, a.map);
+    zoom_->setFullRange(x0, x1);
     plot_->setSource(run_, ref_, a.map, unit);
     overview_->setSource(run_, ref_, a.map);
+    showOomReport();
     if (changed) emit deviceChanged();
 }
 
@@ -137,15 +181,58 @@ double RunView::peakX() const {
     return tl ? plot_->axisMap().forward(tl->peak.time) : 0.0;
 }
 
+void RunView::centreOn(double x) {
+    const DeviceTimeline* tl = plot_->timeline();
+    // Zoomed in on a trace of one moment, the view would show 5% of an axis
+    // unit around it (a -0.02..0.02 axis) and nothing more: it stays whole.
+    if (tl && tl->start == tl->end)
+        zoom_->reset();
+    else
+        zoom_->centerOn(x, std::max((zoom_->fullEnd() - zoom_->fullBegin()) * 0.05, 1e-12));
+    zoom_->setCursor(x);
+}
+
 void RunView::goToPeak() {
     const DeviceTimeline* tl = plot_->timeline();
     if (!tl) return;
     const double x = peakX();
-    const double width = std::max((zoom_->fullEnd() - zoom_->fullBegin()) * 0.05, 1e-12);
-    zoom_->centerOn(x, width);
-    zoom_->setCursor(x);
+    centreOn(x);
     hover_->setText(plot_->hoverTextAt(x, double(tl->peak.bytes) * 0.999));
     emit cursorMoved(run_, ref_, tl->peak.time);
+}
+
+void RunView::showOomReport() {
+    const Trace* trace = run_->trace(ref_);
+    const std::span<const OomReport> ooms = run_->ooms(ref_);
+    oomBanner_->setVisible(trace && !ooms.empty());
+    oomButton_->setVisible(!plot_->oomMarks().empty());
+    if (!trace || ooms.empty()) return;
+    const OomReport& r = ooms.front();
+    const std::vector<std::string> lines = oomReportLines(*trace, r);
+    QString head = toQString(lines.front());
+    if (ooms.size() > 1)
+        head += QStringLiteral("  (the first of %1 reported)").arg(qsizetype(ooms.size()));
+    oomHead_->setText(
+        QStringLiteral("<b>%1</b><br>%2")
+            .arg(head.toHtmlEscaped(), toQString(describeVerdict(r)).toHtmlEscaped()));
+    QStringList all;
+    for (const std::string& l : lines) all << toQString(l);
+    oomDetails_->setText(all.join(QLatin1Char('\n')));
+}
+
+QString RunView::oomText() const {
+    return run_->ooms(ref_).empty() ? QString() : oomDetails_->text();
+}
+
+bool RunView::goToOom() {
+    const DeviceTimeline* tl = plot_->timeline();
+    const std::span<const OomReport> ooms = run_->ooms(ref_);
+    const auto it =
+        std::find_if(ooms.begin(), ooms.end(), [](const OomReport& r) { return !r.endState(); });
+    if (!tl || it == ooms.end()) return false;
+    centreOn(plot_->axisMap().forward(it->time));
+    emit cursorMoved(run_, ref_, it->time);
+    return true;
 }
 
 void RunView::showAllocation(uint32_t interval) {

@@ -10,6 +10,7 @@
 
 class QComboBox;
 class QLabel;
+class QPushButton;
 
 namespace memscope::gui {
 
@@ -34,6 +35,11 @@ public:
     void setBoxZoom(bool on);
     void goToPeak();
     double peakX() const;  // shared-axis x of the device's peak
+    // Centres the view on the device's first out-of-memory event, the cursor
+    // on it; false where the device has none.
+    bool goToOom();
+    // The out-of-memory report shown above the plot (core's text), "" if none.
+    QString oomText() const;
     // Centres the view on an allocation and pins it.
     void showAllocation(uint32_t interval);
 
@@ -46,6 +52,10 @@ signals:
 private:
     // QSettings key under which the user's stack mode for this run is kept.
     QString stackModeKey() const;
+    // The banner for the device's first OOM (or its end-state report).
+    void showOomReport();
+    // The view around x (5% of the run wide), the cursor on it.
+    void centreOn(double x);
 
     RunPtr run_;
     DeviceRef ref_;
@@ -55,6 +65,10 @@ private:
     QComboBox* devices_ = nullptr;
     QComboBox* mode_ = nullptr;
     QLabel* hover_ = nullptr;
+    QWidget* oomBanner_ = nullptr;
+    QLabel* oomHead_ = nullptr;     // the headline and the verdict
+    QLabel* oomDetails_ = nullptr;  // the whole report, on request
+    QPushButton* oomButton_ = nullptr;
 };
 
 }  // namespace memscope::gui

@@ -66,6 +66,7 @@ struct TimelinePlot::Parts {
     QCPItemStraightLine* pinStart = nullptr;
     QCPItemStraightLine* pinEnd = nullptr;
     QCPItemText* peak = nullptr;
+    std::vector<QCPAbstractItem*> oomItems;  // a line and a label per OOM
     AllocationLayer* allocations = nullptr;  // by allocation, instead of the band graphs
 };
 
@@ -168,7 +169,48 @@ void TimelinePlot::setSource(RunPtr run, DeviceRef ref, const AxisMap& map, cons
         p_->peak->position->setCoords(map_.forward(tl->peak.time), double(tl->peak.bytes));
         p_->peak->setVisible(tl->peak.bytes > 0);
     }
+    placeOomMarks();
     rebuild();
+}
+
+void TimelinePlot::placeOomMarks() {
+    for (QCPAbstractItem* item : p_->oomItems) plot_->removeItem(item);
+    p_->oomItems.clear();
+    oomXs_.clear();
+    if (!run_) return;
+    const QColor red(0xd0, 0x20, 0x20);
+    for (const OomReport& r : run_->ooms(ref_)) {
+        if (r.endState()) continue;  // no moment to mark: the state is the end's
+        const double x = map_.forward(r.time);
+        oomXs_.push_back(x);
+        auto* line = new QCPItemStraightLine(plot_);
+        line->setClipAxisRect(p_->main);
+        line->setPen(QPen(red, 1.5));
+        line->point1->setAxes(p_->main->axis(QCPAxis::atBottom), p_->main->axis(QCPAxis::atLeft));
+        line->point2->setAxes(p_->main->axis(QCPAxis::atBottom), p_->main->axis(QCPAxis::atLeft));
+        line->point1->setCoords(x, 0);
+        line->point2->setCoords(x, 1);
+        auto* label = new QCPItemText(plot_);
+        label->setClipAxisRect(p_->main);
+        // x on the data, y a fraction of the plot's height: the label stays
+        // at the top however the bytes axis scales.
+        label->position->setAxes(p_->main->axis(QCPAxis::atBottom),
+                                 p_->main->axis(QCPAxis::atLeft));
+        label->position->setAxisRect(p_->main);
+        label->position->setTypeX(QCPItemPosition::ptPlotCoords);
+        label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        label->position->setCoords(x, 0.02);
+        label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+        label->setPadding(QMargins(4, 1, 4, 1));
+        label->setColor(red);
+        label->setText(QStringLiteral("out of memory") +
+                       (r.requested_bytes
+                            ? QStringLiteral(": ") + formatBytes(double(*r.requested_bytes)) +
+                                  QStringLiteral(" asked")
+                            : QString()));
+        p_->oomItems.push_back(line);
+        p_->oomItems.push_back(label);
+    }
 }
 
 void TimelinePlot::setZoomState(ZoomState* zoom) {

@@ -49,6 +49,8 @@ public:
     const BandSet& bands() const { return bands_; }
     // By allocation: what is drawn, columns of stacked allocations.
     const AllocationLayout& allocationLayout() const;
+    // Shared-axis x of each out-of-memory event marked on the plot.
+    const std::vector<double>& oomMarks() const { return oomXs_; }
 
     // Rebuilds the bands and repaints synchronously (benchmark, screenshots).
     void renderNow();
@@ -83,6 +85,8 @@ private:
     // Brings forward the hovered allocation, else the pinned one: its
     // lifetime, its band and the other allocations of its site.
     void updateHighlight();
+    // A vertical line and a label at each out-of-memory event of the device.
+    void placeOomMarks();
 
     struct Parts;
     std::unique_ptr<Parts> p_;
@@ -99,6 +103,7 @@ private:
     bool boxMode_ = false;
     std::optional<uint32_t> pinned_;
     std::optional<uint32_t> hovered_;  // by allocation
+    std::vector<double> oomXs_;
     double buildMs_ = 0;
     // Mouse gesture state.
     QPoint pressPos_;

@@ -3,7 +3,15 @@
 #include <algorithm>
 #include <cmath>
 
+#include "memscope/base/units.h"
+
 namespace memscope::gui {
+
+std::pair<double, double> fullRangeOf(const DeviceTimeline& tl, const AxisMap& map) {
+    const double x0 = map.forward(tl.start);
+    if (tl.start == tl.end) return {x0 - 0.5, x0 + 0.5};
+    return {x0, map.forward(addSaturating(tl.end, 1))};
+}
 
 ZoomState::ZoomState(QObject* parent) : QObject(parent) {}
 

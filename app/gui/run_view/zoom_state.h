@@ -4,9 +4,19 @@
 // history (hotspot's filterandzoomstack).
 
 #include <QObject>
+#include <utility>
 #include <vector>
 
+#include "memscope/analysis/alignment.h"
+#include "memscope/timeline/timeline.h"
+
 namespace memscope::gui {
+
+// What a device's view spans on the shared axis: its first event to just past
+// its last. A device of one moment (a snapshot of only its end state, one
+// event) gets one axis unit (a second, an event) centred on it: its own span
+// would be one nanosecond, and zooming into that an axis of -0.02..0.02.
+std::pair<double, double> fullRangeOf(const DeviceTimeline& tl, const AxisMap& map);
 
 class ZoomState : public QObject {
     Q_OBJECT

@@ -236,6 +236,8 @@ void MainWindow::addRunView(RunPtr run) {
         w->deleteLater();
     }
     tabs_->setCurrentWidget(view);
+    // Opened on its first OOM: again, now that the docks follow its cursor.
+    view->goToOom();
 }
 
 void MainWindow::showRun(RunPtr run) {

@@ -32,11 +32,11 @@ int runScreenshot(const AppOptions& options) {
     // The compare view gets the whole window: the docks belong to one run.
     if (options.compare)
         for (QDockWidget* d : window.findChildren<QDockWidget*>()) d->hide();
-    // Show something worth a picture: the peak of a single run, the allocator
-    // state at that moment.
+    // Show something worth a picture: the first out-of-memory event of a
+    // single run, else its peak, and the allocator state at that moment.
     if (RunView* v = window.currentRunView()) {
         if (options.color_by) v->setStackMode(*options.color_by);
-        v->goToPeak();
+        if (!v->goToOom()) v->goToPeak();
         // Pin the largest allocation live at the peak, so the inspector shows a stack.
         const DeviceTimeline* tl = v->plot()->timeline();
         if (tl && !tl->peak.live_intervals.empty()) {

@@ -72,5 +72,7 @@ void peaksByStep(Out& w, const Trace& trace, const std::vector<StepPeaks>& steps
 // [{"site", "bytes", "count", "category", "largest_bytes", "largest_alloc_us", "largest_free_us"}]
 void peakSites(Out& w, const Trace& trace, const DeviceTimeline& tl,
                const std::vector<SiteAtPeak>& sites);
+// {"activation": "inferred", ...}: the categories that hold bytes, and how each was known.
+void categorySources(Out& w, const std::array<CategorySources, kCategoryCount>& sources);
 
 }  // namespace memscope::json

@@ -4,6 +4,7 @@
 
 #include "json_out.h"
 #include "memscope/analysis/activation_theory.h"
+#include "memscope/analysis/oom_report.h"
 #include "memscope/analysis/peak_explainer.h"
 #include "memscope/base/units.h"
 #include "memscope/model/phases.h"
@@ -173,6 +174,56 @@ void steps(Out& w, const Trace& trace) {
     w.EndArray();
 }
 
+void categorySources(Out& w, const std::array<CategorySources, kCategoryCount>& sources) {
+    w.StartObject();
+    for (Category c : kAllCategories) {
+        const CategorySources& src = sources[size_t(index(c))];
+        if (!src.recorded && !src.inferred) continue;
+        key(w, toString(c));
+        string(w, src.recorded && src.inferred ? "recorded+inferred"
+                  : src.inferred               ? "inferred"
+                                               : "recorded");
+    }
+    w.EndObject();
+}
+
+// One out-of-memory report (oom_report.h); an end state's has no request.
+void oomReport(Out& w, const Trace& trace, const DeviceTimeline* tl, const OomReport& r) {
+    w.StartObject();
+    field(w, "event_index",
+          r.event_index < 0 ? std::nullopt : std::optional<int64_t>(r.event_index));
+    field(w, "time_us", micros(trace, r.time));
+    field(w, "since_start_us",
+          trace.metadata.time_base == TimeBase::Nanoseconds
+              ? std::optional<int64_t>(nanosToMicrosFloor(r.since_start))
+              : std::nullopt);
+    field(w, "requested_bytes", r.requested_bytes);
+    field(w, "device_free_bytes", r.device_free_bytes);
+    field(w, "reserved_bytes", r.reserved_bytes);
+    field(w, "allocated_bytes", r.allocated_bytes);
+    field(w, "cached_free_bytes", r.cachedFreeBytes());
+    field(w, "active_bytes", r.active_bytes);
+    field(w, "largest_free_block_bytes", r.largest_free_block);
+    field(w, "verdict", toString(r.verdict));
+    field(w, "verdict_text", std::string_view(describeVerdict(r)));
+    if (r.phase.isNull()) {
+        key(w, "phase"), w.Null();
+    } else {
+        field(w, "phase", std::string_view(phasePath(trace, r.phase)));
+        field(w, "phase_source", std::string_view(r.phase_inferred ? "inferred" : "recorded"));
+    }
+    key(w, "by_category");
+    categories(w, r.by_category);
+    key(w, "category_sources");
+    categorySources(w, r.category_sources);
+    if (tl) {
+        key(w, "sites");
+        peakSites(w, trace, *tl, r.sites);
+    }
+    if (!r.note.empty()) field(w, "note", std::string_view(r.note));
+    w.EndObject();
+}
+
 void activationTheory(Out& w, const ActivationTheory& t) {
     w.StartObject();
     field(w, "policy", std::string_view(t.policy));
@@ -273,16 +324,7 @@ std::string summaryToJson(std::span<const FileReport> files) {
                     // Which categories' bytes memscope inferred (inference.h)
                     // rather than read from the trace.
                     key(w, "category_sources");
-                    w.StartObject();
-                    for (Category c : kAllCategories) {
-                        const CategorySources& src = tl->category_sources[size_t(index(c))];
-                        if (!src.recorded && !src.inferred) continue;
-                        key(w, toString(c));
-                        string(w, src.recorded && src.inferred ? "recorded+inferred"
-                                  : src.inferred               ? "inferred"
-                                                               : "recorded");
-                    }
-                    w.EndObject();
+                    categorySources(w, tl->category_sources);
                     key(w, "peak_sites");
                     peakSites(w, *f.trace, *tl, sitesAtPeak(*f.trace, *tl, 10));
                     // Runs of memscope-train: activations per layer against
@@ -296,6 +338,19 @@ std::string summaryToJson(std::span<const FileReport> files) {
                 }
             }
             if (f.trace) {
+                // Out-of-memory events; a snapshot of only an end state gets
+                // the same report of that state, apart, as it records no OOM.
+                const DeviceTimeline* tl = f.timeline ? f.timeline->device(device) : nullptr;
+                key(w, "ooms");
+                w.StartArray();
+                for (const OomReport& r : d.ooms)
+                    if (!r.endState()) oomReport(w, *f.trace, tl, r);
+                w.EndArray();
+                for (const OomReport& r : d.ooms)
+                    if (r.endState()) {
+                        key(w, "end_state");
+                        oomReport(w, *f.trace, tl, r);
+                    }
                 key(w, "peaks_by_phase");
                 peaksByPhase(w, *f.trace, d.phase_peaks.by_phase);
                 key(w, "peaks_by_step");

@@ -71,6 +71,8 @@ TraceSummary summarize(const Trace& trace, const Timeline& timeline) {
             d.last_time_us = toMicros(trace, tl.end);
             if (tl.peak.event_index >= 0) d.peak_time_us = toMicros(trace, tl.peak.time);
         }
+        // Fails only on a timeline that does not match its trace: no report then.
+        if (auto ooms = oomReports(trace, tl)) d.ooms = std::move(*ooms);
     }
     return summary;
 }

@@ -7,16 +7,18 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "memscope/analysis/oom_report.h"
 #include "memscope/model/trace.h"
 #include "memscope/timeline/timeline.h"
 
 namespace memscope {
 
 struct DeviceSummary {
-    std::optional<uint64_t> segments;            // end-state segment count
-    std::optional<uint64_t> reserved_bytes;      // end-state, or last reserved value
-    std::optional<uint64_t> final_active_bytes;  // end-state active blocks, or live at end
+    std::optional<uint64_t> segments;             // end-state segment count
+    std::optional<uint64_t> reserved_bytes;       // end-state, or last reserved value
+    std::optional<uint64_t> final_active_bytes;   // end-state active blocks, or live at end
     std::optional<uint64_t> peak_reserved_bytes;  // the reserved curve's maximum
     uint64_t trace_entries = 0;
     uint64_t alloc_count = 0;
@@ -30,6 +32,9 @@ struct DeviceSummary {
     std::optional<int64_t> last_time_us;
     std::array<int64_t, kCategoryCount> categories_at_peak{};
     PhasePeaks phase_peaks;  // per training phase and step
+    // One per out-of-memory event, or one of the end state of a snapshot
+    // holding nothing else (oom_report.h).
+    std::vector<OomReport> ooms;
 };
 
 struct TraceSummary {

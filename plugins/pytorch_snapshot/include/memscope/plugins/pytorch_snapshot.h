@@ -21,6 +21,10 @@ namespace pytorch_snapshot {
 inline constexpr std::string_view kId = "pytorch-snapshot";
 // Top-level key the exporter adds when the Trace had no allocator end state.
 inline constexpr std::string_view kNoAllocatorStateKey = "memscope_no_allocator_state";
+// TraceMetadata property: how many lists the snapshot's 'device_traces' had,
+// empty ones included, so that the export writes as many and memory_viz
+// offers every device again.
+inline constexpr std::string_view kDeviceCountKey = "pytorch.device_traces";
 
 // 0..100 as Importer::probe.
 int probe(std::span<const std::byte> head, std::string_view path);

@@ -57,11 +57,12 @@ Result<Trace> importPage(std::span<const std::byte> page, const TaskContext& ctx
         ctx.report(uint64_t(share * total), uint64_t(total));
     };
     Result<Trace> trace = importBytes(snapshot, inner, std::move(name));
+    if (!trace && trace.message() == cancelledError().message) return trace;
     if (!trace)
         return makeError(
-            "the page embeds " +
-            (payload.file_name.empty() ? std::string("a file") : "'" + payload.file_name + "'") +
-            " that is not a memory snapshot pickle: " + trace.message());
+            "the snapshot the page embeds" +
+            (payload.file_name.empty() ? std::string() : " ('" + payload.file_name + "')") +
+            " cannot be read: " + trace.message());
     trace->metadata.setProperty(std::string(kHtmlContainerKey), "memory_viz html page");
     if (!payload.view.empty()) trace->metadata.setProperty(std::string(kHtmlViewKey), payload.view);
     if (payload.more_files)

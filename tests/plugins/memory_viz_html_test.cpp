@@ -5,6 +5,7 @@
 // also run under ASan/UBSan).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -308,9 +309,10 @@ TEST(MemoryVizHtml, BrokenPagesSayWhatIsWrong) {
               std::string::npos);
     // Payloads that are not a snapshot pickle.
     const std::string not_pickle = base64(bytesOf("hello, world"));
-    EXPECT_NE(errorOf("<html>[{\"name\": \"snapshot.pickle\", \"base64\": \"" + not_pickle + "\"}]")
-                  .find("embeds 'snapshot.pickle' that is not a memory snapshot pickle"),
-              std::string::npos);
+    EXPECT_NE(
+        errorOf("<html>[{\"name\": \"snapshot.pickle\", \"base64\": \"" + not_pickle + "\"}]")
+            .find("the snapshot the page embeds ('snapshot.pickle') cannot be read: not a pickle"),
+        std::string::npos);
     const std::vector<std::byte> int_pickle = {std::byte(0x80), std::byte(4), std::byte('K'),
                                                std::byte(7), std::byte('.')};
     EXPECT_NE(errorOf("<html>[{\"base64\": \"" + base64(int_pickle) + "\"}]").find("not a memory"),
@@ -335,6 +337,16 @@ TEST(MemoryVizHtml, SeveralEmbeddedFilesWarnAndReadTheFirst) {
     EXPECT_EQ(t->events.size(), 40u);
     ASSERT_EQ(warnings.size(), 1u);
     EXPECT_NE(warnings[0].message.find("'snapshot.pickle'"), std::string::npos);
+}
+
+TEST(MemoryVizHtml, CancelIsNotReportedAsABadPage) {
+    const std::string page = torchPage(makePickle());
+    std::atomic<bool> cancel{true};
+    TaskContext ctx;
+    ctx.cancel = &cancel;
+    auto t = ps::importHtmlBytes(bytesOf(page), ctx);
+    ASSERT_FALSE(t.ok());
+    EXPECT_EQ(t.message(), "cancelled");
 }
 
 TEST(MemoryVizHtml, ProbeReadsContentNotOnlyTheName) {

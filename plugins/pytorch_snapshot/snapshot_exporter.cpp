@@ -2,6 +2,8 @@
 // torch's own tooling open: the keys of torch.cuda.memory._snapshot().
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -295,6 +297,13 @@ private:
         if (t_.allocator_state)
             for (const Segment& s : t_.allocator_state->segments)
                 max_device = std::max(max_device, s.device);
+        // ... and up to as many as the imported snapshot had, empty ones too.
+        if (const std::string* n = t_.metadata.property(kDeviceCountKey)) {
+            int count = 0;
+            const auto [end, ec] = std::from_chars(n->data(), n->data() + n->size(), count);
+            if (ec == std::errc() && end == n->data() + n->size() && count > 0)
+                max_device = std::max(max_device, int16_t(std::min(count, INT16_MAX + 1) - 1));
+        }
         std::vector<std::vector<uint64_t>> by_device(size_t(max_device + 2));  // [0] = host
         for (uint64_t i = 0; i < t_.events.size(); ++i)
             by_device[size_t(t_.events[i].device + 1)].push_back(i);

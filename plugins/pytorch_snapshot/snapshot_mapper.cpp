@@ -652,6 +652,10 @@ Result<void> SnapshotMapper::placeDevices(Machine& m, const Value& traces, bool 
         return {};
     };
     if (host && l->sink) return assign(l->sink, -1);  // a flat list of host entries
+    // Devices without entries leave no other trace, yet memory_viz offers one
+    // per list: the count is kept for the exporter to write as many.
+    if (!host)
+        trace_.metadata.setProperty(std::string(kDeviceCountKey), std::to_string(l->items.size()));
     for (size_t i = 0; i < l->items.size(); ++i) {
         Container* d = m.deref(l->items[i]);
         if (!d || d->kind == Kind::Dict)

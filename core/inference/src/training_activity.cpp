@@ -101,6 +101,10 @@ TrainingActivity::TrainingActivity(const Trace& trace)
         ordinal[steps[i]] = int32_t(i);
         step_starts_.push_back(trace.phases[steps[i] - 1].start);
     }
+    // Each name read once: the walk below visits a phase once per descendant.
+    std::vector<uint8_t> zero_grad_name(n + 1, 0);
+    for (uint32_t id = 1; id <= n; ++id)
+        zero_grad_name[id] = isZeroGradName(trace.string(trace.phases[id - 1].name));
     for (uint32_t id = 1; id <= n; ++id) {
         PhaseInfo& info = phase_info_[id];
         uint32_t up = id;
@@ -111,7 +115,7 @@ TrainingActivity::TrainingActivity(const Trace& trace)
             if (info.stage == Stage::None) info.stage = stageOfKind(p.kind);
             info.recompute |= p.kind == PhaseKind::Recompute;
             if (p.kind == PhaseKind::Optimizer && info.optimizer == 0) info.optimizer = up;
-            info.zero_grad |= isZeroGradName(trace.string(p.name));
+            info.zero_grad |= zero_grad_name[up] != 0;
             if (p.kind == PhaseKind::Step) {
                 info.step = ordinal[up];
                 break;

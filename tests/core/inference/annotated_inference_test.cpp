@@ -26,6 +26,7 @@ struct LoopShape {
     bool optimizer_in_backward = false;  // a step (and zero_grad) per parameter inside backward
     bool replaces_state = false;         // a user's optimizer assigning new moments each step
     bool frees_state_at_end = false;     // the script drops the optimizer after the loop
+    bool set_to_none = true;             // zero_grad frees the gradients (else zeroes them)
     int64_t history_from_step = 0;       // the history starts at this step (after warm-up)
 };
 

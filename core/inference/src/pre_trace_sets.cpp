@@ -62,12 +62,15 @@ size_t stateTensorsPerParameter(const Trace& trace) {
 // optimizer's tensors unless the trace made those anew (a user's optimizer
 // assigning new moments each step: `state_made` counts them per size, one
 // step's worth). The optimizer's class says how many tensors it keeps per
-// parameter. What fits no such sets stays unknown; a trace that shows no
-// training keeps what it had.
+// parameter. What fits no such sets stays unknown; a trace without the
+// optimizer's recorded ranges keeps what it had.
 void splitWithoutGradients(const Trace& trace, const std::map<uint64_t, size_t>& state_made,
                            std::vector<InferredCategory>& blocks) {
+    // Training is shown by the optimizer's recorded ranges; steps found by
+    // repetition alone may be inference passes, whose long-lived blocks are
+    // the weights (they keep AliveThroughout).
     const bool trains = std::any_of(trace.phases.begin(), trace.phases.end(), [](const Phase& p) {
-        return p.kind == PhaseKind::Step || p.kind == PhaseKind::Optimizer;
+        return p.kind == PhaseKind::Optimizer && !p.inferred;
     });
     if (!trains) return;
     const size_t states = stateTensorsPerParameter(trace);
@@ -106,8 +109,8 @@ void splitWithoutGradients(const Trace& trace, const std::map<uint64_t, size_t>&
 // that size, SGD with momentum one. So the frameless blocks of a size come in
 // sets of 1, 2 or 3 per gradient: one is the parameter, the rest optimizer
 // state. A size whose blocks do not come in such sets stays unknown: calling
-// them parameters would be a guess. Without any gradient (no training seen)
-// the blocks keep what inferBlockCategories gave them.
+// them parameters would be a guess. Without any gradient, see
+// splitWithoutGradients.
 void splitPreTraceSets(const Trace& trace, TrainingActivity& activity,
                        std::vector<InferredCategory>& blocks) {
     if (!trace.allocator_state || blocks.empty()) return;

@@ -19,7 +19,8 @@ class TrainingActivity;
 // in sets of 1, 2 or 3 per gradient (parameter, momentum, Adam's two
 // moments), the multiplicity most bytes agree on; without gradients, sets of
 // parameter, gradient and the optimizer's tensors where its class is named.
-// What fits no set stays unknown; a trace that shows no training keeps them.
+// What fits no set stays unknown; a trace with neither gradients nor the
+// optimizer's recorded ranges keeps them (parameters: weights of inference).
 // `trace.inferred_categories` must be filled.
 void splitPreTraceSets(const Trace& trace, TrainingActivity& activity,
                        std::vector<InferredCategory>& blocks);

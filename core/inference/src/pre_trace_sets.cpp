@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <map>
 #include <string>
 
+#include "text_match.h"
 #include "training_activity.h"
 
 namespace memscope::detail {
@@ -44,14 +44,13 @@ std::map<uint64_t, std::vector<size_t>> framelessBySize(
 size_t stateTensorsPerParameter(const Trace& trace) {
     for (const Phase& p : trace.phases) {
         if (p.inferred || p.kind != PhaseKind::Optimizer) continue;
-        std::string name(trace.string(p.name).substr(0, 128));
-        for (char& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+        const std::string_view name = trace.string(p.name).substr(0, 128);
         const size_t hash = name.find('#');
-        if (name.find("optimizer.") != 0 || hash == std::string::npos) continue;
-        name = name.substr(hash);  // the class: "#adamw.step", "#sgd.zero_grad"
-        if (name.find("adam") != std::string::npos) return 2;  // Adam, AdamW, NAdam, RAdam, Adamax
+        if (!startsWithNoCase(name, "optimizer.") || hash == std::string_view::npos) continue;
+        const std::string_view cls = name.substr(hash);  // "#AdamW.step", "#SGD.zero_grad"
+        if (containsNoCase(cls, "adam")) return 2;       // Adam, AdamW, NAdam, RAdam, Adamax
         for (const char* one : {"sgd", "rmsprop", "adagrad", "lion"})
-            if (name.find(one) != std::string::npos) return 1;
+            if (containsNoCase(cls, one)) return 1;
     }
     return 0;
 }

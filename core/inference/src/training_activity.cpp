@@ -1,7 +1,6 @@
 #include "training_activity.h"
 
 #include <algorithm>
-#include <cctype>
 #include <string_view>
 
 #include "text_match.h"
@@ -60,17 +59,6 @@ Stage stageOfKind(PhaseKind kind) {
         default:
             return Stage::None;
     }
-}
-
-bool containsNoCase(std::string_view s, std::string_view part) {
-    if (part.size() > s.size()) return false;
-    for (size_t i = 0; i + part.size() <= s.size(); ++i) {
-        size_t k = 0;
-        while (k < part.size() && std::tolower(static_cast<unsigned char>(s[i + k])) == part[k])
-            ++k;
-        if (k == part.size()) return true;
-    }
-    return false;
 }
 
 }  // namespace

@@ -107,13 +107,16 @@ Result<Blinded> blind(const Trace& labelled, const ExportStyle& style) {
         // range per optimizer phase (per parameter where it runs in backward).
         const StringId name = t.internString("Optimizer.step#Adam.step");
         const int16_t device = t.events.empty() ? 0 : t.events.front().device;
+        auto range = [&](StringId what, int64_t start, int64_t end) {
+            t.annotations.push_back({start, what, device, AnnotationStage::Start});
+            t.annotations.push_back({end, what, device, AnnotationStage::End});
+        };
         for (const Phase& p : labelled.phases) {
             if (p.kind != PhaseKind::Optimizer || p.start < from || p.end > to) continue;
             const bool nested = !p.parent.isNull() && p.parent.value <= labelled.phases.size() &&
                                 labelled.phases[p.parent.value - 1].kind == PhaseKind::Optimizer;
             if (nested) continue;
-            t.annotations.push_back({p.start, name, device, AnnotationStage::Start});
-            t.annotations.push_back({p.end, name, device, AnnotationStage::End});
+            range(name, p.start, p.end);
         }
         // zero_grad(set_to_none=True) frees the gradients inside its own
         // range: one around each run of gradient frees (after the step, or
@@ -135,15 +138,11 @@ Result<Blinded> blind(const Trace& labelled, const ExportStyle& style) {
                 in_run = true;
             } else if (in_run &&
                        (e.kind == EventKind::Alloc || e.kind == EventKind::FreeCompleted)) {
-                t.annotations.push_back({run_start, zero, device, AnnotationStage::Start});
-                t.annotations.push_back({run_end + 1000, zero, device, AnnotationStage::End});
+                range(zero, run_start, run_end + 1000);
                 in_run = false;
             }
         }
-        if (in_run) {
-            t.annotations.push_back({run_start, zero, device, AnnotationStage::Start});
-            t.annotations.push_back({run_end + 1000, zero, device, AnnotationStage::End});
-        }
+        if (in_run) range(zero, run_start, run_end + 1000);
         std::stable_sort(t.annotations.begin(), t.annotations.end(),
                          [](const Annotation& a, const Annotation& b) { return a.time < b.time; });
     }

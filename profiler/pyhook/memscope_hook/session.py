@@ -107,6 +107,10 @@ class Session:
             "format": output.FORMAT, "version": output.VERSION,
             "pid": self.pid, "rank": self.cfg.rank, "local_rank": self.cfg.local_rank,
             "python": platform.python_version(), "torch": str(self.torch.__version__),
+            # What the run is called (script and rank): sys.argv as the script
+            # sees it, and the interpreter's own command line where Python has it.
+            "argv": [str(a) for a in sys.argv],
+            "orig_argv": [str(a) for a in getattr(sys, "orig_argv", sys.argv)],
             "clock": "CLOCK_REALTIME ns",
             "started_ns": self.started_ns, "ended_ns": now,
             "complete": complete, "exit": exit_reason,

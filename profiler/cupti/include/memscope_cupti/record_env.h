@@ -25,6 +25,20 @@ inline constexpr const char* kCaptureLibrary =
     "MEMSCOPE_TORCH_CAPTURE_LIBRARY";  // CPU allocations (c10 reporting hook)
 inline constexpr const char* kHistoryEntries =
     "MEMSCOPE_HISTORY_MAX_ENTRIES";  // allocator history ring size
+// What to record (memscope-cli record --steps / --capture-range / --history-ring):
+//   MEMSCOPE_STEPS="A:B": the allocator history is on from the start of step A
+//   to the end of step B (steps counted as the hook counts them, from 0);
+//   MEMSCOPE_CAPTURE_RANGE="nvtx:NAME": on inside each NVTX range NAME;
+//   MEMSCOPE_HISTORY_RING="1": keep only the last MAX_ENTRIES entries (no dump
+//   before the ring wraps; dumped at exit, on a signal and on OOM).
+inline constexpr const char* kSteps = "MEMSCOPE_STEPS";
+inline constexpr const char* kCaptureRange = "MEMSCOPE_CAPTURE_RANGE";
+inline constexpr const char* kHistoryRing = "MEMSCOPE_HISTORY_RING";
+// The write end of a pipe `record` keeps open: the hook makes it Python's
+// signal wakeup fd, so each signal the process receives writes its number
+// there at once. `record` forwards a signal only when no such byte arrives
+// (the child did not get it itself, e.g. from the terminal or a group kill).
+inline constexpr const char* kSignalAckFd = "MEMSCOPE_SIGNAL_ACK_FD";
 // PyTorch's allocator configuration (and its newer name): with
 // expandable_segments:True the tracer turns the VMM callbacks on unless
 // MEMSCOPE_VMM_CALLBACKS is set explicitly.

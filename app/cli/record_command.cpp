@@ -34,8 +34,33 @@ struct RecordOptions {
     bool stacks = false;
     bool vmm = false;
     uint64_t history_entries = 0;  // 0: the hook's default
+    bool history_ring = false;
+    std::string steps;          // "A:B" (checked by parseStepRange)
+    std::string capture_range;  // "nvtx:NAME"
     std::vector<std::string> command;
 };
+
+// "" when `text` is a valid --steps value: A:B with 0 <= A <= B, or A.
+std::string stepRangeProblem(const std::string& text) {
+    const auto colon = text.find(':');
+    auto number = [](std::string_view s, int64_t& out) {
+        if (s.empty() || s.size() > 9) return false;
+        out = 0;
+        for (char c : s) {
+            if (c < '0' || c > '9') return false;
+            out = out * 10 + (c - '0');
+        }
+        return true;
+    };
+    int64_t a = 0, b = 0;
+    const std::string_view all(text);
+    const bool ok = colon == std::string::npos
+                        ? number(all, a) && number(all, b)
+                        : number(all.substr(0, colon), a) && number(all.substr(colon + 1), b);
+    if (!ok) return "expected FIRST:LAST step numbers (from 0), e.g. 3:4";
+    if (b < a) return "the last step comes before the first";
+    return {};
+}
 
 fs::path thisProgramsFolder() {
     std::error_code ec;
@@ -131,6 +156,12 @@ Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
             in.set.emplace_back(env::kCaptureLibrary, capture->string());
         if (o.history_entries > 0)
             in.set.emplace_back(env::kHistoryEntries, std::to_string(o.history_entries));
+        if (o.history_ring) in.set.emplace_back(env::kHistoryRing, "1");
+        if (!o.steps.empty()) in.set.emplace_back(env::kSteps, o.steps);
+        if (!o.capture_range.empty()) in.set.emplace_back(env::kCaptureRange, o.capture_range);
+    } else if (!o.steps.empty() || !o.capture_range.empty()) {
+        return makeError("--steps and --capture-range need the Python hook (they count steps "
+                         "and switch PyTorch's allocator history); drop --no-python-hook");
     }
 
     if (!in.cupti && !in.python_hook) {
@@ -247,7 +278,8 @@ void splitRecordCommand(std::vector<std::string>& args, size_t first,
             args.resize(i);
             return;
         }
-        if (a == "-o" || a == "--output" || a == "--history-entries") {
+        if (a == "-o" || a == "--output" || a == "--history-entries" || a == "--steps" ||
+            a == "--capture-range") {
             ++i;  // its value
             continue;
         }
@@ -268,6 +300,19 @@ Command addRecord(CLI::App& parent) {
     app->add_option("--history-entries", o->history_entries,
                     "allocator history ring size (default 1000000; saved before it wraps)")
         ->check(CLI::PositiveNumber);
+    app->add_option("--steps", o->steps,
+                    "record only steps A to B (A:B, or A; counted from 0 as the hook counts them)")
+        ->check([](const std::string& v) { return stepRangeProblem(v); });
+    app->add_option("--capture-range", o->capture_range,
+                    "record only inside the first NVTX range NAME (nvtx:NAME), as Nsight Systems")
+        ->check([](const std::string& v) {
+            return v.starts_with("nvtx:") && v.size() > 5
+                       ? std::string()
+                       : std::string("expected nvtx:NAME, e.g. nvtx:profile");
+        });
+    app->add_flag("--history-ring", o->history_ring,
+                  "keep only the last --history-entries allocator events (bounded size; no "
+                  "saving before the ring wraps)");
     app->add_flag("--tensor-level", o->tensor_level,
                   "programs without PyTorch: caching allocator off (changes the program)");
     app->add_flag("--stacks", o->stacks, "host stack at each cudaMalloc (CUPTI callbacks)");

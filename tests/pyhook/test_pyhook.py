@@ -62,12 +62,53 @@ def hook_dirs(out):
     return sorted(glob.glob(os.path.join(out, ".memscope-hook", "*")))
 
 
+def read_log(d):
+    """log.jsonl's records in sequence order (a damaged last line fails)."""
+    path = os.path.join(d, "log.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        records = [json.loads(line) for line in f]
+    return sorted({r["seq"]: r for r in records}.values(), key=lambda r: r["seq"])
+
+
+def logged_phases(records, open_phases=()):
+    """The phases as the C++ reader resolves them, without its rule for what
+    follows the last step (tested through memscope-cli): a step record
+    replaces those with the same or a higher number; an inner phase takes the
+    number of the step that holds it (-1: none)."""
+    steps, inner = {}, []
+    for r in [r for r in records if r.get("t") == "phase"] + list(open_phases):
+        if r["kind"] == "step":
+            for n in [n for n in steps if n >= r["step"]]:
+                del steps[n]
+            steps[r["step"]] = r
+        else:
+            inner.append(r)
+    out = []
+    for r in steps.values():
+        out.append(dict(kind="step", step=r["step"], start_ns=r["start_ns"], end_ns=r["end_ns"]))
+    for r in inner:
+        holder = [s for s in steps.values()
+                  if s["start_ns"] <= r["start_ns"] and r["end_ns"] <= s["end_ns"]]
+        out.append(dict(kind=r["kind"], step=holder[0]["step"] if holder else -1,
+                        start_ns=r["start_ns"], end_ns=r["end_ns"]))
+    rank = {"step": 0}
+    out.sort(key=lambda p: (p["start_ns"], -p["end_ns"], rank.get(p["kind"], 1)))
+    return out
+
+
 def load_single(out):
+    """The one process folder and its hook.json, with "phases" resolved from
+    the log and the phases open at exit."""
     dirs = hook_dirs(out)
     if len(dirs) != 1:
         raise AssertionError("expected one process folder, found %s" % dirs)
     with open(os.path.join(dirs[0], "hook.json")) as f:
-        return dirs[0], json.load(f)
+        doc = json.load(f)
+    doc["records"] = read_log(dirs[0])
+    doc["phases"] = logged_phases(doc["records"], doc.get("open_phases", ()))
+    return dirs[0], doc
 
 
 def torch_version():
@@ -88,11 +129,13 @@ class Base(unittest.TestCase):
     # ------------------------------------------------------------ assertions
     def assert_schema(self, doc, exit_reason="atexit", complete=True):
         for key in ("format", "version", "pid", "rank", "local_rank", "python", "torch", "clock",
-                    "started_ns", "ended_ns", "complete", "exit", "hooks", "phases", "histories",
-                    "history", "cpu_events", "profiler", "warnings"):
+                    "argv", "started_ns", "ended_ns", "complete", "exit", "hooks", "log",
+                    "open_phases", "capture", "histories", "history", "cpu_events", "profiler",
+                    "warnings"):
             self.assertIn(key, doc)
         self.assertEqual(doc["format"], "memscope-hook")
-        self.assertEqual(doc["version"], 1)
+        self.assertEqual(doc["version"], 2)
+        self.assertEqual(doc["log"], "log.jsonl")
         self.assertEqual(doc["clock"], "CLOCK_REALTIME ns")
         self.assertEqual(doc["exit"], exit_reason)
         self.assertIs(doc["complete"], complete)
@@ -100,7 +143,8 @@ class Base(unittest.TestCase):
                          ["backward", "forward", "optimizer", "recompute", "zero_grad"])
         for name, what in doc["hooks"].items():
             self.assertFalse(what.startswith("unavailable"), "%s: %s" % (name, what))
-        self.assertEqual(sorted(doc["history"]), ["api", "enabled", "max_entries", "reason"])
+        self.assertEqual(sorted(doc["history"]),
+                         ["api", "enabled", "max_entries", "oom_observer", "reason", "ring"])
         self.assertLessEqual(doc["started_ns"], doc["ended_ns"])
 
     def assert_well_formed(self, doc):
@@ -194,11 +238,92 @@ class RecorderUnit(unittest.TestCase):
                 self.forward()
                 self.assertTrue(self.rec.backward_begin()); self.rec.backward_end()
             self.rec.optimizer_begin(opt); self.rec.optimizer_end(opt)
-        self.assertEqual(self.opened, [0, 1])
-        self.assertEqual(self.closed, [0, 1])
+        # Before the first optimizer step, a forward after a backward looked
+        # like a new step (no optimizer yet): the optimizer step merged it.
+        self.assertEqual(self.opened, [0, 1, 1])
+        self.assertEqual(self.closed, [0, 0, 1])
         self.assertEqual(self.kinds()[:7], [("step", 0), ("zero_grad", 0), ("forward", 0),
                                             ("backward", 0), ("forward", 0), ("backward", 0),
                                             ("optimizer", 0)])
+        self.assertEqual([k for k in self.kinds() if k[0] == "step"], [("step", 0), ("step", 1)])
+
+    def steps(self):
+        return [p for p in self.rec.snapshot() if p["kind"] == "step"]
+
+    def test_trailing_zero_grad_opens_no_step(self):
+        opt = object()
+        for _ in range(3):
+            self.forward()
+            self.rec.backward_begin(); self.rec.backward_end()
+            self.rec.optimizer_begin(opt); self.rec.optimizer_end(opt)
+            self.rec.zero_grad_begin(); self.rec.zero_grad_end()
+        self.assertEqual([s["step"] for s in self.steps()], [0, 1, 2])
+        # The zero_grad after step k's optimizer is logged with step k + 1.
+        zero_grads = [p for p in self.rec.snapshot() if p["kind"] == "zero_grad"]
+        self.assertEqual(len(zero_grads), 3)
+        self.assertGreater(zero_grads[-1]["start_ns"], self.steps()[-1]["end_ns"])
+
+    def test_two_optimizers_on_other_parameters_are_one_step(self):
+        params = {}
+        rec = self.phases.Recorder(clock=lambda: self.tick(), params_of=lambda o: params[o])
+        d, g = "D", "G"
+        params[d], params[g] = frozenset([1, 2]), frozenset([3, 4])
+        for _ in range(3):
+            for o in (d, g):
+                rec.zero_grad_begin(); rec.zero_grad_end()
+                rec.module_pre(); rec.module_post()
+                rec.backward_begin(); rec.backward_end()
+                rec.optimizer_begin(o); rec.optimizer_end(o)
+        steps = [p for p in rec.snapshot() if p["kind"] == "step"]
+        self.assertEqual([s["step"] for s in steps], [0, 1, 2])
+        self.assertTrue(rec.joined)
+        per_step = [sum(1 for p in rec.snapshot() if p["kind"] == "optimizer"
+                        and s["start_ns"] <= p["start_ns"] and p["end_ns"] <= s["end_ns"])
+                    for s in steps]
+        self.assertEqual(per_step, [2, 2, 2])
+
+    def test_a_new_optimizer_over_the_same_parameters_is_a_new_step(self):
+        rec = self.phases.Recorder(clock=lambda: self.tick(),
+                                   params_of=lambda o: frozenset([1, 2]))
+        for o in ("epoch 0 optimizer", "epoch 1 optimizer"):
+            rec.module_pre(); rec.module_post()
+            rec.backward_begin(); rec.backward_end()
+            rec.optimizer_begin(o); rec.optimizer_end(o)
+        self.assertEqual([p["step"] for p in rec.snapshot() if p["kind"] == "step"], [0, 1])
+        self.assertFalse(rec.joined)
+
+    def test_without_optimizer_forwards_after_backwards_split_steps(self):
+        for _ in range(3):
+            self.forward()
+            self.rec.backward_begin(); self.rec.backward_end()
+        self.assertEqual([s["step"] for s in self.steps()], [0, 1, 2])
+
+    def test_evaluation_after_training_is_no_step(self):
+        opt = object()
+        self.forward()
+        self.rec.backward_begin(); self.rec.backward_end()
+        self.rec.optimizer_begin(opt); self.rec.optimizer_end(opt)
+        for _ in range(3):
+            self.forward()
+        self.assertEqual(len(self.steps()), 1)
+        forwards = [p for p in self.rec.snapshot() if p["kind"] == "forward"]
+        self.assertEqual([p["step"] for p in forwards], [0, -1])  # the evaluation is in none
+
+    def test_log_records_are_sequenced_and_drained_once(self):
+        opt = object()
+        self.forward()
+        self.rec.backward_begin(); self.rec.backward_end()
+        self.rec.note({"t": "oom", "time_ns": 1})
+        self.rec.optimizer_begin(opt); self.rec.optimizer_end(opt)
+        first = self.rec.drain()
+        self.assertEqual([r["seq"] for r in first], list(range(1, len(first) + 1)))
+        self.assertEqual([r.get("kind", r["t"]) for r in first],
+                         ["forward", "backward", "oom", "optimizer", "step"])
+        self.assertEqual(self.rec.drain(), [])
+
+    def tick(self):
+        self.t += 10
+        return self.t
 
     def test_optimizer_in_backward_defers_step_end(self):
         opts = [object(), object()]
@@ -240,6 +365,9 @@ class RecorderUnit(unittest.TestCase):
         self.rec.optimizer_end(opt)
         self.forward()
         self.assertEqual(self.closed, [0])
+        # The forward after the step opens one only once it trains.
+        self.assertEqual([k for k in self.kinds() if k[0] == "step"], [("step", 0)])
+        self.rec.backward_begin(); self.rec.backward_end()
         self.assertEqual([k for k in self.kinds() if k[0] == "step"], [("step", 0), ("step", 1)])
 
     def test_grad_inside_forward_is_forward(self):
@@ -419,8 +547,12 @@ class History(Base):
             hook_env(self.out, MEMSCOPE_HISTORY_MAX_ENTRIES=2000))
         d, doc = load_single(self.out)
         self.assert_schema(doc)
+        observer = ("attached" if api != "1.13" else
+                    "unavailable: no torch._C._cuda_attach_out_of_memory_observer in this "
+                    "PyTorch (an OOM is dumped only at exit)")
         self.assertEqual(doc["history"], {"enabled": True, "api": expected_api,
-                                          "max_entries": 2000, "reason": ""})
+                                          "max_entries": 2000, "reason": "", "ring": False,
+                                          "oom_observer": observer})
         # ~600 entries per step, threshold 1000: dumps after steps 1, 3, 5, then at exit.
         files = [h["file"] for h in doc["histories"]]
         self.assertEqual(files, ["history-%04d.pickle" % i for i in range(1, 5)])
@@ -488,8 +620,10 @@ class Capture(Base):
         self.assertEqual(doc["cpu_events"], {"file": "cpu-events.bin"})
         with open(os.path.join(d, "cpu-events.bin")) as f:
             lines = f.read().splitlines()
-        # Started once, flushed before each hook.json write (running, final).
-        self.assertEqual(lines, ["start", "flush", "flush"])
+        # Started once, flushed at each step end and before each hook.json write.
+        self.assertEqual(lines[0], "start")
+        self.assertGreaterEqual(lines.count("flush"), 3)
+        self.assertEqual(set(lines[1:]), {"flush"})
         # Built for another torch: not started, and said so.
         shutil.rmtree(self.out)
         env["MEMSCOPE_FAKE_CAPTURE_TORCH_VERSION"] = "9.9"

@@ -3,6 +3,7 @@
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -49,6 +50,49 @@ const Value* array(const Value& object, const char* key) {
     return it != object.MemberEnd() && it->value.IsArray() ? &it->value : nullptr;
 }
 
+// Phases of hook.json ("phases" in version 1, "open_phases" in 2): malformed
+// ones are counted and left out.
+size_t parsePhaseArray(const Value* phases, std::vector<HookPhase>& out) {
+    size_t bad = 0;
+    if (phases == nullptr) return 0;
+    out.reserve(phases->Size());
+    for (const Value& p : phases->GetArray()) {
+        if (!p.IsObject()) {
+            ++bad;
+            continue;
+        }
+        const auto kind = phaseKindFromString(text(p, "kind"));
+        HookPhase phase;
+        phase.step = int32_t(std::clamp<int64_t>(integer(p, "step", -1), -1, INT32_MAX));
+        phase.start_ns = integer(p, "start_ns", -1);
+        phase.end_ns = integer(p, "end_ns", -1);
+        if (!kind || phase.start_ns < 0 || phase.end_ns < phase.start_ns) {
+            ++bad;
+            continue;
+        }
+        phase.kind = *kind;
+        out.push_back(phase);
+    }
+    return bad;
+}
+
+// "capture": {"steps": [A, B]} | {"nvtx": NAME} | null.
+Result<void> parseCapture(const Value& doc, HookSidecar& s, const std::string& path) {
+    auto it = doc.FindMember("capture");
+    if (it == doc.MemberEnd() || it->value.IsNull()) return {};
+    const Value& c = it->value;
+    if (!c.IsObject()) return makeError(path + ": \"capture\" is not an object");
+    if (const Value* steps = array(c, "steps")) {
+        if (steps->Size() != 2 || !(*steps)[0].IsInt() || !(*steps)[1].IsInt() ||
+            (*steps)[0].GetInt() < 0 || (*steps)[1].GetInt() < (*steps)[0].GetInt())
+            return makeError(path + ": \"capture\".\"steps\" is not [first, last]");
+        s.capture_steps = {(*steps)[0].GetInt(), (*steps)[1].GetInt()};
+    } else if (auto n = c.FindMember("nvtx"); n != c.MemberEnd() && n->value.IsString()) {
+        s.capture_nvtx = std::string(str(n->value));
+    }
+    return {};
+}
+
 }  // namespace
 
 std::string_view toString(HookPhaseKind kind) {
@@ -78,9 +122,9 @@ Result<HookSidecar> parseHookSidecar(std::string_view json, const std::string& p
     if (!doc.IsObject() || text(doc, "format") != "memscope-hook")
         return makeError(path + ": not a memscope hook file (no \"format\": \"memscope-hook\")");
     const int64_t version = integer(doc, "version", 0);
-    if (version != 1)
+    if (version != 1 && version != 2)
         return makeError(path + ": hook file version " + std::to_string(version) +
-                         " is not supported (this memscope reads version 1)");
+                         " is not supported (this memscope reads versions 1 and 2)");
 
     HookSidecar s;
     s.pid = integer(doc, "pid", -1);
@@ -96,30 +140,15 @@ Result<HookSidecar> parseHookSidecar(std::string_view json, const std::string& p
         for (const auto& m : it->value.GetObject())
             s.hooks.emplace_back(std::string(str(m.name)), std::string(str(m.value)));
 
-    size_t bad_phases = 0;
-    if (const Value* phases = array(doc, "phases")) {
-        s.phases.reserve(phases->Size());
-        for (const Value& p : phases->GetArray()) {
-            if (!p.IsObject()) {
-                ++bad_phases;
-                continue;
-            }
-            const auto kind = phaseKindFromString(text(p, "kind"));
-            HookPhase phase;
-            phase.step = int32_t(integer(p, "step", -1));
-            phase.start_ns = integer(p, "start_ns", -1);
-            phase.end_ns = integer(p, "end_ns", -1);
-            if (!kind || phase.start_ns < 0 || phase.end_ns < phase.start_ns) {
-                ++bad_phases;
-                continue;
-            }
-            phase.kind = *kind;
-            s.phases.push_back(phase);
-        }
-    }
+    size_t bad_phases = parsePhaseArray(array(doc, "phases"), s.phases);
+    bad_phases += parsePhaseArray(array(doc, "open_phases"), s.open_phases);
     if (bad_phases > 0)
         s.warnings.push_back(std::to_string(bad_phases) +
                              " phases in the hook file were malformed and left out");
+    if (version >= 2) {
+        if (std::string log = text(doc, "log"); !log.empty()) s.log_file = std::move(log);
+        if (auto captured = parseCapture(doc, s, path); !captured) return captured.error();
+    }
 
     if (const Value* histories = array(doc, "histories"))
         for (const Value& h : histories->GetArray())
@@ -129,6 +158,7 @@ Result<HookSidecar> parseHookSidecar(std::string_view json, const std::string& p
         s.history_enabled = boolean(it->value, "enabled");
         s.history_api = text(it->value, "api");
         s.history_reason = text(it->value, "reason");
+        s.history_ring = boolean(it->value, "ring");
     }
     if (auto it = doc.FindMember("cpu_events"); it != doc.MemberEnd() && it->value.IsObject()) {
         if (std::string file = text(it->value, "file"); !file.empty())
@@ -150,6 +180,8 @@ Result<HookSidecar> parseHookSidecar(std::string_view json, const std::string& p
     for (const HookHistoryDump& h : s.histories)
         if (!inside(h.file))
             return makeError(path + ": history file name '" + h.file + "' is not a plain name");
+    if (s.log_file && !inside(*s.log_file))
+        return makeError(path + ": log file name '" + *s.log_file + "' is not a plain name");
     if (s.cpu_events_file && !inside(*s.cpu_events_file))
         return makeError(path + ": CPU events file name '" + *s.cpu_events_file +
                          "' is not a plain name");

@@ -6,6 +6,8 @@
 
 #include "memscope/base/file_io.h"
 #include "memscope/format/native_format.h"
+#include "memscope/recording/hook_log.h"
+#include "memscope/recording/recorded_range.h"
 
 namespace memscope {
 namespace fs = std::filesystem;
@@ -34,6 +36,41 @@ std::optional<fs::path> tracerFile(const fs::path& dir, int64_t pid) {
     return std::nullopt;
 }
 
+// Version 2 hook files keep their phases in the append-only log: resolved into
+// the steps users count, with the phases still open at exit. Also what part of
+// the run was recorded.
+Result<void> resolveLoggedPhases(const fs::path& folder, HookSidecar& hook,
+                                 RecordedRangeSpec& range, const TaskContext& ctx) {
+    std::vector<HookNvtxRange> nvtx_ranges;
+    if (hook.log_file) {
+        auto log = readHookLog((folder / *hook.log_file).string());
+        if (!log) return log.error();
+        if (log->damaged_lines > 0)
+            ctx.warn({WarningKind::SkippedRecords,
+                      std::to_string(log->damaged_lines) +
+                          " lines of the hook's phase log were not readable and were left out",
+                      log->damaged_lines});
+        if (log->cut_short)
+            ctx.warn({WarningKind::DamagedTail,
+                      "the hook's phase log ends in a line cut short (the process died while "
+                      "writing it); that line is left out",
+                      1});
+        hook.phases = resolveHookPhases(log->phases, hook.open_phases);
+        nvtx_ranges = std::move(log->nvtx_ranges);
+    } else if (!hook.open_phases.empty()) {
+        hook.phases = resolveHookPhases({}, hook.open_phases);
+    }
+    range.steps = hook.capture_steps;
+    range.nvtx = hook.capture_nvtx;
+    if (range.nvtx)
+        for (const HookNvtxRange& r : nvtx_ranges)
+            if (r.name == *range.nvtx) {
+                range.nvtx_hint = std::pair{r.start_ns, r.end_ns};
+                break;
+            }
+    return {};
+}
+
 Result<FinishedTrace> finishProcess(const fs::path& dir, const fs::path& folder, int64_t pid,
                                     const PluginRegistry& registry, const TaskContext& ctx,
                                     bool& nothing_recorded) {
@@ -44,6 +81,9 @@ Result<FinishedTrace> finishProcess(const fs::path& dir, const fs::path& folder,
 
     auto hook = readHookSidecar((folder / "hook.json").string());
     if (!hook) return hook.error();
+    RecordedRangeSpec range;
+    if (auto resolved = resolveLoggedPhases(folder, *hook, range, local); !resolved)
+        return resolved.error();
     const auto tracer = tracerFile(dir, pid);
     nothing_recorded = !hook->recordedAnything();
     if (nothing_recorded) return done;
@@ -89,6 +129,11 @@ Result<FinishedTrace> finishProcess(const fs::path& dir, const fs::path& folder,
             untimed.push_back(folder / read_dumps[i].file);
     auto merged = mergeRecording(std::move(parts), local, &done.stats);
     if (!merged) return makeError("process " + std::to_string(pid) + ": " + merged.message());
+    if (!range.empty()) {
+        // The whole trace stays when the range never began: the warning says why.
+        if (auto cut = applyRecordedRange(*merged, range, local); !cut)
+            local.warn({WarningKind::Other, cut.message() + "; the trace holds the whole run", 1});
+    }
     const fs::path out = tracer ? *tracer : dir / recordedTraceName(pid, rank, local_rank);
     // Kept as snapshots of their own, named after the trace, before the hook
     // folder goes.

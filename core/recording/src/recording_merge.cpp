@@ -228,8 +228,11 @@ Result<Trace> mergeRecording(RecordingParts parts, const TaskContext& ctx, Merge
             out.metadata.setProperty("ended_by", hook->exit);
         if (!hook->complete)
             warn(ctx, WarningKind::DamagedTail,
-                 "the process ended before the memscope hook could finish (killed?): phases "
-                 "and allocator history stop at its last save");
+                 hook->log_file
+                     ? "the process ended without exiting (killed, os._exit): its phases are kept "
+                       "up to its last second, the allocator history up to its last dump"
+                     : "the process ended before the memscope hook could finish (killed?): "
+                       "phases and allocator history stop at its last save");
         for (const std::string& w : hook->warnings) warn(ctx, WarningKind::Other, "hook: " + w);
     }
 

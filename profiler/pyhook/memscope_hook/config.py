@@ -15,15 +15,50 @@ def _int_env(env, name, default):
         return default
 
 
+def parse_steps(text):
+    """"A:B" -> (A, B) with 0 <= A <= B; "A" -> (A, A); None if malformed."""
+    parts = text.split(":")
+    try:
+        if len(parts) == 1:
+            first = last = int(parts[0])
+        elif len(parts) == 2:
+            first, last = int(parts[0]), int(parts[1])
+        else:
+            return None
+    except ValueError:
+        return None
+    if first < 0 or last < first:
+        return None
+    return first, last
+
+
 class Config:
     def __init__(self, output_dir, max_entries=DEFAULT_MAX_ENTRIES, capture_library=None,
-                 rank=-1, local_rank=-1, warnings=()):
+                 rank=-1, local_rank=-1, warnings=(), steps=None, nvtx_range=None, ring=False,
+                 signal_ack_fd=-1):
         self.output_dir = output_dir
         self.max_entries = max_entries
         self.capture_library = capture_library
         self.rank = rank
         self.local_rank = local_rank
         self.warnings = list(warnings)
+        self.steps = steps              # (first, last) step numbers, or None: all
+        self.nvtx_range = nvtx_range    # the NVTX range name that switches recording on
+        self.ring = ring                # keep only the last max_entries (no dump before wrap)
+        self.signal_ack_fd = signal_ack_fd
+
+    @property
+    def gated(self):
+        """The history is switched on only for part of the run."""
+        return self.steps is not None or self.nvtx_range is not None
+
+    def capture_document(self):
+        """What hook.json says about the part of the run that was recorded."""
+        if self.steps is not None:
+            return {"steps": list(self.steps)}
+        if self.nvtx_range is not None:
+            return {"nvtx": self.nvtx_range}
+        return None
 
     @classmethod
     def from_env(cls, env=None):
@@ -43,7 +78,25 @@ class Config:
                 max_entries = DEFAULT_MAX_ENTRIES
                 warnings.append("MEMSCOPE_HISTORY_MAX_ENTRIES=%r is not a positive integer; using %d"
                                 % (raw, DEFAULT_MAX_ENTRIES))
+        steps = None
+        raw = env.get("MEMSCOPE_STEPS", "")
+        if raw:
+            steps = parse_steps(raw)
+            if steps is None:
+                warnings.append("MEMSCOPE_STEPS=%r is not FIRST:LAST (step numbers from 0); "
+                                "recording every step" % raw)
+        nvtx_range = None
+        raw = env.get("MEMSCOPE_CAPTURE_RANGE", "")
+        if raw:
+            if raw.startswith("nvtx:") and len(raw) > len("nvtx:"):
+                nvtx_range = raw[len("nvtx:"):]
+            else:
+                warnings.append("MEMSCOPE_CAPTURE_RANGE=%r is not nvtx:NAME; recording the whole "
+                                "run" % raw)
         return cls(output_dir=os.path.abspath(out),
+                   steps=steps, nvtx_range=nvtx_range,
+                   ring=env.get("MEMSCOPE_HISTORY_RING", "") == "1",
+                   signal_ack_fd=_int_env(env, "MEMSCOPE_SIGNAL_ACK_FD", -1),
                    max_entries=max_entries,
                    capture_library=env.get("MEMSCOPE_TORCH_CAPTURE_LIBRARY") or None,
                    # The launcher's process group identity (torchrun sets these).

@@ -1,6 +1,9 @@
-"""The CUDA caching allocator's history: switched on when CUDA initializes,
-dumped with torch.cuda.memory._snapshot() at exit, on SIGTERM, and before the
-ring buffer (max_entries) would drop entries.
+"""The CUDA caching allocator's history: switched on when CUDA initializes
+(or, with a capture range, when the range begins), dumped with
+torch.cuda.memory._snapshot() at exit, on SIGTERM, on an out-of-memory error
+(the allocator's OOM observer, 2.0+), at the end of the capture range, and
+before the ring buffer (max_entries) would drop entries (unless ring=True:
+then only the last max_entries are kept, by design).
 
 Everything is looked up on torch at call time, not at install time: CUDA may
 initialize long after torch is imported (and the tests swap in a stand-in).
@@ -27,7 +30,8 @@ def _params(fn):
 
 
 class History:
-    def __init__(self, torch, max_entries, directory, warn):
+    def __init__(self, torch, max_entries, directory, warn, gated=False, ring=False,
+                 on_oom=None):
         self._torch = torch
         self.max_entries = max_entries
         self.directory = directory
@@ -41,6 +45,12 @@ class History:
         self._can_clear = False
         self._next_cleared = False
         self._baseline = 0
+        self._gated = gated             # on only inside the capture range
+        self._want_on = not gated
+        self._ring = ring
+        self._cuda_ready = False
+        self._on_oom = on_oom           # on_oom(device, bytes): the session's OOM handling
+        self.oom_observer = None        # "attached" | "unavailable: <why>"
 
     # ------------------------------------------------------------------ setup
     def install(self):
@@ -59,19 +69,86 @@ class History:
 
     def forget(self, reason):
         """A forked child: the parent's CUDA state is not usable here."""
+        self._lock = threading.RLock()  # the parent's may have been held at fork
         with self._lock:
+            self._cuda_ready = False
             self.enabled = False
             self.reason = reason
             self.files = []
             self._count = 0
 
     def _enable_at_init(self):
+        self._cuda_ready = True
+        self._attach_oom_observer()
+        with self._lock:
+            if not self._want_on:
+                self.reason = "waiting for the capture range to begin"
+                return
+            self._switch_on_now()
+
+    def _switch_on_now(self):
         try:
-            self._enable(clear=False)
+            self._enable(clear=self._can_clear)
         except Exception as exc:
             self.enabled = False
             self.reason = "_record_memory_history failed: %s: %s" % (type(exc).__name__, exc)
             self._warn("CUDA allocator history not recorded (%s)" % self.reason)
+
+    def _attach_oom_observer(self):
+        attach = getattr(getattr(self._torch, "_C", None), "_cuda_attach_out_of_memory_observer",
+                         None)
+        if attach is None:
+            self.oom_observer = ("unavailable: no torch._C._cuda_attach_out_of_memory_observer "
+                                 "in this PyTorch (an OOM is dumped only at exit)")
+            return
+        on_oom = self._on_oom
+
+        def observer(device, alloc, device_allocated, device_free):
+            # Runs inside the failing allocation, before the error reaches the
+            # program: whether it catches the error or dies, the moment is kept.
+            try:
+                if on_oom is not None:
+                    on_oom(device, alloc)
+            except Exception as exc:
+                self._warn("dumping the history at an OOM failed: %s: %s"
+                           % (type(exc).__name__, exc))
+
+        try:
+            attach(observer)
+            self.oom_observer = "attached"
+        except Exception as exc:
+            self.oom_observer = "unavailable: %s: %s" % (type(exc).__name__, exc)
+
+    # --------------------------------------------------------- capture range
+    def switch_on(self):
+        """The capture range begins: record from now on."""
+        with self._lock:
+            self._want_on = True
+            if self._cuda_ready and not self.enabled:
+                self._switch_on_now()
+
+    def switch_off(self):
+        """The capture range ended: dump what it recorded, then stop."""
+        with self._lock:
+            self._want_on = False
+            if not self.enabled:
+                return False
+            wrote = self.dump(reenable=False)
+            try:
+                self._disable()
+            except Exception as exc:
+                self._warn("switching the allocator history off failed: %s: %s"
+                           % (type(exc).__name__, exc))
+            return wrote
+
+    def _disable(self):
+        api, record, _ = self._api()
+        if api == "2.1+":
+            record(enabled=None)
+        elif api == "1.13":
+            record(False)
+        self.enabled = False
+        self.reason = "switched off at the end of the capture range"
 
     def _api(self):
         memory = self._torch.cuda.memory
@@ -128,14 +205,14 @@ class History:
     def maybe_dump(self):
         """At the end of each step: dump before the ring buffer wraps.
         Returns whether a file was written."""
-        if not self.enabled:
+        if not self.enabled or self._ring:
             return False
         with self._lock:
             if self._entries() - self._baseline <= self.max_entries // 2:
                 return False
             return self.dump()
 
-    def dump(self):
+    def dump(self, reenable=True):
         with self._lock:
             if not self.enabled:
                 return False
@@ -153,7 +230,7 @@ class History:
                 self._baseline = self._entries()
             except Exception:
                 pass
-            if self._can_clear:
+            if self._can_clear and reenable:
                 # 2.5+: start the next file empty instead of overlapping this one.
                 self._enable(clear=True)
                 self._next_cleared = True
@@ -161,4 +238,5 @@ class History:
 
     def describe(self):
         return {"enabled": self.enabled, "api": self.api, "max_entries": self.max_entries,
-                "reason": self.reason}
+                "reason": self.reason, "ring": self._ring,
+                "oom_observer": self.oom_observer}

@@ -4,7 +4,7 @@ import os
 import threading
 
 FORMAT = "memscope-hook"
-VERSION = 1
+VERSION = 2
 
 
 class HookFile:

@@ -1,6 +1,15 @@
 """One recording per process: ties the phase recorder, the allocator history,
-the CPU capture library, the profiler watch and the signal handlers to
-hook.json in $MEMSCOPE_OUTPUT_DIR/.memscope-hook/<pid>/."""
+the CPU capture library, the profiler watch and the signal handlers to the
+files in $MEMSCOPE_OUTPUT_DIR/.memscope-hook/<pid>/:
+
+  log.jsonl  phases and annotations, appended as they close: flushed at every
+             step end and at least once a second (a flusher thread), so that
+             kill -9, os._exit or an OOM kill lose at most the last second;
+  hook.json  what the process is (pid, rank, argv, versions, hooks), the
+             history dumps, warnings; rewritten atomically when the first step
+             opens, after each dump and at exit (then with the phases still
+             open, closed at that moment).
+"""
 import atexit
 import os
 import platform
@@ -8,7 +17,10 @@ import sys
 import threading
 import time
 
-from . import capture, history, output, phases, profiler_watch, signals, torch_hooks
+from . import (capture, capture_range, history, log, output, phases, profiler_watch, signals,
+               torch_hooks)
+
+FLUSH_INTERVAL_S = 1.0
 
 
 class Session:
@@ -23,10 +35,15 @@ class Session:
         self._wrote = False
         self._printed_profiler = False
         self._lock = threading.RLock()
+        self._flusher = None
         self._bind_pid()
         self.rec = phases.Recorder(on_step_opened=self._step_opened,
-                                   on_step_closed=self._step_closed)
-        self.history = history.History(torch, cfg.max_entries, self.dir, self.warn)
+                                   on_step_closed=self._step_closed,
+                                   params_of=torch_hooks.optimizer_params, keep=False)
+        self.log = log.HookLog(self.dir, self.warn)
+        self.history = history.History(torch, cfg.max_entries, self.dir, self.warn,
+                                       gated=cfg.gated, ring=cfg.ring, on_oom=self._oom)
+        self.range = capture_range.CaptureRange(cfg, self.history, self.rec.note, self.rec)
 
     def _bind_pid(self):
         self.pid = os.getpid()
@@ -46,45 +63,80 @@ class Session:
                                          self.dir, self.warn)
         except Exception as exc:
             self.warn("CPU tensors not captured: %s: %s" % (type(exc).__name__, exc))
-        self.hooks = torch_hooks.install(self.torch, self.rec, self.warn)
+        self.hooks = torch_hooks.install(self.torch, self.rec, self.warn,
+                                         nvtx=self.range if self.cfg.nvtx_range else None)
         try:
             self.history.install()
         except Exception as exc:
             self.history.reason = "install failed: %s: %s" % (type(exc).__name__, exc)
         profiler_watch.install(self.torch, self._profiler_started)
-        signals.install(self.finish, self._note_exit, self.warn)
+        signals.install(self.finish, self._note_exit, self.warn, self.cfg.signal_ack_fd)
         atexit.register(self._at_exit)
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._forked)
+        self._start_flusher()
 
     def _forked(self):
         """A forked child (DataLoader worker) has a copy of everything: start
         over as an empty recording of its own, which it writes only if it
-        records something."""
+        records something. Locks are new: a thread that held one at the fork
+        does not exist here."""
         try:
+            self._lock = threading.RLock()
             self._bind_pid()
-            self.rec.reset()
+            self.rec.after_fork()
+            self.log.after_fork(self.dir)
             self.history.directory = self.dir
             self.history.forget("forked child: CUDA is not usable here")
             self.capture = None  # the library's state belongs to the parent
             self.profiler = []
             self._exit_reason = None
             self._wrote = False
+            self._flusher = None
+            self._start_flusher()
         except Exception:
             pass
 
+    def _start_flusher(self):
+        if self._flusher is not None:
+            return
+        stop = threading.Event()
+
+        def run():
+            while not stop.wait(FLUSH_INTERVAL_S):
+                try:
+                    self.flush()
+                except Exception:
+                    pass
+
+        thread = threading.Thread(target=run, name="memscope-flush", daemon=True)
+        thread.start()
+        self._flusher = (thread, stop)
+
     # ------------------------------------------------------------- callbacks
     def _step_opened(self, step):
+        self.range.step_opened(step)
         # The first step: leave a hook.json behind in case of SIGKILL.
         if not self._wrote:
             self._safe_write("running", complete=False)
 
     def _step_closed(self, step):
+        dumps = len(self.history.files)
+        self.range.step_closed(step)
         try:
-            if self.history.maybe_dump():
-                self._safe_write("running", complete=False)
+            self.history.maybe_dump()
         except Exception as exc:
             self.warn("allocator history dump failed: %s: %s" % (type(exc).__name__, exc))
+        if len(self.history.files) != dumps:
+            self._safe_write("running", complete=False)  # lists the new dump; flushes too
+        else:
+            self.flush()
+
+    def _oom(self, device, alloc):
+        self.rec.note({"t": "oom", "time_ns": time.time_ns(), "device": int(device),
+                       "bytes": int(alloc)})
+        self.history.dump()
+        self._safe_write("running", complete=False)
 
     def _profiler_started(self, what):
         with self._lock:
@@ -101,7 +153,22 @@ class Session:
         return (self.rec.has_phases() or bool(self.history.files)
                 or (self.capture is not None and self.capture.has_data()))
 
-    def document(self, exit_reason, complete):
+    def flush(self):
+        """Phases closed since the last flush go to the log; the CPU capture
+        writes its buffer."""
+        with self._lock:
+            if self.capture is not None:
+                try:
+                    self.capture.flush()
+                except Exception as exc:
+                    self.warn("memscope_capture_flush failed: %s" % exc)
+            records = self.rec.drain()
+            if records:
+                self.log.append(records)
+            elif self.log.failed is not None:
+                self.log.append([])  # retry what waited (the disk may have space again)
+
+    def document(self, exit_reason, complete, open_phases=()):
         now = time.time_ns()
         return {
             "format": output.FORMAT, "version": output.VERSION,
@@ -115,7 +182,9 @@ class Session:
             "started_ns": self.started_ns, "ended_ns": now,
             "complete": complete, "exit": exit_reason,
             "hooks": dict(self.hooks),
-            "phases": self.rec.snapshot(now),
+            "log": log.FILE_NAME,
+            "open_phases": list(open_phases),
+            "capture": self.cfg.capture_document(),
             "histories": list(self.history.files),
             "history": self.history.describe(),
             "cpu_events": {"file": capture.FILE_NAME} if self.capture is not None else None,
@@ -125,15 +194,14 @@ class Session:
 
     def write(self, exit_reason, complete):
         with self._lock:
-            if self.capture is not None:
-                try:
-                    self.capture.flush()
-                except Exception as exc:
-                    self.warn("memscope_capture_flush failed: %s" % exc)
+            self.flush()
             if not self._has_content():
                 self.file.remove_if_empty()
                 return
-            self.file.write(self.document(exit_reason, complete))
+            # Only the final write carries the phases still open: an interim
+            # one's would be stale after a kill.
+            open_phases = self.rec.open_records() if complete else ()
+            self.file.write(self.document(exit_reason, complete, open_phases))
             self._wrote = True
 
     def _safe_write(self, exit_reason, complete):
@@ -145,16 +213,24 @@ class Session:
     def finish(self, reason):
         """Exit (atexit) or a fatal signal: dump the history, write the final
         hook.json. May run more than once (a SIGTERM handler that does not
-        exit, then atexit): each run rewrites the whole picture."""
-        if self._exit_reason is None or reason != "atexit":
-            self._exit_reason = reason
-        try:
-            self.history.dump()
-        except Exception as exc:
-            self.warn("allocator history dump at exit failed: %s: %s" % (type(exc).__name__, exc))
-        self._safe_write(self._exit_reason, complete=True)
+        exit, then atexit): each run rewrites the whole picture. SIGINT and
+        SIGTERM wait until it is done."""
+        with signals.deferred():
+            if self._exit_reason is None or reason != "atexit":
+                self._exit_reason = reason
+            try:
+                self.history.dump()
+            except Exception as exc:
+                self.warn("allocator history dump at exit failed: %s: %s"
+                          % (type(exc).__name__, exc))
+            self._safe_write(self._exit_reason, complete=True)
 
     def _at_exit(self):
         if os.getpid() != self.pid:
             return
-        self.finish("atexit")
+        try:
+            self.finish("atexit")
+        except KeyboardInterrupt:
+            # A second Ctrl-C that waited for the final write: everything is
+            # written; the process is exiting anyway.
+            pass

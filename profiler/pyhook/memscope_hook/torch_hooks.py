@@ -30,7 +30,9 @@ class _Guard:
                        % (where, type(exc).__name__, exc))
 
 
-def install(torch, rec, warn):
+def install(torch, rec, warn, nvtx=None):
+    """nvtx: an object with nvtx_push(name) / nvtx_pop() (the capture range),
+    or None to leave torch.cuda.nvtx alone."""
     guard = _Guard(warn)
     hooks = {}
     for name, installer in (("forward", _forward), ("backward", _backward),
@@ -40,7 +42,53 @@ def install(torch, rec, warn):
             hooks[name] = installer(torch, rec, guard)
         except Exception as exc:
             hooks[name] = "unavailable: %s: %s" % (type(exc).__name__, exc)
+    if nvtx is not None:
+        try:
+            hooks["nvtx"] = _nvtx(torch, nvtx, guard)
+        except Exception as exc:
+            hooks["nvtx"] = "unavailable: %s: %s" % (type(exc).__name__, exc)
     return hooks
+
+
+def optimizer_params(optimizer):
+    """The ids of an optimizer's parameters (phases.Recorder tells a second
+    optimizer of the same iteration from a replacement by them); None if
+    unknown."""
+    try:
+        return frozenset(id(p) for group in optimizer.param_groups for p in group["params"])
+    except Exception:
+        return None
+
+
+def _nvtx(torch, listener, guard):
+    """torch.cuda.nvtx.range_push / range_pop (which torch.cuda.nvtx.range
+    calls through the module): the capture range sees them before NVTX does
+    (on a CPU-only build the original then raises, as it always did)."""
+    mod = importlib.import_module("torch.cuda.nvtx")
+    push, pop = mod.range_push, mod.range_pop
+    if getattr(push, "_memscope_wrapped", False):
+        return "wrapped torch.cuda.nvtx.range_push+range_pop"
+
+    @functools.wraps(push)
+    def range_push(msg, *args, **kwargs):
+        try:
+            listener.nvtx_push(str(msg))
+        except Exception as exc:
+            guard.failed("torch.cuda.nvtx.range_push", exc)
+        return push(msg, *args, **kwargs)
+
+    @functools.wraps(pop)
+    def range_pop(*args, **kwargs):
+        try:
+            listener.nvtx_pop()
+        except Exception as exc:
+            guard.failed("torch.cuda.nvtx.range_pop", exc)
+        return pop(*args, **kwargs)
+
+    range_push._memscope_wrapped = True
+    range_pop._memscope_wrapped = True
+    mod.range_push, mod.range_pop = range_push, range_pop
+    return "wrapped torch.cuda.nvtx.range_push+range_pop"
 
 
 def _forward(torch, rec, guard):

@@ -44,7 +44,16 @@ struct HookSidecar {
     bool complete = false;
     std::string exit;  // "atexit", "SIGTERM", "SIGINT", "running"
     std::vector<std::pair<std::string, std::string>> hooks;  // phase -> how it was hooked
-    std::vector<HookPhase> phases;
+    std::vector<HookPhase> phases;  // version 1 inline; version 2: resolved from the log
+    // Version 2: the append-only log (hook_log.h) and the phases still open
+    // when the final hook.json was written, closed then.
+    std::optional<std::string> log_file;
+    std::vector<HookPhase> open_phases;
+    // The part of the run the allocator history was on for (record --steps /
+    // --capture-range); none: the whole run.
+    std::optional<std::pair<int32_t, int32_t>> capture_steps;
+    std::optional<std::string> capture_nvtx;
+    bool history_ring = false;  // only the last max_entries entries were kept
     std::vector<HookHistoryDump> histories;
     bool history_enabled = false;
     std::string history_api;
@@ -54,7 +63,8 @@ struct HookSidecar {
     std::vector<std::string> warnings;
 
     bool recordedAnything() const {
-        return !phases.empty() || !histories.empty() || cpu_events_file.has_value();
+        return !phases.empty() || log_file.has_value() || !open_phases.empty() ||
+               !histories.empty() || cpu_events_file.has_value();
     }
 };
 

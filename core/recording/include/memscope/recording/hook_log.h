@@ -1,0 +1,71 @@
+#pragma once
+// The Python hook's append-only log, `.memscope-hook/<pid>/log.jsonl` (hook
+// file version 2): one JSON object per line, written as phases close, so a
+// process killed at any moment leaves every line it wrote (at most the last
+// one cut short). Schema: profiler/pyhook/README.md.
+//
+// The hook logs step records as steps end, and a later record for step s
+// replaces those with number >= s (a second optimizer joined the step, or
+// steps split by forwards turned out to be one optimizer step's
+// accumulation). resolveHookPhases turns the records into the steps users
+// count; see there.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "memscope/base/result.h"
+#include "memscope/recording/hook_sidecar.h"
+
+namespace memscope {
+
+struct HookLogRecordPhase {
+    uint64_t seq = 0;  // the hook's order of records; 0 for hook.json's open phases
+    HookPhase phase;
+};
+
+struct HookCaptureSwitch {
+    int64_t time_ns = 0;
+    bool on = false;
+};
+
+struct HookNvtxRange {
+    std::string name;
+    int64_t start_ns = 0;
+    int64_t end_ns = 0;
+};
+
+struct HookOom {
+    int64_t time_ns = 0;
+    int32_t device = -1;
+    int64_t bytes = 0;
+};
+
+struct HookLog {
+    std::vector<HookLogRecordPhase> phases;  // by seq, duplicates removed
+    std::vector<HookCaptureSwitch> capture;
+    std::vector<HookNvtxRange> nvtx_ranges;
+    std::vector<HookOom> ooms;
+    size_t damaged_lines = 0;  // not JSON or not a known record: left out
+    bool cut_short = false;    // the last line has no newline (killed mid-write)
+};
+
+// A missing file is an empty log (the process closed no phase).
+Result<HookLog> readHookLog(const std::string& path);
+HookLog parseHookLog(std::string_view text);
+
+// The phases as users count steps, from the log's records and the phases
+// hook.json says were open at exit:
+//   - step records resolved (a record for step s replaces those >= s);
+//   - what follows the last step: with a backward or an optimizer step in it
+//     (the process was killed mid-step) it is one more step; made only of
+//     zero_grad it belongs to the last step, which is extended over it (a
+//     zero_grad at the end of the loop); forwards without a backward (an
+//     evaluation after training) stay outside every step. A process that
+//     never trained gets one step over its forwards;
+//   - inner phases take the number of the step that holds them (-1: none).
+// Sorted by start, a step before the phases it holds.
+std::vector<HookPhase> resolveHookPhases(const std::vector<HookLogRecordPhase>& records,
+                                         const std::vector<HookPhase>& open_at_exit);
+
+}  // namespace memscope

@@ -1,0 +1,202 @@
+#include "memscope/recording/hook_log.h"
+
+#include <rapidjson/document.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+
+namespace memscope {
+namespace {
+
+using Value = rapidjson::Value;
+
+std::optional<HookPhaseKind> kindOf(std::string_view s) {
+    for (HookPhaseKind k :
+         {HookPhaseKind::Step, HookPhaseKind::Forward, HookPhaseKind::Backward,
+          HookPhaseKind::Recompute, HookPhaseKind::Optimizer, HookPhaseKind::ZeroGrad})
+        if (toString(k) == s) return k;
+    return std::nullopt;
+}
+
+std::optional<int64_t> integer(const Value& o, const char* key) {
+    auto it = o.FindMember(key);
+    if (it == o.MemberEnd() || !it->value.IsInt64()) return std::nullopt;
+    return it->value.GetInt64();
+}
+
+std::string_view text(const Value& o, const char* key) {
+    auto it = o.FindMember(key);
+    if (it == o.MemberEnd() || !it->value.IsString()) return {};
+    return {it->value.GetString(), it->value.GetStringLength()};
+}
+
+// False when the line is not a record this reader knows.
+bool parseLine(std::string_view line, HookLog& log) {
+    rapidjson::Document d;
+    d.Parse(line.data(), line.size());
+    if (d.HasParseError() || !d.IsObject()) return false;
+    const std::string_view type = text(d, "t");
+    if (type == "phase") {
+        const auto kind = kindOf(text(d, "kind"));
+        const auto start = integer(d, "start_ns"), end = integer(d, "end_ns");
+        const auto seq = integer(d, "seq");
+        if (!kind || !start || !end || !seq || *start < 0 || *end < *start || *seq <= 0)
+            return false;
+        HookLogRecordPhase r;
+        r.seq = uint64_t(*seq);
+        r.phase.kind = *kind;
+        r.phase.step = int32_t(std::clamp<int64_t>(integer(d, "step").value_or(-1), -1, INT32_MAX));
+        r.phase.start_ns = *start;
+        r.phase.end_ns = *end;
+        log.phases.push_back(r);
+        return true;
+    }
+    if (type == "capture") {
+        const auto time = integer(d, "time_ns");
+        auto on = d.FindMember("on");
+        if (!time || on == d.MemberEnd() || !on->value.IsBool()) return false;
+        log.capture.push_back({*time, on->value.GetBool()});
+        return true;
+    }
+    if (type == "nvtx_range") {
+        const auto start = integer(d, "start_ns"), end = integer(d, "end_ns");
+        if (!start || !end || *end < *start) return false;
+        log.nvtx_ranges.push_back({std::string(text(d, "name")), *start, *end});
+        return true;
+    }
+    if (type == "oom") {
+        const auto time = integer(d, "time_ns");
+        if (!time) return false;
+        log.ooms.push_back({*time, int32_t(std::clamp<int64_t>(integer(d, "device").value_or(-1),
+                                                                -1, INT16_MAX)),
+                            integer(d, "bytes").value_or(0)});
+        return true;
+    }
+    // A record type a newer hook writes: not damage.
+    return !type.empty();
+}
+
+bool holdsTraining(HookPhaseKind k) {
+    return k == HookPhaseKind::Backward || k == HookPhaseKind::Optimizer ||
+           k == HookPhaseKind::Recompute;
+}
+
+}  // namespace
+
+HookLog parseHookLog(std::string_view all) {
+    HookLog log;
+    size_t pos = 0;
+    while (pos < all.size()) {
+        size_t end = all.find('\n', pos);
+        const bool last_cut = end == std::string_view::npos;
+        if (last_cut) end = all.size();
+        const std::string_view line = all.substr(pos, end - pos);
+        pos = end + 1;
+        if (line.empty()) continue;
+        if (!parseLine(line, log)) {
+            if (last_cut)
+                log.cut_short = true;
+            else
+                ++log.damaged_lines;
+        }
+    }
+    // A signal handler can write lines the main thread then writes again:
+    // the sequence number makes them one.
+    std::stable_sort(log.phases.begin(), log.phases.end(),
+                     [](const auto& a, const auto& b) { return a.seq < b.seq; });
+    log.phases.erase(std::unique(log.phases.begin(), log.phases.end(),
+                                 [](const auto& a, const auto& b) { return a.seq == b.seq; }),
+                     log.phases.end());
+    return log;
+}
+
+Result<HookLog> readHookLog(const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return HookLog{};  // no phase ever closed
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return makeError(path + ": cannot open the hook log");
+    std::string all;
+    char buffer[1 << 16];
+    while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
+        all.append(buffer, size_t(in.gcount()));
+        if (all.size() > (size_t(8) << 30))
+            return makeError(path + ": the hook log is larger than 8 GiB; not a memscope log");
+    }
+    if (in.bad()) return makeError(path + ": cannot read the hook log");
+    return parseHookLog(all);
+}
+
+std::vector<HookPhase> resolveHookPhases(const std::vector<HookLogRecordPhase>& records,
+                                         const std::vector<HookPhase>& open_at_exit) {
+    std::map<int32_t, HookPhase> steps;  // by number
+    std::vector<HookPhase> inner;
+    auto take = [&](const HookPhase& p) {
+        if (p.kind == HookPhaseKind::Step) {
+            if (p.step < 0) return;
+            steps.erase(steps.lower_bound(p.step), steps.end());
+            steps[p.step] = p;
+        } else {
+            inner.push_back(p);
+        }
+    };
+    for (const HookLogRecordPhase& r : records) take(r.phase);
+    for (const HookPhase& p : open_at_exit) take(p);
+
+    std::sort(inner.begin(), inner.end(),
+              [](const HookPhase& a, const HookPhase& b) { return a.start_ns < b.start_ns; });
+    // What follows the last step.
+    const int64_t last_end = steps.empty() ? INT64_MIN : steps.rbegin()->second.end_ns;
+    const auto tail = std::find_if(inner.begin(), inner.end(),
+                                   [&](const HookPhase& p) { return p.start_ns >= last_end; });
+    const bool trained_in_tail = std::any_of(tail, inner.end(), [](const HookPhase& p) {
+        return holdsTraining(p.kind);
+    });
+    const bool trained_ever =
+        !steps.empty() ||
+        std::any_of(inner.begin(), inner.end(), [](const HookPhase& p) { return holdsTraining(p.kind); });
+    if (tail != inner.end()) {
+        if (trained_in_tail || !trained_ever) {
+            HookPhase extra;
+            extra.kind = HookPhaseKind::Step;
+            extra.step = steps.empty() ? 0 : steps.rbegin()->first + 1;
+            extra.start_ns = tail->start_ns;
+            extra.end_ns = tail->end_ns;
+            for (auto it = tail; it != inner.end(); ++it)
+                extra.end_ns = std::max(extra.end_ns, it->end_ns);
+            steps[extra.step] = extra;
+        } else if (!steps.empty()) {
+            // zero_grad calls before any forward of the tail end the last step's iteration.
+            HookPhase& last = steps.rbegin()->second;
+            for (auto it = tail; it != inner.end() && it->kind == HookPhaseKind::ZeroGrad; ++it)
+                last.end_ns = std::max(last.end_ns, it->end_ns);
+        }
+    }
+
+    std::vector<HookPhase> out;
+    out.reserve(steps.size() + inner.size());
+    for (auto& [n, s] : steps) out.push_back(s);
+    // Each inner phase takes the number of the step that holds it.
+    std::vector<HookPhase> ordered_steps = out;
+    for (HookPhase p : inner) {
+        auto it = std::upper_bound(
+            ordered_steps.begin(), ordered_steps.end(), p.start_ns,
+            [](int64_t t, const HookPhase& s) { return t < s.start_ns; });
+        p.step = -1;
+        if (it != ordered_steps.begin()) {
+            const HookPhase& s = *(it - 1);
+            if (p.start_ns >= s.start_ns && p.end_ns <= s.end_ns) p.step = s.step;
+        }
+        out.push_back(p);
+    }
+    std::stable_sort(out.begin(), out.end(), [](const HookPhase& a, const HookPhase& b) {
+        if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+        if (a.end_ns != b.end_ns) return a.end_ns > b.end_ns;
+        return a.kind == HookPhaseKind::Step && b.kind != HookPhaseKind::Step;
+    });
+    return out;
+}
+
+}  // namespace memscope

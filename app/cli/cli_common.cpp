@@ -46,6 +46,24 @@ Result<OpenedRun> openWithProgress(const std::string& path, const OpenOptions& o
     return run;
 }
 
+RunLabel runLabel(const OpenedTrace& part) {
+    RunLabel label;
+    label.name = part.trace ? part.trace->metadata.name : std::string();
+    if (label.name.empty()) label.name = std::filesystem::path(part.path).stem().string();
+    label.pid = part.trace ? part.trace->metadata.pid : -1;
+    label.path = part.path;
+    return label;
+}
+
+RunLabel runLabel(const OpenedRun& run) {
+    RunLabel label;
+    label.name = run.name;
+    if (run.parts.size() == 1 && run.parts.front().trace)
+        label.pid = run.parts.front().trace->metadata.pid;
+    label.path = run.path;
+    return label;
+}
+
 void printWarnings(const char* command, const OpenedRun& run) {
     for (const OpenedTrace& part : run.parts)
         for (const LoadWarning& w : part.warnings)

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "memscope/model/run_name.h"
 #include "memscope/open/open_run.h"
 #include "memscope/open/plugin_registry.h"
 
@@ -17,6 +18,12 @@ const PluginRegistry& registry();
 
 // openRun with progress on stderr when it is a terminal and the input is big.
 Result<OpenedRun> openWithProgress(const std::string& path, const OpenOptions& options = {});
+
+// A run's name, pid and path, for distinctRunNames (run_name.h): a file by
+// its trace's name (else its stem); a folder by its name, its ranks' pids
+// being several.
+RunLabel runLabel(const OpenedTrace& part);
+RunLabel runLabel(const OpenedRun& run);
 
 // "memscope-cli CMD: warning: PATH: MESSAGE" for each warning of a run.
 void printWarnings(const char* command, const OpenedRun& run);

@@ -65,7 +65,12 @@ int run(const CompareOptions& o) {
         }
         inputs.push_back({r.path, r.name, RunRef{best_part->trace.get(), best}});
     }
-    size_t baseline = defaultBaseline(inputs);
+    size_t baseline = defaultBaseline(inputs);  // by the runs' own names
+    // Rows by the runs' names ("train.py rank 1"), told apart where they share one.
+    std::vector<RunLabel> labels;
+    for (const OpenedRun& r : runs) labels.push_back(runLabel(r));
+    const std::vector<std::string> names = distinctRunNames(labels);
+    for (size_t i = 0; i < inputs.size(); ++i) inputs[i].name = names[i];
     if (!o.baseline.empty()) {
         auto chosen = resolveBaseline(o.baseline, inputs);
         if (!chosen) {

@@ -78,7 +78,8 @@ bool printRecordedTrace(const fs::path& file) {
     const Trace& t = *part.trace;
     const Timeline& timeline = *part.timeline;
     std::printf("  %s\n", file.c_str());
-    std::printf("    pid %lld%s, %zu events, %zu phases, %zu annotations\n",
+    std::printf("    %s%spid %lld%s, %zu events, %zu phases, %zu annotations\n",
+                t.metadata.name.c_str(), t.metadata.name.empty() ? "" : ": ",
                 (long long)t.metadata.pid,
                 t.metadata.rank >= 0 ? (", rank " + std::to_string(t.metadata.rank)).c_str() : "",
                 t.events.size(), t.phases.size(), t.annotations.size());

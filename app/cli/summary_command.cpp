@@ -16,6 +16,7 @@
 #include "memscope/base/units.h"
 #include "memscope/inference/inference.h"
 #include "memscope/model/phases.h"
+#include "memscope/model/run_name.h"
 
 namespace memscope::cli {
 namespace {
@@ -113,12 +114,14 @@ void printTheory(const Trace& trace, const DeviceTimeline& tl) {
     }
 }
 
+// "train.py rank 1: PATH  (native, from memscope-record)"
 void printTable(const FileReport& f) {
     const std::string& source = f.trace ? f.trace->metadata.source_format : f.format;
     if (source.empty() || source == f.format)
-        std::printf("%s  (%s)\n", f.path.c_str(), f.format.c_str());
+        std::printf("%s: %s  (%s)\n", f.name.c_str(), f.path.c_str(), f.format.c_str());
     else
-        std::printf("%s  (%s, from %s)\n", f.path.c_str(), f.format.c_str(), source.c_str());
+        std::printf("%s: %s  (%s, from %s)\n", f.name.c_str(), f.path.c_str(), f.format.c_str(),
+                    source.c_str());
     for (const auto& w : f.warnings) std::printf("  warning: %s\n", w.message.c_str());
     if (f.summary.devices.empty())
         std::printf("  no devices: the trace holds no events and no segments\n");
@@ -185,20 +188,28 @@ int run(const SummaryOptions& o) {
             continue;
         }
         runs.push_back(std::move(*opened));
-        for (const OpenedTrace& part : runs.back().parts) {
+    }
+    // Each file's run by its name ("train.py rank 1"), told apart from the
+    // others' where they share one.
+    std::vector<RunLabel> labels;
+    for (const OpenedRun& r : runs)
+        for (const OpenedTrace& part : r.parts) labels.push_back(runLabel(part));
+    const std::vector<std::string> names = distinctRunNames(labels);
+    for (const OpenedRun& r : runs)
+        for (const OpenedTrace& part : r.parts) {
             FileReport f{part.path,
                          part.format,
                          part.trace.get(),
                          part.timeline.get(),
                          summarize(*part.trace, *part.timeline),
-                         part.warnings};
+                         part.warnings,
+                         names[reports.size()]};
             if (!o.json) {
                 if (!reports.empty()) std::printf("\n");
                 printTable(f);
             }
             reports.push_back(std::move(f));
         }
-    }
     if (o.json) std::fputs(summaryToJson(reports).c_str(), stdout);
     return exit_code;
 }
@@ -216,7 +227,9 @@ Command addSummary(CLI::App& parent) {
         "optimizer) and step. At each out-of-memory event: the request, what the device and\n"
         "the allocator's cache had free, the largest free block, whether fragmentation or\n"
         "full memory caused it, and what was alive. A folder of per-rank traces is\n"
-        "summarized file by file.\n\n"
+        "summarized file by file. Each file is headed by its run's name: the script or\n"
+        "program and its rank (\"train.py rank 1\"), with its pid or file name where two\n"
+        "share one.\n\n"
         "Exit status: 0 all read, 2 some input could not be read (the others are still\n"
         "summarized), 1 usage error.");
     app->add_option("files", o->paths, "trace files or folders of traces")->required();

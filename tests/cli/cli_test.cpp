@@ -15,6 +15,7 @@
 #include "memscope/analysis/compare_table.h"
 #include "memscope/format/native_format.h"
 #include "memscope/open/open_run.h"
+#include "memscope/recording/recording_merge.h"
 
 using namespace memscope;
 
@@ -91,6 +92,37 @@ protected:
             EXPECT_TRUE(writeNativeTrace(t, paths.back()).ok());
         }
         return paths;
+    }
+
+    // One process as `record` merges it: the hook's command line (sys.argv
+    // and sys.orig_argv) and CUPTI's records; the merge names the run.
+    std::string writeRecordedRun(const std::string& name, int64_t pid, int rank,
+                                 std::vector<std::string> orig_argv, uint64_t peak) const {
+        const int64_t t0 = 1'700'000'000'000'000'000;
+        HookSidecar hook;
+        hook.pid = pid;
+        hook.rank = rank;
+        hook.orig_argv = orig_argv;
+        hook.argv.assign(orig_argv.begin() + 1, orig_argv.end());
+        hook.phases.push_back({HookPhaseKind::Step, 0, t0, t0 + 10'000});
+        Trace cupti;
+        cupti.metadata.source_format = "memscope-cupti";
+        cupti.metadata.pid = pid;
+        cupti.metadata.rank = rank;
+        cupti.events.push_back(
+            Event{t0 + 1000, 0x1000, peak, {}, {}, 0, 0, EventKind::Alloc, Category::Unknown});
+        cupti.events.push_back(Event{
+            t0 + 2000, 0x1000, peak, {}, {}, 0, 0, EventKind::FreeCompleted, Category::Unknown});
+        RecordingParts parts;
+        parts.hook = std::move(hook);
+        parts.cupti = std::move(cupti);
+        auto merged = mergeRecording(std::move(parts));
+        EXPECT_TRUE(merged.ok()) << merged.message();
+        const std::string path = file(name);
+        if (merged.ok()) {
+            EXPECT_TRUE(writeNativeTrace(*merged, path).ok());
+        }
+        return path;
     }
 
     fs::path dir_;
@@ -310,6 +342,54 @@ TEST_F(Cli, CompareJsonDeltasAgainstTheBaseline) {
     const CliRun missing = run("compare " + paths[0] + " " + file("gone.memscope"));
     EXPECT_EQ(missing.exit_code, 2);
     EXPECT_NE(missing.err.find("gone.memscope"), std::string::npos);
+}
+
+// Recorded runs are named after their script and rank, the same in summary
+// and compare; two runs of one script are told apart by their pids.
+TEST_F(Cli, SummaryAndCompareNameRunsAfterTheirScriptAndRank) {
+    const std::string rank0 = writeRecordedRun("memscope-30337-rank0.memscope", 30337, 0,
+                                               {"/usr/bin/python3", "-u", "train.py"}, 400);
+    const std::string rank1 = writeRecordedRun("memscope-30338-rank1.memscope", 30338, 1,
+                                               {"/usr/bin/python3", "-u", "train.py"}, 500);
+    const std::string once = writeRecordedRun("memscope-41000.memscope", 41000, -1,
+                                              {"python3", "bench/train.py", "--lr", "1"}, 300);
+    const std::string again = writeRecordedRun("memscope-42000.memscope", 42000, -1,
+                                               {"python3.11", "-X", "dev", "train.py"}, 200);
+
+    const CliRun table = run("summary " + rank0 + " " + rank1);
+    ASSERT_EQ(table.exit_code, 0) << table.err;
+    EXPECT_NE(table.out.find("train.py rank 0: " + rank0 + "  (native, from memscope-record)"),
+              std::string::npos)
+        << table.out;
+    EXPECT_NE(table.out.find("train.py rank 1: " + rank1), std::string::npos) << table.out;
+    EXPECT_EQ(table.out.find("pid 3033"), std::string::npos) << table.out;
+    const auto j = nlohmann::json::parse(run("summary --json " + rank0 + " " + rank1).out);
+    EXPECT_EQ(j["files"][0]["name"], "train.py rank 0");
+    EXPECT_EQ(j["files"][1]["name"], "train.py rank 1");
+
+    // Two runs of one script (no rank): their pids tell them apart.
+    const std::string all = " " + rank0 + " " + rank1 + " " + once + " " + again;
+    const CliRun text = run("compare" + all);
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    for (const char* name : {"train.py rank 0 (baseline)", "train.py rank 1",
+                             "train.py (pid 41000)", "train.py (pid 42000)"})
+        EXPECT_NE(text.out.find(name), std::string::npos) << name << "\n" << text.out;
+    const auto cj = nlohmann::json::parse(run("compare --json" + all).out);
+    ASSERT_EQ(cj["runs"].size(), 4u);
+    EXPECT_EQ(cj["runs"][0]["name"], "train.py rank 0");
+    EXPECT_EQ(cj["runs"][1]["name"], "train.py rank 1");
+    EXPECT_EQ(cj["runs"][2]["name"], "train.py (pid 41000)");
+    EXPECT_EQ(cj["runs"][3]["name"], "train.py (pid 42000)");
+    EXPECT_EQ(cj["runs"][2]["path"], once);
+    // summary tells them apart the same way.
+    const auto sj = nlohmann::json::parse(run("summary --json " + once + " " + again).out);
+    EXPECT_EQ(sj["files"][0]["name"], "train.py (pid 41000)");
+    EXPECT_EQ(sj["files"][1]["name"], "train.py (pid 42000)");
+
+    // One file given twice: by position.
+    const auto twice = nlohmann::json::parse(run("compare --json " + once + " " + once).out);
+    EXPECT_EQ(twice["runs"][0]["name"], "train.py");
+    EXPECT_EQ(twice["runs"][1]["name"], "train.py (2)");
 }
 
 TEST_F(Cli, CompareTableAgreesWithCore) {

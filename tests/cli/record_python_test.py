@@ -67,6 +67,9 @@ def main():
         if s.returncode != 0:
             fail(f"summary failed: {s.stderr}")
         report = json.loads(s.stdout)["files"][0]
+        # Named after the program: `python -c` that set sys.argv = ['train', '3'].
+        if report.get("name") != "train":
+            fail(f"the run is named {report.get('name')!r}, expected 'train'")
 
         steps = report.get("steps", [])
         if [st["step"] for st in steps] != [0, 1, 2]:

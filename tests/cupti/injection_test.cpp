@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "memscope/base/json_text.h"
 #include "memscope/format/native_format.h"
 #include "process_runner.h"
 
@@ -82,6 +83,15 @@ TEST_F(InjectionTest, NvtxRangesBecomePhasesAndMarksAnnotations) {
               "memscope-" + std::to_string(pid) + ".memscope");
     const Trace trace = loadOnly();
     EXPECT_EQ(trace.metadata.pid, pid);
+    // Named after the program (run_name.h), its command line kept exactly.
+    EXPECT_EQ(trace.metadata.name, "memscope_cupti_test_driver");
+    std::string argv = "[";
+    appendJsonString(argv, MEMSCOPE_TEST_DRIVER);
+    argv += ",\"phases\"]";
+    ASSERT_NE(trace.metadata.property("argv"), nullptr);
+    EXPECT_EQ(*trace.metadata.property("argv"), argv);
+    ASSERT_NE(trace.metadata.property("command"), nullptr);
+    EXPECT_EQ(*trace.metadata.property("command"), std::string(MEMSCOPE_TEST_DRIVER) + " phases");
     EXPECT_NE(trace.metadata.property("clock.cupti_ns"), nullptr);
     EXPECT_NE(trace.metadata.property("clock.wall_ns"), nullptr);
 
@@ -160,7 +170,9 @@ TEST_F(InjectionTest, RankAndLocalRankAreInTheFileName) {
     ASSERT_EQ(traces().size(), 1u);
     EXPECT_EQ(traces().front().filename().string(),
               "memscope-" + std::to_string(pid) + "-rank3-local1.memscope");
-    EXPECT_EQ(loadOnly().metadata.rank, 3);
+    const Trace trace = loadOnly();
+    EXPECT_EQ(trace.metadata.rank, 3);
+    EXPECT_EQ(trace.metadata.name, "memscope_cupti_test_driver rank 3");
 }
 
 TEST_F(InjectionTest, KilledMidRunLeavesALoadableTrace) {
@@ -304,6 +316,7 @@ TEST_F(InjectionTest, RecordFindsTheLibraryAndSummarizesTheTrace) {
     const std::string all = r.out + r.err;
     EXPECT_NE(all.find(traces().front().filename().string()), std::string::npos) << all;
     EXPECT_NE(all.find("6 phases"), std::string::npos) << all;
+    EXPECT_NE(all.find("memscope_cupti_test_driver: pid "), std::string::npos) << all;
 }
 
 TEST_F(InjectionTest, RecordForwardsSigtermAndReportsTheSignal) {

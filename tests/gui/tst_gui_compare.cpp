@@ -301,6 +301,49 @@ private slots:
                     .error.contains(QStringLiteral("map")));
     }
 
+    // The compare view names runs as `memscope-cli compare` does: plot titles,
+    // the table's Run column, the baseline and difference choices, the charts.
+    void runsAreNamedAsTheCliNamesThem() {
+        QStringList paths;
+        const int64_t pids[] = {41000, 42000};
+        for (int64_t pid : pids) {
+            Trace t = guitest::makeSimpleTrace();
+            t.metadata.name = "train.py";
+            t.metadata.pid = pid;
+            paths << guitest::writeTrace(
+                t, dir_.filePath(QStringLiteral("memscope-%1.memscope").arg(pid)));
+            QVERIFY(!paths.back().isEmpty());
+        }
+        MainWindow w(false);
+        w.resize(1200, 800);
+        w.show();
+        w.openPaths(paths, true);
+        w.waitForLoads();
+        CompareView* c = w.compareView();
+        QVERIFY(c);
+        const QStringList expected{QStringLiteral("train.py (pid 41000)"),
+                                   QStringLiteral("train.py (pid 42000)")};
+        QCOMPARE(c->runNames(), expected);
+        SummaryTableModel* m = c->summaryModel();
+        QCOMPARE(m->rowCount(), 2);
+        for (int r = 0; r < 2; ++r) {
+            QCOMPARE(c->plotAt(r)->title(), expected[r] + QStringLiteral(" — cuda:0"));
+            QCOMPARE(
+                m->data(m->index(r, col(m, CompareColumnKind::Run)), SummaryTableModel::RawRole)
+                    .toString(),
+                expected[r]);
+            QCOMPARE(m->entries()[size_t(r)].shownName(), expected[r]);
+        }
+#ifdef MEMSCOPE_CLI
+        QProcess cli;
+        cli.start(QStringLiteral(MEMSCOPE_CLI),
+                  QStringList{QStringLiteral("compare"), QStringLiteral("--csv")} + paths);
+        QVERIFY(cli.waitForFinished(60000));
+        QCOMPARE(cli.exitCode(), 0);
+        QCOMPARE(QString::fromUtf8(cli.readAllStandardOutput()), m->toCsv());
+#endif
+    }
+
     // A compare of two unlabelled snapshots, aligned by the steps memscope
     // infers: each run's steps land on the shared axis's integers.
     void alignsUnlabelledRunsByInferredSteps() {

@@ -50,7 +50,7 @@ private slots:
             auto run = makeRun(guitest::makeTrainerLikeTrace(p, 2), QString::fromLatin1(p));
             QVERIFY(run.ok());
             const DeviceRef d = (*run)->busiestDevice();
-            entries.push_back({*run, d, {}});
+            entries.push_back({*run, d, {}, {}});
         }
         SummaryTableModel m;
         QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);

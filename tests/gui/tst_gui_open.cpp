@@ -99,6 +99,50 @@ private slots:
         QCOMPARE((*run)->deviceLabel(devices[1]), QStringLiteral("rank 1 / cuda:0"));
     }
 
+    // Tabs are the runs' names ("train.py rank 1"); two runs of one script
+    // are told apart by their pids, and lose the pid when only one is left.
+    void tabsAreRunNamesToldApart() {
+        QTemporaryDir dir;
+        QStringList paths;
+        const struct {
+            const char* name;
+            int64_t pid;
+        } runs[] = {{"train.py", 30337}, {"train.py rank 1", 30338}, {"train.py", 30400}};
+        for (const auto& r : runs) {
+            Trace t = guitest::makeSimpleTrace();
+            t.metadata.name = r.name;
+            t.metadata.pid = r.pid;
+            paths << guitest::writeTrace(
+                t, dir.filePath(QStringLiteral("memscope-%1.memscope").arg(r.pid)));
+            QVERIFY(!paths.back().isEmpty());
+        }
+        MainWindow w(false);
+        w.show();
+        w.openPaths(paths);
+        w.waitForLoads();
+        QVERIFY2(w.errors().isEmpty(), qPrintable(w.errors().join(QLatin1Char('\n'))));
+        auto* tabs = w.findChild<QTabWidget*>();
+        QVERIFY(tabs);
+        QStringList titles;
+        for (int i = 0; i < tabs->count(); ++i)
+            if (qobject_cast<RunView*>(tabs->widget(i))) titles << tabs->tabText(i);
+        QCOMPARE(titles, (QStringList{QStringLiteral("train.py (pid 30337)"),
+                                      QStringLiteral("train.py rank 1"),
+                                      QStringLiteral("train.py (pid 30400)")}));
+        QCOMPARE(w.windowTitle(), QStringLiteral("train.py (pid 30400) — memscope"));
+        // Close the first: the other train.py is the only one left.
+        for (int i = 0; i < tabs->count(); ++i)
+            if (tabs->tabText(i) == QStringLiteral("train.py (pid 30337)")) {
+                emit tabs->tabCloseRequested(i);
+                break;
+            }
+        titles.clear();
+        for (int i = 0; i < tabs->count(); ++i)
+            if (qobject_cast<RunView*>(tabs->widget(i))) titles << tabs->tabText(i);
+        QCOMPARE(titles,
+                 (QStringList{QStringLiteral("train.py rank 1"), QStringLiteral("train.py")}));
+    }
+
     void badFileShowsErrorAndAppStaysUsable() {
         QTemporaryDir dir;
         const QString bad = dir.filePath(QStringLiteral("garbage.memscope"));

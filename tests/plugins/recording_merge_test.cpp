@@ -290,7 +290,7 @@ TEST(RecordingMerge, HookPhasesNestAndLabelTheEvents) {
 
     auto tl = Timeline::build(t);
     ASSERT_TRUE(tl.ok());
-    FileReport report{"x", "native", &t, tl->get(), summarize(t, **tl), {}};
+    FileReport report{"x", "native", &t, tl->get(), summarize(t, **tl), {}, {}};
     const std::string json = summaryToJson(std::span(&report, 1));
     EXPECT_NE(json.find("\"phases_source\""), std::string::npos);
     const size_t steps = json.find("\"steps\"");
@@ -302,6 +302,76 @@ TEST(RecordingMerge, HookPhasesNestAndLabelTheEvents) {
 // PyTorch 2.1's history has no time_us: it cannot be merged by time, so it is
 // left out with a warning (the folder stage keeps the file), and the phases
 // and CPU events still make a trace.
+// The run is called after its script (or program) and rank, not its pid.
+TEST(RecordingMerge, RunIsNamedAfterTheScriptAndRank) {
+    const int64_t t0 = 1'700'000'000'000'000'000;
+    HookSidecar hook;
+    hook.pid = 30337;
+    hook.rank = 1;
+    hook.argv = {"/work/train.py", "--lr", "1"};
+    hook.orig_argv = {"/usr/bin/python3.11", "-u", "/work/train.py", "--lr", "1"};
+    hook.phases.push_back(phase(HookPhaseKind::Step, 0, t0, t0 + 10));
+    Trace cupti;
+    cupti.metadata.source_format = "memscope-cupti";
+    cupti.metadata.pid = 30337;
+    cupti.metadata.rank = 1;
+    cupti.events.push_back(tensor(EventKind::SegmentAlloc, t0 + 1, 0x1000, 1 << 20));
+
+    // The hook alone: its command line names the run; the pid stays the pid.
+    RecordingParts alone;
+    alone.hook = hook;
+    auto merged = mergeRecording(alone);
+    ASSERT_TRUE(merged.ok()) << merged.message();
+    EXPECT_EQ(merged->metadata.name, "train.py rank 1");
+    EXPECT_EQ(merged->metadata.pid, 30337);
+    EXPECT_EQ(merged->metadata.rank, 1);
+    ASSERT_NE(merged->metadata.property("command"), nullptr);
+    EXPECT_EQ(*merged->metadata.property("command"),
+              "/usr/bin/python3.11 -u /work/train.py --lr 1");
+
+    // With CUPTI's trace: the hook's name (the script) over the tracer's; the
+    // tracer's command line is kept.
+    RecordingParts both;
+    both.hook = hook;
+    both.cupti = cupti;
+    both.cupti->metadata.name = "python3.11 rank 1";
+    both.cupti->metadata.setProperty("command", "python3.11 -u /work/train.py --lr 1");
+    merged = mergeRecording(both);
+    ASSERT_TRUE(merged.ok()) << merged.message();
+    EXPECT_EQ(merged->metadata.name, "train.py rank 1");
+    EXPECT_EQ(*merged->metadata.property("command"), "python3.11 -u /work/train.py --lr 1");
+
+    // A hook that wrote no command line: the tracer's name stands.
+    RecordingParts older;
+    older.hook = hook;
+    older.hook->argv.clear();
+    older.hook->orig_argv.clear();
+    older.cupti = cupti;
+    older.cupti->metadata.name = "my_cuda_app rank 1";
+    merged = mergeRecording(older);
+    ASSERT_TRUE(merged.ok()) << merged.message();
+    EXPECT_EQ(merged->metadata.name, "my_cuda_app rank 1");
+
+    // Nothing names it: the pid, with the rank.
+    older.cupti.reset();
+    merged = mergeRecording(older);
+    ASSERT_TRUE(merged.ok()) << merged.message();
+    EXPECT_EQ(merged->metadata.name, "pid 30337 rank 1");
+    older.hook->rank = -1;
+    merged = mergeRecording(older);
+    ASSERT_TRUE(merged.ok()) << merged.message();
+    EXPECT_EQ(merged->metadata.name, "pid 30337");
+
+    // `python -c` with the program's own sys.argv (a launcher's runpy).
+    RecordingParts code;
+    code.hook = hook;
+    code.hook->orig_argv = {"python3", "-c", "import runpy; runpy.run_path('t.py')"};
+    code.hook->argv = {"train", "3"};
+    merged = mergeRecording(code);
+    ASSERT_TRUE(merged.ok()) << merged.message();
+    EXPECT_EQ(merged->metadata.name, "train rank 1");
+}
+
 TEST(RecordingMerge, HistoryWithoutTimestampsIsLeftOutWithAWarning) {
     Trace history;
     history.metadata.time_base = TimeBase::EventIndex;
@@ -321,7 +391,7 @@ TEST(HookSidecar, BadFilesAreErrorsThatSayWhy) {
     auto bad = [](std::string_view json) { return parseHookSidecar(json, "h.json"); };
     EXPECT_NE(bad("{").message().find("not valid JSON"), std::string::npos);
     EXPECT_NE(bad("[]").message().find("not a memscope hook file"), std::string::npos);
-    EXPECT_NE(bad(R"({"format":"memscope-hook","version":2})").message().find("version 2"),
+    EXPECT_NE(bad(R"({"format":"memscope-hook","version":3})").message().find("version 3"),
               std::string::npos);
     EXPECT_NE(bad(R"({"format":"memscope-hook","version":1,"histories":[{"file":"../x"}]})")
                   .message()
@@ -384,7 +454,7 @@ TEST(RecordingFolder, MergesEachProcessAndCleansUp) {
     fs::copy_file(test::fixtures() / "snapshots" / kTimedSnapshots[0],
                   hook / "history-0001.pickle");
     writeText(hook / "hook.json", R"({"format":"memscope-hook","version":1,"pid":123,"rank":0,
-        "complete":true,"exit":"atexit","histories":[{"file":"history-0001.pickle"}],
+        "argv":["train.py"],"orig_argv":["python3","train.py"],"complete":true,"exit":"atexit","histories":[{"file":"history-0001.pickle"}],
         "phases":[{"kind":"step","step":0,"start_ns":1,"end_ns":2}]})");
     Trace cupti;
     cupti.metadata.source_format = "memscope-cupti";
@@ -409,6 +479,8 @@ TEST(RecordingFolder, MergesEachProcessAndCleansUp) {
     auto merged = importNativeTrace(tracer.string());
     ASSERT_TRUE(merged.ok()) << merged.message();
     EXPECT_EQ(merged->metadata.source_format, "memscope-record");
+    EXPECT_EQ(merged->metadata.name, "train.py rank 0");
+    EXPECT_EQ(merged->metadata.pid, 123);
     Trace original = loadSnapshot(kTimedSnapshots[0]);
     EXPECT_EQ(merged->events.size(), original.events.size() + 1);
     EXPECT_EQ(merged->phases.size(), 1u);

@@ -158,6 +158,8 @@ void CompareView::setRuns(std::vector<RunPtr> runs) {
     }
     plots_.clear();
     devices_.clear();
+    // Runs of equal names (two runs of one script) told apart, as in `compare`.
+    names_ = distinctNames(runs_);
     const QSignalBlocker b1(baselineBox_), b2(diffA_), b3(diffB_);
     baselineBox_->clear();
     diffA_->clear();
@@ -171,7 +173,7 @@ void CompareView::setRuns(std::vector<RunPtr> runs) {
         plot->setStackMode(stack_);
         connect(plot, &TimelinePlot::hoverChanged, this, [this, i](const QString& t) {
             if (!t.isEmpty())
-                hover_->setText(runs_[i]->name + QStringLiteral(": ") +
+                hover_->setText(names_[qsizetype(i)] + QStringLiteral(": ") +
                                 QString(t).replace(QLatin1Char('\n'), QStringLiteral("   ")));
         });
         connect(plot, &TimelinePlot::cursorMoved, this,
@@ -179,12 +181,12 @@ void CompareView::setRuns(std::vector<RunPtr> runs) {
         connect(plot, &TimelinePlot::allocationClicked, this,
                 [this, i](uint32_t a) { emit allocationPinned(runs_[i], devices_[i], a); });
         plots_.push_back(plot);
-        baselineBox_->addItem(runs_[i]->name);
-        diffA_->addItem(runs_[i]->name);
-        diffB_->addItem(runs_[i]->name);
+        baselineBox_->addItem(names_[qsizetype(i)]);
+        diffA_->addItem(names_[qsizetype(i)]);
+        diffB_->addItem(names_[qsizetype(i)]);
     }
     // The full-save policy is the natural baseline when it is among the runs
-    // (core's rule, as the CLI's compare applies it).
+    // (core's rule, as the CLI's compare applies it, by the runs' own names).
     std::vector<CompareInput> inputs;
     for (size_t i = 0; i < runs_.size(); ++i)
         inputs.push_back({{},
@@ -208,7 +210,8 @@ void CompareView::relayout() {
 void CompareView::realign() {
     // The table (core's buildCompareTable) holds each run's alignment and summary.
     std::vector<CompareEntry> entries;
-    for (size_t i = 0; i < runs_.size(); ++i) entries.push_back({runs_[i], devices_[i], {}});
+    for (size_t i = 0; i < runs_.size(); ++i)
+        entries.push_back({runs_[i], devices_[i], {}, names_[qsizetype(i)]});
     summary_->setRuns(std::move(entries), baseline_, align_, scope_);
     const CompareTable& table = summary_->table();
     alignments_.clear();
@@ -226,15 +229,15 @@ void CompareView::realign() {
         first = false;
         const RunSummary& s = table.rows[i].summary;
         ymax = std::max({ymax, double(s.peak_bytes), double(s.reserved_peak)});
-        if (alignments_[i].fell_back) fellBack << runs_[i]->name;
+        if (alignments_[i].fell_back) fellBack << names_[qsizetype(i)];
     }
     const QString unit = toQString(table.axis_unit);
     zoom_->setFullRange(x0, x1);
     for (size_t i = 0; i < plots_.size(); ++i) {
         plots_[i]->setSource(runs_[i], devices_[i], alignments_[i].map,
                              axisLabel(alignments_[i].mode, unit));
-        plots_[i]->setTitle(
-            QStringLiteral("%1 — %2").arg(runs_[i]->name, runs_[i]->deviceLabel(devices_[i])));
+        plots_[i]->setTitle(QStringLiteral("%1 — %2").arg(names_[qsizetype(i)],
+                                                          runs_[i]->deviceLabel(devices_[i])));
         plots_[i]->setFixedYMax(ymax * 1.12);  // one y scale for every run, room for the peak label
     }
     notes_->setVisible(!fellBack.isEmpty());
@@ -259,10 +262,9 @@ void CompareView::updateDifference() {
         return;
     const QString unit =
         toQString(alignUnit(align_, {runs_[size_t(a)]->trace(devices_[size_t(a)]), nullptr}));
-    diff_->setRuns(
-        {runs_[size_t(a)], devices_[size_t(a)], alignments_[size_t(a)].map, runs_[size_t(a)]->name},
-        {runs_[size_t(b)], devices_[size_t(b)], alignments_[size_t(b)].map, runs_[size_t(b)]->name},
-        axisLabel(align_, unit));
+    diff_->setRuns({runs_[size_t(a)], devices_[size_t(a)], alignments_[size_t(a)].map, names_[a]},
+                   {runs_[size_t(b)], devices_[size_t(b)], alignments_[size_t(b)].map, names_[b]},
+                   axisLabel(align_, unit));
 }
 
 void CompareView::setAlignMode(AlignMode mode) {

@@ -33,6 +33,8 @@ public:
 
     void setRuns(std::vector<RunPtr> runs);
     const std::vector<RunPtr>& runs() const { return runs_; }
+    // Parallel to runs(): each as the view names it (distinctNames).
+    const QStringList& runNames() const { return names_; }
     int plotCount() const { return int(plots_.size()); }
     TimelinePlot* plotAt(int i) const { return plots_[size_t(i)]; }
     SummaryTableModel* summaryModel() const { return summary_; }
@@ -75,6 +77,7 @@ private:
     void updateDifference();
 
     std::vector<RunPtr> runs_;
+    QStringList names_;  // parallel to runs_: as shown (distinctNames)
     std::vector<DeviceRef> devices_;
     std::vector<Alignment> alignments_;
     std::vector<TimelinePlot*> plots_;

@@ -28,7 +28,7 @@ void CompositionChart::setEntries(const std::vector<CompareEntry>& entries) {
     QVector<double> keys;
     for (int i = 0; i < int(entries.size()); ++i) {
         keys << i + 1;
-        names->addTick(i + 1, toQString(entries[size_t(i)].summary.name));
+        names->addTick(i + 1, entries[size_t(i)].shownName());
     }
     plot_->xAxis->setTicker(names);
     plot_->xAxis->setRange(0.4, double(entries.size()) + 0.6);

@@ -48,7 +48,8 @@ void PolicyMap::setEntries(const std::vector<CompareEntry>& entries) {
             ++untimed;
             continue;
         }
-        points_.push_back({s.name, s.peak_bytes, *s.step_time_s * 1e3});
+        points_.push_back(
+            {entries[i].shownName().toStdString(), s.peak_bytes, *s.step_time_s * 1e3});
         entry_of_point_.push_back(int(i));
     }
     frontier_ = memscope::onFrontier(points_);

@@ -17,8 +17,7 @@ void SummaryTableModel::setRuns(std::vector<CompareEntry> entries, int baseline,
         const RunRef ref{e.run ? e.run->trace(e.device) : nullptr,
                          e.run ? e.run->timeline(e.device) : nullptr};
         const QString path = e.run && !e.run->paths.isEmpty() ? e.run->paths.front() : QString();
-        inputs.push_back(
-            {path.toStdString(), e.run ? e.run->name.toStdString() : std::string(), ref});
+        inputs.push_back({path.toStdString(), e.shownName().toStdString(), ref});
     }
     table_ = buildCompareTable(inputs, size_t(std::max(0, baseline)), align, scope);
     for (size_t i = 0; i < entries_.size() && i < table_.rows.size(); ++i)

@@ -16,6 +16,11 @@ struct CompareEntry {
     RunPtr run;
     DeviceRef device;
     RunSummary summary;  // the table row's summary, for the charts
+    // The run as shown: its name, told apart from the others' (distinctNames);
+    // "" = the run's own name.
+    QString name;
+
+    QString shownName() const { return !name.isEmpty() ? name : run ? run->name : QString(); }
 };
 
 class SummaryTableModel : public QAbstractTableModel {

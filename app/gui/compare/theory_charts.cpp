@@ -44,10 +44,10 @@ void TheoryCharts::setEntries(const std::vector<CompareEntry>& entries) {
         if (!trace || !tl) continue;
         auto theory = activationTheory(*trace, *tl);
         if (!theory) {
-            missing << QStringLiteral("%1: %2").arg(e.run->name, toQString(theory.message()));
+            missing << QStringLiteral("%1: %2").arg(e.shownName(), toQString(theory.message()));
             continue;
         }
-        Chart chart{e.run->name, std::move(theory.value()), nullptr};
+        Chart chart{e.shownName(), std::move(theory.value()), nullptr};
         chart.plot = new QCustomPlot(grid_->parentWidget());
         chart.plot->setMinimumHeight(kChartHeight);
         charts_.push_back(std::move(chart));

@@ -1,5 +1,8 @@
 #include "loading/run.h"
 
+#include <QFile>
+#include <QFileInfo>
+
 namespace memscope::gui {
 
 std::vector<DeviceRef> Run::devices() const {
@@ -80,6 +83,26 @@ DeviceRef Run::busiestDevice() const {
         }
     }
     return best;
+}
+
+RunLabel Run::label() const {
+    RunLabel label;
+    label.name = name.toStdString();
+    if (parts.size() == 1 && parts.front().trace) label.pid = parts.front().trace->metadata.pid;
+    // One file: its path; a folder of ranks: the folder.
+    if (parts.size() == 1 && !paths.isEmpty())
+        label.path = QFile::encodeName(paths.front()).toStdString();
+    else if (!paths.isEmpty())
+        label.path = QFile::encodeName(QFileInfo(paths.front()).path()).toStdString();
+    return label;
+}
+
+QStringList distinctNames(const std::vector<std::shared_ptr<const Run>>& runs) {
+    std::vector<RunLabel> labels;
+    for (const auto& r : runs) labels.push_back(r ? r->label() : RunLabel{});
+    QStringList out;
+    for (const std::string& n : distinctRunNames(labels)) out << QString::fromStdString(n);
+    return out;
 }
 
 }  // namespace memscope::gui

@@ -14,6 +14,7 @@
 #include "memscope/analysis/allocation_layout.h"
 #include "memscope/analysis/oom_report.h"
 #include "memscope/base/task_context.h"
+#include "memscope/model/run_name.h"
 #include "memscope/model/trace.h"
 #include "memscope/timeline/timeline.h"
 
@@ -41,7 +42,7 @@ struct DeviceRef {
 };
 
 struct Run {
-    QString name;
+    QString name;  // the trace's ("train.py rank 1"), else the file's stem; a folder's name
     QStringList paths;
     std::vector<RunPart> parts;
 
@@ -56,7 +57,13 @@ struct Run {
     std::optional<DeviceRef> firstOomDevice() const;
     // The device with the highest peak: what a view shows first.
     DeviceRef busiestDevice() const;
+    // Its name, pid (one process) and path, for core's distinctRunNames.
+    RunLabel label() const;
 };
+
+// The names to show for runs side by side (tabs, the compare view): each
+// run's name, with its pid or file where several share one (run_name.h).
+QStringList distinctNames(const std::vector<std::shared_ptr<const Run>>& runs);
 
 using RunPtr = std::shared_ptr<const Run>;
 

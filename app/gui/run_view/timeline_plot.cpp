@@ -240,6 +240,10 @@ void TimelinePlot::setFixedYMax(double bytes) {
     rebuild();
 }
 
+QString TimelinePlot::title() const {
+    return p_->title ? p_->title->text() : QString();
+}
+
 void TimelinePlot::setTitle(const QString& title) {
     if (!p_->title) {
         plot_->plotLayout()->insertRow(0);

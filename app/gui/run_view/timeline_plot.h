@@ -38,6 +38,7 @@ public:
     StackMode stackMode() const { return mode_; }
     void setFixedYMax(double bytes);  // <= 0: fit the visible data
     void setTitle(const QString& title);
+    QString title() const;  // "" until setTitle
     void setLegendVisible(bool visible);
     void setBoxZoomMode(bool on) { boxMode_ = on; }
     void setPinned(std::optional<uint32_t> interval);

@@ -100,6 +100,7 @@ MainWindow::MainWindow(bool persistSettings, QWidget* parent)
         QWidget* w = tabs_->widget(i);
         tabs_->removeTab(i);
         w->deleteLater();
+        nameRunTabs();
     });
     connect(search_, &SearchPanel::allocationChosen, this, [this](uint32_t i) {
         if (RunView* v = currentRunView()) v->showAllocation(i);
@@ -231,6 +232,7 @@ void MainWindow::addRunView(RunPtr run) {
     connect(view, &RunView::deviceChanged, this, &MainWindow::onCurrentTabChanged);
     const int i = tabs_->addTab(view, run->name);
     tabs_->setTabToolTip(i, run->paths.join(QLatin1Char('\n')));
+    nameRunTabs();
     if (QWidget* w = tabs_->findChild<QWidget*>(QStringLiteral("welcome"))) {
         tabs_->removeTab(tabs_->indexOf(w));
         w->deleteLater();
@@ -238,6 +240,23 @@ void MainWindow::addRunView(RunPtr run) {
     tabs_->setCurrentWidget(view);
     // Opened on its first OOM: again, now that the docks follow its cursor.
     view->goToOom();
+}
+
+// Run tabs by their runs' names ("train.py rank 1"), told apart where two
+// share one (two runs of one script: by pid, else by file), as `compare` does.
+void MainWindow::nameRunTabs() {
+    std::vector<RunPtr> runs;
+    std::vector<int> at;
+    for (int i = 0; i < tabs_->count(); ++i)
+        if (auto* v = qobject_cast<RunView*>(tabs_->widget(i))) {
+            runs.push_back(v->run());
+            at.push_back(i);
+        }
+    const QStringList names = distinctNames(runs);
+    for (size_t k = 0; k < at.size(); ++k) tabs_->setTabText(at[k], names[qsizetype(k)]);
+    // The window's title names the current run the same way.
+    if (RunView* v = currentRunView())
+        setWindowTitle(QStringLiteral("%1 — memscope").arg(tabs_->tabText(tabs_->indexOf(v))));
 }
 
 void MainWindow::showRun(RunPtr run) {
@@ -297,7 +316,7 @@ void MainWindow::onCurrentTabChanged() {
     if (RunView* v = currentRunView()) {
         search_->setSource(v->run(), v->device());
         allocator_->setSource(v->run(), v->device());
-        setWindowTitle(QStringLiteral("%1 — memscope").arg(v->run()->name));
+        setWindowTitle(QStringLiteral("%1 — memscope").arg(tabs_->tabText(tabs_->indexOf(v))));
     } else {
         setWindowTitle(QStringLiteral("memscope"));
     }

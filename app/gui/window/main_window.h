@@ -78,6 +78,7 @@ private:
     void onFailedToOpen(const QString& path, const QString& message);
     void onLoadFinished(int loaded, int failed, bool cancelled);
     void addRunView(RunPtr run);
+    void nameRunTabs();
     void onCurrentTabChanged();
     void followCursor(RunPtr run, DeviceRef ref, int64_t runX);
     void pinAllocation(RunPtr run, DeviceRef ref, uint32_t interval);

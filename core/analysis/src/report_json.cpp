@@ -275,6 +275,10 @@ std::string summaryToJson(std::span<const FileReport> files) {
     for (const FileReport& f : files) {
         w.StartObject();
         field(w, "path", std::string_view(f.path));
+        const std::string_view name = !f.name.empty() ? std::string_view(f.name)
+                                      : f.trace       ? std::string_view(f.trace->metadata.name)
+                                                      : std::string_view();
+        if (!name.empty()) field(w, "name", name);
         field(w, "format", std::string_view(f.format));
         if (f.trace && !f.trace->metadata.source_format.empty() &&
             f.trace->metadata.source_format != f.format) {

@@ -93,6 +93,36 @@ Result<void> parseCapture(const Value& doc, HookSidecar& s, const std::string& p
     return {};
 }
 
+// A list of strings under `key`: absent -> empty; anything but a list of
+// strings -> an error that says which.
+Result<std::vector<std::string>> stringList(const Value& object, const char* key,
+                                            const std::string& path) {
+    std::vector<std::string> out;
+    auto it = object.FindMember(key);
+    if (it == object.MemberEnd()) return out;
+    if (!it->value.IsArray()) return makeError(path + ": \"" + key + "\" is not a list of strings");
+    for (rapidjson::SizeType i = 0; i < it->value.Size(); ++i) {
+        const Value& v = it->value[i];
+        if (!v.IsString())
+            return makeError(path + ": \"" + key + "\" is not a list of strings (item " +
+                             std::to_string(i) + " is not a string)");
+        out.emplace_back(str(v));
+    }
+    return out;
+}
+
+// The process's command line (hook.json's "argv" and "orig_argv"), from the
+// object that holds them.
+Result<void> parseCommandLine(const Value& object, const std::string& path, HookSidecar& s) {
+    auto argv = stringList(object, "argv", path);
+    if (!argv) return argv.error();
+    auto orig_argv = stringList(object, "orig_argv", path);
+    if (!orig_argv) return orig_argv.error();
+    s.argv = std::move(*argv);
+    s.orig_argv = std::move(*orig_argv);
+    return {};
+}
+
 }  // namespace
 
 std::string_view toString(HookPhaseKind kind) {
@@ -132,6 +162,10 @@ Result<HookSidecar> parseHookSidecar(std::string_view json, const std::string& p
     s.local_rank = int32_t(integer(doc, "local_rank", -1));
     s.python = text(doc, "python");
     s.torch = text(doc, "torch");
+    // A mistyped command line is not worth the recording: the run goes
+    // unnamed by it, and the warning says why.
+    if (auto command = parseCommandLine(doc, path, s); !command)
+        s.warnings.push_back(command.message() + "; the run is not named after its command");
     s.started_ns = integer(doc, "started_ns", 0);
     s.ended_ns = integer(doc, "ended_ns", 0);
     s.complete = boolean(doc, "complete");

@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "memscope/model/run_name.h"
 #include "memscope/recording/phase_assignment.h"
 #include "trace_copier.h"
 
@@ -214,7 +215,6 @@ Result<Trace> mergeRecording(RecordingParts parts, const TaskContext& ctx, Merge
     if (hook) {
         if (out.metadata.pid < 0) out.metadata.pid = hook->pid;
         if (out.metadata.rank < 0) out.metadata.rank = hook->rank;
-        if (out.metadata.name.empty()) out.metadata.name = "pid " + std::to_string(hook->pid);
         if (!hook->python.empty()) out.metadata.setProperty("python", hook->python);
         if (!hook->torch.empty()) out.metadata.setProperty("torch", hook->torch);
         for (const auto& [phase, how] : hook->hooks) out.metadata.setProperty("hook." + phase, how);
@@ -234,6 +234,22 @@ Result<Trace> mergeRecording(RecordingParts parts, const TaskContext& ctx, Merge
                      : "the process ended before the memscope hook could finish (killed?): "
                        "phases and allocator history stop at its last save");
         for (const std::string& w : hook->warnings) warn(ctx, WarningKind::Other, "hook: " + w);
+        if (!out.metadata.property("command") && !hook->orig_argv.empty()) {
+            std::string command;
+            for (const std::string& a : hook->orig_argv)
+                command += (command.empty() ? "" : " ") + a;
+            out.metadata.setProperty("command", std::move(command));
+        }
+    }
+    // What people call the run: the script (or program) and its rank. The
+    // hook knows the script best (CUPTI sees the interpreter's command line);
+    // the tracer named its trace from its own; the pid when neither could.
+    {
+        std::string name;
+        if (hook) name = runNameFromPython(hook->orig_argv, hook->argv, out.metadata.rank);
+        if (name.empty()) name = out.metadata.name;
+        if (name.empty()) name = fallbackRunName(out.metadata.pid, out.metadata.rank);
+        out.metadata.name = std::move(name);
     }
 
     // A history without timestamps (PyTorch 2.1 and older record none) cannot

@@ -8,8 +8,11 @@
 #include <fstream>
 #include <iterator>
 #include <string_view>
+#include <vector>
 
 #include "clock.h"
+#include "memscope/base/json_text.h"
+#include "memscope/model/run_name.h"
 #include "memscope_cupti/record_env.h"
 
 namespace memscope::cupti {
@@ -25,14 +28,46 @@ std::optional<int32_t> intFromEnv(const char* name) {
     return n;
 }
 
-std::string commandLine() {
+// The process's arguments, read once when the trace starts. Bounded: a
+// command line is at most ARG_MAX, but the trace keeps what names the run.
+std::vector<std::string> commandArguments() {
+    constexpr size_t kMaxBytes = 64 * 1024;
     std::ifstream in("/proc/self/cmdline", std::ios::binary);
-    std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    for (char& c : raw)
-        if (c == '\0') c = ' ';
-    while (!raw.empty() && raw.back() == ' ') raw.pop_back();
-    if (raw.size() > 4096) raw.resize(4096);
-    return raw;
+    std::string raw;
+    char buffer[4096];
+    while (raw.size() < kMaxBytes && (in.read(buffer, sizeof(buffer)) || in.gcount() > 0))
+        raw.append(buffer, size_t(in.gcount()));
+    if (raw.size() > kMaxBytes) raw.resize(kMaxBytes);
+    std::vector<std::string> args;
+    size_t begin = 0;
+    while (begin < raw.size()) {
+        size_t end = raw.find('\0', begin);
+        if (end == std::string::npos) end = raw.size();
+        args.emplace_back(raw, begin, end - begin);
+        begin = end + 1;
+    }
+    return args;
+}
+
+// The arguments joined by spaces, for people to read (cut at 4 KiB).
+std::string commandLine(const std::vector<std::string>& args) {
+    std::string line;
+    for (const std::string& a : args) line += (line.empty() ? "" : " ") + a;
+    if (line.size() > 4096) line.resize(4096);
+    return line;
+}
+
+// The arguments as a JSON list of strings, exactly (cut at whole arguments).
+std::string commandJson(const std::vector<std::string>& args) {
+    std::string json = "[";
+    for (const std::string& a : args) {
+        std::string item;
+        appendJsonString(item, a);
+        if (json.size() + item.size() + 2 > 16 * 1024) break;
+        if (json.size() > 1) json += ",";
+        json += item;
+    }
+    return json + "]";
 }
 
 std::string hostName() {
@@ -64,8 +99,10 @@ TraceMetadata traceMetadata(const ProcessIdentity& process, const TracerOptions&
     m.time_base = TimeBase::Nanoseconds;
     m.pid = process.pid;
     m.rank = process.rank.value_or(-1);
-    m.name = "pid " + std::to_string(process.pid);
-    if (process.rank) m.name = "rank " + std::to_string(*process.rank);
+    // Named after the program (a Python script: the script) and its rank.
+    const std::vector<std::string> args = commandArguments();
+    m.name = runNameFromCommand(args, m.rank);
+    if (m.name.empty()) m.name = fallbackRunName(process.pid, m.rank);
 
     // Sampled back to back: CUPTI's clock is the time base of every event;
     // the others let a reader map it to wall or monotonic time.
@@ -86,7 +123,8 @@ TraceMetadata traceMetadata(const ProcessIdentity& process, const TracerOptions&
     if (const auto world = intFromEnv("WORLD_SIZE"))
         m.setProperty("world_size", std::to_string(*world));
     m.setProperty("host", hostName());
-    m.setProperty("command", commandLine());
+    m.setProperty("command", commandLine(args));
+    m.setProperty("argv", commandJson(args));
     return m;
 }
 

@@ -23,7 +23,9 @@ ProcessIdentity currentProcess();
 std::string traceFileName(const ProcessIdentity& process);
 
 // The header: clocks sampled together (so that CUPTI time can be mapped to
-// wall time), options, host and command line.
+// wall time), options, host and command line ("command", readable, and
+// "argv", a JSON list of strings); the trace is named after the program and
+// its rank (run_name.h: "my_cuda_app rank 0", "train.py rank 1").
 TraceMetadata traceMetadata(const ProcessIdentity& process, const TracerOptions& options);
 
 }  // namespace memscope::cupti

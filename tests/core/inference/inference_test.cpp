@@ -228,6 +228,7 @@ TEST(Inference, SummaryJsonListsStepsWithTheirSourceAndPhases) {
                  opened->trace.get(),
                  opened->timeline.get(),
                  summarize(*opened->trace, *opened->timeline),
+                 {},
                  {}};
     const auto doc = nlohmann::json::parse(summaryToJson(std::span<const FileReport>(&f, 1)));
     const auto& steps = doc["files"][0]["steps"];

@@ -24,6 +24,18 @@ const char* const kValid = R"({
  "local_rank": 1,
  "python": "3.11.2",
  "torch": "2.3.1+cu121",
+ "argv": [
+  "/work/train.py",
+  "--lr",
+  "0.1"
+ ],
+ "orig_argv": [
+  "/usr/bin/python3",
+  "-u",
+  "/work/train.py",
+  "--lr",
+  "0.1"
+ ],
  "clock": "CLOCK_REALTIME ns",
  "started_ns": 1733000000000000000,
  "ended_ns": 1733000009000000000,
@@ -82,6 +94,9 @@ TEST(HookSidecar, ReadsEveryFieldThePythonHookWrites) {
     EXPECT_EQ(s.local_rank, 1);
     EXPECT_EQ(s.python, "3.11.2");
     EXPECT_EQ(s.torch, "2.3.1+cu121");
+    EXPECT_EQ(s.argv, (std::vector<std::string>{"/work/train.py", "--lr", "0.1"}));
+    EXPECT_EQ(s.orig_argv, (std::vector<std::string>{"/usr/bin/python3", "-u", "/work/train.py",
+                                                     "--lr", "0.1"}));
     EXPECT_EQ(s.started_ns, 1733000000000000000);
     EXPECT_EQ(s.ended_ns, 1733000009000000000);
     EXPECT_TRUE(s.complete);
@@ -185,8 +200,8 @@ TEST(HookSidecar, AnythingButAMemscopeHookObjectIsRefused) {
 
 TEST(HookSidecar, OtherVersionsAreRefusedNamingTheVersion) {
     EXPECT_TRUE(
-        failsWith(parseHookSidecar(edited("\"version\": 1", "\"version\": 2"), "v.json"),
-                  "v.json: hook file version 2 is not supported (this memscope reads version 1)"));
+        failsWith(parseHookSidecar(edited("\"version\": 1", "\"version\": 3"), "v.json"),
+                  "v.json: hook file version 3 is not supported (this memscope reads versions 1 and 2)"));
     EXPECT_TRUE(failsWith(parseHookSidecar(R"({"format": "memscope-hook"})", "v.json"),
                           "hook file version 0 is not supported"));
     // A version that is not an integer is no version this memscope reads.
@@ -224,6 +239,66 @@ TEST(HookSidecar, MalformedPhasesAreLeftOutWithAWarning) {
     ASSERT_EQ(r->warnings.size(), 2u);
     EXPECT_EQ(r->warnings[0], "6 phases in the hook file were malformed and left out");
     EXPECT_EQ(r->warnings[1], "the optimizer was never seen");
+}
+
+// The "argv" and "orig_argv" lists of kValid, as one piece to replace.
+std::string commandLineOf(const std::string& json) {
+    const size_t from = json.find(" \"argv\": [");
+    const size_t to = json.find(" \"clock\"");
+    EXPECT_NE(from, std::string::npos);
+    EXPECT_NE(to, std::string::npos);
+    return json.substr(from, to - from);
+}
+
+TEST(HookSidecar, CommandLineMissingIsEmpty) {
+    // An older hook wrote no command line: no name from it, and no complaint.
+    auto r = parseHookSidecar(edited(commandLineOf(kValid), ""), "hook.json");
+    ASSERT_TRUE(r.ok()) << r.message();
+    EXPECT_TRUE(r->argv.empty());
+    EXPECT_TRUE(r->orig_argv.empty());
+    EXPECT_EQ(r->warnings, std::vector<std::string>{"the optimizer was never seen"});
+    // One without the other, and empty lists.
+    auto only = parseHookSidecar(edited(commandLineOf(kValid), " \"argv\": [\"-c\"],\n"), "h");
+    ASSERT_TRUE(only.ok()) << only.message();
+    EXPECT_EQ(only->argv, std::vector<std::string>{"-c"});
+    EXPECT_TRUE(only->orig_argv.empty());
+    auto empty = parseHookSidecar(
+        edited(commandLineOf(kValid), " \"argv\": [], \"orig_argv\": [\"\"],\n"), "h");
+    ASSERT_TRUE(empty.ok()) << empty.message();
+    EXPECT_TRUE(empty->argv.empty());
+    EXPECT_EQ(empty->orig_argv, std::vector<std::string>{""});
+}
+
+TEST(HookSidecar, MistypedCommandLineIsNamedInAWarningAndLeftOut) {
+    // The rest of the file still reads (a name is not worth the recording),
+    // and the warning says which field is wrong and how.
+    const struct {
+        const char* lists;
+        const char* message;
+    } cases[] = {
+        {R"( "argv": "train.py", "orig_argv": ["python3", "train.py"],)",
+         "/r/hook.json: \"argv\" is not a list of strings; the run is not named after its "
+         "command"},
+        {R"( "argv": ["train.py", 3], "orig_argv": ["python3", "train.py"],)",
+         "/r/hook.json: \"argv\" is not a list of strings (item 1 is not a string); the run is "
+         "not named after its command"},
+        {R"( "argv": ["train.py"], "orig_argv": {"0": "python3"},)",
+         "/r/hook.json: \"orig_argv\" is not a list of strings"},
+        {R"( "argv": ["train.py"], "orig_argv": [null],)",
+         "/r/hook.json: \"orig_argv\" is not a list of strings (item 0 is not a string)"},
+        {R"( "argv": ["train.py"], "orig_argv": [["python3"]],)", "(item 0 is not a string)"},
+    };
+    for (const auto& c : cases) {
+        auto r = parseHookSidecar(edited(commandLineOf(kValid), std::string(c.lists) + "\n"),
+                                  "/r/hook.json");
+        ASSERT_TRUE(r.ok()) << r.message();
+        EXPECT_TRUE(r->argv.empty()) << c.lists;
+        EXPECT_TRUE(r->orig_argv.empty()) << c.lists;
+        EXPECT_EQ(r->phases.size(), 6u);
+        ASSERT_EQ(r->warnings.size(), 2u) << c.lists;
+        EXPECT_NE(r->warnings[0].find(c.message), std::string::npos)
+            << r->warnings[0] << "\n lacks: " << c.message;
+    }
 }
 
 TEST(HookSidecar, MistypedOptionalFieldsFallBackToTheirDefaults) {

@@ -23,9 +23,13 @@ struct FileReport {
     const Timeline* timeline = nullptr;  // for the sites at the peak
     TraceSummary summary;
     std::vector<LoadWarning> warnings;
+    // The run's name as shown beside the others' (run_name.h's
+    // distinctRunNames); "" = the trace's own name.
+    std::string name;
 };
 
-// {"files": [{"path", "format", "source"?, "warnings"?, "devices": {"0": {...}}}]}
+// {"files": [{"path", "name"?, "format", "source"?, "warnings"?, "devices": {"0": {...}}}]}
+// "name": the run's name ("train.py rank 1"), left out when it has none.
 std::string summaryToJson(std::span<const FileReport> files);
 
 // {"policy", "step", "element_bytes", "formula", "source", "measured_bytes",

@@ -39,6 +39,12 @@ struct HookSidecar {
     int32_t local_rank = -1;
     std::string python;
     std::string torch;
+    // The process's command line: sys.argv as the script sees it ([script,
+    // args...]) and sys.orig_argv, the interpreter's own ([python, options...,
+    // script, args...]; sys.argv again before Python 3.10). Empty when the
+    // hook did not write them.
+    std::vector<std::string> argv;
+    std::vector<std::string> orig_argv;
     int64_t started_ns = 0;
     int64_t ended_ns = 0;
     bool complete = false;

@@ -642,6 +642,153 @@ class Capture(Base):
         self.assertTrue(any("not found" in w for w in doc["warnings"]), doc["warnings"])
 
 
+class Survival(Base):
+    """Phases survive every way a job stops (the log is flushed per step)."""
+
+    def steps_with_phases(self, doc):
+        steps = [p for p in doc["phases"] if p["kind"] == "step"]
+        for s in steps:
+            kinds = {p["kind"] for p in doc["phases"] if p["step"] == s["step"]}
+            self.assertTrue({"forward", "backward", "optimizer"} <= kinds,
+                            "step %d lost phases: %s" % (s["step"], kinds))
+        return steps
+
+    def check_exit(self, mode):
+        proc = subprocess.run([PY, script("loops.py"), "zero_grad_start", "5", "--exit", mode],
+                              env=hook_env(self.out), capture_output=True, text=True, timeout=150)
+        _, doc = load_single(self.out)
+        self.assertIs(doc["complete"], False, "atexit cannot have run")
+        self.assertEqual(len(self.steps_with_phases(doc)), 5, proc.stderr)
+
+    def test_os_exit_keeps_every_step(self):
+        self.check_exit("os_exit")
+
+    def test_sigkill_keeps_every_step(self):
+        self.check_exit("sigkill")
+
+    def test_kill_mid_run_keeps_completed_steps(self):
+        proc = subprocess.Popen([PY, script("loops.py"), "forever", "0"], env=hook_env(self.out),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        done = 0
+        try:
+            for line in proc.stdout:
+                if line.startswith("step "):
+                    done = int(line.split()[1]) + 1
+                if done >= 25:
+                    break
+            proc.kill()
+            proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        self.assertGreaterEqual(done, 25, "the script did not get going")
+        _, doc = load_single(self.out)
+        steps = self.steps_with_phases(doc)
+        self.assertGreaterEqual(len(steps), done)
+        self.assertEqual([s["step"] for s in steps], list(range(len(steps))))
+
+    def test_oom_dumps_the_history_at_once(self):
+        log = os.path.join(self.tmp, "calls.json")
+        proc = subprocess.run([PY, script("cuda_stub.py"), "2.1", "6", log],
+                              env=hook_env(self.out, MEMSCOPE_TEST_OOM_AT=3),
+                              capture_output=True, text=True, timeout=150)
+        self.assertEqual(proc.returncode, 3, proc.stderr)
+        d, doc = load_single(self.out)
+        self.assertEqual(doc["history"]["oom_observer"], "attached")
+        self.assertEqual([h["file"] for h in doc["histories"]], ["history-0001.pickle"])
+        self.assertTrue(os.path.isfile(os.path.join(d, "history-0001.pickle")))
+        ooms = [r for r in doc["records"] if r["t"] == "oom"]
+        self.assertEqual([(r["device"], r["bytes"]) for r in ooms], [(0, 1 << 30)])
+        self.assertEqual(len(self.steps_with_phases(doc)), 3)
+
+    def test_second_sigint_waits_for_the_final_write(self):
+        log = os.path.join(self.tmp, "calls.json")
+        proc = subprocess.Popen([PY, script("cuda_stub.py"), "2.1", "0", log, "--forever"],
+                                env=hook_env(self.out, MEMSCOPE_TEST_SLOW_SNAPSHOT=2),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        try:
+            Signals.wait_running(self, proc)
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGINT)
+            time.sleep(1.0)  # inside the final (slow) history dump
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        self.assertNotIn("Exception ignored in atexit", stderr)
+        d, doc = load_single(self.out)
+        self.assertIs(doc["complete"], True, stderr)
+        self.assertEqual(doc["exit"], "SIGINT")
+        self.assertTrue(os.path.isfile(os.path.join(d, "history-0001.pickle")))
+
+    def test_signals_are_acknowledged_on_the_pipe(self):
+        read_end, write_end = os.pipe()
+        env = hook_env(self.out, MEMSCOPE_SIGNAL_ACK_FD=write_end)
+        proc = subprocess.Popen([PY, script("loops.py"), "forever", "0"], env=env,
+                                pass_fds=(write_end,), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        os.close(write_end)
+        try:
+            proc.stdout.readline()  # a step is done: the hook is in
+            proc.send_signal(signal.SIGINT)
+            got = os.read(read_end, 16)
+            proc.communicate(timeout=60)
+        finally:
+            os.close(read_end)
+            if proc.poll() is None:
+                proc.kill()
+        self.assertIn(bytes([signal.SIGINT]), got)
+
+
+class CaptureRange(Base):
+    def run_stub(self, api, steps, **env):
+        log = os.path.join(self.tmp, "calls.json")
+        run([script("cuda_stub.py"), api, str(steps), log], hook_env(self.out, **env))
+        d, doc = load_single(self.out)
+        with open(log) as f:
+            return d, doc, json.load(f)
+
+    def switches(self, doc):
+        return [(r["on"], r.get("step"), r.get("nvtx")) for r in doc["records"]
+                if r["t"] == "capture"]
+
+    def test_steps_switch_the_history_on_and_off(self):
+        d, doc, calls = self.run_stub("2.5", 6, MEMSCOPE_STEPS="2:3")
+        self.assertEqual(doc["capture"], {"steps": [2, 3]})
+        self.assertEqual([c["enabled"] for c in calls], ["all", None])
+        self.assertEqual(self.switches(doc), [(True, 2, None), (False, 3, None)])
+        on, off = [r["time_ns"] for r in doc["records"] if r["t"] == "capture"]
+        steps = {s["step"]: s for s in doc["phases"] if s["kind"] == "step"}
+        # On as step 2 opens (its first event), off as step 3 closes.
+        self.assertTrue(steps[1]["end_ns"] <= on <= steps[2]["end_ns"])
+        self.assertTrue(steps[3]["end_ns"] <= off <= steps[4]["start_ns"])
+        # One dump, when the range ended; none at exit (the history was off).
+        self.assertEqual([h["file"] for h in doc["histories"]], ["history-0001.pickle"])
+        self.assertEqual(len(steps), 6, "every step keeps its phases")
+
+    def test_nvtx_range_switches_the_history(self):
+        d, doc, calls = self.run_stub("2.1", 6, MEMSCOPE_TEST_NVTX="prof:2:3",
+                                      MEMSCOPE_CAPTURE_RANGE="nvtx:prof")
+        self.assertEqual(doc["capture"], {"nvtx": "prof"})
+        self.assertIn("range_push", doc["hooks"]["nvtx"])
+        self.assertEqual([c["enabled"] for c in calls], ["all", None])
+        self.assertEqual(self.switches(doc), [(True, None, "prof"), (False, None, "prof")])
+        (rng,) = [r for r in doc["records"] if r["t"] == "nvtx_range"]
+        steps = {s["step"]: s for s in doc["phases"] if s["kind"] == "step"}
+        self.assertTrue(steps[1]["end_ns"] <= rng["start_ns"] <= steps[2]["start_ns"])
+        self.assertTrue(steps[3]["end_ns"] <= rng["end_ns"])
+
+    def test_ring_keeps_only_the_last_entries(self):
+        d, doc, calls = self.run_stub("2.1", 6, MEMSCOPE_HISTORY_RING=1,
+                                      MEMSCOPE_HISTORY_MAX_ENTRIES=2000)
+        self.assertIs(doc["history"]["ring"], True)
+        # No dump before the ring wraps: only the one at exit.
+        self.assertEqual([h["file"] for h in doc["histories"]], ["history-0001.pickle"])
+
+
 CASES = {
     "recorder_unit": (RecorderUnit, None),
     "training_reentrant": (Training, "test_training_reentrant"),
@@ -658,6 +805,15 @@ CASES = {
     "history_2_5_api": (History, "test_history_2_5_api"),
     "profiler_detection": (Profiler, "test_profiler_detection"),
     "capture_library": (Capture, "test_capture_library"),
+    "os_exit": (Survival, "test_os_exit_keeps_every_step"),
+    "sigkill": (Survival, "test_sigkill_keeps_every_step"),
+    "kill_mid_run": (Survival, "test_kill_mid_run_keeps_completed_steps"),
+    "oom_observer": (Survival, "test_oom_dumps_the_history_at_once"),
+    "second_sigint": (Survival, "test_second_sigint_waits_for_the_final_write"),
+    "signal_ack": (Survival, "test_signals_are_acknowledged_on_the_pipe"),
+    "capture_steps": (CaptureRange, "test_steps_switch_the_history_on_and_off"),
+    "capture_nvtx": (CaptureRange, "test_nvtx_range_switches_the_history"),
+    "history_ring": (CaptureRange, "test_ring_keeps_only_the_last_entries"),
 }
 
 

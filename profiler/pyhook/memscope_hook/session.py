@@ -103,6 +103,7 @@ class Session:
         stop = threading.Event()
 
         def run():
+            signals.block_in_this_thread()
             while not stop.wait(FLUSH_INTERVAL_S):
                 try:
                     self.flush()

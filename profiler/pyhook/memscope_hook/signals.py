@@ -7,9 +7,9 @@ still dies of SIGTERM. SIGINT only chains: Python's default raises
 KeyboardInterrupt and atexit does the rest. An ignored signal stays ignored.
 
 Nothing the signal path writes can be broken by a second signal: the phases
-are already in the append-only log, and the final writes run with SIGINT and
-SIGTERM blocked (deferred(), on the main thread), so a second Ctrl-C lands
-after them.
+are already in the append-only log, and a SIGINT or SIGTERM that arrives
+during the final writes takes effect after them (deferred()), so a second
+Ctrl-C lands after them.
 
 `memscope-cli record` passes a pipe (MEMSCOPE_SIGNAL_ACK_FD): it becomes
 Python's signal wakeup fd, so each signal this process receives writes its
@@ -60,20 +60,48 @@ def _acknowledge_to(fd, warn):
 
 @contextlib.contextmanager
 def deferred():
-    """SIGINT and SIGTERM wait until the block ends (main thread only; a
-    no-op elsewhere or where pthread_sigmask is missing)."""
-    blocked = False
-    if threading.current_thread() is threading.main_thread() and hasattr(signal, "pthread_sigmask"):
+    """SIGINT and SIGTERM that arrive inside the block take effect after it.
+
+    Blocking them with pthread_sigmask is not enough: it blocks them for the
+    calling thread only, and the kernel hands a process signal to any thread
+    that does not block it (torch's pools, the flusher), whose C handler then
+    makes the main thread run the Python handler mid-write. Python handlers
+    always run on the main thread, so they are swapped for one that only notes
+    the signal, and what was noted is sent again afterwards. A no-op off the
+    main thread (signal.signal is refused there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted = []
+    saved = {}
+    for signum in _BLOCKED:
         try:
-            old = signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED)
-            blocked = True
+            previous = signal.getsignal(signum)
+            if previous is None or previous == signal.SIG_IGN:
+                continue
+            signal.signal(signum, lambda received, frame: noted.append(received))
+            saved[signum] = previous
         except (OSError, ValueError):
             pass
     try:
         yield
     finally:
-        if blocked:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for signum, previous in saved.items():
+            try:
+                signal.signal(signum, previous)
+            except (OSError, ValueError):
+                pass
+        for signum in dict.fromkeys(noted):
+            os.kill(os.getpid(), signum)
+
+
+def block_in_this_thread():
+    """For memscope's own threads: signals go to the program's threads."""
+    if hasattr(signal, "pthread_sigmask"):
+        try:
+            signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED)
+        except (OSError, ValueError):
+            pass
 
 
 def _handler(signum, name, final, previous, finish, note_exit):

@@ -3,7 +3,8 @@ each running STEPS optimizer iterations, for the step-count tests.
 
 usage: loops.py SHAPE STEPS [--exit MODE]
   SHAPE: zero_grad_start | zero_grad_end | set_to_none_false | model_zero_grad |
-         accumulation | lr_scheduler | gan | eval_between | eval_after | no_optimizer
+         accumulation | lr_scheduler | gan | eval_between | eval_after | no_optimizer |
+         forever (zero_grad_start until killed, printing "step K" after each step)
   MODE (how the script ends): normal | os_exit | sigkill (kills itself after
          the last step) | raise_cuda_oom (a stand-in OOM error ends it)
 """
@@ -103,6 +104,15 @@ elif SHAPE == "no_optimizer":
             for p in model.parameters():
                 p -= 0.01 * p.grad
                 p.grad = None
+elif SHAPE == "forever":
+    import time
+    k = 0
+    while True:
+        opt.zero_grad()
+        train_step()
+        print("step", k, flush=True)
+        k += 1
+        time.sleep(0.02)
 else:
     sys.exit("unknown shape " + SHAPE)
 

@@ -1,9 +1,10 @@
 // memscope-cli record [-o DIR] [--no-python-hook] [--tensor-level] [--stacks] [--vmm]
 //                     [--history-entries N] -- CMD ARGS...
+// memscope-cli record --merge DIR
 // Two recorders are injected through the environment (record_env.h): the CUPTI
 // tracer into every process that initializes CUDA, and the Python startup hook
 // into every Python process. After the command ends, each process's parts are
-// merged into one trace (core's recording_folder.h).
+// merged into one trace (core's recording_folder.h; record_outcome.h).
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,7 +19,10 @@
 #include "commands.h"
 #include "memscope/recording/recording_folder.h"
 #include "memscope_cupti/record_env.h"
+#include "process_watch.h"
 #include "record_child.h"
+#include "record_exit.h"
+#include "record_outcome.h"
 #include "record_report.h"
 
 namespace memscope::cli {
@@ -38,6 +42,8 @@ struct RecordOptions {
     std::string steps;          // "A:B" (checked by parseStepRange)
     std::string capture_range;  // "nvtx:NAME"
     std::vector<std::string> command;
+    std::string merge;  // --merge DIR: finish what a run left there, run nothing
+    bool output_given = false;
 };
 
 // "" when `text` is a valid --steps value: A:B with 0 <= A <= B, or A.
@@ -117,6 +123,8 @@ struct Injection {
     Environment set;
     bool cupti = false;
     bool python_hook = false;
+    fs::path hook_folder;      // with python_hook
+    bool cpu_capture = false;  // the CPU capture library was found
 };
 
 Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
@@ -144,6 +152,7 @@ Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
     }
     if (hook) {
         in.python_hook = true;
+        in.hook_folder = *hook;
         std::string path = hook->string();
         if (const char* previous = std::getenv(env::kPythonPath); previous && *previous)
             path += std::string(":") + previous;
@@ -152,8 +161,10 @@ Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
         std::vector<fs::path> tried_capture;
         if (auto capture =
                 findShipped(env::kCaptureLibrary, libraryPlaces("libmemscope_torch_capture.so"),
-                            tried_capture, false))
+                            tried_capture, false)) {
             in.set.emplace_back(env::kCaptureLibrary, capture->string());
+            in.cpu_capture = true;
+        }
         if (o.history_entries > 0)
             in.set.emplace_back(env::kHistoryEntries, std::to_string(o.history_entries));
         if (o.history_ring) in.set.emplace_back(env::kHistoryRing, "1");
@@ -201,70 +212,62 @@ Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
     return in;
 }
 
-// Merges each process's parts into its trace; false if any failed.
-bool finish(const fs::path& dir) {
-    const RecordingFinish done = finishRecording(dir.string(), registry());
-    for (const FinishedTrace& t : done.traces) {
-        for (const LoadWarning& w : t.warnings)
-            std::fprintf(stderr, "memscope-cli record: warning: %s: %s\n", t.path.c_str(),
-                         w.message.c_str());
-        for (const std::string& kept : t.kept)
-            std::fprintf(stderr, "memscope-cli record: allocator history kept as %s\n",
-                         kept.c_str());
-    }
-    for (const std::string& e : done.errors)
-        std::fprintf(stderr, "memscope-cli record: cannot merge a recording: %s\n", e.c_str());
-    return done.errors.empty();
-}
-
 int run(const RecordOptions& o) {
+    if (!o.merge.empty()) {
+        if (!o.command.empty() || o.output_given) {
+            std::fprintf(stderr,
+                         "memscope-cli record: --merge DIR finishes the recording in DIR and runs "
+                         "nothing: give it no command and no -o\n");
+            return kMergeUsageError;
+        }
+        return mergeLeftParts(o.merge);
+    }
     if (o.command.empty()) {
         std::fprintf(stderr,
                      "memscope-cli record: no command given (see memscope-cli record --help)\n");
-        return 1;
+        return kRecordNotRun;
     }
     std::error_code ec;
     const bool created_dir = fs::create_directories(o.dir, ec);
+    const std::string create_error = ec ? ec.message() : std::string();
     // Absolute, because the command may change directory before it records.
     const fs::path dir = fs::absolute(o.dir, ec).lexically_normal();
     if (!fs::is_directory(dir, ec)) {
-        std::fprintf(stderr, "memscope-cli record: cannot create the output directory %s\n",
-                     dir.c_str());
-        return 1;
+        std::fprintf(stderr, "memscope-cli record: cannot create the output folder %s%s%s\n",
+                     dir.c_str(), create_error.empty() ? "" : ": ", create_error.c_str());
+        return kRecordNotRun;
+    }
+    // Refused before the job starts: a job that runs for hours and then
+    // cannot leave its recording is worse than one that does not start.
+    if (auto writable = checkFolderWritable(dir.string()); !writable) {
+        std::fprintf(stderr, "memscope-cli record: %s; choose another with -o (nothing was run)\n",
+                     writable.message().c_str());
+        if (created_dir) fs::remove(dir, ec);
+        return kRecordNotRun;
     }
     const auto injection = plan(o, dir);
     if (!injection) {
         std::fprintf(stderr, "memscope-cli record: %s\n", injection.message().c_str());
         if (created_dir) fs::remove(dir, ec);
-        return 1;
+        return kRecordNotRun;
     }
 
-    const DirectoryState before = traceFilesIn(dir);
-    const Result<int> exit_code = runRecordedCommand(o.command, injection->set);
+    RecordedRun recorded;
+    recorded.dir = dir;
+    recorded.created_dir = created_dir;
+    recorded.command = o.command;
+    recorded.hook_folder = injection->python_hook ? injection->hook_folder.string() : "";
+    recorded.cpu_capture = injection->cpu_capture;
+    recorded.before = traceFilesIn(dir);
+    ProcessWatch watch;
+    const Result<int> exit_code =
+        runRecordedCommand(o.command, injection->set, [&watch](pid_t pid) { watch.start(pid); });
+    recorded.processes = watch.stop();
     if (!exit_code) {
         std::fprintf(stderr, "memscope-cli record: %s\n", exit_code.message().c_str());
-        return 1;
+        return kRecordNotRun;
     }
-    std::fflush(stdout);
-    const bool merged = finish(dir);
-
-    const auto files = newTraceFiles(dir, before);
-    if (files.empty()) {
-        // Leave no empty folder behind for a run that recorded nothing.
-        if (created_dir) fs::remove(dir, ec);  // only removes it if empty
-        std::fprintf(stderr,
-                     "memscope-cli record: nothing was recorded: no process of the command "
-                     "initialized CUDA, used NVTX or imported torch; no trace written to %s\n",
-                     dir.c_str());
-        return *exit_code != 0 ? *exit_code : (merged ? 0 : 1);
-    }
-    std::printf("memscope: %zu trace%s in %s\n", files.size(), files.size() == 1 ? "" : "s",
-                dir.c_str());
-    for (const fs::path& f : files) printRecordedTrace(f);
-    std::printf("open them with: memscope %s   or: memscope-cli summary %s/*.memscope\n",
-                dir.c_str(), dir.c_str());
-    // The command's own exit code comes first; a failed merge is ours.
-    return *exit_code != 0 ? *exit_code : (merged ? 0 : 1);
+    return finishRecordedRun(recorded, *exit_code);
 }
 
 }  // namespace
@@ -279,7 +282,7 @@ void splitRecordCommand(std::vector<std::string>& args, size_t first,
             return;
         }
         if (a == "-o" || a == "--output" || a == "--history-entries" || a == "--steps" ||
-            a == "--capture-range") {
+            a == "--capture-range" || a == "--merge") {
             ++i;  // its value
             continue;
         }
@@ -294,7 +297,12 @@ Command addRecord(CLI::App& parent) {
     auto o = std::make_shared<RecordOptions>();
     CLI::App* app =
         parent.add_subcommand("record", "record a training job's memory (PyTorch and CUDA)");
-    app->add_option("-o,--output", o->dir, "folder for the traces (default: memscope-traces)");
+    CLI::Option* output =
+        app->add_option("-o,--output", o->dir, "folder for the traces (default: memscope-traces)");
+    app->add_option("--merge", o->merge,
+                    "finish a recording whose merge failed (disk full): merge the parts left in "
+                    "DIR, run nothing")
+        ->type_name("DIR");
     app->add_flag("--no-python-hook", o->no_python_hook,
                   "CUPTI only: no allocator history, CPU allocations or automatic phases");
     app->add_option("--history-entries", o->history_entries,
@@ -320,31 +328,52 @@ Command addRecord(CLI::App& parent) {
         "--vmm", o->vmm,
         "record cuMem* calls (by itself with expandable_segments:True and --no-python-hook)");
     app->footer(
-        "Usage: memscope-cli record [OPTIONS] [--] CMD [ARGS...]\n\n"
-        "Runs CMD with two recorders and writes one trace per process:\n"
-        "DIR/memscope-PID[-rankR][-localL].memscope. CMD's own exit code is returned.\n\n"
-        "What is recorded:\n"
-        "  Python processes that import torch (a startup hook on PYTHONPATH; your own\n"
-        "  sitecustomize still runs):\n"
-        "    - every tensor allocation and free of the CUDA caching allocator, with Python\n"
-        "      stacks (its history, caching left on), saved at exit, on SIGTERM/SIGINT and\n"
-        "      before its ring buffer wraps;\n"
-        "    - CPU tensors (c10's allocator reports), when PyTorch matches the one memscope\n"
-        "      was built against;\n"
-        "    - phases with no code change: step k / forward, backward, recompute, optimizer.\n"
-        "  Every process that initializes CUDA (CUPTI): cudaMalloc/cudaFree (segments, and\n"
-        "  memory allocated outside PyTorch) and NVTX ranges of the default domain as phases.\n\n"
-        "Cost: the history costs about what torch.cuda.memory._record_memory_history costs;\n"
-        "CUPTI's memory records are cheap. --tensor-level sets PYTORCH_NO_CUDA_MEMORY_CACHING=1:\n"
-        "a cudaMalloc per tensor and a synchronization per free, no CUDA graphs: it changes the\n"
-        "program, and is meant for programs without PyTorch. --stacks and --vmm subscribe to\n"
-        "CUPTI callbacks, which torch.profiler cannot share. torch.profiler takes CUPTI over\n"
-        "when it starts: memscope says so, and the allocator history stays complete.\n\n"
-        "The recorders are looked up next to this program (../lib, ../share/memscope/pyhook)\n"
-        "unless MEMSCOPE_CUPTI_LIBRARY, MEMSCOPE_PYHOOK_DIR or MEMSCOPE_TORCH_CAPTURE_LIBRARY\n"
-        "name them.\n\n"
+        std::string(
+            "Usage: memscope-cli record [OPTIONS] [--] CMD [ARGS...]\n"
+            "       memscope-cli record --merge DIR\n\n"
+            "Runs CMD with two recorders and writes one trace per process:\n"
+            "DIR/memscope-PID[-rankR][-localL].memscope.\n\n"
+            "What is recorded:\n"
+            "  Python processes that import torch (a startup hook on PYTHONPATH; your own\n"
+            "  sitecustomize still runs):\n"
+            "    - every tensor allocation and free of the CUDA caching allocator, with Python\n"
+            "      stacks (its history, caching left on), saved at exit, on SIGTERM/SIGINT and\n"
+            "      before its ring buffer wraps;\n"
+            "    - CPU tensors (c10's allocator reports), when PyTorch matches the one memscope\n"
+            "      was built against;\n"
+            "    - phases with no code change: step k / forward, backward, recompute, optimizer.\n"
+            "  Every process that initializes CUDA (CUPTI): cudaMalloc/cudaFree (segments, and\n"
+            "  memory allocated outside PyTorch) and NVTX ranges of the default domain as "
+            "phases.\n\n"
+            "Cost: the history costs about what torch.cuda.memory._record_memory_history costs;\n"
+            "CUPTI's memory records are cheap. --tensor-level sets "
+            "PYTORCH_NO_CUDA_MEMORY_CACHING=1:\n"
+            "a cudaMalloc per tensor and a synchronization per free, no CUDA graphs: it changes "
+            "the\n"
+            "program, and is meant for programs without PyTorch. --stacks and --vmm subscribe to\n"
+            "CUPTI callbacks, which torch.profiler cannot share. torch.profiler takes CUPTI over\n"
+            "when it starts: memscope says so, and the allocator history stays complete.\n\n"
+            "The recorders are looked up next to this program (../lib, ../share/memscope/pyhook)\n"
+            "unless MEMSCOPE_CUPTI_LIBRARY, MEMSCOPE_PYHOOK_DIR or MEMSCOPE_TORCH_CAPTURE_LIBRARY\n"
+            "name them.\n\n"
+            "Exit codes: CMD's own. When CMD exits 0: ") +
+        std::to_string(kRecordingFailed) +
+        " if the recording could not be finished\n"
+        "(its parts are kept: memscope-cli record --merge DIR finishes it), else 0 (also when\n"
+        "nothing was recorded: record says why). " +
+        std::to_string(kRecordNotRun) +
+        ": CMD was not run (bad usage, an output folder that\n"
+        "cannot be written, no recorder found).\n"
+        "record --merge DIR: 0 when everything was merged, " +
+        std::to_string(kRecordingFailed) + " when something could not be,\n" +
+        std::to_string(kMergeUsageError) +
+        " when DIR does not exist or holds nothing to merge.\n\n"
         "Example: memscope-cli record -o traces -- python3 train.py --epochs 1");
-    return {app, [o] { return run(*o); },
+    return {app,
+            [o, output] {
+                o->output_given = output->count() > 0;
+                return run(*o);
+            },
             [o](std::vector<std::string> command) { o->command = std::move(command); }};
 }
 

@@ -1,7 +1,12 @@
 #include "memscope/recording/recording_folder.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 
 #include "memscope/base/file_io.h"
@@ -152,7 +157,41 @@ Result<FinishedTrace> finishProcess(const fs::path& dir, const fs::path& folder,
     return done;
 }
 
+// The hook folder's per-process folders, by pid.
+std::vector<std::pair<int64_t, fs::path>> processFolders(const fs::path& hooks) {
+    std::vector<std::pair<int64_t, fs::path>> folders;
+    std::error_code ec;
+    for (fs::directory_iterator it(hooks, ec), end; !ec && it != end; it.increment(ec)) {
+        std::error_code ignored;
+        if (!it->is_directory(ignored) || it->is_symlink(ignored)) continue;
+        if (auto pid = pidOfFolder(it->path())) folders.emplace_back(*pid, it->path());
+    }
+    std::sort(folders.begin(), folders.end());
+    return folders;
+}
+
 }  // namespace
+
+std::vector<int64_t> unmergedProcesses(const std::string& dir) {
+    std::vector<int64_t> pids;
+    for (const auto& [pid, folder] : processFolders(fs::path(dir) / kHookFolderName))
+        pids.push_back(pid);
+    return pids;
+}
+
+Result<void> checkFolderWritable(const std::string& dir) {
+    std::string probe = (fs::path(dir) / ".memscope-write-test-XXXXXX").string();
+    const int fd = ::mkstemp(probe.data());
+    if (fd < 0) return makeError("cannot write to the folder " + dir + ": " + std::strerror(errno));
+    // A byte too: a full file system still lets an empty file be made.
+    const char byte = 0;
+    const bool wrote = ::write(fd, &byte, 1) == 1 && ::fsync(fd) == 0;
+    const int err = errno;
+    ::close(fd);
+    ::unlink(probe.c_str());
+    if (!wrote) return makeError("cannot write to the folder " + dir + ": " + std::strerror(err));
+    return {};
+}
 
 std::string recordedTraceName(int64_t pid, int32_t rank, int32_t local_rank) {
     std::string name = "memscope-" + std::to_string(pid);
@@ -169,17 +208,11 @@ RecordingFinish finishRecording(const std::string& dir_text, const PluginRegistr
     std::error_code ec;
     if (!fs::is_directory(hooks, ec)) return result;
 
-    std::vector<std::pair<int64_t, fs::path>> folders;
-    for (fs::directory_iterator it(hooks, ec), end; !ec && it != end; it.increment(ec)) {
-        std::error_code ignored;
-        if (!it->is_directory(ignored) || it->is_symlink(ignored)) continue;
-        if (auto pid = pidOfFolder(it->path())) folders.emplace_back(*pid, it->path());
-    }
-    std::sort(folders.begin(), folders.end());
-    for (const auto& [pid, folder] : folders) {
+    for (const auto& [pid, folder] : processFolders(hooks)) {
         if (ctx.cancelled()) {
             result.errors.push_back("cancelled; the remaining processes' parts are kept in " +
                                     hooks.string());
+            result.unfinished.push_back({-1, "cancelled", hooks.string()});
             break;
         }
         bool nothing = false;
@@ -187,11 +220,15 @@ RecordingFinish finishRecording(const std::string& dir_text, const PluginRegistr
         if (!done) {
             result.errors.push_back(done.message() + " (its parts are kept in " + folder.string() +
                                     ")");
+            result.unfinished.push_back({pid, done.message(), folder.string()});
             continue;
         }
         std::error_code removed;
         if (!done->parts_kept) fs::remove_all(folder, removed);
-        if (!nothing) result.traces.push_back(std::move(*done));
+        if (nothing)
+            result.recorded_nothing.push_back(pid);
+        else
+            result.traces.push_back(std::move(*done));
     }
     fs::remove(hooks, ec);  // only when empty
     return result;

@@ -32,13 +32,31 @@ struct FinishedTrace {
     bool parts_kept = false;        // a part could not be read: the hook folder stays
 };
 
+// A process whose parts could not be merged: they stay where they are, for a
+// later finishRecording (`memscope-cli record --merge DIR`).
+struct UnfinishedProcess {
+    int64_t pid = -1;    // -1: the rest, after a cancel
+    std::string reason;  // why, naming the file
+    std::string kept;    // the folder its parts stay in
+};
+
 struct RecordingFinish {
     std::vector<FinishedTrace> traces;  // merged and written
-    std::vector<std::string> errors;    // one line per process that failed
+    std::vector<std::string> errors;    // one line per process that failed (reason, where kept)
+    std::vector<UnfinishedProcess> unfinished;  // the same failures, as values
+    std::vector<int64_t> recorded_nothing;      // processes whose hook ran and found nothing
 };
 
 // The name a process's trace gets: memscope-<pid>[-rank<R>][-local<L>].memscope.
 std::string recordedTraceName(int64_t pid, int32_t rank, int32_t local_rank);
+
+// The processes whose parts wait in dir's hook folder to be merged, by pid.
+std::vector<int64_t> unmergedProcesses(const std::string& dir);
+
+// Whether files can be created in `dir` (a file is made and removed there):
+// the error names the folder and the reason (a read-only file system, no
+// permission, no space).
+Result<void> checkFolderWritable(const std::string& dir);
 
 // `registry` must hold the PyTorch snapshot importer (history dumps).
 RecordingFinish finishRecording(const std::string& dir, const PluginRegistry& registry,

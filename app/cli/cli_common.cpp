@@ -71,4 +71,15 @@ void printWarnings(const char* command, const OpenedRun& run) {
                          w.message.c_str());
 }
 
+// "recorded only steps 3-4 ... alive at its start: ..." for a trace cut to
+// what `record --steps` / `--capture-range` asked for.
+void printRecordedRange(const Trace& t, const char* indent) {
+    const std::string* range = t.metadata.property("recorded_range");
+    if (!range) return;
+    std::printf("%srecorded only   %s (the run's own numbering)\n", indent, range->c_str());
+    if (const std::string* alive = t.metadata.property("recorded_range.alive_at_start"))
+        std::printf("%salive at start  %s, carried in from before the range\n", indent,
+                    alive->c_str());
+}
+
 }  // namespace memscope::cli

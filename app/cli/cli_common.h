@@ -28,4 +28,8 @@ RunLabel runLabel(const OpenedRun& run);
 // "memscope-cli CMD: warning: PATH: MESSAGE" for each warning of a run.
 void printWarnings(const char* command, const OpenedRun& run);
 
+// Prints what part of the run a trace holds, when `record --steps` or
+// `--capture-range` cut it (nothing otherwise).
+void printRecordedRange(const Trace& trace, const char* indent);
+
 }  // namespace memscope::cli

@@ -104,6 +104,7 @@ bool printRecordedTrace(const fs::path& file) {
         }
     }
     printPhases(t);
+    printRecordedRange(t, "    ");
     return true;
 }
 

@@ -123,6 +123,7 @@ void printTable(const FileReport& f) {
         std::printf("%s: %s  (%s, from %s)\n", f.name.c_str(), f.path.c_str(), f.format.c_str(),
                     source.c_str());
     for (const auto& w : f.warnings) std::printf("  warning: %s\n", w.message.c_str());
+    if (f.trace) printRecordedRange(*f.trace, "  ");
     if (f.summary.devices.empty())
         std::printf("  no devices: the trace holds no events and no segments\n");
     for (const auto& [device, d] : f.summary.devices) {

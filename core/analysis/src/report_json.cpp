@@ -299,6 +299,9 @@ std::string summaryToJson(std::span<const FileReport> files) {
         if (f.trace) {
             if (const std::string* how = f.trace->metadata.property("phases"))
                 field(w, "phases_source", std::string_view(*how));
+            // Only part of the run was recorded (record --steps / --capture-range).
+            if (const std::string* range = f.trace->metadata.property("recorded_range"))
+                field(w, "recorded_range", std::string_view(*range));
             key(w, "steps");
             steps(w, *f.trace);
         }

@@ -40,6 +40,7 @@ bool CaptureLogWriter::open(const std::string& path) {
         return false;
     }
     fd_ = fd;
+    committed_ = sizeof(header);
     buffer_.reserve(kBufferBytes);
     return true;
 }
@@ -68,6 +69,16 @@ bool CaptureLogWriter::flush() {
 bool CaptureLogWriter::flushLocked() {
     if (fd_ < 0) return false;
     const bool ok = writeAll(fd_, buffer_.data(), buffer_.size());
+    if (ok) {
+        committed_ += buffer_.size();
+    } else {
+        // A full disk: a record cut short would misalign every record written
+        // after it. Cut the file back to its last whole record and stop; the
+        // log stays a readable prefix, and flush() reports the failure.
+        (void)::ftruncate(fd_, off_t(committed_));
+        ::close(fd_);
+        fd_ = -1;
+    }
     buffer_.clear();
     return ok;
 }

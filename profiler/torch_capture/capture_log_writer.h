@@ -16,6 +16,8 @@ public:
     // False (with errno set) when the file cannot be created.
     bool open(const std::string& path);
     void append(int64_t time, uint64_t address, int64_t bytes);
+    // False when the log is not open or a write failed; after a failed write
+    // the file is cut back to whole records and capturing stops.
     bool flush();
     bool isOpen() const;
 
@@ -24,6 +26,7 @@ private:
 
     mutable std::mutex mutex_;
     int fd_ = -1;
+    size_t committed_ = 0;  // bytes of whole records (and the header) on disk
     std::vector<char> buffer_;
 };
 

@@ -27,7 +27,9 @@ class Capture:
         rc = self._lib.memscope_capture_flush()
         if rc != 0 and not self._flush_failed:
             self._flush_failed = True
-            self._warn("memscope_capture_flush returned %d; cpu-events.bin may be incomplete" % rc)
+            self._warn("CPU capture stopped: writing cpu-events.bin failed (a full disk?); it "
+                       "holds the allocations written before (memscope_capture_flush returned %d)"
+                       % rc)
 
     def has_data(self):
         try:

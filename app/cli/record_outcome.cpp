@@ -60,7 +60,7 @@ void printUnfinished(const fs::path& dir, const RecordingFinish& done, size_t tr
     }
     for (const UnfinishedProcess& u : done.unfinished)
         no_space = no_space || u.reason.find(std::strerror(ENOSPC)) != std::string::npos;
-    text += "\n  kept, nothing lost:";
+    text += "\n  kept:";
     for (const UnfinishedProcess& u : done.unfinished)
         text += u.pid >= 0 ? "\n    the parts of process " + std::to_string(u.pid) + " in " + u.kept
                            : "\n    the remaining processes' parts in " + u.kept;

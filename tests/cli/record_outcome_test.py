@@ -319,8 +319,35 @@ def case_disk_full(cli, tmp):
         umount(mnt)
 
 
+def case_disk_fills_mid_job(cli, tmp):
+    py = python_with_torch()
+    loops = os.path.join(HERE, "..", "pyhook", "scripts", "loops.py")
+    mnt = os.path.join(tmp, "small")
+    os.makedirs(mnt)
+    mount_tmpfs(mnt, "size=8m")
+    try:
+        out = os.path.join(mnt, "runs")
+        filler = os.path.join(mnt, "filler")
+        # The disk fills after 3 of 8 steps; the job trains on.
+        p = record(cli, ["-o", out, "--", py, loops, "zero_grad_end", "8", "--fill",
+                         filler + ":3"])
+        expect_in(p.stdout, "trained 8 steps", "the job ran to its end unharmed")
+        if p.returncode != 3:
+            fail(f"exit {p.returncode}, expected 3 (the job exited 0, the recording failed)")
+        expect_in(p.stderr, "the recording could not be finished", "the message")
+        expect_in(p.stderr, f"memscope-cli record --merge {out}", "how to finish")
+        expect_not_in(p.stderr, "nothing was recorded", "a wrong claim")
+        os.remove(filler)
+        p = record(cli, ["--merge", out])
+        if p.returncode != 0:
+            fail(f"--merge: exit {p.returncode}")
+        expect_in(p.stdout, "phase names    step 0", "the steps written before the disk filled")
+    finally:
+        umount(mnt)
+
+
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
-MOUNTING = {"read_only", "disk_full"}
+MOUNTING = {"read_only", "disk_full", "disk_fills_mid_job"}
 
 
 def main():

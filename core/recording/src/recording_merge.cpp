@@ -229,8 +229,9 @@ Result<Trace> mergeRecording(RecordingParts parts, const TaskContext& ctx, Merge
         if (!hook->complete)
             warn(ctx, WarningKind::DamagedTail,
                  hook->log_file
-                     ? "the process ended without exiting (killed, os._exit): its phases are kept "
-                       "up to its last second, the allocator history up to its last dump"
+                     ? "the hook could not finish its files (the process was killed, left with "
+                       "os._exit, or the disk was full): its phases are kept up to the last "
+                       "second it could write, the allocator history up to its last dump"
                      : "the process ended before the memscope hook could finish (killed?): "
                        "phases and allocator history stop at its last save");
         for (const std::string& w : hook->warnings) warn(ctx, WarningKind::Other, "hook: " + w);

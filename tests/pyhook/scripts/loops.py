@@ -1,12 +1,14 @@
 """Test scaffolding (not a user script): the training-loop shapes people write,
 each running STEPS optimizer iterations, for the step-count tests.
 
-usage: loops.py SHAPE STEPS [--exit MODE]
+usage: loops.py SHAPE STEPS [--exit MODE] [--fill PATH:K]
   SHAPE: zero_grad_start | zero_grad_end | set_to_none_false | model_zero_grad |
          accumulation | lr_scheduler | gan | eval_between | eval_after | no_optimizer |
          forever (zero_grad_start until killed, printing "step K" after each step)
   MODE (how the script ends): normal | os_exit | sigkill (kills itself after
-         the last step) | raise_cuda_oom (a stand-in OOM error ends it)
+         the last step)
+  --fill PATH:K  after K iterations, fill the disk with PATH (until it is full)
+         and train on: the recording's writes fail, the job must not notice
 """
 import os
 import signal
@@ -17,6 +19,7 @@ import torch.nn as nn
 
 SHAPE, STEPS = sys.argv[1], int(sys.argv[2])
 MODE = sys.argv[sys.argv.index("--exit") + 1] if "--exit" in sys.argv else "normal"
+FILL = sys.argv[sys.argv.index("--fill") + 1].rsplit(":", 1) if "--fill" in sys.argv else None
 torch.manual_seed(0)
 
 
@@ -33,9 +36,25 @@ def loss_of(m):
     return nn.functional.mse_loss(m(x), y)
 
 
+steps_done = [0]
+
+
+def fill_disk(path):
+    with open(path, "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * (1 << 20))
+                f.flush()
+        except OSError:
+            pass
+
+
 def train_step():
     loss_of(model).backward()
     opt.step()
+    steps_done[0] += 1
+    if FILL and steps_done[0] == int(FILL[1]):
+        fill_disk(FILL[0])
 
 
 if SHAPE == "zero_grad_start":
@@ -116,6 +135,7 @@ elif SHAPE == "forever":
 else:
     sys.exit("unknown shape " + SHAPE)
 
+print("trained %d steps" % steps_done[0])
 sys.stdout.flush()
 if MODE == "os_exit":
     os._exit(0)

@@ -24,29 +24,10 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from record_test_util import SKIP, Skip, fail, python_with_torch  # noqa: E402
 TRAIN = os.path.join(HERE, "record_scripts", "train_checkpoint_adam.py")
 IDLE = os.path.join(HERE, "..", "pyhook", "scripts", "idle_torch.py")
-SKIP = 77
-
-
-class Skip(Exception):
-    pass
-
-
-def fail(message):
-    print("FAIL:", message)
-    sys.exit(1)
-
-
-def python_with_torch():
-    for candidate in ("python3", "/usr/bin/python3"):
-        try:
-            if subprocess.run([candidate, "-c", "import torch"], capture_output=True,
-                              timeout=120).returncode == 0:
-                return shutil.which(candidate) or candidate
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-    raise Skip("no python3 with PyTorch (apt-get install python3-torch)")
 
 
 def record(cli, args, env=None, timeout=120):

@@ -24,29 +24,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from record_test_util import SKIP, Skip, fail, python_with_torch  # noqa: E402
 LOOPS = os.path.join(HERE, "..", "pyhook", "scripts", "loops.py")
-SKIP = 77
 SHAPES = ("zero_grad_start", "zero_grad_end", "set_to_none_false", "model_zero_grad",
           "accumulation", "lr_scheduler", "gan", "eval_between", "eval_after", "no_optimizer")
-
-
-def fail(message):
-    print("FAIL:", message)
-    sys.exit(1)
-
-
-def python_with_torch():
-    for candidate in ("/usr/bin/python3", "python3"):
-        try:
-            if subprocess.run([candidate, "-c", "import torch"], capture_output=True,
-                              timeout=120).returncode == 0:
-                return shutil.which(candidate) or candidate
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-    return None
 
 
 def summary(cli, out):
@@ -158,9 +142,10 @@ def main():
         print(__doc__)
         return 2
     cli, case = sys.argv[1], sys.argv[2]
-    py = python_with_torch()
-    if py is None:
-        print("skipped: no python3 with PyTorch (apt-get install python3-torch)")
+    try:
+        py = python_with_torch()
+    except Skip as exc:
+        print("skipped:", exc)
         return SKIP
     tmp = tempfile.mkdtemp(prefix="memscope-record-steps-")
     try:

@@ -121,9 +121,9 @@ std::string show(const std::vector<HookPhase>& phases) {
 }
 
 // Compares kind, step and times, printing both lists when they differ.
-#define EXPECT_PHASES(actual, ...)                                \
-    do {                                                          \
-        const std::vector<HookPhase> expected_ = {__VA_ARGS__};   \
+#define EXPECT_PHASES(actual, ...)                                 \
+    do {                                                           \
+        const std::vector<HookPhase> expected_ = {__VA_ARGS__};    \
         EXPECT_EQ(show(actual), show(expected_)) << "resolved as"; \
     } while (false)
 
@@ -342,28 +342,29 @@ TEST(ParseHookLog, LinesThatAreNotRecordsAreDamage) {
 }
 
 TEST(ParseHookLog, PhasesWithBadValuesAreDamage) {
-    for (const char* line : {
-             // negative times
-             R"({"t":"phase","kind":"forward","step":0,"start_ns":-10,"end_ns":20,"seq":1})",
-             R"({"t":"phase","kind":"forward","step":0,"start_ns":-20,"end_ns":-10,"seq":1})",
-             // ends before it starts
-             R"({"t":"phase","kind":"forward","step":0,"start_ns":30,"end_ns":20,"seq":1})",
-             // no sequence number, or not a valid one
-             R"({"t":"phase","kind":"forward","step":0,"start_ns":10,"end_ns":20})",
-             R"({"t":"phase","kind":"forward","step":0,"start_ns":10,"end_ns":20,"seq":0})",
-             R"({"t":"phase","kind":"forward","step":0,"start_ns":10,"end_ns":20,"seq":-3})",
-             R"({"t":"phase","kind":"forward","step":0,"start_ns":10,"end_ns":20,"seq":"1"})",
-             // times missing or not integers
-             R"({"t":"phase","kind":"forward","step":0,"end_ns":20,"seq":1})",
-             R"({"t":"phase","kind":"forward","step":0,"start_ns":10,"seq":1})",
-             R"({"t":"phase","kind":"forward","step":0,"start_ns":10.5,"end_ns":20,"seq":1})",
-             R"({"t":"phase","kind":"forward","step":0,"start_ns":"10","end_ns":20,"seq":1})",
-             R"({"t":"phase","kind":"forward","step":0,"start_ns":10,"end_ns":18446744073709551615,"seq":1})",
-             // no kind, or one memscope does not know
-             R"({"t":"phase","step":0,"start_ns":10,"end_ns":20,"seq":1})",
-             R"({"t":"phase","kind":"validation","step":0,"start_ns":10,"end_ns":20,"seq":1})",
-             R"({"t":"phase","kind":"Forward","step":0,"start_ns":10,"end_ns":20,"seq":1})",
-         }) {
+    for (
+        const char* line : {
+            // negative times
+            R"({"t":"phase","kind":"forward","step":0,"start_ns":-10,"end_ns":20,"seq":1})",
+            R"({"t":"phase","kind":"forward","step":0,"start_ns":-20,"end_ns":-10,"seq":1})",
+            // ends before it starts
+            R"({"t":"phase","kind":"forward","step":0,"start_ns":30,"end_ns":20,"seq":1})",
+            // no sequence number, or not a valid one
+            R"({"t":"phase","kind":"forward","step":0,"start_ns":10,"end_ns":20})",
+            R"({"t":"phase","kind":"forward","step":0,"start_ns":10,"end_ns":20,"seq":0})",
+            R"({"t":"phase","kind":"forward","step":0,"start_ns":10,"end_ns":20,"seq":-3})",
+            R"({"t":"phase","kind":"forward","step":0,"start_ns":10,"end_ns":20,"seq":"1"})",
+            // times missing or not integers
+            R"({"t":"phase","kind":"forward","step":0,"end_ns":20,"seq":1})",
+            R"({"t":"phase","kind":"forward","step":0,"start_ns":10,"seq":1})",
+            R"({"t":"phase","kind":"forward","step":0,"start_ns":10.5,"end_ns":20,"seq":1})",
+            R"({"t":"phase","kind":"forward","step":0,"start_ns":"10","end_ns":20,"seq":1})",
+            R"({"t":"phase","kind":"forward","step":0,"start_ns":10,"end_ns":18446744073709551615,"seq":1})",
+            // no kind, or one memscope does not know
+            R"({"t":"phase","step":0,"start_ns":10,"end_ns":20,"seq":1})",
+            R"({"t":"phase","kind":"validation","step":0,"start_ns":10,"end_ns":20,"seq":1})",
+            R"({"t":"phase","kind":"Forward","step":0,"start_ns":10,"end_ns":20,"seq":1})",
+        }) {
         const HookLog log = parseHookLog(std::string(line) + "\n");
         EXPECT_EQ(log.damaged_lines, 1u) << line;
         EXPECT_TRUE(log.phases.empty()) << line;
@@ -542,12 +543,11 @@ TEST(ResolveHookPhases, ATailWithABackwardIsOneMoreStep) {
 TEST(ResolveHookPhases, ATailWithAnOptimizerStepOrARecomputeIsOneMoreStep) {
     // Optimizer-in-backward style tails: what holds training makes a step.
     for (HookPhaseKind training : {kOpt, kRec}) {
-        const auto out =
-            resolveHookPhases(records({hp(kStep, 0, 100, 200), hp(training, 1, 230, 260),
-                                       hp(kFwd, 1, 270, 300)}),
-                              {});
-        EXPECT_PHASES(out, hp(kStep, 0, 100, 200), hp(kStep, 1, 230, 300), hp(training, 1, 230, 260),
-                      hp(kFwd, 1, 270, 300));
+        const auto out = resolveHookPhases(
+            records({hp(kStep, 0, 100, 200), hp(training, 1, 230, 260), hp(kFwd, 1, 270, 300)}),
+            {});
+        EXPECT_PHASES(out, hp(kStep, 0, 100, 200), hp(kStep, 1, 230, 300),
+                      hp(training, 1, 230, 260), hp(kFwd, 1, 270, 300));
     }
 }
 
@@ -603,11 +603,10 @@ TEST(ResolveHookPhases, AnEvaluationAfterTrainingStaysOutsideEveryStep) {
 
 TEST(ResolveHookPhases, AnEvaluationWithoutZeroGradLeavesTheLastStepAsItIs) {
     // loops.py eval_after: the evaluation's forward was open at exit (hook.json).
-    const auto out =
-        resolveHookPhases(records({hp(kZg, 0, 100, 110), hp(kFwd, 0, 110, 150),
-                                   hp(kBwd, 0, 150, 190), hp(kOpt, 0, 190, 200),
-                                   hp(kStep, 0, 100, 200)}),
-                          {hp(kFwd, 1, 250, 400)});
+    const auto out = resolveHookPhases(
+        records({hp(kZg, 0, 100, 110), hp(kFwd, 0, 110, 150), hp(kBwd, 0, 150, 190),
+                 hp(kOpt, 0, 190, 200), hp(kStep, 0, 100, 200)}),
+        {hp(kFwd, 1, 250, 400)});
     EXPECT_PHASES(out, hp(kStep, 0, 100, 200), hp(kZg, 0, 100, 110), hp(kFwd, 0, 110, 150),
                   hp(kBwd, 0, 150, 190), hp(kOpt, 0, 190, 200), hp(kFwd, -1, 250, 400));
 }
@@ -703,9 +702,7 @@ TEST(ResolveHookPhases, TheGanLogTheHookWrote) {
     for (int32_t s = 0; s < 3; ++s) {
         for (HookPhaseKind k : {kZg, kFwd, kBwd, kOpt})
             EXPECT_EQ(std::count_if(out.begin(), out.end(),
-                                    [&](const HookPhase& p) {
-                                        return p.kind == k && p.step == s;
-                                    }),
+                                    [&](const HookPhase& p) { return p.kind == k && p.step == s; }),
                       2)
                 << "step " << s << " " << toString(k);
     }
@@ -740,7 +737,8 @@ TEST(ResolveHookPhases, TheAccumulationLogTheHookWrote) {
     // The zero_grad each iteration ends with opens the next step; the last
     // one is the last step's.
     EXPECT_EQ(show(out.back()), show(hp(kZg, 2, 1796189333541376446, 1796189333541405369)));
-    EXPECT_TRUE(std::none_of(out.begin(), out.end(), [](const HookPhase& p) { return p.step < 0; }));
+    EXPECT_TRUE(
+        std::none_of(out.begin(), out.end(), [](const HookPhase& p) { return p.step < 0; }));
     expectOrdered(out);
 }
 

@@ -408,8 +408,8 @@ TEST(RecordedRange, TheMetadataSaysWhatWasRecorded) {
     EXPECT_EQ(property(t, "recorded_range.start_ns"), "2000");
     EXPECT_EQ(property(t, "recorded_range.end_ns"), "3900");
     EXPECT_EQ(property(t, "recorded_range.alive_at_start"),
-              "10 blocks and segments, " + std::to_string(256 + 32 + 48 + 500 + 77 + 128 + 32 + 1024) +
-                  " B in blocks");
+              "10 blocks and segments, " +
+                  std::to_string(256 + 32 + 48 + 500 + 77 + 128 + 32 + 1024) + " B in blocks");
     EXPECT_EQ(t.metadata.name, "four steps");
 
     FourSteps g = fourSteps();
@@ -581,8 +581,8 @@ testing::AssertionResult failsWith(Trace& t, const RecordedRangeSpec& spec,
     if (r) return testing::AssertionFailure() << "succeeded";
     for (const std::string& part : parts)
         if (r.message().find(part) == std::string::npos)
-            return testing::AssertionFailure() << "\"" << r.message() << "\" lacks \"" << part
-                                               << "\"";
+            return testing::AssertionFailure()
+                   << "\"" << r.message() << "\" lacks \"" << part << "\"";
     // The trace is left whole (the caller keeps the whole run).
     if (t.events.size() != events || t.phases.size() != phases ||
         t.metadata.property("recorded_range"))

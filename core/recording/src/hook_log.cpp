@@ -57,19 +57,19 @@ bool parseLine(std::string_view line, HookLog& log) {
     if (type == "capture") {
         const auto time = integer(d, "time_ns");
         auto on = d.FindMember("on");
-        if (!time || on == d.MemberEnd() || !on->value.IsBool()) return false;
+        if (!time || *time < 0 || on == d.MemberEnd() || !on->value.IsBool()) return false;
         log.capture.push_back({*time, on->value.GetBool()});
         return true;
     }
     if (type == "nvtx_range") {
         const auto start = integer(d, "start_ns"), end = integer(d, "end_ns");
-        if (!start || !end || *end < *start) return false;
+        if (!start || !end || *start < 0 || *end < *start) return false;
         log.nvtx_ranges.push_back({std::string(text(d, "name")), *start, *end});
         return true;
     }
     if (type == "oom") {
         const auto time = integer(d, "time_ns");
-        if (!time) return false;
+        if (!time || *time < 0) return false;
         log.ooms.push_back({*time, int32_t(std::clamp<int64_t>(integer(d, "device").value_or(-1),
                                                                 -1, INT16_MAX)),
                             integer(d, "bytes").value_or(0)});

@@ -157,8 +157,11 @@ std::vector<HookPhase> resolveHookPhases(const std::vector<HookLogRecordPhase>& 
     const bool trained_ever =
         !steps.empty() ||
         std::any_of(inner.begin(), inner.end(), [](const HookPhase& p) { return holdsTraining(p.kind); });
+    // Without training, a step needs a forward (zero_grad calls alone are none).
+    const bool forward_in_tail = std::any_of(
+        tail, inner.end(), [](const HookPhase& p) { return p.kind == HookPhaseKind::Forward; });
     if (tail != inner.end()) {
-        if (trained_in_tail || !trained_ever) {
+        if (trained_in_tail || (!trained_ever && forward_in_tail)) {
             HookPhase extra;
             extra.kind = HookPhaseKind::Step;
             extra.step = steps.empty() ? 0 : steps.rbegin()->first + 1;

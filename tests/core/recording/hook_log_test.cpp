@@ -620,6 +620,13 @@ TEST(ResolveHookPhases, AProcessThatNeverTrainedIsOneStep) {
     expectOrdered(out);
 }
 
+TEST(ResolveHookPhases, OnlyZeroGradsMakeNoStep) {
+    // The hook counts a step that never trained only when it ran a forward
+    // (phases.py _step_counts): zero_grad calls alone are no iteration.
+    const auto out = resolveHookPhases(records({hp(kZg, 0, 100, 110), hp(kZg, 0, 120, 130)}), {});
+    EXPECT_PHASES(out, hp(kZg, -1, 100, 110), hp(kZg, -1, 120, 130));
+}
+
 TEST(ResolveHookPhases, ThePhasesOpenAtExitComeAfterTheLog) {
     // loops.py no_optimizer, ended by os._exit: the last step was open at
     // exit; hook.json closed it, with the backward the log already has.

@@ -181,10 +181,15 @@ Result<RecordedRange> applyRecordedRange(Trace& trace, const RecordedRangeSpec& 
     std::vector<Phase> kept;
     for (size_t i = 0; i < trace.phases.size(); ++i) {
         Phase p = trace.phases[i];
-        const int64_t end = p.end > p.start ? p.end : INT64_MAX;  // open: to the end
+        const bool open = p.end <= p.start;
+        const int64_t end = open ? INT64_MAX : p.end;  // open: to the end
         if (end < range.start || p.start > range.end) continue;
         p.start = std::max(p.start, range.start);
         p.end = std::min(end, range.end);
+        // A closed phase that only touches the range (it ends where the range
+        // starts, or starts where it ends) is not part of it: cut to that
+        // point it would read as still open (end == start).
+        if (!open && p.end == p.start) continue;
         kept.push_back(p);
         remap[i + 1] = PhaseId(uint32_t(kept.size()));
     }

@@ -32,6 +32,9 @@ std::string stepsText(int32_t a, int32_t b) {
 }
 
 Result<std::pair<int64_t, int64_t>> findStepRange(const Trace& t, int32_t first, int32_t last) {
+    if (first > last)
+        return makeError("--steps " + std::to_string(first) + ":" + std::to_string(last) +
+                         ": the first step is after the last");
     std::optional<int64_t> start, end;
     int32_t lowest = INT32_MAX, highest = -1;
     for (const Phase& p : t.phases) {

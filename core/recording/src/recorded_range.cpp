@@ -62,7 +62,11 @@ Result<std::pair<int64_t, int64_t>> findNvtxRange(const Trace& t, const Recorded
     const Phase* found = nullptr;
     for (const Phase& p : t.phases)
         if (t.string(p.name) == *spec.nvtx && (!found || p.start < found->start)) found = &p;
-    if (found) return std::pair{found->start, found->end > found->start ? found->end : trace_end};
+    // An open range runs to the trace's end, which may be before it began.
+    if (found)
+        return std::pair{found->start, found->end > found->start
+                                           ? found->end
+                                           : std::max(found->start, trace_end)};
     if (spec.nvtx_hint) return *spec.nvtx_hint;
     return makeError("--capture-range nvtx:" + *spec.nvtx + ": no NVTX range of that name was " +
                      "seen (torch.cuda.nvtx.range_push or, with CUDA, any NVTX push), so " +

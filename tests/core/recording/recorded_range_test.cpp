@@ -551,6 +551,20 @@ TEST(RecordedRange, AnOpenNvtxRangeRunsToTheTracesEnd) {
     EXPECT_EQ(r->end, 4500);  // the last event
 }
 
+TEST(RecordedRange, AnOpenNvtxRangeAfterTheLastEventIsEmpty) {
+    // Pushed after the last allocator event and never popped: the range
+    // holds no event, and no phase is cut to end before it starts.
+    FourSteps f = fourSteps();
+    Trace& t = f.trace;
+    addPhase(t, "late", PhaseKind::Range, 5000, 5000);
+    auto r = applyRecordedRange(t, nvtx("late"));
+    ASSERT_TRUE(r) << r.message();
+    EXPECT_EQ(r->start, 5000);
+    EXPECT_EQ(r->end, 5000);
+    for (const Phase& p : t.phases) EXPECT_LE(p.start, p.end) << t.string(p.name);
+    EXPECT_EQ(property(t, "recorded_range.end_ns"), "5000");
+}
+
 TEST(RecordedRange, TheHooksNvtxRangeStandsInWhereTheTraceHasNone) {
     FourSteps f = fourSteps();
     Trace& t = f.trace;

@@ -149,12 +149,14 @@ Result<RecordedRange> applyRecordedRange(Trace& trace, const RecordedRangeSpec& 
     if (cuts_end && trace.allocator_state) {
         const AllocatorState& state = *trace.allocator_state;
         for (const Segment& s : state.segments) {
+            const uint32_t stream = trace.internStream(s.stream);  // raw value -> index
             if (!ever_opened.count({s.device, s.address})) {
                 Event seg;
                 seg.kind = EventKind::SegmentAlloc;
                 seg.address = s.address;
                 seg.size = s.total_size;
                 seg.device = s.device;
+                seg.stream = stream;
                 seg.stack = s.stack;
                 carry(seg, {}, before_recording);
             }
@@ -166,6 +168,7 @@ Result<RecordedRange> applyRecordedRange(Trace& trace, const RecordedRangeSpec& 
                 alloc.address = b.address;
                 alloc.size = b.size;
                 alloc.device = s.device;
+                alloc.stream = stream;
                 alloc.stack = b.stack;
                 carry(alloc, {}, before_recording);
             }

@@ -328,6 +328,19 @@ TEST(RecordedRange, AnEndStateFromAfterTheRangeIsDroppedAndItsOldBlocksCarried) 
     EXPECT_EQ(r->alive_bytes, 256u + 32 + 48 + 500 + 77 + 128 + 32 + 1024);
 }
 
+TEST(RecordedRange, EndStateSegmentsCarriedInKeepTheirStream) {
+    // Event::stream indexes Trace::streams; Segment::stream is the raw value.
+    FourSteps f = fourSteps();
+    Trace& t = f.trace;
+    t.allocator_state->segments[1].stream = 0xabc;
+    ASSERT_TRUE(applyRecordedRange(t, steps(1, 2)));
+    ASSERT_GE(t.events.size(), 10u);
+    ASSERT_EQ(t.events[8].kind, EventKind::SegmentAlloc);
+    EXPECT_EQ(t.streams[t.events[8].stream], 0xabcu);
+    EXPECT_EQ(t.streams[t.events[9].stream], 0xabcu);  // its block
+    EXPECT_EQ(t.streams[t.events[6].stream], 0u);      // segment 0x10000's, on stream 0
+}
+
 TEST(RecordedRange, TheEndStateStaysWhenNothingAfterTheRangeWasCut) {
     FourSteps f = fourSteps();
     Trace& t = f.trace;

@@ -57,19 +57,19 @@ bool parseLine(std::string_view line, HookLog& log) {
     if (type == "capture") {
         const auto time = integer(d, "time_ns");
         auto on = d.FindMember("on");
-        if (!time || on == d.MemberEnd() || !on->value.IsBool()) return false;
+        if (!time || *time < 0 || on == d.MemberEnd() || !on->value.IsBool()) return false;
         log.capture.push_back({*time, on->value.GetBool()});
         return true;
     }
     if (type == "nvtx_range") {
         const auto start = integer(d, "start_ns"), end = integer(d, "end_ns");
-        if (!start || !end || *end < *start) return false;
+        if (!start || !end || *start < 0 || *end < *start) return false;
         log.nvtx_ranges.push_back({std::string(text(d, "name")), *start, *end});
         return true;
     }
     if (type == "oom") {
         const auto time = integer(d, "time_ns");
-        if (!time) return false;
+        if (!time || *time < 0) return false;
         log.ooms.push_back({*time, int32_t(std::clamp<int64_t>(integer(d, "device").value_or(-1),
                                                                 -1, INT16_MAX)),
                             integer(d, "bytes").value_or(0)});
@@ -157,8 +157,11 @@ std::vector<HookPhase> resolveHookPhases(const std::vector<HookLogRecordPhase>& 
     const bool trained_ever =
         !steps.empty() ||
         std::any_of(inner.begin(), inner.end(), [](const HookPhase& p) { return holdsTraining(p.kind); });
+    // Without training, a step needs a forward (zero_grad calls alone are none).
+    const bool forward_in_tail = std::any_of(
+        tail, inner.end(), [](const HookPhase& p) { return p.kind == HookPhaseKind::Forward; });
     if (tail != inner.end()) {
-        if (trained_in_tail || !trained_ever) {
+        if (trained_in_tail || (!trained_ever && forward_in_tail)) {
             HookPhase extra;
             extra.kind = HookPhaseKind::Step;
             extra.step = steps.empty() ? 0 : steps.rbegin()->first + 1;

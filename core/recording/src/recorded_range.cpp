@@ -32,6 +32,9 @@ std::string stepsText(int32_t a, int32_t b) {
 }
 
 Result<std::pair<int64_t, int64_t>> findStepRange(const Trace& t, int32_t first, int32_t last) {
+    if (first > last)
+        return makeError("--steps " + std::to_string(first) + ":" + std::to_string(last) +
+                         ": the first step is after the last");
     std::optional<int64_t> start, end;
     int32_t lowest = INT32_MAX, highest = -1;
     for (const Phase& p : t.phases) {
@@ -59,7 +62,11 @@ Result<std::pair<int64_t, int64_t>> findNvtxRange(const Trace& t, const Recorded
     const Phase* found = nullptr;
     for (const Phase& p : t.phases)
         if (t.string(p.name) == *spec.nvtx && (!found || p.start < found->start)) found = &p;
-    if (found) return std::pair{found->start, found->end > found->start ? found->end : trace_end};
+    // An open range runs to the trace's end, which may be before it began.
+    if (found)
+        return std::pair{found->start, found->end > found->start
+                                           ? found->end
+                                           : std::max(found->start, trace_end)};
     if (spec.nvtx_hint) return *spec.nvtx_hint;
     return makeError("--capture-range nvtx:" + *spec.nvtx + ": no NVTX range of that name was " +
                      "seen (torch.cuda.nvtx.range_push or, with CUDA, any NVTX push), so " +
@@ -142,12 +149,14 @@ Result<RecordedRange> applyRecordedRange(Trace& trace, const RecordedRangeSpec& 
     if (cuts_end && trace.allocator_state) {
         const AllocatorState& state = *trace.allocator_state;
         for (const Segment& s : state.segments) {
+            const uint32_t stream = trace.internStream(s.stream);  // raw value -> index
             if (!ever_opened.count({s.device, s.address})) {
                 Event seg;
                 seg.kind = EventKind::SegmentAlloc;
                 seg.address = s.address;
                 seg.size = s.total_size;
                 seg.device = s.device;
+                seg.stream = stream;
                 seg.stack = s.stack;
                 carry(seg, {}, before_recording);
             }
@@ -159,6 +168,7 @@ Result<RecordedRange> applyRecordedRange(Trace& trace, const RecordedRangeSpec& 
                 alloc.address = b.address;
                 alloc.size = b.size;
                 alloc.device = s.device;
+                alloc.stream = stream;
                 alloc.stack = b.stack;
                 carry(alloc, {}, before_recording);
             }
@@ -181,10 +191,15 @@ Result<RecordedRange> applyRecordedRange(Trace& trace, const RecordedRangeSpec& 
     std::vector<Phase> kept;
     for (size_t i = 0; i < trace.phases.size(); ++i) {
         Phase p = trace.phases[i];
-        const int64_t end = p.end > p.start ? p.end : INT64_MAX;  // open: to the end
+        const bool open = p.end <= p.start;
+        const int64_t end = open ? INT64_MAX : p.end;  // open: to the end
         if (end < range.start || p.start > range.end) continue;
         p.start = std::max(p.start, range.start);
         p.end = std::min(end, range.end);
+        // A closed phase that only touches the range (it ends where the range
+        // starts, or starts where it ends) is not part of it: cut to that
+        // point it would read as still open (end == start).
+        if (!open && p.end == p.start) continue;
         kept.push_back(p);
         remap[i + 1] = PhaseId(uint32_t(kept.size()));
     }

@@ -171,8 +171,9 @@ Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
         if (!o.steps.empty()) in.set.emplace_back(env::kSteps, o.steps);
         if (!o.capture_range.empty()) in.set.emplace_back(env::kCaptureRange, o.capture_range);
     } else if (!o.steps.empty() || !o.capture_range.empty()) {
-        return makeError("--steps and --capture-range need the Python hook (they count steps "
-                         "and switch PyTorch's allocator history); drop --no-python-hook");
+        return makeError(
+            "--steps and --capture-range need the Python hook (they count steps "
+            "and switch PyTorch's allocator history); drop --no-python-hook");
     }
 
     if (!in.cupti && !in.python_hook) {

@@ -13,14 +13,6 @@ namespace {
 
 using Value = rapidjson::Value;
 
-std::optional<HookPhaseKind> kindOf(std::string_view s) {
-    for (HookPhaseKind k :
-         {HookPhaseKind::Step, HookPhaseKind::Forward, HookPhaseKind::Backward,
-          HookPhaseKind::Recompute, HookPhaseKind::Optimizer, HookPhaseKind::ZeroGrad})
-        if (toString(k) == s) return k;
-    return std::nullopt;
-}
-
 std::optional<int64_t> integer(const Value& o, const char* key) {
     auto it = o.FindMember(key);
     if (it == o.MemberEnd() || !it->value.IsInt64()) return std::nullopt;
@@ -40,7 +32,7 @@ bool parseLine(std::string_view line, HookLog& log) {
     if (d.HasParseError() || !d.IsObject()) return false;
     const std::string_view type = text(d, "t");
     if (type == "phase") {
-        const auto kind = kindOf(text(d, "kind"));
+        const auto kind = hookPhaseKindFromString(text(d, "kind"));
         const auto start = integer(d, "start_ns"), end = integer(d, "end_ns");
         const auto seq = integer(d, "seq");
         if (!kind || !start || !end || !seq || *start < 0 || *end < *start || *seq <= 0)
@@ -70,9 +62,9 @@ bool parseLine(std::string_view line, HookLog& log) {
     if (type == "oom") {
         const auto time = integer(d, "time_ns");
         if (!time || *time < 0) return false;
-        log.ooms.push_back({*time, int32_t(std::clamp<int64_t>(integer(d, "device").value_or(-1),
-                                                                -1, INT16_MAX)),
-                            integer(d, "bytes").value_or(0)});
+        log.ooms.push_back(
+            {*time, int32_t(std::clamp<int64_t>(integer(d, "device").value_or(-1), -1, INT16_MAX)),
+             integer(d, "bytes").value_or(0)});
         return true;
     }
     // A record type a newer hook writes: not damage.
@@ -151,12 +143,11 @@ std::vector<HookPhase> resolveHookPhases(const std::vector<HookLogRecordPhase>& 
     const int64_t last_end = steps.empty() ? INT64_MIN : steps.rbegin()->second.end_ns;
     const auto tail = std::find_if(inner.begin(), inner.end(),
                                    [&](const HookPhase& p) { return p.start_ns >= last_end; });
-    const bool trained_in_tail = std::any_of(tail, inner.end(), [](const HookPhase& p) {
-        return holdsTraining(p.kind);
-    });
+    const bool trained_in_tail =
+        std::any_of(tail, inner.end(), [](const HookPhase& p) { return holdsTraining(p.kind); });
     const bool trained_ever =
-        !steps.empty() ||
-        std::any_of(inner.begin(), inner.end(), [](const HookPhase& p) { return holdsTraining(p.kind); });
+        !steps.empty() || std::any_of(inner.begin(), inner.end(),
+                                      [](const HookPhase& p) { return holdsTraining(p.kind); });
     // Without training, a step needs a forward (zero_grad calls alone are none).
     const bool forward_in_tail = std::any_of(
         tail, inner.end(), [](const HookPhase& p) { return p.kind == HookPhaseKind::Forward; });
@@ -184,9 +175,8 @@ std::vector<HookPhase> resolveHookPhases(const std::vector<HookLogRecordPhase>& 
     // Each inner phase takes the number of the step that holds it.
     std::vector<HookPhase> ordered_steps = out;
     for (HookPhase p : inner) {
-        auto it = std::upper_bound(
-            ordered_steps.begin(), ordered_steps.end(), p.start_ns,
-            [](int64_t t, const HookPhase& s) { return t < s.start_ns; });
+        auto it = std::upper_bound(ordered_steps.begin(), ordered_steps.end(), p.start_ns,
+                                   [](int64_t t, const HookPhase& s) { return t < s.start_ns; });
         p.step = -1;
         if (it != ordered_steps.begin()) {
             const HookPhase& s = *(it - 1);

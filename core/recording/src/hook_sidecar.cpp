@@ -16,14 +16,6 @@ constexpr size_t kMaxSidecarBytes = size_t(512) << 20;
 
 using Value = rapidjson::Value;
 
-std::optional<HookPhaseKind> phaseKindFromString(std::string_view s) {
-    for (HookPhaseKind k :
-         {HookPhaseKind::Step, HookPhaseKind::Forward, HookPhaseKind::Backward,
-          HookPhaseKind::Recompute, HookPhaseKind::Optimizer, HookPhaseKind::ZeroGrad})
-        if (toString(k) == s) return k;
-    return std::nullopt;
-}
-
 std::string_view str(const Value& v) {
     return v.IsString() ? std::string_view(v.GetString(), v.GetStringLength()) : "";
 }
@@ -61,7 +53,7 @@ size_t parsePhaseArray(const Value* phases, std::vector<HookPhase>& out) {
             ++bad;
             continue;
         }
-        const auto kind = phaseKindFromString(text(p, "kind"));
+        const auto kind = hookPhaseKindFromString(text(p, "kind"));
         HookPhase phase;
         phase.step = int32_t(std::clamp<int64_t>(integer(p, "step", -1), -1, INT32_MAX));
         phase.start_ns = integer(p, "start_ns", -1);
@@ -124,6 +116,14 @@ Result<void> parseCommandLine(const Value& object, const std::string& path, Hook
 }
 
 }  // namespace
+
+std::optional<HookPhaseKind> hookPhaseKindFromString(std::string_view s) {
+    for (HookPhaseKind k :
+         {HookPhaseKind::Step, HookPhaseKind::Forward, HookPhaseKind::Backward,
+          HookPhaseKind::Recompute, HookPhaseKind::Optimizer, HookPhaseKind::ZeroGrad})
+        if (toString(k) == s) return k;
+    return std::nullopt;
+}
 
 std::string_view toString(HookPhaseKind kind) {
     switch (kind) {

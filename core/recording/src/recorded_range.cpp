@@ -21,7 +21,9 @@ struct PlaceHash {
     }
 };
 
-bool opensSegment(EventKind k) { return k == EventKind::SegmentAlloc || k == EventKind::SegmentMap; }
+bool opensSegment(EventKind k) {
+    return k == EventKind::SegmentAlloc || k == EventKind::SegmentMap;
+}
 bool closesSegment(EventKind k) {
     return k == EventKind::SegmentFree || k == EventKind::SegmentUnmap;
 }
@@ -116,10 +118,14 @@ Result<RecordedRange> applyRecordedRange(Trace& trace, const RecordedRangeSpec& 
         if (e.kind == EventKind::Alloc) ever_allocated.insert(at);
         if (opensSegment(e.kind)) ever_opened.insert(at);
         if (i >= first) continue;
-        if (e.kind == EventKind::Alloc) blocks[at] = i;
-        else if (e.kind == EventKind::FreeCompleted) blocks.erase(at);
-        else if (opensSegment(e.kind)) segments[at] = i;
-        else if (closesSegment(e.kind)) segments.erase(at);
+        if (e.kind == EventKind::Alloc)
+            blocks[at] = i;
+        else if (e.kind == EventKind::FreeCompleted)
+            blocks.erase(at);
+        else if (opensSegment(e.kind))
+            segments[at] = i;
+        else if (closesSegment(e.kind))
+            segments.erase(at);
     }
     std::vector<size_t> carried;
     for (const auto& [at, i] : segments) carried.push_back(i);
@@ -176,7 +182,8 @@ Result<RecordedRange> applyRecordedRange(Trace& trace, const RecordedRangeSpec& 
     }
     const uint64_t shift = out.size();
     for (const EventAttribute& a : trace.attributes)
-        if (a.event >= first && a.event < stop) attrs.push_back({a.event - first + shift, a.key, a.value});
+        if (a.event >= first && a.event < stop)
+            attrs.push_back({a.event - first + shift, a.key, a.value});
     out.insert(out.end(), ev.begin() + long(first), ev.begin() + long(stop));
     ev = std::move(out);
     trace.attributes = std::move(attrs);
@@ -203,15 +210,15 @@ Result<RecordedRange> applyRecordedRange(Trace& trace, const RecordedRangeSpec& 
         kept.push_back(p);
         remap[i + 1] = PhaseId(uint32_t(kept.size()));
     }
-    for (Phase& p : kept) p.parent = p.parent.value < remap.size() ? remap[p.parent.value] : PhaseId();
+    for (Phase& p : kept)
+        p.parent = p.parent.value < remap.size() ? remap[p.parent.value] : PhaseId();
     trace.phases = std::move(kept);
-    std::erase_if(trace.annotations, [&](const Annotation& a) {
-        return a.time < range.start || a.time > range.end;
-    });
+    std::erase_if(trace.annotations,
+                  [&](const Annotation& a) { return a.time < range.start || a.time > range.end; });
     assignInnermostPhases(trace);
 
-    const std::string what = spec.steps ? stepsText(spec.steps->first, spec.steps->second)
-                                        : "NVTX range " + *spec.nvtx;
+    const std::string what =
+        spec.steps ? stepsText(spec.steps->first, spec.steps->second) : "NVTX range " + *spec.nvtx;
     trace.metadata.setProperty("recorded_range", what);
     trace.metadata.setProperty("recorded_range.start_ns", std::to_string(range.start));
     trace.metadata.setProperty("recorded_range.end_ns", std::to_string(range.end));

@@ -199,9 +199,9 @@ TEST(HookSidecar, AnythingButAMemscopeHookObjectIsRefused) {
 }
 
 TEST(HookSidecar, OtherVersionsAreRefusedNamingTheVersion) {
-    EXPECT_TRUE(
-        failsWith(parseHookSidecar(edited("\"version\": 1", "\"version\": 3"), "v.json"),
-                  "v.json: hook file version 3 is not supported (this memscope reads versions 1 and 2)"));
+    EXPECT_TRUE(failsWith(
+        parseHookSidecar(edited("\"version\": 1", "\"version\": 3"), "v.json"),
+        "v.json: hook file version 3 is not supported (this memscope reads versions 1 and 2)"));
     EXPECT_TRUE(failsWith(parseHookSidecar(R"({"format": "memscope-hook"})", "v.json"),
                           "hook file version 0 is not supported"));
     // A version that is not an integer is no version this memscope reads.

@@ -75,6 +75,7 @@ struct HookSidecar {
 };
 
 std::string_view toString(HookPhaseKind kind);  // "step", "forward", ... "zero_grad"
+std::optional<HookPhaseKind> hookPhaseKindFromString(std::string_view s);  // none if unknown
 
 // Parses hook.json; errors name the path and what is wrong. Unknown fields
 // are ignored (a newer hook may add some); a newer major version is refused.

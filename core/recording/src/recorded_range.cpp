@@ -156,28 +156,24 @@ Result<RecordedRange> applyRecordedRange(Trace& trace, const RecordedRangeSpec& 
         const AllocatorState& state = *trace.allocator_state;
         for (const Segment& s : state.segments) {
             const uint32_t stream = trace.internStream(s.stream);  // raw value -> index
-            if (!ever_opened.count({s.device, s.address})) {
-                Event seg;
-                seg.kind = EventKind::SegmentAlloc;
-                seg.address = s.address;
-                seg.size = s.total_size;
-                seg.device = s.device;
-                seg.stream = stream;
-                seg.stack = s.stack;
-                carry(seg, {}, before_recording);
-            }
-            for (const Block& b : state.blocksOf(s)) {
-                if (b.state == BlockState::Inactive || ever_allocated.count({s.device, b.address}))
-                    continue;
-                Event alloc;
-                alloc.kind = EventKind::Alloc;
-                alloc.address = b.address;
-                alloc.size = b.size;
-                alloc.device = s.device;
-                alloc.stream = stream;
-                alloc.stack = b.stack;
-                carry(alloc, {}, before_recording);
-            }
+            // What the end state knows of a segment or block, as an event.
+            auto known = [&](EventKind kind, uint64_t address, uint64_t size, StackId stack) {
+                Event e;
+                e.kind = kind;
+                e.address = address;
+                e.size = size;
+                e.device = s.device;
+                e.stream = stream;
+                e.stack = stack;
+                return e;
+            };
+            if (!ever_opened.count({s.device, s.address}))
+                carry(known(EventKind::SegmentAlloc, s.address, s.total_size, s.stack), {},
+                      before_recording);
+            for (const Block& b : state.blocksOf(s))
+                if (b.state != BlockState::Inactive && !ever_allocated.count({s.device, b.address}))
+                    carry(known(EventKind::Alloc, b.address, b.size, b.stack), {},
+                          before_recording);
         }
     }
     const uint64_t shift = out.size();

@@ -29,10 +29,6 @@ class CaptureRange:
         self._nvtx_depth = None       # the stack depth of the capturing range
         self._nvtx_start = 0
 
-    @property
-    def active(self):
-        return self._steps is not None or self._nvtx is not None
-
     def _switch_on(self, **what):
         if self._on or self._done:
             return

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "memscope/model/event.h"
+#include "memscope/model/module_scopes.h"
 #include "memscope/model/run_metrics.h"
 #include "memscope/model/types.h"
 
@@ -168,6 +169,9 @@ public:
     std::vector<EventAttribute> attributes;  // sorted by event index
     std::optional<AllocatorState> allocator_state;
     std::optional<RunMetrics> metrics;  // what the producer measured besides memory
+    // Where in the model: modules and the time ranges they ran in
+    // (module_scopes.h). Apart from `phases`, which say when.
+    ModuleTable modules;
     // Categories memscope inferred for events whose recorded category is
     // Unknown (inference.h): empty, or one per event (rule Recorded where
     // nothing was inferred). Kept apart from Event::category, which stays

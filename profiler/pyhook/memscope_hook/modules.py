@@ -108,6 +108,7 @@ class ModuleRecorder:
             self._transient = {}   # (parent id, class) -> module id
             self._roots = {}       # id(module called at depth 0) -> (weakref to it, _Root)
             self._named = {}       # id(module) -> module id, for the backward hooks
+            self._level = {}       # module id -> the call level it was first seen at (root: 0)
             self._labels = {}      # root label -> _Root (weakly: a dropped model frees it)
             self.modules = 0
             self.dropped_modules = 0   # not interned: MAX_MODULES reached
@@ -123,38 +124,45 @@ class ModuleRecorder:
             return stack
 
     def pre(self, module, recompute=False):
-        """A module's forward is about to run (inside backward: recompute)."""
+        """A module's forward is about to run (inside backward: recompute).
+
+        Stack entries: (module, start_ns, module id, kind, root, levels left
+        below it); id 0 = not recorded."""
         stack = self._stack()
-        depth = len(stack)
-        if depth:
-            if stack[0][0] is module or depth > _MAX_STACK:
-                # The root again with a stack left over: a forward raised out
-                # of it and the loop caught the error (PyTorch before 2.1 runs
-                # no post hook then). Start over.
-                del stack[:]
-                depth = 0
-            elif depth >= self.depth:
-                stack.append((module, 0, 0, 0, None))
-                return
-        if depth == 0:
-            if not self.depth:
-                return
-            hit = self._roots.get(id(module))
-            root = hit[1] if hit is not None and hit[0]() is module else self._new_root(module)
-            mid = root.ids.get(id(module)) if root is not None else 0
-            if mid is None:
-                mid = self._intern_in(root, module, 0)
-        else:
-            top = stack[-1]
-            root = top[4]
-            if root is None:
-                mid = 0
-            else:
-                mid = root.ids.get(id(module))
+        if stack:
+            if stack[0][0] is not module and len(stack) <= _MAX_STACK:
+                top = stack[-1]
+                left = top[5] - 1
+                if left <= 0:
+                    stack.append((module, 0, 0, 0, None, 0))  # deeper than the limit
+                    return
+                root = top[4]
+                mid = 0 if root is None else root.ids.get(id(module))
                 if mid is None:
-                    mid = self._intern_in(root, module, top[2])
+                    mid = self._intern_in(root, module, top[2], self.depth - left)
+                stack.append((module, self._clock() if mid else 0, mid,
+                              RECOMPUTE if recompute else FORWARD, root, left))
+                return
+            # The root again with a stack left over: a forward raised out of
+            # it and the loop caught the error (PyTorch before 2.1 runs no
+            # post hook then). Start over.
+            del stack[:]
+        if not self.depth:
+            return
+        hit = self._roots.get(id(module))
+        root = hit[1] if hit is not None and hit[0]() is module else self._new_root(module)
+        mid = 0 if root is None else root.ids.get(id(module))
+        if mid is None:
+            mid = self._intern_in(root, module, 0, 0)
+        # A part of a model called with no module running (a checkpointed
+        # block recomputed in backward, model.head(x)) keeps the level its
+        # forward ran at, so the limit cuts at the same modules.
+        left = self.depth - self._level.get(mid, 0)
+        if left <= 0:
+            stack.append((module, 0, 0, 0, None, 0))
+            return
         stack.append((module, self._clock() if mid else 0, mid,
-                      RECOMPUTE if recompute else FORWARD, root))
+                      RECOMPUTE if recompute else FORWARD, root, left))
 
     def post(self, module):
         """A module's forward returned."""
@@ -244,7 +252,7 @@ class ModuleRecorder:
             self._roots[key] = (weakref.ref(module), root)
             return root
 
-    def _intern_in(self, root, module, parent):
+    def _intern_in(self, root, module, parent, level):
         """The id of `module` under `root` (its parent's id `parent`), interned
         on first sight; cached by id(module) when named_modules() names it."""
         with self._lock:
@@ -266,6 +274,7 @@ class ModuleRecorder:
                 root.ids[key] = mid
                 if mid:
                     self._named[key] = mid
+                    self._level.setdefault(mid, level)
                 return mid
             # Not one of the root's modules (made inside forward): named after
             # its parent, one id per (parent, class).
@@ -275,6 +284,8 @@ class ModuleRecorder:
                 base = self._paths[parent] if 0 < parent < len(self._paths) else ""
                 mid = self._intern(root.label, (base + "." + cls) if base else cls, cls)
                 self._transient[tkey] = mid
+                if mid:
+                    self._level.setdefault(mid, level)
             return mid
 
     def _intern(self, label, path, cls):

@@ -137,15 +137,17 @@ def _forward(torch, rec, guard, mods=None):
             except Exception as exc:
                 guard.failed("module scope pre", exc, "its module scopes")
 
+        # The scope closes before the phase does (and opens after it): a
+        # recomputed module's scope lies inside its recompute phase.
         def post(module, args, output):
-            try:
-                module_post()
-            except Exception as exc:
-                guard.failed("forward", exc)
             try:
                 scope_post(module)
             except Exception as exc:
                 guard.failed("module scope", exc, "its module scopes")
+            try:
+                module_post()
+            except Exception as exc:
+                guard.failed("forward", exc)
 
     reg_pre(pre)
     # always_call (2.1+): the post hook runs even when forward raises, so the

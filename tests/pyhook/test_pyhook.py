@@ -937,6 +937,52 @@ class ModulesUnit(unittest.TestCase):
         self.assertEqual(min(mods), 1)
         self.assertEqual(len(scopes), 8)
 
+    def test_backward_scopes(self):
+        # PyTorch 2.0+'s global full backward hooks, on an autograd thread:
+        # modules whose forward was recorded, nested, kind backward.
+        self.forward()
+        mods, _ = self.records()
+        b = self.blocks[0]
+        out = []
+
+        def engine():
+            self.rec.backward_pre(b)
+            self.rec.backward_pre(b._children["fc"])
+            self.rec.backward_post(b._children["fc"])
+            self.rec.backward_pre(self.Linear())  # never ran forward: no scope
+            self.rec.backward_post(b)
+        import threading
+        t = threading.Thread(target=engine)
+        t.start()
+        t.join()
+        _, scopes = self.records()
+        self.assertEqual([(mods[m]["path"], k) for _, _, m, k in scopes],
+                         [("blocks.0.fc", self.modules.BACKWARD),
+                          ("blocks.0", self.modules.BACKWARD)])
+
+    def test_compiled_modules(self):
+        from memscope_hook import torch_hooks
+        Inner = fake_class("GPT")
+        inner = Inner(h=self.Linear())
+        wrapper = fake_class("OptimizedModule")(_orig_mod=inner)
+        wrapper._orig_mod = inner
+        wrapper(self.rec, lambda: inner._children["h"](self.rec))
+        mods, scopes = self.records()
+        # Named as the model itself, not "_orig_mod.h".
+        self.assertEqual(sorted((m["root"], m["path"]) for m in mods.values()),
+                         [("GPT", ""), ("GPT", "h")])
+
+        class FakeTorch:
+            @staticmethod
+            def compile(model, **kwargs):
+                return ("compiled", model)
+        fake = FakeTorch()
+        self.assertEqual(torch_hooks._compile(fake, self.rec, None, {}, False),
+                         "wrapped torch.compile (notes its use)")
+        self.assertIsNone(self.rec.describe("off")["compile"])
+        self.assertEqual(fake.compile(inner, mode="x"), ("compiled", inner))
+        self.assertIn("may be missing", self.rec.describe("off")["compile"])
+
     def test_open_scopes_and_bounds(self):
         self.rec.pre(self.net)
         self.rec.pre(self.blocks[0])

@@ -128,7 +128,10 @@ class ModuleRecorder:
 
         Stack entries: (module, start_ns, module id, kind, root, levels left
         below it); id 0 = not recorded."""
-        stack = self._stack()
+        try:
+            stack = self._tls.stack
+        except AttributeError:
+            stack = self._stack()
         if stack:
             if stack[0][0] is not module and len(stack) <= _MAX_STACK:
                 top = stack[-1]

@@ -3,8 +3,11 @@
 # layers, then an MLP), a head. Blocks 1 and 3 are checkpointed (recomputed in
 # backward); Adam; zero_grad at the start of each step.
 #
-# usage: train_blocks.py [STEPS]
+# usage: train_blocks.py [STEPS] [--time]
+#   --time: print the median step time, wall and the main thread's CPU time
+import statistics
 import sys
+import time
 
 import torch
 from torch.utils.checkpoint import checkpoint
@@ -60,10 +63,19 @@ torch.manual_seed(0)
 model = Net()
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 tokens = torch.randint(0, VOCAB, (B, T))
+times, cpu = [], []
 for _ in range(steps):
+    began, began_cpu = time.perf_counter(), time.thread_time()
     opt.zero_grad()
     logits = model(tokens)
     loss = torch.nn.functional.cross_entropy(logits.view(-1, VOCAB), tokens.view(-1))
     loss.backward()
     opt.step()
+    times.append(time.perf_counter() - began)
+    cpu.append(time.thread_time() - began_cpu)
 print("trained", steps, "steps")
+if "--time" in sys.argv:
+    # The first steps warm up (allocator, lazy init): left out.
+    warm = min(3, steps - 1)
+    print("median step %.3f ms wall %.3f ms cpu"
+          % (1e3 * statistics.median(times[warm:]), 1e3 * statistics.median(cpu[warm:])))

@@ -1,5 +1,6 @@
 // memscope-cli record [-o DIR] [--no-python-hook] [--tensor-level] [--stacks] [--vmm]
-//                     [--history-entries N] -- CMD ARGS...
+//                     [--history-entries N] [--module-depth N] [--module-backward]
+//                     -- CMD ARGS...
 // memscope-cli record --merge DIR
 // Two recorders are injected through the environment (record_env.h): the CUPTI
 // tracer into every process that initializes CUDA, and the Python startup hook
@@ -39,8 +40,10 @@ struct RecordOptions {
     bool vmm = false;
     uint64_t history_entries = 0;  // 0: the hook's default
     bool history_ring = false;
-    std::string steps;          // "A:B" (checked by parseStepRange)
-    std::string capture_range;  // "nvtx:NAME"
+    std::string steps;                            // "A:B" (checked by parseStepRange)
+    std::string capture_range;                    // "nvtx:NAME"
+    int module_depth = env::kDefaultModuleDepth;  // module levels recorded; 0: none
+    bool module_backward = false;
     std::vector<std::string> command;
     std::string merge;  // --merge DIR: finish what a run left there, run nothing
     bool output_given = false;
@@ -170,6 +173,8 @@ Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
         if (o.history_ring) in.set.emplace_back(env::kHistoryRing, "1");
         if (!o.steps.empty()) in.set.emplace_back(env::kSteps, o.steps);
         if (!o.capture_range.empty()) in.set.emplace_back(env::kCaptureRange, o.capture_range);
+        in.set.emplace_back(env::kModuleDepth, std::to_string(o.module_depth));
+        if (o.module_backward) in.set.emplace_back(env::kModuleBackward, "1");
     } else if (!o.steps.empty() || !o.capture_range.empty()) {
         return makeError(
             "--steps and --capture-range need the Python hook (they count steps "
@@ -283,7 +288,7 @@ void splitRecordCommand(std::vector<std::string>& args, size_t first,
             return;
         }
         if (a == "-o" || a == "--output" || a == "--history-entries" || a == "--steps" ||
-            a == "--capture-range" || a == "--merge") {
+            a == "--capture-range" || a == "--merge" || a == "--module-depth") {
             ++i;  // its value
             continue;
         }
@@ -322,6 +327,14 @@ Command addRecord(CLI::App& parent) {
     app->add_flag("--history-ring", o->history_ring,
                   "keep only the last --history-entries allocator events (bounded size; no "
                   "saving before the ring wraps)");
+    app->add_option("--module-depth", o->module_depth,
+                    "record which module runs when, this many levels deep (the model is level "
+                    "1; default " +
+                        std::to_string(env::kDefaultModuleDepth) + "; 0: no module scopes)")
+        ->check(CLI::Range(0, 256));
+    app->add_flag("--module-backward", o->module_backward,
+                  "module scopes in backward too (PyTorch 2.0+ global backward hooks; in-place "
+                  "ops on a module's output then fail)");
     app->add_flag("--tensor-level", o->tensor_level,
                   "programs without PyTorch: caching allocator off (changes the program)");
     app->add_flag("--stacks", o->stacks, "host stack at each cudaMalloc (CUPTI callbacks)");
@@ -342,7 +355,9 @@ Command addRecord(CLI::App& parent) {
             "      before its ring buffer wraps;\n"
             "    - CPU tensors (c10's allocator reports), when PyTorch matches the one memscope\n"
             "      was built against;\n"
-            "    - phases with no code change: step k / forward, backward, recompute, optimizer.\n"
+            "    - phases with no code change: step k / forward, backward, recompute, optimizer;\n"
+            "    - which module runs when (h.3.attn.c_attn, as named_modules() names it; forward\n"
+            "      and recompute), --module-depth levels deep.\n"
             "  Every process that initializes CUDA (CUPTI): cudaMalloc/cudaFree (segments, and\n"
             "  memory allocated outside PyTorch) and NVTX ranges of the default domain as "
             "phases.\n\n"

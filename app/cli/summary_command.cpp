@@ -9,6 +9,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "memscope/analysis/activation_theory.h"
+#include "memscope/analysis/module_breakdown.h"
 #include "memscope/analysis/oom_report.h"
 #include "memscope/analysis/peak_explainer.h"
 #include "memscope/analysis/report_json.h"
@@ -66,6 +67,41 @@ void printSites(const Trace& trace, const DeviceTimeline& tl) {
         std::printf("      %10s  %-15.*s %5u x  %s\n", formatBytes(s.bytes).c_str(),
                     int(category.size()), category.data(), s.count, s.label.c_str());
     }
+}
+
+// Which layers hold the peak: the largest module groups, the rest summed,
+// so that the lines add up to the peak.
+void printModules(const Trace& trace, const ModuleAttribution& modules, const DeviceTimeline& tl) {
+    const ModuleBreakdown b = modulesAtPeak(trace, modules, tl);
+    if (b.source == ModuleSource::None) {
+        std::printf(
+            "    modules          none in this trace (record with memscope-cli record, or "
+            "a snapshot with Python frames)\n");
+        return;
+    }
+    if (b.rows.empty()) return;
+    std::printf("    top layers at the peak  (modules %s)\n",
+                std::string(toString(b.source)).c_str());
+    constexpr size_t kShown = 8;
+    int64_t rest = 0;
+    size_t rest_count = 0;
+    for (size_t i = 0; i < b.rows.size(); ++i) {
+        const ModuleBytes& r = b.rows[i];
+        if (i >= kShown) {
+            rest += r.bytes;
+            ++rest_count;
+            continue;
+        }
+        const auto leading = Category(std::max_element(r.by_category.begin(), r.by_category.end()) -
+                                      r.by_category.begin());
+        const double share = b.total > 0 ? 100.0 * double(r.bytes) / double(b.total) : 0.0;
+        const auto category = toString(leading);
+        std::printf("      %10s  %5.1f%%  %-15.*s %s\n", formatBytes(r.bytes).c_str(), share,
+                    int(category.size()), category.data(), r.path.c_str());
+    }
+    if (rest_count)
+        std::printf("      %10s  %5.1f%%  %-15s (%zu more)\n", formatBytes(rest).c_str(),
+                    b.total > 0 ? 100.0 * double(rest) / double(b.total) : 0.0, "", rest_count);
 }
 
 // Each out-of-memory event in words (core's text), or the end state of a
@@ -126,6 +162,7 @@ void printTable(const FileReport& f) {
     if (f.trace) printRecordedRange(*f.trace, "  ");
     if (f.summary.devices.empty())
         std::printf("  no devices: the trace holds no events and no segments\n");
+    const ModuleAttribution modules = f.trace ? ModuleAttribution(*f.trace) : ModuleAttribution();
     for (const auto& [device, d] : f.summary.devices) {
         std::printf("  device %d%s\n", device, device < 0 ? " (host)" : "");
         std::printf("    peak active      %s", formatBytes(d.peak_active_bytes).c_str());
@@ -171,6 +208,7 @@ void printTable(const FileReport& f) {
         if (f.trace && f.timeline)
             if (const DeviceTimeline* tl = f.timeline->device(device)) {
                 printSites(*f.trace, *tl);
+                printModules(*f.trace, modules, *tl);
                 printTheory(*f.trace, *tl);
             }
     }

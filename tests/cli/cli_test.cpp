@@ -392,6 +392,69 @@ TEST_F(Cli, SummaryAndCompareNameRunsAfterTheirScriptAndRank) {
     EXPECT_EQ(twice["runs"][1]["name"], "train.py (2)");
 }
 
+// A run whose activations are made in blocks.0..3: `scale` bytes per block.
+Trace runWithModules(uint64_t scale) {
+    Trace t;
+    t.metadata.name = "layers-" + std::to_string(scale);
+    ModuleInterner in(t);
+    t.modules.source = ModuleSource::Recorded;
+    t.events.push_back(testutil::ev(1, EventKind::Alloc, 0x10, 4096, Category::Parameter));
+    for (int k = 0; k < 4; ++k) {
+        const int64_t start = 100 + 100 * k;
+        t.modules.scopes.push_back({start, start + 90,
+                                    in.intern("Net", "blocks." + std::to_string(k), "Block"),
+                                    ModuleScopeKind::Forward});
+        t.events.push_back(testutil::ev(start + 10, EventKind::Alloc, 0x1000 + 0x100 * uint64_t(k),
+                                        scale * uint64_t(k + 1)));
+    }
+    for (int k = 0; k < 4; ++k)
+        t.events.push_back(testutil::ev(1000 + k, EventKind::FreeCompleted,
+                                        0x1000 + 0x100 * uint64_t(k), scale * uint64_t(k + 1)));
+    return t;
+}
+
+TEST_F(Cli, SummaryAndCompareNameTheLayersThatHoldThePeak) {
+    const std::string full = file("full.memscope"), small = file("small.memscope");
+    ASSERT_TRUE(writeNativeTrace(runWithModules(1 << 20), full));
+    ASSERT_TRUE(writeNativeTrace(runWithModules(1 << 10), small));
+
+    const auto j = nlohmann::json::parse(run("summary --json " + full).out);
+    const auto& dev = j["files"][0]["devices"]["0"];
+    EXPECT_EQ(dev["modules_source"], "recorded");
+    int64_t sum = 0;
+    for (const auto& row : dev["modules_at_peak"]) sum += row["bytes"].get<int64_t>();
+    EXPECT_EQ(sum, dev["peak_active_bytes"].get<int64_t>());
+    EXPECT_EQ(dev["modules_at_peak"][0]["path"], "blocks.3");
+    EXPECT_EQ(dev["modules_at_peak"][0]["bytes"], 4 << 20);
+    EXPECT_EQ(dev["modules_at_peak"][0]["by_category"]["activation"], 4 << 20);
+    EXPECT_EQ(dev["modules_at_peak"][0]["source"], "recorded");
+
+    const CliRun text = run("summary " + full);
+    EXPECT_NE(text.out.find("top layers at the peak  (modules recorded)"), std::string::npos)
+        << text.out;
+    EXPECT_NE(text.out.find("blocks.3"), std::string::npos) << text.out;
+
+    // A trace without modules says so.
+    const std::string plain = file("plain.memscope");
+    Trace none = runWithModules(1);
+    none.modules = ModuleTable();
+    ASSERT_TRUE(writeNativeTrace(none, plain));
+    EXPECT_NE(run("summary " + plain).out.find("modules          none in this trace"),
+              std::string::npos);
+    EXPECT_EQ(nlohmann::json::parse(run("summary --json " + plain).out)["files"][0]["devices"]["0"]
+                  ["modules_source"],
+              "none");
+
+    const CliRun cmp = run("compare " + full + " " + small);
+    ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
+    EXPECT_NE(cmp.out.find("  blocks.0\u2013blocks.3: \u2212"), std::string::npos) << cmp.out;
+    const auto cj = nlohmann::json::parse(run("compare --json " + full + " " + small).out);
+    const auto& deltas = cj["runs"][1]["module_deltas"];
+    ASSERT_FALSE(deltas.empty());
+    EXPECT_EQ(deltas[0]["path"], "blocks.3");
+    EXPECT_EQ(deltas[0]["delta_bytes"], (4 << 10) - (4 << 20));
+}
+
 TEST_F(Cli, CompareTableAgreesWithCore) {
     // The GUI's model displays core's table; the CLI prints it: same numbers.
     const auto paths = writePolicyRuns();

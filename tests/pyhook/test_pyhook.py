@@ -111,6 +111,32 @@ def load_single(out):
     return dirs[0], doc
 
 
+def module_scopes(doc):
+    """The log's modules (by id) and scopes as (start, end, module record,
+    kind), hook.json's open scopes included."""
+    mods = {r["id"]: r for r in doc["records"] if r.get("t") == "module"}
+    scopes = []
+    for r in doc["records"]:
+        if r.get("t") == "module_scopes":
+            s = r["s"]
+            for i in range(0, len(s), 4):
+                start = r["base_ns"] + s[i]
+                scopes.append((start, start + s[i + 1], mods[s[i + 2]], s[i + 3]))
+    for start, end, m, kind in doc.get("open_module_scopes", ()):
+        scopes.append((start, end, mods[m], kind))
+    return mods, sorted(scopes, key=lambda s: (s[0], -s[1]))
+
+
+def scope_paths(scopes, kind=None):
+    """path -> number of scopes (of `kind`: 0 forward, 1 recompute)."""
+    out = {}
+    for _, _, m, k in scopes:
+        if kind is None or k == kind:
+            key = m["path"] if m["root"] in ("Net", "Sequential") else m["root"] + "/" + m["path"]
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
 def torch_version():
     proc = subprocess.run([PY, "-c", "import torch; print(torch.__version__)"], env=base_env(),
                           capture_output=True, text=True, timeout=120)
@@ -131,7 +157,7 @@ class Base(unittest.TestCase):
         for key in ("format", "version", "pid", "rank", "local_rank", "python", "torch", "clock",
                     "argv", "started_ns", "ended_ns", "complete", "exit", "hooks", "log",
                     "open_phases", "capture", "histories", "history", "cpu_events", "profiler",
-                    "warnings"):
+                    "warnings", "modules", "open_module_scopes"):
             self.assertIn(key, doc)
         self.assertEqual(doc["format"], "memscope-hook")
         self.assertEqual(doc["version"], 2)
@@ -140,9 +166,12 @@ class Base(unittest.TestCase):
         self.assertEqual(doc["exit"], exit_reason)
         self.assertIs(doc["complete"], complete)
         self.assertEqual(sorted(doc["hooks"]),
-                         ["backward", "forward", "optimizer", "recompute", "zero_grad"])
+                         ["backward", "compile", "forward", "module_backward", "modules",
+                          "optimizer", "recompute", "zero_grad"])
         for name, what in doc["hooks"].items():
-            self.assertFalse(what.startswith("unavailable"), "%s: %s" % (name, what))
+            # Module backward hooks and torch.compile are PyTorch 2.0+.
+            if name not in ("module_backward", "compile"):
+                self.assertFalse(what.startswith("unavailable"), "%s: %s" % (name, what))
         self.assertEqual(sorted(doc["history"]),
                          ["api", "enabled", "max_entries", "oom_observer", "reason", "ring"])
         self.assertLessEqual(doc["started_ns"], doc["ended_ns"])
@@ -384,12 +413,36 @@ class RecorderUnit(unittest.TestCase):
 
 
 class Training(Base):
+    def assert_block_scopes(self, doc, steps):
+        """train_checkpoint.py: every module once a step, blocks 1 and 3
+        (checkpointed) recomputed once a step with their children, each
+        recompute scope inside a recompute phase."""
+        mods, scopes = module_scopes(doc)
+        self.assertEqual(len(mods), len({(m["root"], m["path"]) for m in mods.values()}),
+                         "a module defined twice")
+        forward = scope_paths(scopes, 0)
+        for path in ("", "stem", "head", "blocks.0", "blocks.0.fc1", "blocks.0.act",
+                     "blocks.3.fc2"):
+            self.assertEqual(forward.get(path), steps, (path, forward))
+        recompute = scope_paths(scopes, 1)
+        self.assertEqual(recompute, {p: steps for p in ("blocks.1", "blocks.1.fc1", "blocks.1.act",
+                                                       "blocks.1.fc2", "blocks.3", "blocks.3.fc1",
+                                                       "blocks.3.act", "blocks.3.fc2")})
+        phases = [p for p in doc["phases"] if p["kind"] == "recompute"]
+        for start, end, m, kind in scopes:
+            if kind == 1:
+                self.assertTrue(any(self.inside({"start_ns": start, "end_ns": end}, p)
+                                    for p in phases), (m["path"], start, end))
+        self.assertEqual(doc["modules"]["depth"], 6)
+        self.assertTrue(doc["hooks"]["module_backward"].startswith(("unavailable", "off")))
+
     def test_training_reentrant(self):
         run([script("train_checkpoint.py"), "3", "1"], hook_env(self.out))
         _, doc = load_single(self.out)
         self.assert_schema(doc)
         self.assertIn("CheckpointFunction", doc["hooks"]["recompute"])
         self.assert_training_steps(doc, 3, recomputes_per_step=2)
+        self.assert_block_scopes(doc, 3)
         self.assertEqual(doc["histories"], [])
         self.assertFalse(doc["history"]["enabled"])
         self.assertIsNone(doc["cpu_events"])
@@ -400,6 +453,52 @@ class Training(Base):
         _, doc = load_single(self.out)
         self.assert_schema(doc)
         self.assert_training_steps(doc, 3, recomputes_per_step=2)
+        self.assert_block_scopes(doc, 3)
+
+    def test_module_shapes(self):
+        run([script("modules.py"), "gan", "3"], hook_env(self.out))
+        _, doc = load_single(self.out)
+        mods, scopes = module_scopes(doc)
+        self.assertEqual(sorted({m["root"] for m in mods.values()}),
+                         ["Discriminator", "Discriminator#2", "Generator"])
+        forward = scope_paths(scopes, 0)
+        # Per step: G once; each D on real and fake, then on fake for G's loss.
+        self.assertEqual(forward["Generator/"], 3)
+        self.assertEqual(forward["Generator/main.0"], 3)
+        self.assertEqual(forward["Discriminator/main"], 9)
+        self.assertEqual(forward["Discriminator#2/main.2"], 9)
+
+    def test_module_depth(self):
+        run([script("train_checkpoint.py"), "2", "1"], hook_env(self.out, MEMSCOPE_MODULE_DEPTH=2))
+        _, doc = load_single(self.out)
+        _, scopes = module_scopes(doc)
+        self.assertEqual(sorted(scope_paths(scopes)),
+                         ["", "blocks.0", "blocks.1", "blocks.2", "blocks.3", "head", "stem"])
+        self.assertEqual(scope_paths(scopes, 1), {"blocks.1": 2, "blocks.3": 2})
+        shutil.rmtree(self.out)
+        run([script("train_checkpoint.py"), "2", "1"], hook_env(self.out, MEMSCOPE_MODULE_DEPTH=0))
+        _, doc = load_single(self.out)
+        self.assertEqual(module_scopes(doc), ({}, []))
+        self.assertTrue(doc["hooks"]["modules"].startswith("off"), doc["hooks"]["modules"])
+        self.assert_training_steps(doc, 2, recomputes_per_step=2)  # the phases are unchanged
+
+    def test_module_fork(self):
+        proc = run([script("modules.py"), "fork"], hook_env(self.out))
+        child = int(proc.stdout.split("child ")[1].split()[0])
+        self.assertIn("status 0", proc.stdout)
+        dirs = hook_dirs(self.out)
+        self.assertEqual(len(dirs), 2, dirs)
+        for d in dirs:
+            with open(os.path.join(d, "hook.json")) as f:
+                doc = json.load(f)
+            doc["records"] = read_log(d)
+            mods, scopes = module_scopes(doc)
+            # Each log defines its modules from id 1 (the child's are its own)
+            # and holds its own process's scopes only: the parent ran 2 steps,
+            # the child 1 after the fork.
+            self.assertEqual(sorted(mods), list(range(1, len(mods) + 1)))
+            calls = len([s for s in scopes if s[2]["path"] == "main.0"])
+            self.assertEqual(calls, 1 if doc["pid"] == child else 2, d)
 
     def test_optimizer_in_backward(self):
         run([script("train_opt_in_backward.py"), "3"], hook_env(self.out))
@@ -642,6 +741,263 @@ class Capture(Base):
         self.assertTrue(any("not found" in w for w in doc["warnings"]), doc["warnings"])
 
 
+class FakeModule:
+    """What ModuleRecorder needs of an nn.Module: named_modules() and a class."""
+
+    def __init__(self, **children):
+        self._children = children
+
+    def named_modules(self, prefix=""):
+        yield prefix, self
+        for name, child in self._children.items():
+            yield from child.named_modules(prefix + ("." if prefix else "") + name)
+
+    def __call__(self, rec, body=None, recompute=False):
+        rec.pre(self, recompute)
+        if body is not None:
+            body()
+        rec.post(self)
+
+
+def fake_class(name):
+    return type(name, (FakeModule,), {})
+
+
+class ModulesUnit(unittest.TestCase):
+    """Module scopes alone (memscope_hook/modules.py), fake modules and clock."""
+
+    def setUp(self):
+        sys.path.insert(0, HOOK)
+        from memscope_hook import modules
+        self.modules = modules
+        self.t = 0
+
+        def clock():
+            self.t += 10
+            return self.t
+        self.clock = clock
+        self.rec = modules.ModuleRecorder(depth=6, clock=clock)
+        Linear, Block, Net = fake_class("Linear"), fake_class("Block"), fake_class("Net")
+        self.Linear, self.Block, self.Net = Linear, Block, Net
+        self.blocks = [Block(fc=Linear(), out=Linear()) for _ in range(2)]
+        self.net = Net(embed=Linear(), blocks=FakeModule(**{"0": self.blocks[0],
+                                                              "1": self.blocks[1]}))
+
+    def forward(self, net=None, rec=None, recompute=False):
+        net, rec = net or self.net, rec or self.rec
+        blocks = net._children["blocks"]._children
+
+        def block(b):
+            return lambda: (b._children["fc"](rec, recompute=recompute),
+                            b._children["out"](rec, recompute=recompute))
+
+        def body():
+            net._children["embed"](rec, recompute=recompute)
+            for b in blocks.values():
+                b(rec, block(b), recompute=recompute)
+        net(rec, body, recompute=recompute)
+
+    def records(self, rec=None):
+        """(modules by id, scopes as (start, end, path, kind))."""
+        mods, scopes = {}, []
+        for r in (rec or self.rec).drain():
+            if r["t"] == "module":
+                mods[r["id"]] = r
+            else:
+                s = r["s"]
+                for i in range(0, len(s), 4):
+                    start = r["base_ns"] + s[i]
+                    scopes.append((start, start + s[i + 1], s[i + 2], s[i + 3]))
+        return mods, scopes
+
+    def paths(self, mods, scopes):
+        return sorted(mods[m]["path"] for _, _, m, _ in scopes)
+
+    def test_paths_are_qualified_names_under_the_root(self):
+        self.forward()
+        mods, scopes = self.records()
+        self.assertEqual(self.paths(mods, scopes),
+                         ["", "blocks.0", "blocks.0.fc", "blocks.0.out", "blocks.1",
+                          "blocks.1.fc", "blocks.1.out", "embed"])
+        self.assertEqual({m["root"] for m in mods.values()}, {"Net"})
+        self.assertEqual(mods[1]["class"], "Net")
+        for start, end, _, kind in scopes:
+            self.assertLess(start, end)
+            self.assertEqual(kind, self.modules.FORWARD)
+        # Nested: every block scope lies inside the root's.
+        root = [s for s in scopes if mods[s[2]]["path"] == ""][0]
+        for s in scopes:
+            self.assertTrue(root[0] <= s[0] and s[1] <= root[1])
+
+    def test_each_module_is_defined_once_and_called_twice_makes_two_scopes(self):
+        self.forward()
+        self.forward()
+        shared = self.Linear()
+        self.net._children["embed"] = shared  # not in the map: found by a rebuild
+        mods, scopes = self.records()
+        self.assertEqual(len(mods), 8)
+        self.assertEqual(len(scopes), 16)
+        fc = [m for m in mods.values() if m["path"] == "blocks.0.fc"][0]["id"]
+        self.assertEqual(len([s for s in scopes if s[2] == fc]), 2)
+        # Later drains define only new modules.
+        self.forward()
+        mods, scopes = self.records()
+        self.assertEqual(len(scopes), 8)
+        self.assertEqual([m["path"] for m in mods.values()], [])  # "embed" kept its id
+
+    def test_recompute_scopes_carry_the_same_path(self):
+        self.forward()
+        first, _ = self.records()
+        # A checkpointed block run again inside backward, with no module open.
+        b = self.blocks[1]
+        b(self.rec, lambda: b._children["fc"](self.rec, recompute=True), recompute=True)
+        mods, scopes = self.records()
+        self.assertEqual(mods, {})  # known modules: no new records
+        self.assertEqual([(first[m]["path"], k) for _, _, m, k in scopes],
+                         [("blocks.1.fc", self.modules.RECOMPUTE),
+                          ("blocks.1", self.modules.RECOMPUTE)])
+
+    def test_several_roots(self):
+        G, D = fake_class("Generator"), fake_class("Discriminator")
+        g, d1, d2 = G(main=self.Linear()), D(main=self.Linear()), D(main=self.Linear())
+        for m in (g, d1, d2, d1):
+            m(self.rec, lambda m=m: m._children["main"](self.rec))
+        mods, scopes = self.records()
+        labels = sorted({(m["root"], m["path"]) for m in mods.values()})
+        self.assertEqual(labels, [("Discriminator", ""), ("Discriminator", "main"),
+                                  ("Discriminator#2", ""), ("Discriminator#2", "main"),
+                                  ("Generator", ""), ("Generator", "main")])
+        self.assertEqual(len(scopes), 8)
+        # A model dropped and made again (each epoch) takes its label back.
+        del g
+        import gc
+        gc.collect()
+        g2 = G(main=self.Linear())
+        g2(self.rec)
+        mods, scopes = self.records()
+        self.assertEqual(mods, {})
+        self.assertEqual(len(scopes), 1)
+
+    def test_a_part_of_a_model_called_alone_keeps_its_path(self):
+        self.forward()
+        self.records()
+        self.net._children["embed"](self.rec)  # model.embed(x) at top level
+        mods, scopes = self.records()
+        self.assertEqual(mods, {})
+        self.assertEqual(len(scopes), 1)
+
+    def test_a_module_made_inside_forward_is_named_after_its_parent(self):
+        Dropout = fake_class("Dropout")
+        b = self.blocks[0]
+        for _ in range(20):  # a new one per call: one module, not twenty
+            self.net(self.rec, lambda: b(self.rec, lambda: Dropout()(self.rec)))
+        mods, scopes = self.records()
+        self.assertIn("blocks.0.Dropout", [m["path"] for m in mods.values()])
+        self.assertEqual(len(mods), 3)
+        self.assertEqual(len(scopes), 60)
+
+    def test_the_depth_limit_records_no_deeper_module_and_reads_no_clock(self):
+        rec = self.modules.ModuleRecorder(depth=2, clock=self.clock)
+        self.forward(rec=rec)
+        mods, scopes = self.records(rec)
+        self.assertEqual(self.paths(mods, scopes), ["", "blocks.0", "blocks.1", "embed"])
+        self.assertEqual(self.t, 10 * 2 * 4)  # two clock reads per recorded scope
+        # A block recomputed alone keeps its level: its children stay out.
+        b = self.blocks[0]
+        b(rec, lambda: b._children["fc"](rec, recompute=True), recompute=True)
+        mods, scopes = self.records(rec)
+        self.assertEqual(len(scopes), 1)
+        off = self.modules.ModuleRecorder(depth=0, clock=self.clock)
+        self.forward(rec=off)
+        self.assertEqual(off.drain(), [])
+
+    def test_a_forward_that_raised_leaves_no_stale_scope(self):
+        # PyTorch before 2.1 runs no post hook for a forward that raised.
+        self.rec.pre(self.net)
+        self.rec.pre(self.blocks[0])
+        self.rec.pre(self.blocks[0]._children["fc"])  # raises; the loop catches it
+        self.forward()  # the next iteration
+        mods, scopes = self.records()
+        self.assertEqual(len(scopes), 8)
+        # Caught inside the block: its post pops the inner one too.
+        b = self.blocks[1]
+        self.net(self.rec, lambda: (self.rec.pre(b), self.rec.pre(b._children["fc"]),
+                                    self.rec.post(b)))
+        _, scopes = self.records()
+        self.assertEqual(self.paths(mods, scopes), ["", "blocks.1"])
+
+    def test_after_fork_starts_over(self):
+        self.forward()
+        self.rec.drain()
+        self.rec.pre(self.net)  # the fork happens mid-forward
+        self.rec.after_fork()
+        self.forward()
+        mods, scopes = self.records()
+        self.assertEqual(len(mods), 8)  # the child's log defines them again
+        self.assertEqual(min(mods), 1)
+        self.assertEqual(len(scopes), 8)
+
+    def test_backward_scopes(self):
+        # PyTorch 2.0+'s global full backward hooks, on an autograd thread:
+        # modules whose forward was recorded, nested, kind backward.
+        self.forward()
+        mods, _ = self.records()
+        b = self.blocks[0]
+        out = []
+
+        def engine():
+            self.rec.backward_pre(b)
+            self.rec.backward_pre(b._children["fc"])
+            self.rec.backward_post(b._children["fc"])
+            self.rec.backward_pre(self.Linear())  # never ran forward: no scope
+            self.rec.backward_post(b)
+        import threading
+        t = threading.Thread(target=engine)
+        t.start()
+        t.join()
+        _, scopes = self.records()
+        self.assertEqual([(mods[m]["path"], k) for _, _, m, k in scopes],
+                         [("blocks.0.fc", self.modules.BACKWARD),
+                          ("blocks.0", self.modules.BACKWARD)])
+
+    def test_compiled_modules(self):
+        from memscope_hook import torch_hooks
+        Inner = fake_class("GPT")
+        inner = Inner(h=self.Linear())
+        wrapper = fake_class("OptimizedModule")(_orig_mod=inner)
+        wrapper._orig_mod = inner
+        wrapper(self.rec, lambda: inner._children["h"](self.rec))
+        mods, scopes = self.records()
+        # Named as the model itself, not "_orig_mod.h".
+        self.assertEqual(sorted((m["root"], m["path"]) for m in mods.values()),
+                         [("GPT", ""), ("GPT", "h")])
+
+        class FakeTorch:
+            @staticmethod
+            def compile(model, **kwargs):
+                return ("compiled", model)
+        fake = FakeTorch()
+        self.assertEqual(torch_hooks._compile(fake, self.rec, None, {}, False),
+                         "wrapped torch.compile (notes its use)")
+        self.assertIsNone(self.rec.describe("off")["compile"])
+        self.assertEqual(fake.compile(inner, mode="x"), ("compiled", inner))
+        self.assertIn("may be missing", self.rec.describe("off")["compile"])
+
+    def test_open_scopes_and_bounds(self):
+        self.rec.pre(self.net)
+        self.rec.pre(self.blocks[0])
+        opened = self.rec.open_scopes(now=10 ** 6)
+        self.assertEqual([(s[1], s[3]) for s in opened], [(10 ** 6, 0), (10 ** 6, 0)])
+        self.assertEqual(self.modules.clamp_text("x" * 5000),
+                         "x" * (self.modules.MAX_PATH_BYTES - 3) + "\u2026")
+        self.assertEqual(len(self.modules.clamp_text("\u00e9" * 3000).encode()),
+                         self.modules.MAX_PATH_BYTES - 1)  # no character cut in two
+        many = [(i, i + 1, 1, 0) for i in range(self.modules.BATCH + 5)]
+        out = self.modules.batches(many)
+        self.assertEqual([len(b["s"]) // 4 for b in out], [self.modules.BATCH, 5])
+        self.assertEqual(out[1]["base_ns"], self.modules.BATCH)
+
+
 class Survival(Base):
     """Phases survive every way a job stops (the log is flushed per step)."""
 
@@ -686,6 +1042,11 @@ class Survival(Base):
         steps = self.steps_with_phases(doc)
         self.assertGreaterEqual(len(steps), done)
         self.assertEqual([s["step"] for s in steps], list(range(len(steps))))
+        # The module scopes of every completed step were flushed with it.
+        _, scopes = module_scopes(doc)
+        calls = scope_paths(scopes, 0)
+        for path in ("", "0", "1", "2"):
+            self.assertGreaterEqual(calls.get(path, 0), done, (path, calls))
 
     def test_oom_dumps_the_history_at_once(self):
         log = os.path.join(self.tmp, "calls.json")
@@ -791,9 +1152,13 @@ class CaptureRange(Base):
 
 CASES = {
     "recorder_unit": (RecorderUnit, None),
+    "modules_unit": (ModulesUnit, None),
     "training_reentrant": (Training, "test_training_reentrant"),
     "training_nonreentrant": (Training, "test_training_nonreentrant"),
     "optimizer_in_backward": (Training, "test_optimizer_in_backward"),
+    "module_shapes": (Training, "test_module_shapes"),
+    "module_depth": (Training, "test_module_depth"),
+    "module_fork": (Training, "test_module_fork"),
     "chain_sitecustomize": (Startup, "test_chain_sitecustomize"),
     "inert": (Startup, "test_inert"),
     "child_processes": (Startup, "test_child_processes"),

@@ -94,9 +94,23 @@ CompareTable buildCompareTable(std::span<const CompareInput> runs, size_t baseli
         }
         t.rows.push_back(std::move(row));
     }
-    for (CompareRow& row : t.rows)
+    for (CompareRow& row : t.rows) {
+        if (!row.peak || !row.run.trace || !row.run.timeline) continue;
+        const ModuleAttribution attribution(*row.run.trace);
+        if (attribution.empty()) continue;
+        // The whole run's peak has its live intervals; a phase's peak is a time.
+        row.modules =
+            scope.phase ? modulesAt(*row.run.trace, attribution, *row.run.timeline, row.peak->time)
+                        : modulesAtPeak(*row.run.trace, attribution, *row.run.timeline);
+    }
+    for (CompareRow& row : t.rows) {
         row.delta = compareToBaseline(Baseline<RunSummary>{t.rows[t.baseline].summary},
                                       Candidate<RunSummary>{row.summary}, scope);
+        const ModuleBreakdown& base = t.rows[t.baseline].modules;
+        if (base.source != ModuleSource::None && row.modules.source != ModuleSource::None)
+            row.module_deltas = compareModules(Baseline<ModuleBreakdown>{base},
+                                               Candidate<ModuleBreakdown>{row.modules});
+    }
     for (Category c : kAllCategories)
         if (present[size_t(index(c))]) t.categories.push_back(c);
     return t;
@@ -312,6 +326,9 @@ std::string toText(const CompareTable& table) {
         const CompareRow& row = table.rows[r];
         if (r == table.baseline || !row.peak || !row.delta.peak_bytes) continue;
         out += row.name + " vs " + table.rows[table.baseline].name + ": " + changeOf(row) + "\n";
+        // The same change by layer ("h.0–h.11: −2.10 GiB activation").
+        for (const std::string& line : describeModuleChanges(row.module_deltas, 4))
+            out += "  " + line + "\n";
     }
     return out;
 }
@@ -369,6 +386,22 @@ std::string toJson(const CompareTable& table) {
         key(w, "categories_at_peak");
         categories(w, row.peak ? row.peak->by_category : std::array<int64_t, kCategoryCount>{},
                    &table.categories);
+        // By layer at the peak in scope, and each layer's change against the
+        // baseline (empty where either run has no modules).
+        field(w, "modules_source", std::string_view(toString(row.modules.source)));
+        key(w, "module_deltas");
+        w.StartArray();
+        for (const ModuleDelta& d : row.module_deltas) {
+            w.StartObject();
+            field(w, "path", std::string_view(d.path));
+            field(w, "baseline_bytes", int64_t(d.baseline_bytes));
+            field(w, "bytes", int64_t(d.candidate_bytes));
+            field(w, "delta_bytes", int64_t(d.delta));
+            key(w, "delta_by_category");
+            categories(w, d.delta_by_category);
+            w.EndObject();
+        }
+        w.EndArray();
         key(w, "peaks_by_phase");
         if (row.run.trace) {
             peaksByPhase(w, *row.run.trace, row.summary.phase_peaks.by_phase);

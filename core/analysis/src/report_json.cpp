@@ -4,6 +4,7 @@
 
 #include "json_out.h"
 #include "memscope/analysis/activation_theory.h"
+#include "memscope/analysis/module_breakdown.h"
 #include "memscope/analysis/oom_report.h"
 #include "memscope/analysis/peak_explainer.h"
 #include "memscope/base/units.h"
@@ -72,6 +73,27 @@ void peaksByStep(Out& w, const Trace& trace, const std::vector<StepPeaks>& steps
         categories(w, s.whole.by_category);
         key(w, "peaks_by_phase");
         peaksByPhase(w, trace, s.phases);
+        w.EndObject();
+    }
+    w.EndArray();
+}
+
+// [{"path", "bytes", "count", "by_category", "recomputed_bytes", "source"}]:
+// the layers holding the peak, every row (they add up to the peak).
+void modulesAtPeak(Out& w, const ModuleBreakdown& b) {
+    w.StartArray();
+    for (const ModuleBytes& r : b.rows) {
+        w.StartObject();
+        field(w, "path", std::string_view(r.path));
+        field(w, "bytes", int64_t(r.bytes));
+        key(w, "count");
+        w.Uint(r.count);
+        key(w, "by_category");
+        categories(w, r.by_category);
+        field(w, "recomputed_bytes", int64_t(r.recomputed_bytes));
+        // Bytes outside every module are neither recorded nor inferred to
+        // belong anywhere.
+        field(w, "source", std::string_view(r.module.isNull() ? "none" : toString(b.source)));
         w.EndObject();
     }
     w.EndArray();
@@ -273,6 +295,8 @@ std::string summaryToJson(std::span<const FileReport> files) {
     key(w, "files");
     w.StartArray();
     for (const FileReport& f : files) {
+        const ModuleAttribution modules =
+            f.trace ? ModuleAttribution(*f.trace) : ModuleAttribution();
         w.StartObject();
         field(w, "path", std::string_view(f.path));
         const std::string_view name = !f.name.empty() ? std::string_view(f.name)
@@ -334,6 +358,18 @@ std::string summaryToJson(std::span<const FileReport> files) {
                     categorySources(w, tl->category_sources);
                     key(w, "peak_sites");
                     peakSites(w, *f.trace, *tl, sitesAtPeak(*f.trace, *tl, 10));
+                    // Which layer holds the peak (module_breakdown.h); empty
+                    // with modules_source "none" for a trace without modules.
+                    const ModuleBreakdown by_module =
+                        memscope::modulesAtPeak(*f.trace, modules, *tl);
+                    field(w, "modules_source", std::string_view(toString(by_module.source)));
+                    key(w, "modules_at_peak");
+                    if (by_module.source == ModuleSource::None) {
+                        w.StartArray();
+                        w.EndArray();
+                    } else {
+                        modulesAtPeak(w, by_module);
+                    }
                     // Runs of memscope-train: activations per layer against
                     // the literature's formulas (activation_theory.h).
                     if (f.trace->metrics && f.trace->metrics->model) {

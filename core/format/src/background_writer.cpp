@@ -269,6 +269,18 @@ void BackgroundTraceWriter::endPhase(PhaseId id, int64_t end) {
     MEMSCOPE_LOCKED(impl_);
     impl_->tables.endPhase(id, end);
 }
+ModuleId BackgroundTraceWriter::addModule(const Module& module) {
+    MEMSCOPE_LOCKED(impl_);
+    return impl_->tables.addModule(module);
+}
+void BackgroundTraceWriter::addModuleScope(const ModuleScope& scope) {
+    MEMSCOPE_LOCKED(impl_);
+    impl_->tables.addModuleScope(scope);
+}
+void BackgroundTraceWriter::setModuleSource(ModuleSource source) {
+    MEMSCOPE_LOCKED(impl_);
+    impl_->tables.setModuleSource(source);
+}
 PhaseId BackgroundTraceWriter::nextPhaseId() const {
     MEMSCOPE_LOCKED(impl_);
     return PhaseId(impl_->tables.phaseCount() + 1);

@@ -12,7 +12,7 @@ inline constexpr size_t kFileHeaderSize = 16;
 // A reader refuses another major version; a higher minor only adds chunk types
 // or trailing fields that older readers skip.
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 1;  // 1: run metrics chunk
+inline constexpr uint16_t kVersionMinor = 2;  // 1: run metrics chunk; 2: modules, module scopes
 
 // Chunk header: u8 type, u8 flags, u16 reserved (0), u32 count, u32 stored size,
 // u32 raw size, u32 CRC32C over the first 16 header bytes and the stored payload.
@@ -32,6 +32,8 @@ enum class ChunkType : uint8_t {
     Events = 10,
     AllocatorState = 11,
     RunMetrics = 12,
+    Modules = 13,
+    ModuleScopes = 14,
 };
 
 inline constexpr uint8_t kFlagZstd = 1;  // payload is one zstd frame of raw size bytes
@@ -114,6 +116,10 @@ inline const char* chunkTypeName(ChunkType type) {
             return "allocator state";
         case ChunkType::RunMetrics:
             return "run metrics";
+        case ChunkType::Modules:
+            return "modules";
+        case ChunkType::ModuleScopes:
+            return "module scopes";
     }
     return "unknown";
 }

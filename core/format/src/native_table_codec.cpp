@@ -194,6 +194,60 @@ std::string decodePhaseEnds(uint32_t count, ByteReader& r, Trace& trace) {
     return {};
 }
 
+std::string decodeModules(uint32_t count, ByteReader& r, Trace& trace) {
+    if (auto e = checkFirst(r, trace.modules.modules.size() + 1, "modules"); !e.empty()) return e;
+    const uint8_t source = r.byte();
+    if (r.failed()) return "modules chunk cut short";
+    if (source > static_cast<uint8_t>(ModuleSource::Inferred)) return "unknown module source";
+    if (!plausibleCount(count, r)) return "modules count larger than the chunk";
+    const uint64_t strings = trace.strings.size();
+    std::vector<Module> modules;
+    modules.reserve(count);
+    for (uint32_t i = 0; i < count; ++i) {
+        const uint64_t own_id = trace.modules.modules.size() + 1 + i;
+        const uint64_t path = r.varint(), root = r.varint(), type = r.varint(), parent = r.varint();
+        if (r.failed()) return "modules chunk cut short";
+        if (path >= strings || root >= strings || type >= strings)
+            return "module refers to an unknown string";
+        if (parent >= own_id) return "module parent is not an earlier module";
+        Module m;
+        m.path = StringId(static_cast<uint32_t>(path));
+        m.root = StringId(static_cast<uint32_t>(root));
+        m.type = StringId(static_cast<uint32_t>(type));
+        m.parent = ModuleId(static_cast<uint32_t>(parent));
+        modules.push_back(m);
+    }
+    trace.modules.source = static_cast<ModuleSource>(source);
+    for (const Module& m : modules) trace.modules.add(m);  // depth follows the parent
+    return {};
+}
+
+std::string decodeModuleScopes(uint32_t count, ByteReader& r, Trace& trace) {
+    if (!plausibleCount(count, r)) return "module scopes count larger than the chunk";
+    std::vector<ModuleScope> scopes;
+    scopes.reserve(count);
+    uint64_t prev = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+        const uint64_t start = prev + static_cast<uint64_t>(r.svarint());
+        const auto length = static_cast<uint64_t>(r.svarint());
+        const uint64_t module = r.varint();
+        const uint8_t kind = r.byte();
+        if (r.failed()) return "module scopes chunk cut short";
+        if (module == 0 || module > trace.modules.modules.size())
+            return "module scope refers to an unknown module";
+        if (kind >= kModuleScopeKindCount) return "unknown module scope kind";
+        prev = start;
+        ModuleScope s;
+        s.start = static_cast<int64_t>(start);
+        s.end = static_cast<int64_t>(start + length);  // wraps, as the writer's subtraction did
+        s.module = ModuleId(static_cast<uint32_t>(module));
+        s.kind = static_cast<ModuleScopeKind>(kind);
+        scopes.push_back(s);
+    }
+    trace.modules.scopes.insert(trace.modules.scopes.end(), scopes.begin(), scopes.end());
+    return {};
+}
+
 std::string decodeAnnotations(uint32_t count, ByteReader& r, Trace& trace) {
     if (!plausibleCount(count, r)) return "annotations count larger than the chunk";
     const uint64_t strings = trace.strings.size();
@@ -431,6 +485,31 @@ void encodeDefinitions(const PendingTables& p, const ChunkEmitter& emit) {
                                            static_cast<uint64_t>(ph.start)));
         },
         emit);
+    // Each modules chunk starts with its first id and the trace's module
+    // source (one byte); a chunk without modules is written when only the
+    // source changed.
+    const auto source = static_cast<uint8_t>(p.module_source);
+    if (p.modules.empty() && p.module_source_changed) {
+        std::vector<unsigned char> buf;
+        ByteWriter w(buf);
+        w.varint(p.first_module);
+        w.byte(source);
+        emit(ChunkType::Modules, 0, buf);
+    }
+    emitSplit(
+        ChunkType::Modules, p.modules.size(), 0, false,
+        [&](ByteWriter& w, size_t i) {
+            if (w.size() == 0) {
+                w.varint(p.first_module + i);
+                w.byte(source);
+            }
+            const Module& m = p.modules[i];
+            w.varint(m.path.value);
+            w.varint(m.root.value);
+            w.varint(m.type.value);
+            w.varint(m.parent.value);
+        },
+        emit);
 }
 
 void encodeUpdates(const PendingTables& p, const ChunkEmitter& emit) {
@@ -439,6 +518,22 @@ void encodeUpdates(const PendingTables& p, const ChunkEmitter& emit) {
         [&](ByteWriter& w, size_t i) {
             w.varint(p.phase_ends[i].first.value);
             w.svarint(p.phase_ends[i].second);
+        },
+        emit);
+    uint64_t prev_scope = 0;
+    emitSplit(
+        ChunkType::ModuleScopes, p.module_scopes.size(), 0, false,
+        [&](ByteWriter& w, size_t i) {
+            const ModuleScope& sc = p.module_scopes[i];
+            // Each chunk restarts the start deltas at 0; wrapping arithmetic
+            // as for phases.
+            if (w.size() == 0) prev_scope = 0;
+            w.svarint(static_cast<int64_t>(static_cast<uint64_t>(sc.start) - prev_scope));
+            prev_scope = static_cast<uint64_t>(sc.start);
+            w.svarint(static_cast<int64_t>(static_cast<uint64_t>(sc.end) -
+                                           static_cast<uint64_t>(sc.start)));
+            w.varint(sc.module.value);
+            w.byte(static_cast<uint8_t>(sc.kind));
         },
         emit);
     uint64_t prev_time = 0;
@@ -539,6 +634,10 @@ std::string decodeTableChunk(ChunkType type, uint32_t count, std::span<const uns
             return decodeAllocatorState(count, r, trace);
         case ChunkType::RunMetrics:
             return decodeRunMetrics(count, r, trace);
+        case ChunkType::Modules:
+            return decodeModules(count, r, trace);
+        case ChunkType::ModuleScopes:
+            return decodeModuleScopes(count, r, trace);
         case ChunkType::Events:
             break;
     }

@@ -87,6 +87,29 @@ void NativeTables::endPhase(PhaseId id, int64_t end) {
     pending_.phase_ends.emplace_back(id, end);
 }
 
+ModuleId NativeTables::addModule(const Module& module) {
+    Module m = module;
+    m.path = validString(m.path);
+    m.root = validString(m.root);
+    m.type = validString(m.type);
+    if (m.parent.value > module_count_) m.parent = ModuleId();  // parents come first
+    pending_.modules.push_back(m);
+    return ModuleId(++module_count_);
+}
+
+void NativeTables::addModuleScope(const ModuleScope& scope) {
+    // The reader drops a chunk whose scope names a module it has not read.
+    if (scope.module.isNull() || scope.module.value > module_count_) return;
+    if (static_cast<int>(scope.kind) >= kModuleScopeKindCount) return;
+    pending_.module_scopes.push_back(scope);
+}
+
+void NativeTables::setModuleSource(ModuleSource source) {
+    module_source_ = source;
+    pending_.module_source = source;
+    pending_.module_source_changed = true;
+}
+
 void NativeTables::addAnnotation(const Annotation& annotation) {
     Annotation a = annotation;
     a.name = validString(a.name);
@@ -117,7 +140,9 @@ void NativeTables::setAllocatorState(const AllocatorState& state) {
     pending_.allocator_state = std::move(s);
 }
 
-void NativeTables::setRunMetrics(const RunMetrics& metrics) { pending_.metrics = metrics; }
+void NativeTables::setRunMetrics(const RunMetrics& metrics) {
+    pending_.metrics = metrics;
+}
 
 Event NativeTables::sanitize(const Event& event) const {
     Event e = event;
@@ -144,6 +169,8 @@ PendingTables NativeTables::takePending() {
     pending_.first_stack = static_cast<uint32_t>(stacks_.size() + 1);
     pending_.first_stream = static_cast<uint32_t>(streams_.size());
     pending_.first_phase = phase_count_ + 1;
+    pending_.first_module = module_count_ + 1;
+    pending_.module_source = module_source_;
     return taken;
 }
 

@@ -29,6 +29,11 @@ struct PendingTables {
     uint32_t first_phase = 1;
     std::vector<Phase> phases;
     std::vector<std::pair<PhaseId, int64_t>> phase_ends;
+    uint32_t first_module = 1;
+    std::vector<Module> modules;
+    ModuleSource module_source = ModuleSource::Recorded;  // the current one, written with modules
+    bool module_source_changed = false;
+    std::vector<ModuleScope> module_scopes;
     std::vector<Annotation> annotations;
     std::vector<EventAttribute> attributes;
     std::optional<TraceMetadata> metadata;  // set when it changed: written whole
@@ -47,6 +52,9 @@ public:
     PhaseId addPhase(const Phase& phase);
     void endPhase(PhaseId id, int64_t end);
     uint32_t phaseCount() const { return phase_count_; }
+    ModuleId addModule(const Module& module);
+    void addModuleScope(const ModuleScope& scope);
+    void setModuleSource(ModuleSource source);
     void addAnnotation(const Annotation& annotation);
     void addAttribute(uint64_t event, StringId key, StringId value);
     void setProperty(std::string key, std::string value);
@@ -84,6 +92,8 @@ private:
     std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>> stacks_;
     std::unordered_map<uint64_t, uint32_t> streams_;
     uint32_t phase_count_ = 0;
+    uint32_t module_count_ = 0;
+    ModuleSource module_source_ = ModuleSource::Recorded;
     uint64_t event_count_ = 0;
 };
 

@@ -61,6 +61,15 @@ StackId NativeTraceWriter::internStack(std::span<const FrameId> frames) {
 uint32_t NativeTraceWriter::internStream(uint64_t stream) {
     return impl_->tables.internStream(stream);
 }
+ModuleId NativeTraceWriter::addModule(const Module& module) {
+    return impl_->tables.addModule(module);
+}
+void NativeTraceWriter::addModuleScope(const ModuleScope& scope) {
+    impl_->tables.addModuleScope(scope);
+}
+void NativeTraceWriter::setModuleSource(ModuleSource source) {
+    impl_->tables.setModuleSource(source);
+}
 PhaseId NativeTraceWriter::addPhase(const Phase& phase) {
     return impl_->tables.addPhase(phase);
 }
@@ -133,7 +142,10 @@ Result<void> writeWholeTrace(const Trace& trace, const std::string& path,
     for (size_t i = 1; i < trace.streams.size(); ++i)
         if (w.internStream(trace.streams[i]) != i) return mismatch("streams");
     for (const Phase& p : trace.phases) w.addPhase(p);
+    if (!trace.modules.empty()) w.setModuleSource(trace.modules.source);
+    for (const Module& m : trace.modules.modules) w.addModule(m);
     for (const Event& e : trace.events) w.append(e);
+    for (const ModuleScope& s : trace.modules.scopes) w.addModuleScope(s);
     for (const Annotation& a : trace.annotations) w.addAnnotation(a);
     for (const EventAttribute& a : trace.attributes) w.addAttribute(a.event, a.key, a.value);
     if (trace.allocator_state) w.setAllocatorState(*trace.allocator_state);

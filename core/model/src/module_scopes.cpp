@@ -88,7 +88,8 @@ ModuleId ModuleInterner::intern(std::string_view root, std::string_view path,
             for (uint16_t d = 0; d < kMaxModuleDepth; ++d) pos = path.find('.', pos) + 1;
             return intern(root, path.substr(0, pos - 1), {});
         }
-        parent = intern(root, dot == std::string_view::npos ? std::string_view() : path.substr(0, dot));
+        parent =
+            intern(root, dot == std::string_view::npos ? std::string_view() : path.substr(0, dot));
     }
     Module m;
     m.root = StringId(key.root);

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <unordered_set>
 
 namespace memscope {
 namespace {
@@ -25,8 +26,46 @@ std::string_view text(const Value& o, const char* key) {
     return {it->value.GetString(), it->value.GetStringLength()};
 }
 
+struct Seen {
+    std::unordered_set<uint64_t> scope_batches;  // seq of the batches taken
+    std::unordered_set<uint32_t> modules;        // ids taken
+};
+
+bool parseModule(const Value& d, HookLog& log, Seen& seen) {
+    const auto id = integer(d, "id");
+    if (!id || *id <= 0 || *id > int64_t(UINT32_MAX)) return false;
+    if (!seen.modules.insert(uint32_t(*id)).second) return true;  // written twice
+    log.modules.push_back({uint32_t(*id), std::string(text(d, "root")),
+                           std::string(text(d, "path")), std::string(text(d, "class"))});
+    return true;
+}
+
+bool parseModuleScopes(const Value& d, HookLog& log, Seen& seen) {
+    const auto base = integer(d, "base_ns");
+    auto flat = d.FindMember("s");
+    if (!base || *base < 0 || flat == d.MemberEnd() || !flat->value.IsArray()) return false;
+    if (const auto seq = integer(d, "seq"); seq && !seen.scope_batches.insert(*seq).second)
+        return true;  // the same batch written again (a signal handler's flush)
+    const auto& s = flat->value;
+    const rapidjson::SizeType n = s.Size();
+    log.bad_module_scopes += n % 4 > 0 ? 1 : 0;  // a group cut short
+    for (rapidjson::SizeType i = 0; i + 4 <= n; i += 4) {
+        int64_t start = 0, end = 0;
+        std::optional<HookModuleScope> scope;
+        if (s[i].IsInt64() && s[i + 1].IsInt64() && s[i + 2].IsInt64() && s[i + 3].IsInt64() &&
+            !__builtin_add_overflow(*base, s[i].GetInt64(), &start) &&
+            !__builtin_add_overflow(start, s[i + 1].GetInt64(), &end))
+            scope = hookModuleScope(start, end, s[i + 2].GetInt64(), s[i + 3].GetInt64());
+        if (scope)
+            log.module_scopes.push_back(*scope);
+        else
+            ++log.bad_module_scopes;
+    }
+    return true;
+}
+
 // False when the line is not a record this reader knows.
-bool parseLine(std::string_view line, HookLog& log) {
+bool parseLine(std::string_view line, HookLog& log, Seen& seen) {
     rapidjson::Document d;
     d.Parse(line.data(), line.size());
     if (d.HasParseError() || !d.IsObject()) return false;
@@ -67,6 +106,8 @@ bool parseLine(std::string_view line, HookLog& log) {
              integer(d, "bytes").value_or(0)});
         return true;
     }
+    if (type == "module") return parseModule(d, log, seen);
+    if (type == "module_scopes") return parseModuleScopes(d, log, seen);
     // A record type a newer hook writes: not damage.
     return !type.empty();
 }
@@ -80,6 +121,7 @@ bool holdsTraining(HookPhaseKind k) {
 
 HookLog parseHookLog(std::string_view all) {
     HookLog log;
+    Seen seen;
     size_t pos = 0;
     while (pos < all.size()) {
         size_t end = all.find('\n', pos);
@@ -88,7 +130,7 @@ HookLog parseHookLog(std::string_view all) {
         const std::string_view line = all.substr(pos, end - pos);
         pos = end + 1;
         if (line.empty()) continue;
-        if (!parseLine(line, log)) {
+        if (!parseLine(line, log, seen)) {
             if (last_cut)
                 log.cut_short = true;
             else

@@ -68,6 +68,36 @@ size_t parsePhaseArray(const Value* phases, std::vector<HookPhase>& out) {
     return bad;
 }
 
+// "open_module_scopes": [[start_ns, end_ns, module, kind], ...]; malformed
+// ones are counted and left out.
+size_t parseOpenModuleScopes(const Value* scopes, std::vector<HookModuleScope>& out) {
+    size_t bad = 0;
+    if (scopes == nullptr) return 0;
+    for (const Value& s : scopes->GetArray()) {
+        std::optional<HookModuleScope> scope;
+        if (s.IsArray() && s.Size() == 4 && s[0].IsInt64() && s[1].IsInt64() && s[2].IsInt64() &&
+            s[3].IsInt64())
+            scope =
+                hookModuleScope(s[0].GetInt64(), s[1].GetInt64(), s[2].GetInt64(), s[3].GetInt64());
+        if (scope)
+            out.push_back(*scope);
+        else
+            ++bad;
+    }
+    return bad;
+}
+
+// "modules": {"depth": N, "compile": str | null, "dropped_modules": n, ...}.
+void parseModuleInfo(const Value& doc, HookModuleInfo& info) {
+    auto it = doc.FindMember("modules");
+    if (it == doc.MemberEnd() || !it->value.IsObject()) return;
+    const Value& m = it->value;
+    info.depth = int32_t(std::clamp<int64_t>(integer(m, "depth", -1), -1, INT32_MAX));
+    info.compile = text(m, "compile");
+    info.dropped_modules = uint64_t(std::max<int64_t>(0, integer(m, "dropped_modules", 0)));
+    info.dropped_roots = uint64_t(std::max<int64_t>(0, integer(m, "dropped_roots", 0)));
+}
+
 // "capture": {"steps": [A, B]} | {"nvtx": NAME} | null.
 Result<void> parseCapture(const Value& doc, HookSidecar& s, const std::string& path) {
     auto it = doc.FindMember("capture");
@@ -116,6 +146,14 @@ Result<void> parseCommandLine(const Value& object, const std::string& path, Hook
 }
 
 }  // namespace
+
+std::optional<HookModuleScope> hookModuleScope(int64_t start_ns, int64_t end_ns, int64_t module,
+                                               int64_t kind) {
+    if (start_ns < 0 || end_ns < start_ns || module <= 0 || module > int64_t(UINT32_MAX) ||
+        kind < 0 || kind >= kModuleScopeKindCount)
+        return std::nullopt;
+    return HookModuleScope{start_ns, end_ns, uint32_t(module), ModuleScopeKind(kind)};
+}
 
 std::optional<HookPhaseKind> hookPhaseKindFromString(std::string_view s) {
     for (HookPhaseKind k :
@@ -182,6 +220,12 @@ Result<HookSidecar> parseHookSidecar(std::string_view json, const std::string& p
     if (version >= 2) {
         if (std::string log = text(doc, "log"); !log.empty()) s.log_file = std::move(log);
         if (auto captured = parseCapture(doc, s, path); !captured) return captured.error();
+        parseModuleInfo(doc, s.module_info);
+        if (const size_t bad =
+                parseOpenModuleScopes(array(doc, "open_module_scopes"), s.open_module_scopes))
+            s.warnings.push_back(std::to_string(bad) +
+                                 " open module scopes in the hook file were malformed and left "
+                                 "out");
     }
 
     if (const Value* histories = array(doc, "histories"))

@@ -84,6 +84,23 @@ std::span<const EventAttribute> attributesOf(const Trace& t, uint64_t index) {
     return {lo, hi};
 }
 
+// Module scopes that overlap [start, end], clipped to it. The modules stay:
+// ids are indices, and a module whose scopes all fell outside costs nothing.
+void clipModuleScopes(ModuleTable& table, int64_t start, int64_t end) {
+    std::vector<ModuleScope> kept;
+    kept.reserve(table.scopes.size());
+    for (ModuleScope s : table.scopes) {
+        if (s.end < start || s.start > end) continue;
+        s.start = std::max(s.start, start);
+        // The range keeps the events at its end: so does a scope running past it.
+        s.end = std::min(s.end, end == INT64_MAX ? end : end + 1);
+        // One that only touches the range holds none of its events.
+        if (s.end <= s.start) continue;
+        kept.push_back(s);
+    }
+    table.scopes = std::move(kept);
+}
+
 }  // namespace
 
 Result<RecordedRange> applyRecordedRange(Trace& trace, const RecordedRangeSpec& spec,
@@ -209,6 +226,7 @@ Result<RecordedRange> applyRecordedRange(Trace& trace, const RecordedRangeSpec& 
     for (Phase& p : kept)
         p.parent = p.parent.value < remap.size() ? remap[p.parent.value] : PhaseId();
     trace.phases = std::move(kept);
+    clipModuleScopes(trace.modules, range.start, range.end);
     std::erase_if(trace.annotations,
                   [&](const Annotation& a) { return a.time < range.start || a.time > range.end; });
     assignInnermostPhases(trace);

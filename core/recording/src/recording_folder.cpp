@@ -62,6 +62,13 @@ Result<void> resolveLoggedPhases(const fs::path& folder, HookSidecar& hook,
                       1});
         hook.phases = resolveHookPhases(log->phases, hook.open_phases);
         nvtx_ranges = std::move(log->nvtx_ranges);
+        if (log->bad_module_scopes > 0)
+            ctx.warn({WarningKind::SkippedRecords,
+                      std::to_string(log->bad_module_scopes) +
+                          " module scopes of the hook's log were malformed and were left out",
+                      log->bad_module_scopes});
+        hook.modules = std::move(log->modules);
+        hook.module_scopes = std::move(log->module_scopes);
     } else if (!hook.open_phases.empty()) {
         hook.phases = resolveHookPhases({}, hook.open_phases);
     }

@@ -9,6 +9,7 @@
 
 #include "memscope/model/run_name.h"
 #include "memscope/recording/phase_assignment.h"
+#include "memscope/recording/recorded_modules.h"
 #include "trace_copier.h"
 
 namespace memscope {
@@ -195,6 +196,38 @@ private:
 
 void warn(const TaskContext& ctx, WarningKind kind, std::string message, uint64_t count = 0) {
     ctx.warn({kind, std::move(message), count});
+}
+
+// The hook's module scopes (where in the model), apart from the phases.
+void addHookModules(Trace& out, const HookSidecar& hook, const TaskContext& ctx) {
+    std::vector<HookModuleScope> scopes = hook.module_scopes;
+    scopes.insert(scopes.end(), hook.open_module_scopes.begin(), hook.open_module_scopes.end());
+    const RecordedModulesStats stats = addRecordedModules(out, hook.modules, std::move(scopes));
+    if (stats.unknown_module > 0)
+        warn(ctx, WarningKind::SkippedRecords,
+             std::to_string(stats.unknown_module) +
+                 " module scopes name a module the hook's log does not define (the log was cut "
+                 "short?) and were left out",
+             stats.unknown_module);
+    const HookModuleInfo& info = hook.module_info;
+    if (stats.modules > 0)
+        out.metadata.setProperty(
+            "modules", "recorded by the memscope Python hook (module forward hooks" +
+                           (info.depth > 0 ? ", " + std::to_string(info.depth) + " levels deep"
+                                           : std::string()) +
+                           ")");
+    else if (info.depth == 0)
+        out.metadata.setProperty("modules", "off (memscope-cli record --module-depth 0)");
+    if (!info.compile.empty()) out.metadata.setProperty("modules.compile", info.compile);
+    if (info.dropped_modules > 0 || info.dropped_roots > 0)
+        warn(ctx, WarningKind::DroppedRecords,
+             "the hook stopped recording some module calls: " +
+                 std::to_string(info.dropped_modules) +
+                 " modules past its bound of distinct "
+                 "modules, " +
+                 std::to_string(info.dropped_roots) +
+                 " calls of roots past its bound of models alive at once",
+             info.dropped_modules + info.dropped_roots);
 }
 
 }  // namespace
@@ -407,6 +440,7 @@ Result<Trace> mergeRecording(RecordingParts parts, const TaskContext& ctx, Merge
                                                                 : std::string(toString(hp.kind)));
             out.addPhase(p);
         }
+        addHookModules(out, *hook, ctx);
         for (const HookProfilerSession& s : hook->profiler_sessions) {
             builder.marker(s.time_ns, -1, "cupti_taken_over",
                            s.what +

@@ -2,6 +2,7 @@
 import os
 
 DEFAULT_MAX_ENTRIES = 1000000
+DEFAULT_MODULE_DEPTH = 6  # record's default for --module-depth (modules.DEFAULT_DEPTH)
 
 
 class ConfigError(Exception):
@@ -35,7 +36,7 @@ def parse_steps(text):
 class Config:
     def __init__(self, output_dir, max_entries=DEFAULT_MAX_ENTRIES, capture_library=None,
                  rank=-1, local_rank=-1, warnings=(), steps=None, nvtx_range=None, ring=False,
-                 signal_ack_fd=-1):
+                 signal_ack_fd=-1, module_depth=DEFAULT_MODULE_DEPTH, module_backward=False):
         self.output_dir = output_dir
         self.max_entries = max_entries
         self.capture_library = capture_library
@@ -46,6 +47,8 @@ class Config:
         self.nvtx_range = nvtx_range    # the NVTX range name that switches recording on
         self.ring = ring                # keep only the last max_entries (no dump before wrap)
         self.signal_ack_fd = signal_ack_fd
+        self.module_depth = module_depth        # module levels recorded; 0: no module scopes
+        self.module_backward = module_backward  # backward scopes (global backward hooks, 2.0+)
 
     @property
     def gated(self):
@@ -93,7 +96,20 @@ class Config:
             else:
                 warnings.append("MEMSCOPE_CAPTURE_RANGE=%r is not nvtx:NAME; recording the whole "
                                 "run" % raw)
+        module_depth = DEFAULT_MODULE_DEPTH
+        raw = env.get("MEMSCOPE_MODULE_DEPTH", "")
+        if raw:
+            try:
+                module_depth = int(raw)
+                if module_depth < 0:
+                    raise ValueError
+            except ValueError:
+                module_depth = DEFAULT_MODULE_DEPTH
+                warnings.append("MEMSCOPE_MODULE_DEPTH=%r is not a number of levels (0 = off); "
+                                "using %d" % (raw, DEFAULT_MODULE_DEPTH))
         return cls(output_dir=os.path.abspath(out),
+                   module_depth=module_depth,
+                   module_backward=env.get("MEMSCOPE_MODULE_BACKWARD", "") == "1",
                    steps=steps, nvtx_range=nvtx_range,
                    ring=env.get("MEMSCOPE_HISTORY_RING", "") == "1",
                    signal_ack_fd=_int_env(env, "MEMSCOPE_SIGNAL_ACK_FD", -1),

@@ -244,7 +244,8 @@ class Recorder:
 
     # ------------------------------------------------------------------ events
     def module_pre(self):
-        """Global forward pre-hook: any nn.Module is about to run forward."""
+        """Global forward pre-hook: any nn.Module is about to run forward.
+        Returns whether it is a recomputation (inside backward)."""
         with self._lock:
             if self._bwd or self._ckpt:
                 # A forward inside backward is recomputation (checkpointing).
@@ -252,10 +253,10 @@ class Recorder:
                 if self._rec == 1 and RECOMPUTE not in self._open:
                     self._open[RECOMPUTE] = self._clock()
                     self._rec_owner = "module"
-                return
+                return True
             self._fwd += 1
             if self._fwd != 1:
-                return
+                return False
             t = self._clock()
             if (self._step_open and self._step_backward and not self._opt_seen
                     and not self._opt_ids and not self._deferred):
@@ -269,6 +270,7 @@ class Recorder:
                 self._open[FORWARD] = t
         if self._notify:
             self._deliver()
+        return False
 
     def module_post(self):
         """Global forward hook: a module's forward returned."""

@@ -17,8 +17,8 @@ import sys
 import threading
 import time
 
-from . import (capture, capture_range, history, log, output, phases, profiler_watch, signals,
-               torch_hooks)
+from . import (capture, capture_range, history, log, modules, output, phases, profiler_watch,
+               signals, torch_hooks)
 
 FLUSH_INTERVAL_S = 1.0
 
@@ -40,6 +40,7 @@ class Session:
         self.rec = phases.Recorder(on_step_opened=self._step_opened,
                                    on_step_closed=self._step_closed,
                                    params_of=torch_hooks.optimizer_params, keep=False)
+        self.modules = modules.ModuleRecorder(depth=cfg.module_depth)
         self.log = log.HookLog(self.dir, self.warn)
         self.history = history.History(torch, cfg.max_entries, self.dir, self.warn,
                                        gated=cfg.gated, ring=cfg.ring, on_oom=self._oom)
@@ -64,7 +65,9 @@ class Session:
         except Exception as exc:
             self.warn("CPU tensors not captured: %s: %s" % (type(exc).__name__, exc))
         self.hooks = torch_hooks.install(self.torch, self.rec, self.warn,
-                                         nvtx=self.range if self.cfg.nvtx_range else None)
+                                         nvtx=self.range if self.cfg.nvtx_range else None,
+                                         modules=self.modules,
+                                         module_backward=self.cfg.module_backward)
         try:
             self.history.install()
         except Exception as exc:
@@ -85,6 +88,7 @@ class Session:
             self._lock = threading.RLock()
             self._bind_pid()
             self.rec.after_fork()
+            self.modules.after_fork()
             self.log.after_fork(self.dir)
             self.history.directory = self.dir
             self.history.forget("forked child: CUDA is not usable here")
@@ -163,13 +167,17 @@ class Session:
                     self.capture.flush()
                 except Exception as exc:
                     self.warn("memscope_capture_flush failed: %s" % exc)
+            # Module records go through the recorder for their sequence
+            # numbers (a line written twice by a signal handler is one).
+            for r in self.modules.drain():
+                self.rec.note(r)
             records = self.rec.drain()
             if records:
                 self.log.append(records)
             elif self.log.failed is not None:
                 self.log.append([])  # retry what waited (the disk may have space again)
 
-    def document(self, exit_reason, complete, open_phases=()):
+    def document(self, exit_reason, complete, open_phases=(), open_scopes=()):
         now = time.time_ns()
         return {
             "format": output.FORMAT, "version": output.VERSION,
@@ -185,6 +193,8 @@ class Session:
             "hooks": dict(self.hooks),
             "log": log.FILE_NAME,
             "open_phases": list(open_phases),
+            "modules": self.modules.describe(self.hooks.get("module_backward")),
+            "open_module_scopes": list(open_scopes),  # [start_ns, end_ns, id, kind]
             "capture": self.cfg.capture_document(),
             "histories": list(self.history.files),
             "history": self.history.describe(),
@@ -202,7 +212,8 @@ class Session:
             # Only the final write carries the phases still open: an interim
             # one's would be stale after a kill.
             open_phases = self.rec.open_records() if complete else ()
-            self.file.write(self.document(exit_reason, complete, open_phases))
+            open_scopes = self.modules.open_scopes() if complete else ()
+            self.file.write(self.document(exit_reason, complete, open_phases, open_scopes))
             self._wrote = True
 
     def _safe_write(self, exit_reason, complete):

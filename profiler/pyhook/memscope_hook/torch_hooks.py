@@ -23,25 +23,36 @@ class _Guard:
         self._warn = warn
         self._seen = set()
 
-    def failed(self, where, exc):
+    def failed(self, where, exc, what="its phases"):
         if where not in self._seen:
             self._seen.add(where)
-            self._warn("%s hook failed (%s: %s); its phases may be wrong"
-                       % (where, type(exc).__name__, exc))
+            self._warn("%s hook failed (%s: %s); %s may be wrong"
+                       % (where, type(exc).__name__, exc, what))
 
 
-def install(torch, rec, warn, nvtx=None):
+def install(torch, rec, warn, nvtx=None, modules=None, module_backward=False):
     """nvtx: an object with nvtx_push(name) / nvtx_pop() (the capture range),
-    or None to leave torch.cuda.nvtx alone."""
+    or None to leave torch.cuda.nvtx alone. modules: a modules.ModuleRecorder
+    (module scopes), or None; module_backward: also record backward scopes
+    where PyTorch has global module backward hooks."""
     guard = _Guard(warn)
     hooks = {}
-    for name, installer in (("forward", _forward), ("backward", _backward),
+    mods = modules if modules is not None and modules.depth > 0 else None
+    for name, installer in (("forward", functools.partial(_forward, mods=mods)),
+                            ("backward", _backward),
                             ("recompute", _recompute), ("optimizer", _optimizer),
                             ("zero_grad", _zero_grad)):
         try:
             hooks[name] = installer(torch, rec, guard)
         except Exception as exc:
             hooks[name] = "unavailable: %s: %s" % (type(exc).__name__, exc)
+    if modules is not None:
+        for name, installer in (("modules", _modules), ("module_backward", _module_backward),
+                                ("compile", _compile)):
+            try:
+                hooks[name] = installer(torch, modules, guard, hooks, module_backward)
+            except Exception as exc:
+                hooks[name] = "unavailable: %s: %s" % (type(exc).__name__, exc)
     if nvtx is not None:
         try:
             hooks["nvtx"] = _nvtx(torch, nvtx, guard)
@@ -91,7 +102,7 @@ def _nvtx(torch, listener, guard):
     return "wrapped torch.cuda.nvtx.range_push+range_pop"
 
 
-def _forward(torch, rec, guard):
+def _forward(torch, rec, guard, mods=None):
     mm = torch.nn.modules.module
     reg_pre = getattr(mm, "register_module_forward_pre_hook", None)
     reg_post = getattr(mm, "register_module_forward_hook", None)
@@ -100,17 +111,43 @@ def _forward(torch, rec, guard):
     module_pre, module_post = rec.module_pre, rec.module_post
 
     # Kept minimal: they run for every module call.
-    def pre(module, args):
-        try:
-            module_pre()
-        except Exception as exc:
-            guard.failed("forward pre", exc)
+    if mods is None:
+        def pre(module, args):
+            try:
+                module_pre()
+            except Exception as exc:
+                guard.failed("forward pre", exc)
 
-    def post(module, args, output):
-        try:
-            module_post()
-        except Exception as exc:
-            guard.failed("forward", exc)
+        def post(module, args, output):
+            try:
+                module_post()
+            except Exception as exc:
+                guard.failed("forward", exc)
+    else:
+        scope_pre, scope_post = mods.pre, mods.post
+
+        def pre(module, args):
+            try:
+                recompute = module_pre()
+            except Exception as exc:
+                guard.failed("forward pre", exc)
+                recompute = False
+            try:
+                scope_pre(module, recompute)
+            except Exception as exc:
+                guard.failed("module scope pre", exc, "its module scopes")
+
+        # The scope closes before the phase does (and opens after it): a
+        # recomputed module's scope lies inside its recompute phase.
+        def post(module, args, output):
+            try:
+                scope_post(module)
+            except Exception as exc:
+                guard.failed("module scope", exc, "its module scopes")
+            try:
+                module_post()
+            except Exception as exc:
+                guard.failed("forward", exc)
 
     reg_pre(pre)
     # always_call (2.1+): the post hook runs even when forward raises, so the
@@ -286,3 +323,65 @@ def _zero_grad(torch, rec, guard):
     _wrap_zero_grad(torch.optim.Optimizer, rec, guard, "Optimizer.zero_grad")
     _wrap_zero_grad(torch.nn.Module, rec, guard, "Module.zero_grad")
     return "wrapped Optimizer.zero_grad+Module.zero_grad"
+
+
+def _modules(torch, mods, guard, hooks, backward):
+    if mods.depth <= 0:
+        return "off: --module-depth 0"
+    forward = hooks.get("forward", "")
+    if forward.startswith("unavailable"):
+        return "unavailable: needs the global module forward hooks (%s)" % forward
+    return "module scopes from the forward hooks, %d levels deep" % mods.depth
+
+
+def _module_backward(torch, mods, guard, hooks, enabled):
+    mm = torch.nn.modules.module
+    reg_pre = getattr(mm, "register_module_full_backward_pre_hook", None)
+    reg_post = getattr(mm, "register_module_full_backward_hook", None)
+    if reg_pre is None or reg_post is None:
+        return ("unavailable: no global module backward pre-hook in this PyTorch (2.0+); "
+                "backward allocations have no module")
+    if mods.depth <= 0:
+        return "off: --module-depth 0"
+    if not enabled:
+        # Global full backward hooks wrap every module's inputs and outputs in
+        # a custom autograd function: an in-place op on a module's output
+        # (ResNet's `out += identity`) then fails. Not on by default.
+        return ("off: global full backward hooks make in-place ops on module outputs fail; "
+                "memscope-cli record --module-backward turns them on")
+    scope_pre, scope_post = mods.backward_pre, mods.backward_post
+
+    def pre(module, grad_output):
+        try:
+            scope_pre(module)
+        except Exception as exc:
+            guard.failed("module backward pre", exc, "its module scopes")
+
+    def post(module, grad_input, grad_output):
+        try:
+            scope_post(module)
+        except Exception as exc:
+            guard.failed("module backward", exc, "its module scopes")
+
+    reg_pre(pre)
+    reg_post(post)
+    return "register_module_full_backward_pre_hook+register_module_full_backward_hook"
+
+
+def _compile(torch, mods, guard, hooks, backward):
+    """torch.compile (2.0+): module hooks may not run inside compiled code.
+    Wrapped to note that it was used (hook.json and the trace say so)."""
+    original = getattr(torch, "compile", None)
+    if original is None:
+        return "unavailable: no torch.compile in this PyTorch"
+    if getattr(original, "_memscope_wrapped", False):
+        return "wrapped torch.compile (notes its use)"
+
+    @functools.wraps(original)
+    def compile(*args, **kwargs):
+        mods.compile_seen = True
+        return original(*args, **kwargs)
+
+    compile._memscope_wrapped = True
+    torch.compile = compile
+    return "wrapped torch.compile (notes its use)"

@@ -179,6 +179,15 @@ Trace sampleTrace(int event_count = 300) {
     t.attributes.push_back({5, t.internString("user_metadata"), t.internString("{\"a\": 1}")});
     t.attributes.push_back({5, t.internString("device_free"), t.internString("123456")});
 
+    // Modules and their scopes, with extreme times and every kind.
+    ModuleInterner modules(t);
+    const ModuleId attn = modules.intern("GPT", "h.0.attn", "CausalSelfAttention");
+    const ModuleId other = modules.intern("Discriminator", "main.1");
+    t.modules.source = ModuleSource::Inferred;
+    t.modules.scopes.push_back({1000, 2000, attn, ModuleScopeKind::Forward});
+    t.modules.scopes.push_back({INT64_MIN, INT64_MAX, other, ModuleScopeKind::Backward});
+    t.modules.scopes.push_back({-7, -3, modules.intern("GPT", ""), ModuleScopeKind::Recompute});
+
     AllocatorState state;
     for (int s = 0; s < 3; ++s) {
         Segment seg;
@@ -257,6 +266,24 @@ void expectSameTrace(const Trace& a, const Trace& b) {
         EXPECT_EQ(x.device, y.device);
         EXPECT_EQ(x.start, y.start);
         EXPECT_EQ(x.end, y.end);
+    }
+    EXPECT_EQ(a.modules.source, b.modules.source);
+    ASSERT_EQ(a.modules.modules.size(), b.modules.modules.size());
+    for (size_t i = 0; i < a.modules.modules.size(); ++i) {
+        const Module& x = a.modules.modules[i];
+        const Module& y = b.modules.modules[i];
+        EXPECT_EQ(x.path, y.path);
+        EXPECT_EQ(x.root, y.root);
+        EXPECT_EQ(x.type, y.type);
+        EXPECT_EQ(x.parent, y.parent);
+        EXPECT_EQ(x.depth, y.depth);
+    }
+    ASSERT_EQ(a.modules.scopes.size(), b.modules.scopes.size());
+    for (size_t i = 0; i < a.modules.scopes.size(); ++i) {
+        EXPECT_EQ(a.modules.scopes[i].start, b.modules.scopes[i].start);
+        EXPECT_EQ(a.modules.scopes[i].end, b.modules.scopes[i].end);
+        EXPECT_EQ(a.modules.scopes[i].module, b.modules.scopes[i].module);
+        EXPECT_EQ(a.modules.scopes[i].kind, b.modules.scopes[i].kind);
     }
     ASSERT_EQ(a.annotations.size(), b.annotations.size());
     for (size_t i = 0; i < a.annotations.size(); ++i) {
@@ -458,6 +485,53 @@ TEST(NativeFormat, RoundTripsWithTinyChunksAndEmptyTrace) {
     auto loaded_empty = readNativeTrace(dir.file("b"));
     ASSERT_TRUE(loaded_empty) << loaded_empty.message();
     expectSameTrace(empty, *loaded_empty);
+}
+
+TEST(NativeFormat, ModuleChunksDecodeAsDocumentedAndBadOnesStopTheRead) {
+    // Strings "", "h.0", "GPT"; modules: root (""), then "h.0" under it; two scopes.
+    const auto strings = cat({pv(1), pv(3), {'h', '.', '0'}, pv(3), {'G', 'P', 'T'}});
+    const auto modules = cat({pv(1), {1}, pv(0), pv(2), pv(0), pv(0), pv(1), pv(2), pv(0), pv(1)});
+    const auto zz = [](int64_t v) { return pv(uint64_t(v << 1) ^ uint64_t(v >> 63)); };
+    const auto scopes = cat({zz(100), zz(50), pv(2), {1}, zz(-60), zz(200), pv(1), {0}});
+    Bytes file = fileHeader(1, 2);
+    appendChunk(file, 2, 2, strings);
+    appendChunk(file, 13, 2, modules);
+    appendChunk(file, 14, 2, scopes);
+    NativeReadReport report;
+    auto t = readBytes(file, file.size(), &report);
+    ASSERT_TRUE(t) << t.message();
+    EXPECT_EQ(report.problem, "");
+    EXPECT_EQ(t->modules.source, ModuleSource::Recorded);
+    ASSERT_EQ(t->modules.modules.size(), 2u);
+    EXPECT_EQ(t->modules.modules[1].depth, 1);
+    EXPECT_EQ(modulePath(*t, ModuleId(2)), "h.0");
+    EXPECT_EQ(modulePath(*t, ModuleId(1)), "GPT");
+    ASSERT_EQ(t->modules.scopes.size(), 2u);
+    EXPECT_EQ(t->modules.scopes[0].start, 100);
+    EXPECT_EQ(t->modules.scopes[0].end, 150);
+    EXPECT_EQ(t->modules.scopes[0].kind, ModuleScopeKind::Recompute);
+    EXPECT_EQ(t->modules.scopes[1].start, 40);
+    EXPECT_EQ(t->modules.scopes[1].end, 240);
+    EXPECT_EQ(t->modules.scopes[1].module, ModuleId(1));
+
+    // A scope naming a module not read, a parent not earlier, an unknown
+    // kind, an unknown source: each stops the read at that chunk.
+    const std::vector<std::pair<uint8_t, std::vector<uint8_t>>> bad = {
+        {14, cat({zz(0), zz(1), pv(3), {0}})},
+        {14, cat({zz(0), zz(1), pv(1), {7}})},
+        {13, cat({pv(3), {1}, pv(0), pv(2), pv(0), pv(4)})},
+        {13, cat({pv(3), {9}, pv(0), pv(2), pv(0), pv(0)})},
+    };
+    for (const auto& [type, payload] : bad) {
+        Bytes f = file;
+        appendChunk(f, type, 1, payload);
+        NativeReadReport r;
+        auto loaded = readBytes(f, f.size(), &r);
+        ASSERT_TRUE(loaded) << loaded.message();
+        EXPECT_NE(r.problem, "") << int(type);
+        EXPECT_EQ(loaded->modules.scopes.size(), 2u);
+        EXPECT_EQ(loaded->modules.modules.size(), 2u);
+    }
 }
 
 TEST(NativeFormat, StreamingWriterIdsAreTheReadersIds) {

@@ -34,6 +34,15 @@ inline constexpr const char* kHistoryEntries =
 inline constexpr const char* kSteps = "MEMSCOPE_STEPS";
 inline constexpr const char* kCaptureRange = "MEMSCOPE_CAPTURE_RANGE";
 inline constexpr const char* kHistoryRing = "MEMSCOPE_HISTORY_RING";
+// Module scopes (memscope-cli record --module-depth N / --module-backward):
+//   MEMSCOPE_MODULE_DEPTH="N": module call levels recorded, the outermost
+//   module being level 1; 0 records none (the hook's default: 6, below);
+//   MEMSCOPE_MODULE_BACKWARD="1": backward scopes too, through PyTorch's
+//   global full backward hooks (2.0+; they make in-place ops on module
+//   outputs fail, hence off by default).
+inline constexpr const char* kModuleDepth = "MEMSCOPE_MODULE_DEPTH";
+inline constexpr const char* kModuleBackward = "MEMSCOPE_MODULE_BACKWARD";
+inline constexpr int kDefaultModuleDepth = 6;  // config.py's DEFAULT_MODULE_DEPTH
 // The write end of a pipe `record` keeps open: the hook makes it Python's
 // signal wakeup fd, so each signal the process receives writes its number
 // there at once. `record` forwards a signal only when no such byte arrives

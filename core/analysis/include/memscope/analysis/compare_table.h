@@ -12,6 +12,7 @@
 
 #include "memscope/analysis/alignment.h"
 #include "memscope/analysis/compare.h"
+#include "memscope/analysis/module_breakdown.h"
 
 namespace memscope {
 
@@ -32,6 +33,10 @@ struct CompareRow {
     Alignment alignment;
     RunRef run;  // the trace and device compared
     TimeBase time_base = TimeBase::Nanoseconds;
+    // Which layers hold the peak in scope, and their change against the
+    // baseline's (matched by module path; empty when either has no modules).
+    ModuleBreakdown modules;
+    std::vector<ModuleDelta> module_deltas;
 };
 
 enum class CompareColumnKind : uint8_t {

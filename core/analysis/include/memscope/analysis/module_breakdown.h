@@ -48,8 +48,8 @@ struct ModuleBytes {
 
 struct ModuleBreakdown {
     ModuleSource source = ModuleSource::None;  // None: the trace has no modules
-    int64_t total = 0;               // the sum of every row's bytes (= the live bytes given)
-    std::vector<ModuleBytes> rows;   // most bytes first; the "outside" row included
+    int64_t total = 0;              // the sum of every row's bytes (= the live bytes given)
+    std::vector<ModuleBytes> rows;  // most bytes first; the "outside" row included
 };
 
 // The given live intervals by module group.

@@ -26,9 +26,9 @@ struct NativeWriterOptions {
 // reader will give back, so producers can keep them.
 class NativeTraceWriter {
 public:
-    static Result<std::unique_ptr<NativeTraceWriter>> create(const std::string& path,
-                                                             const TraceMetadata& metadata,
-                                                             const NativeWriterOptions& options = {});
+    static Result<std::unique_ptr<NativeTraceWriter>> create(
+        const std::string& path, const TraceMetadata& metadata,
+        const NativeWriterOptions& options = {});
     ~NativeTraceWriter();  // closes; errors are lost, call close() to see them
 
     StringId internString(std::string_view text);
@@ -37,6 +37,11 @@ public:
     uint32_t internStream(uint64_t stream);
     PhaseId addPhase(const Phase& phase);
     void endPhase(PhaseId id, int64_t end);
+    // Modules come before the scopes that name them (a parent before its
+    // children); a scope naming a module not yet added is dropped.
+    ModuleId addModule(const Module& module);
+    void addModuleScope(const ModuleScope& scope);
+    void setModuleSource(ModuleSource source);  // last value wins
     void addAnnotation(const Annotation& annotation);
     void addAttribute(uint64_t event, StringId key, StringId value);
     void setProperty(std::string key, std::string value);  // last value wins
@@ -87,6 +92,9 @@ public:
     bool addPhases(PhaseId first, std::span<const Phase> phases,
                    std::span<const std::string> names);
     void endPhases(std::span<const std::pair<PhaseId, int64_t>> ends);
+    ModuleId addModule(const Module& module);
+    void addModuleScope(const ModuleScope& scope);
+    void setModuleSource(ModuleSource source);
     void addAnnotation(const Annotation& annotation);
     void addAttribute(uint64_t event, StringId key, StringId value);
     void setProperty(std::string key, std::string value);

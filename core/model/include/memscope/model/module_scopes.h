@@ -46,8 +46,8 @@ struct Module {
     // The root module's label ("GPT"): tells the roots of a job with several
     // (a GAN's generator and discriminator) apart.
     StringId root;
-    StringId type;  // class name ("CausalSelfAttention"); "" when unknown
-    ModuleId parent;  // the enclosing module; 0 for a root
+    StringId type;       // class name ("CausalSelfAttention"); "" when unknown
+    ModuleId parent;     // the enclosing module; 0 for a root
     uint16_t depth = 0;  // 0 = a root; a child is its parent's depth + 1
 };
 
@@ -66,7 +66,7 @@ inline constexpr uint16_t kMaxModuleDepth = 256;
 class ModuleTable {
 public:
     ModuleSource source = ModuleSource::None;
-    std::vector<Module> modules;  // add() only, so that severalRoots() stays right
+    std::vector<Module> modules;      // add() only, so that severalRoots() stays right
     std::vector<ModuleScope> scopes;  // any order; ModuleAttribution sorts its copy
 
     bool empty() const { return modules.empty(); }

@@ -46,8 +46,15 @@ struct HookLog {
     std::vector<HookCaptureSwitch> capture;
     std::vector<HookNvtxRange> nvtx_ranges;
     std::vector<HookOom> ooms;
-    size_t damaged_lines = 0;  // not JSON or not a known record: left out
-    bool cut_short = false;    // the last line has no newline (killed mid-write)
+    // Module scopes: {"t": "module", "id", "root", "path", "class"} once per
+    // module, then batches {"t": "module_scopes", "base_ns": B, "s": [start -
+    // B, end - start, id, kind, ...]}. Modules by id (the first record of an
+    // id wins); batches written twice (same seq) count once.
+    std::vector<HookModule> modules;
+    std::vector<HookModuleScope> module_scopes;
+    size_t bad_module_scopes = 0;  // entries of a batch that make no scope: left out
+    size_t damaged_lines = 0;      // not JSON or not a known record: left out
+    bool cut_short = false;        // the last line has no newline (killed mid-write)
 };
 
 // A missing file is an empty log (the process closed no phase).

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "memscope/base/result.h"
+#include "memscope/model/module_scopes.h"
 
 namespace memscope {
 
@@ -21,6 +22,34 @@ struct HookPhase {
     int32_t step = -1;
     int64_t start_ns = 0;
     int64_t end_ns = 0;
+};
+
+// Module scopes (log.jsonl's "module" and "module_scopes" records).
+struct HookModule {
+    uint32_t id = 0;   // the hook's number for it, from 1
+    std::string root;  // the root module's label ("GPT", "Discriminator#2")
+    std::string path;  // dotted under the root, as named_modules() names it; "" = the root
+    std::string type;  // class name
+};
+
+struct HookModuleScope {
+    int64_t start_ns = 0;
+    int64_t end_ns = 0;
+    uint32_t module = 0;  // a HookModule::id
+    ModuleScopeKind kind = ModuleScopeKind::Forward;
+};
+
+// A scope from the hook's numbers; none when they cannot be one (negative
+// or reversed times, no module, an unknown kind).
+std::optional<HookModuleScope> hookModuleScope(int64_t start_ns, int64_t end_ns, int64_t module,
+                                               int64_t kind);
+
+// hook.json's "modules": how the module scopes were recorded.
+struct HookModuleInfo {
+    int32_t depth = -1;            // module levels recorded (0: none); -1: not said (older hook)
+    std::string compile;           // non-empty: torch.compile was used (scopes may be missing)
+    uint64_t dropped_modules = 0;  // modules past the hook's bound, not recorded
+    uint64_t dropped_roots = 0;    // roots past the hook's bound, not recorded
 };
 
 struct HookHistoryDump {
@@ -67,6 +96,13 @@ struct HookSidecar {
     std::optional<std::string> cpu_events_file;
     std::vector<HookProfilerSession> profiler_sessions;
     std::vector<std::string> warnings;
+    // Module scopes: the modules and scopes of the log (resolved with the
+    // phases), and the scopes still open when the final hook.json was
+    // written, closed then.
+    std::vector<HookModule> modules;
+    std::vector<HookModuleScope> module_scopes;
+    std::vector<HookModuleScope> open_module_scopes;
+    HookModuleInfo module_info;
 
     bool recordedAnything() const {
         return !phases.empty() || log_file.has_value() || !open_phases.empty() ||

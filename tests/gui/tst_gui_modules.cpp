@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 
+#include "common/format.h"
 #include "common/module_text.h"
 #include "common/plot_export.h"
 #include "compare/compare_view.h"
@@ -67,7 +68,7 @@ private slots:
         run_ = runOf(guitest::makeModuleTrace(), QStringLiteral("modules.memscope"));
         QVERIFY(run_);
         QVERIFY(attribution());
-        QCOMPARE(attribution()->source(), ModuleSource::Recorded);
+        QVERIFY(attribution()->source() == ModuleSource::Recorded);
         QCOMPARE(tl()->peak.bytes, guitest::kModulePeakBytes);
     }
 
@@ -323,7 +324,8 @@ private slots:
         int layers = 0;
         for (int r = 0; r < m->rowCount(); ++r) {
             const qint64 b =
-                m->data(m->index(r, ModuleTableModel::Bytes), ModuleTableModel::RawRole).toLongLong();
+                m->data(m->index(r, ModuleTableModel::Bytes), ModuleTableModel::RawRole)
+                    .toLongLong();
             sum += b;
             const ModuleBytes& row = m->breakdown().rows[size_t(r)];
             if (!row.path.starts_with("h.")) continue;
@@ -340,11 +342,16 @@ private slots:
 
     // Not a check: with MEMSCOPE_MODULES_PNG set, the main window on a
     // training run stacked by module, the by-module dock raised, is written
-    // there (the screenshot of the by-module views).
+    // there (the screenshot of the by-module views); with
+    // MEMSCOPE_MODULES_TRACE, the run itself as a native trace.
     void screenshotWhenAsked() {
         const QString out = qEnvironmentVariable("MEMSCOPE_MODULES_PNG");
         if (out.isEmpty()) QSKIP("MEMSCOPE_MODULES_PNG not set");
-        RunPtr run = runOf(guitest::makeModuleTrainingTrace(6, 2), QStringLiteral("gpt.memscope"));
+        const Trace trace = guitest::makeModuleTrainingTrace(6, 2);
+        // The same run as a file, for `memscope --screenshot --color-by module`.
+        const QString file = qEnvironmentVariable("MEMSCOPE_MODULES_TRACE");
+        if (!file.isEmpty()) QVERIFY(!guitest::writeTrace(trace, file).isEmpty());
+        RunPtr run = runOf(trace, QStringLiteral("gpt.memscope"));
         MainWindow window(false);
         window.resize(1600, 1000);
         window.setAttribute(Qt::WA_DontShowOnScreen, true);

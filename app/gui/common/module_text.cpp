@@ -18,7 +18,7 @@ QString moduleSourceSuffix(ModuleSource source) {
 
 QString allocationModuleText(const Trace& trace, const ModuleAttribution& attribution,
                              const AllocationInterval& a) {
-    if (attribution.source() == ModuleSource::None || trace.modules.empty()) return {};
+    if (attribution.source() == ModuleSource::None || attribution.empty()) return {};
     const ModuleHit hit = moduleOfInterval(attribution, a);
     if (hit.module.isNull()) return toQString(kOutsideModulesLabel);
     QStringList notes;

@@ -40,7 +40,8 @@ ModuleStack buildModuleStack(const Trace& trace, const ModuleAttribution& attrib
                              const DeviceTimeline& timeline, ModuleGroupingSpec spec,
                              size_t max_bands) {
     ModuleStack out;
-    out.source = attribution.source();
+    // As core's breakdown: an attribution without usable scopes is no modules.
+    out.source = attribution.empty() ? ModuleSource::None : attribution.source();
     out.spec = spec;
     const size_t n = timeline.intervals.size();
     out.group_of.resize(n);
@@ -55,9 +56,15 @@ ModuleStack buildModuleStack(const Trace& trace, const ModuleAttribution& attrib
     std::vector<Acc> acc(1);
     std::unordered_map<uint32_t, uint32_t> slot;  // module id -> index into acc
     std::vector<uint32_t> slot_of(n);
+    std::unordered_map<uint32_t, ModuleId> group_memo;  // innermost module -> group
     for (size_t i = 0; i < n; ++i) {
         const AllocationInterval& a = timeline.intervals[i];
-        const ModuleId g = moduleGroup(trace, moduleOfInterval(attribution, a).module, spec);
+        // Memoized per innermost module, as core's breakdown does: many
+        // allocations, few modules.
+        const ModuleId inner = moduleOfInterval(attribution, a).module;
+        auto [memo, fresh] = group_memo.try_emplace(inner.value);
+        if (fresh) memo->second = moduleGroup(trace, inner, spec);
+        const ModuleId g = memo->second;
         out.group_of[i] = g;
         uint32_t k = 0;
         if (!g.isNull()) {

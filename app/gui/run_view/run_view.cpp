@@ -233,8 +233,9 @@ void RunView::highlightModule(std::optional<ModuleId> group) {
 
 void RunView::fillGroupings() {
     const Trace* trace = run_->trace(ref_);
+    const ModuleAttribution* attribution = run_->moduleAttribution(ref_);
     const bool has =
-        trace && trace->modules.source != ModuleSource::None && !trace->modules.empty();
+        attribution && !attribution->empty() && attribution->source() != ModuleSource::None;
     grouping_->setVisible(has);
     uint16_t deepest = 1;
     if (trace)

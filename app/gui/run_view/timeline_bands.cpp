@@ -1,6 +1,7 @@
 #include "run_view/timeline_bands.h"
 
 #include <algorithm>
+#include <array>
 
 #include "common/category_colors.h"
 #include "common/format.h"
@@ -40,7 +41,12 @@ namespace {
 QColor moduleBandColor(const ModuleStackGroup& g, size_t shown) {
     if (g.other) return QColor(0x70, 0x70, 0x70);
     if (g.module.isNull()) return QColor(0xa8, 0xa8, 0xa8);  // outside: grey, as "unknown"
-    return bandColor(int(shown));
+    // Neighbouring layers must stay apart: Tableau 10's hues in order, then
+    // their lighter partners (the band cap is 12). Greys are taken above.
+    static const std::array<QRgb, 18> palette = {
+        0x4e79a7, 0xf28e2b, 0xe15759, 0x76b7b2, 0x59a14f, 0xedc948, 0xb07aa1, 0xff9da7, 0x9c755f,
+        0xa0cbe8, 0xffbe7d, 0xff9d9a, 0x86bcb6, 0x8cd17d, 0xf1ce63, 0xd4a6c8, 0xfabfd2, 0xd7b5a6};
+    return QColor(palette[shown % palette.size()]);
 }
 
 // One band per group of the module stack, as the category bands are made:

@@ -53,6 +53,10 @@ int runScreenshot(const AppOptions& options) {
             dock->raise();
     window.allocatorView()->waitForIdle();
     QApplication::processEvents();
+    // The zoom's rebuild and the plot's replot are queued one after the
+    // other; one processEvents pass may run the first only, and the picture
+    // would show the plot before it moved to the peak.
+    if (RunView* v = window.currentRunView()) v->plot()->renderNow();
     if (options.compare && window.compareView()) {
         if (options.align) window.compareView()->setAlignMode(*options.align);
         if (!options.compare_tab.isEmpty()) window.compareView()->showTab(options.compare_tab);

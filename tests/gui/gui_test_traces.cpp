@@ -2,6 +2,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <algorithm>
 #include <array>
 
 #include "memscope/format/native_format.h"
@@ -150,6 +151,112 @@ Trace makeTrainerLikeTrace(const std::string& policy, int steps) {
         t.phases[step.value - 1].end = now;
         (void)stepStart;
     }
+    return t;
+}
+
+Trace makeModuleTrace(int h1Scale, ModuleSource source) {
+    Trace t;
+    t.metadata.name = "modules";
+    t.metadata.source_format = "test";
+    ModuleInterner in(t);
+    auto scope = [&](std::string_view path, int64_t a, int64_t b,
+                     ModuleScopeKind k = ModuleScopeKind::Forward) {
+        t.modules.scopes.push_back({a, b, in.intern("GPT", path), k});
+    };
+    scope("", 10, 55);
+    scope("h.0", 10, 30);
+    scope("h.0.attn", 10, 20);
+    scope("h.0.mlp", 20, 30);
+    scope("h.1", 30, 50);
+    scope("h.1.attn", 30, 40);
+    scope("h.1.mlp", 40, 50);
+    scope("lm_head", 50, 55);
+    scope("h.0", 62, 68, ModuleScopeKind::Recompute);
+    t.modules.source = source;
+    struct A {
+        int64_t start, end;
+        uint64_t address, size;
+        Category c;
+    };
+    const uint64_t s1 = uint64_t(h1Scale);
+    const A allocs[] = {
+        {1, -1, 0x1000, 1000, Category::Parameter},    {12, 80, 0x2000, 200, Category::Activation},
+        {22, 75, 0x3000, 300, Category::Activation},   {25, 26, 0x4000, 50, Category::Temporary},
+        {32, 70, 0x5000, 400 * s1, Category::Activation}, {45, 65, 0x6000, 100 * s1, Category::Activation},
+        {52, 60, 0x7000, 250, Category::Activation},   {63, 78, 0x8000, 150, Category::Activation},
+    };
+    for (const A& a : allocs) {
+        t.events.push_back(ev(a.start, EventKind::Alloc, a.address, a.size, a.c));
+        if (a.end >= 0) t.events.push_back(ev(a.end, EventKind::FreeCompleted, a.address, a.size, a.c));
+    }
+    std::stable_sort(t.events.begin(), t.events.end(),
+                     [](const Event& a, const Event& b) { return a.time < b.time; });
+    return t;
+}
+
+Trace makeModuleTrainingTrace(int layers, int steps) {
+    Trace t;
+    t.metadata.name = "gpt";
+    t.metadata.source_format = "test";
+    ModuleInterner in(t);
+    constexpr uint64_t kMiB = 1 << 20;
+    int64_t now = 1'000'000;
+    uint64_t next = 0x7f0000000000;
+    auto alloc = [&](uint64_t size, Category c) {
+        const uint64_t a = next;
+        next += size;
+        t.events.push_back(ev(now, EventKind::Alloc, a, size, c));
+        now += 1000;
+        return a;
+    };
+    auto release = [&](uint64_t a, uint64_t size, Category c) {
+        t.events.push_back(ev(now, EventKind::FreeCompleted, a, size, c));
+        now += 1000;
+    };
+    auto scope = [&](const std::string& path, int64_t start, ModuleScopeKind k = ModuleScopeKind::Forward) {
+        t.modules.scopes.push_back({start, now, in.intern("GPT", path), k});
+    };
+    const uint64_t param = 8 * kMiB;
+    for (int l = 0; l < layers + 2; ++l) alloc(param, Category::Parameter);
+    std::vector<std::pair<uint64_t, uint64_t>> grads;
+    for (int s = 0; s < steps; ++s) {
+        const int64_t fwd = now;
+        std::vector<std::vector<std::pair<uint64_t, uint64_t>>> saved(size_t(layers + 1));
+        const int64_t e0 = now;
+        saved[0].push_back({alloc(6 * kMiB, Category::Activation), 6 * kMiB});
+        scope("wte", e0);
+        for (int l = 0; l < layers; ++l) {
+            const std::string h = "h." + std::to_string(l);
+            const int64_t b0 = now;
+            const int64_t a0 = now;
+            saved[size_t(l + 1)].push_back({alloc(12 * kMiB, Category::Activation), 12 * kMiB});
+            const uint64_t tmp = alloc(4 * kMiB, Category::Temporary);
+            release(tmp, 4 * kMiB, Category::Temporary);
+            scope(h + ".attn", a0);
+            const int64_t m0 = now;
+            saved[size_t(l + 1)].push_back({alloc(16 * kMiB, Category::Activation), 16 * kMiB});
+            scope(h + ".mlp", m0);
+            scope(h, b0);
+        }
+        const int64_t l0 = now;
+        const uint64_t logits = alloc(24 * kMiB, Category::Activation);
+        scope("lm_head", l0);
+        scope("", fwd);
+        release(logits, 24 * kMiB, Category::Activation);
+        for (int l = layers; l >= 0; --l) {
+            const int64_t b0 = now;
+            if (s == 0) grads.push_back({alloc(param, Category::Gradient), param});
+            const uint64_t tmp = alloc(10 * kMiB, Category::Temporary);
+            release(tmp, 10 * kMiB, Category::Temporary);
+            for (auto [a, size] : saved[size_t(l)]) release(a, size, Category::Activation);
+            scope(l == 0 ? std::string("wte") : "h." + std::to_string(l - 1), b0,
+                  ModuleScopeKind::Backward);
+        }
+        if (s == 0)
+            for (int l = 0; l < layers + 2; ++l) alloc(2 * param, Category::OptimizerState);
+        now += 50'000;
+    }
+    t.modules.source = ModuleSource::Recorded;
     return t;
 }
 

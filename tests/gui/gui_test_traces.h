@@ -23,6 +23,28 @@ Trace makeSimpleTrace();
 // Block/Recompute phases and recorded run metrics (policy, step and recompute times).
 Trace makeTrainerLikeTrace(const std::string& policy, int steps = 3);
 
+// A two-block model "GPT" with recorded module scopes, times 1..80, on cuda:0:
+//   P  1000 B parameter   t 1..     outside every module
+//   A0a 200 B activation  t 12..80  h.0.attn   (h.0 runs [10, 30), attn [10, 20))
+//   A0m 300 B activation  t 22..75  h.0.mlp    (mlp [20, 30))
+//   T0   50 B temporary   t 25..26  h.0.mlp
+//   A1a 400 B activation  t 32..70  h.1.attn   (h.1 runs [30, 50), attn [30, 40))
+//   A1m 100 B activation  t 45..65  h.1.mlp    (mlp [40, 50))
+//   L   250 B activation  t 52..60  lm_head    ([50, 55))
+//   R0  150 B activation  t 63..78  h.0, recompute scope [62, 68)
+// Peak 2250 B at t 52: outside 1000, h.0 500, h.1 500, lm_head 250.
+// `h1Scale` multiplies h.1's activations (a candidate for compare tests);
+// `source` Inferred marks the scopes inferred.
+Trace makeModuleTrace(int h1Scale = 1, ModuleSource source = ModuleSource::Recorded);
+inline constexpr int64_t kModulePeakTime = 52;
+inline constexpr int64_t kModulePeakBytes = 2250;
+
+// A GPT-like run with recorded module scopes, for screenshots and sums:
+// `layers` blocks h.k (attn, mlp), wte and lm_head; each step's forward
+// saves activations per block, backward (module backward scopes) frees them
+// in reverse and makes gradients; parameters and optimizer state are outside.
+Trace makeModuleTrainingTrace(int layers = 6, int steps = 2);
+
 // Writes a native trace; returns the path, or an empty string on failure.
 QString writeTrace(const Trace& trace, const QString& path);
 

@@ -17,6 +17,7 @@
 #include "common/plot_export.h"
 #include "compare/composition_chart.h"
 #include "compare/difference_plot.h"
+#include "compare/module_compare.h"
 #include "compare/policy_map.h"
 #include "compare/summary_model.h"
 #include "compare/theory_charts.h"
@@ -54,8 +55,8 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     layoutBox_ = new QComboBox(this);
     layoutBox_->addItems({QStringLiteral("Grid"), QStringLiteral("Stacked")});
     stackBox_ = new QComboBox(this);
-    stackBox_->addItems(
-        {QStringLiteral("Stack by category"), QStringLiteral("Stack by allocation")});
+    stackBox_->addItems({QStringLiteral("Stack by category"), QStringLiteral("Stack by allocation"),
+                         QStringLiteral("Stack by module")});
     baselineBox_ = new QComboBox(this);
     scopeBox_ = new QComboBox(this);
     scopeBox_->addItem(QStringLiteral("Peak of the whole run"));
@@ -117,6 +118,8 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     diff_->setZoomState(zoom_);
     diffLayout->addWidget(diff_, 1);
     tabs_->addTab(diffPage, QStringLiteral("Difference"));
+    modules_ = new ModuleComparePanel(tabs_);
+    tabs_->addTab(modules_, QStringLiteral("By module"));
     split->addWidget(tabs_);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 1);
@@ -132,7 +135,10 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     connect(layoutBox_, &QComboBox::currentIndexChanged, this,
             [this](int i) { setGridLayout(i == 0); });
     connect(stackBox_, &QComboBox::currentIndexChanged, this, [this](int i) {
-        setStackMode(i == 1 ? StackMode::ByAllocation : StackMode::ByCategory);
+        if (i == 2)
+            setStackByModule();
+        else
+            setStackMode(i == 1 ? StackMode::ByAllocation : StackMode::ByCategory);
     });
     connect(baselineBox_, &QComboBox::currentIndexChanged, this, [this](int i) {
         if (i >= 0) setBaseline(i);
@@ -171,6 +177,7 @@ void CompareView::setRuns(std::vector<RunPtr> runs) {
         plot->setZoomState(zoom_);
         plot->setLegendVisible(i == 0);  // one legend is enough: colours are shared
         plot->setStackMode(stack_);
+        plot->setStackByModule(byModule_);
         connect(plot, &TimelinePlot::hoverChanged, this, [this, i](const QString& t) {
             if (!t.isEmpty())
                 hover_->setText(names_[qsizetype(i)] + QStringLiteral(": ") +
@@ -247,6 +254,7 @@ void CompareView::realign() {
     composition_->setEntries(summary_->entries());
     policyMap_->setEntries(summary_->entries());
     theory_->setEntries(summary_->entries());
+    modules_->setEntries(summary_->entries(), baseline_);
     updateDifference();
 }
 
@@ -296,8 +304,15 @@ void CompareView::setScope(PeakScope scope) {
 
 void CompareView::setStackMode(StackMode mode) {
     stack_ = mode;
+    byModule_ = false;
     if (stackBox_->currentIndex() != int(mode)) stackBox_->setCurrentIndex(int(mode));
     for (TimelinePlot* p : plots_) p->setStackMode(mode);
+}
+
+void CompareView::setStackByModule() {
+    byModule_ = true;
+    if (stackBox_->currentIndex() != 2) stackBox_->setCurrentIndex(2);
+    for (TimelinePlot* p : plots_) p->setStackByModule(true);
 }
 
 void CompareView::goToPeak() {

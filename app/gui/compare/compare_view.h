@@ -1,7 +1,8 @@
 #pragma once
 // Several runs side by side (a grid or stacked) with one shared y scale and one
 // ZoomState on the shared axis (time, step or phase, from core's alignRuns),
-// the summary table, the peak-composition bars and a two-run difference curve.
+// the summary table, the peak-composition bars, a two-run difference curve
+// and the change by module.
 
 #include <QWidget>
 #include <vector>
@@ -20,6 +21,7 @@ namespace memscope::gui {
 
 class CompositionChart;
 class DifferencePlot;
+class ModuleComparePanel;
 class PolicyMap;
 class TheoryCharts;
 class SummaryTableModel;
@@ -42,8 +44,9 @@ public:
     DifferencePlot* differencePlot() const { return diff_; }
     PolicyMap* policyMap() const { return policyMap_; }
     TheoryCharts* theoryCharts() const { return theory_; }
+    ModuleComparePanel* modulePanel() const { return modules_; }
     // The lower pane's tab by its command-line name ("summary", "composition",
-    // "policy-map", "theory", "difference": compareTabNames()); unknown names
+    // "policy-map", "theory", "difference", "modules": compareTabNames()); unknown names
     // are ignored.
     void showTab(const QString& name);
     QWidget* plotsWidget() const { return grid_; }
@@ -58,6 +61,8 @@ public:
     void setScope(PeakScope scope);
     PeakScope scope() const { return scope_; }
     void setStackMode(StackMode mode);
+    // Every run's plot stacked by module (layers), as the run view's third mode.
+    void setStackByModule();
     // Centres the shared view on the baseline run's peak.
     void goToPeak();
 
@@ -87,6 +92,7 @@ private:
     int baseline_ = 0;
     PeakScope scope_;
     StackMode stack_ = StackMode::ByCategory;
+    bool byModule_ = false;
 
     QWidget* grid_ = nullptr;
     QGridLayout* gridLayout_ = nullptr;
@@ -106,6 +112,7 @@ private:
     PolicyMap* policyMap_ = nullptr;
     TheoryCharts* theory_ = nullptr;
     DifferencePlot* diff_ = nullptr;
+    ModuleComparePanel* modules_ = nullptr;
 };
 
 }  // namespace memscope::gui

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "common/format.h"
+#include "common/module_text.h"
 #include "inspect/models.h"
 #include "memscope/inference/frames.h"
 #include "memscope/inference/inference.h"
@@ -71,6 +72,12 @@ void InspectorView::setAllocation(RunPtr run, DeviceRef ref, uint32_t interval) 
     if (!tl || !trace || interval >= tl->intervals.size()) return clear();
     const AllocationInterval& a = tl->intervals[interval];
     QStringList lines;
+    // The module first: which layer holds it is the question asked first.
+    const ModuleAttribution* attribution = run->moduleAttribution(ref);
+    const QString module = attribution ? allocationModuleText(*trace, *attribution, a) : QString();
+    lines << (module.isEmpty()
+                  ? QStringLiteral("module: <i>%1</i>").arg(noModulesMessage().toHtmlEscaped())
+                  : QStringLiteral("module: <b>%1</b>").arg(module.toHtmlEscaped()));
     lines << QStringLiteral("<b>%1</b> at %2 (%3)")
                  .arg(formatBytes(double(a.size)), formatAddress(a.address),
                       toQString(toString(a.category)));

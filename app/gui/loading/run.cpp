@@ -60,6 +60,11 @@ std::span<const OomReport> Run::ooms(DeviceRef ref) const {
     return s[size_t(ref.device_index)];
 }
 
+const ModuleAttribution* Run::moduleAttribution(DeviceRef ref) const {
+    if (ref.part < 0 || size_t(ref.part) >= parts.size()) return nullptr;
+    return parts[size_t(ref.part)].modules.get();
+}
+
 std::optional<DeviceRef> Run::firstOomDevice() const {
     std::optional<DeviceRef> best;
     int64_t when = INT64_MAX;

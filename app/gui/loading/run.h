@@ -14,6 +14,7 @@
 #include "memscope/analysis/allocation_layout.h"
 #include "memscope/analysis/oom_report.h"
 #include "memscope/base/task_context.h"
+#include "memscope/model/module_attribution.h"
 #include "memscope/model/run_name.h"
 #include "memscope/model/trace.h"
 #include "memscope/timeline/timeline.h"
@@ -32,6 +33,10 @@ struct RunPart {
     // Per device (parallel too): core's out-of-memory reports (oom_report.h),
     // or the report of a snapshot's end state when it holds nothing else.
     std::vector<std::vector<OomReport>> ooms;
+    // Which module each time belongs to (core's one rule), built once on
+    // the loader thread: the by-module plot, hover, inspector and tables
+    // all ask it. Never null; empty for a trace without modules.
+    std::shared_ptr<const ModuleAttribution> modules;
 };
 
 // One device of one part: what a timeline view shows.
@@ -52,6 +57,8 @@ struct Run {
     const Trace* trace(DeviceRef ref) const;
     const AllocationIndex* allocationIndex(DeviceRef ref) const;
     std::span<const OomReport> ooms(DeviceRef ref) const;
+    // The part's module attribution; nullptr for an unknown ref.
+    const ModuleAttribution* moduleAttribution(DeviceRef ref) const;
     // The device of the run's first out-of-memory event (by time): what a
     // view of a run that ran out of memory shows first.
     std::optional<DeviceRef> firstOomDevice() const;

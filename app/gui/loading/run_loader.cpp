@@ -27,6 +27,7 @@ RunPart toPart(OpenedTrace opened, const QString& path) {
     part.path = path;
     part.format = QString::fromStdString(opened.format);
     part.warnings = std::move(opened.warnings);
+    part.modules = std::make_shared<const ModuleAttribution>(*part.trace);
     for (const DeviceTimeline& d : part.timeline->devices()) {
         part.allocations.push_back(
             std::make_shared<const AllocationIndex>(AllocationIndex::build(*part.trace, d)));

@@ -43,6 +43,7 @@ void AllocationLayer::setSource(const AllocationSites* sites, const AxisMap& map
     }
     interval_.reset();
     site_.reset();
+    emphasis_.clear();
     dirty_ = true;
 }
 
@@ -64,6 +65,11 @@ void AllocationLayer::setHighlight(std::optional<uint32_t> interval, std::option
     dirty_ = true;
 }
 
+void AllocationLayer::setEmphasis(std::vector<bool> intervals) {
+    emphasis_ = std::move(intervals);
+    dirty_ = true;
+}
+
 void AllocationLayer::applyDefaultAntialiasingHint(QCPPainter* painter) const {
     painter->setAntialiasing(false);
 }
@@ -81,6 +87,11 @@ QRgb AllocationLayer::colorOf(const LayoutSegment& s) const {
     const size_t shade =
         s.interval < 0 ? 0 : size_t((uint64_t(s.interval) * 0x9E3779B97F4A7C15ull) >> 62) % kShades;
     const QRgb c = siteColors_[base + shade];
+    if (!emphasis_.empty()) {
+        const bool kept = s.interval >= 0 && size_t(s.interval) < emphasis_.size() &&
+                          emphasis_[size_t(s.interval)];
+        return kept ? c : mix(c, background_, 75);
+    }
     return site_ && s.site != *site_ ? mix(c, background_, 55) : c;
 }
 

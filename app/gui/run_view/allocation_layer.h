@@ -27,6 +27,10 @@ public:
     void setColors(QColor background, QColor highlight);
     // The allocation and site to bring forward; nullopt for neither.
     void setHighlight(std::optional<uint32_t> interval, std::optional<uint32_t> site);
+    // Allocations to keep their colours while every other one fades (a
+    // module's, from the by-module table), by interval index; empty: none.
+    // Merged thin allocations belong to no one interval and fade too.
+    void setEmphasis(std::vector<bool> intervals);
 
     double lastRasterMs() const { return rasterMs_; }
 
@@ -47,6 +51,7 @@ private:
     QRgb background_ = 0xffffffff, highlight_ = 0xff3070d0;
     std::optional<uint32_t> interval_;
     std::optional<uint32_t> site_;
+    std::vector<bool> emphasis_;
     // The image and what it was drawn for.
     QImage image_;
     QRect imageRect_;

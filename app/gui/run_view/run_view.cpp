@@ -21,6 +21,14 @@
 
 namespace memscope::gui {
 
+namespace {
+
+// The stack mode's settings value for "by module" (core's StackMode names
+// the other two).
+constexpr char kModuleModeName[] = "module";
+
+}  // namespace
+
 RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(run)) {
     zoom_ = new ZoomState(this);
     auto* layout = new QVBoxLayout(this);
@@ -32,6 +40,10 @@ RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(
     mode_ = new QComboBox(this);
     mode_->addItem(QStringLiteral("Stack by category"));
     mode_->addItem(QStringLiteral("Stack by allocation"));
+    mode_->addItem(QStringLiteral("Stack by module"));
+    grouping_ = new QComboBox(this);
+    grouping_->setToolTip(
+        QStringLiteral("How modules are grouped, in the plot and the by-module table"));
     auto* peak = new QPushButton(QStringLiteral("Go to peak"), this);
     oomButton_ = new QPushButton(QStringLiteral("Go to OOM"), this);
     oomButton_->setVisible(false);
@@ -39,6 +51,7 @@ RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(
     bar->addWidget(new QLabel(QStringLiteral("Device:"), this));
     bar->addWidget(devices_);
     bar->addWidget(mode_);
+    bar->addWidget(grouping_);
     bar->addStretch(1);
     bar->addWidget(oomButton_);
     bar->addWidget(peak);
@@ -95,15 +108,27 @@ RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(
         setDevice({p.x(), p.y()});
     });
     connect(mode_, &QComboBox::currentIndexChanged, this, [this](int i) {
-        plot_->setStackMode(i == 1 ? StackMode::ByAllocation : StackMode::ByCategory);
+        if (i == 2)
+            plot_->setStackByModule(true);
+        else
+            plot_->setStackMode(i == 1 ? StackMode::ByAllocation : StackMode::ByCategory);
     });
     // Only the user's own choice is remembered for the run (activated, not
     // currentIndexChanged: the default set below is not a choice).
     connect(mode_, &QComboBox::activated, this, [this](int i) {
         QSettings().setValue(
             stackModeKey(),
-            QString::fromUtf8(
-                toString(i == 1 ? StackMode::ByAllocation : StackMode::ByCategory).data()));
+            i == 2
+                ? QString::fromLatin1(kModuleModeName)
+                : QString::fromUtf8(
+                      toString(i == 1 ? StackMode::ByAllocation : StackMode::ByCategory).data()));
+    });
+    connect(grouping_, &QComboBox::currentIndexChanged, this, [this](int i) {
+        if (i < 0) return;
+        const QPoint g = grouping_->itemData(i).toPoint();
+        const ModuleGroupingSpec spec{ModuleGrouping(g.x()), uint16_t(g.y())};
+        plot_->setModuleGrouping(spec);
+        emit moduleGroupingChanged(spec);
     });
     connect(peak, &QPushButton::clicked, this, &RunView::goToPeak);
     connect(oomButton_, &QPushButton::clicked, this, [this] { goToOom(); });
@@ -130,6 +155,11 @@ RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(
     // The mode the user chose for this run last time, else what suits the
     // file: by category where it recorded categories, by allocation otherwise.
     const QString remembered = QSettings().value(stackModeKey()).toString();
+    if (remembered == QLatin1String(kModuleModeName)) {
+        setStackByModule();
+        if (oomDevice) goToOom();
+        return;
+    }
     std::optional<StackMode> mode = stackModeFromString(remembered.toStdString());
     if (!mode)
         if (const DeviceTimeline* tl = run_->timeline(first)) mode = defaultStackMode(*tl);
@@ -156,6 +186,7 @@ void RunView::setDevice(DeviceRef ref) {
     zoom_->setFullRange(x0, x1);
     plot_->setSource(run_, ref_, a.map, unit);
     overview_->setSource(run_, ref_, a.map);
+    fillGroupings();
     showOomReport();
     if (changed) emit deviceChanged();
 }
@@ -170,6 +201,63 @@ StackMode RunView::stackMode() const {
 
 void RunView::setStackMode(StackMode mode) {
     mode_->setCurrentIndex(mode == StackMode::ByAllocation ? 1 : 0);
+}
+
+void RunView::setStackByModule() {
+    mode_->setCurrentIndex(2);
+}
+
+bool RunView::stacksByModule() const {
+    return plot_->stacksByModule();
+}
+
+ModuleGroupingSpec RunView::moduleGrouping() const {
+    return plot_->moduleGrouping();
+}
+
+void RunView::setModuleGrouping(ModuleGroupingSpec spec) {
+    for (int i = 0; i < grouping_->count(); ++i) {
+        const QPoint g = grouping_->itemData(i).toPoint();
+        if (g.x() == int(spec.by) && (spec.by != ModuleGrouping::Depth || g.y() == spec.depth)) {
+            grouping_->setCurrentIndex(i);
+            return;
+        }
+    }
+}
+
+void RunView::highlightModule(std::optional<ModuleId> group) {
+    if (group && !plot_->stacksByModule() && plot_->stackMode() == StackMode::ByCategory)
+        setStackByModule();
+    plot_->setModuleHighlight(group);
+}
+
+void RunView::fillGroupings() {
+    const Trace* trace = run_->trace(ref_);
+    const ModuleAttribution* attribution = run_->moduleAttribution(ref_);
+    const bool has =
+        attribution && !attribution->empty() && attribution->source() != ModuleSource::None;
+    grouping_->setVisible(has);
+    uint16_t deepest = 1;
+    if (trace)
+        for (const Module& m : trace->modules.modules) deepest = std::max(deepest, m.depth);
+    const ModuleGroupingSpec was = plot_->moduleGrouping();
+    const QSignalBlocker block(grouping_);
+    grouping_->clear();
+    grouping_->addItem(QStringLiteral("Modules by layer"), QPoint(int(ModuleGrouping::Layer), 1));
+    // Deeper than a handful of levels, "exact" says the same more plainly.
+    for (uint16_t d = 1; d <= std::min<uint16_t>(deepest, 6); ++d)
+        grouping_->addItem(QStringLiteral("Modules at depth %1").arg(d),
+                           QPoint(int(ModuleGrouping::Depth), d));
+    grouping_->addItem(QStringLiteral("Modules exactly"), QPoint(int(ModuleGrouping::Exact), 1));
+    grouping_->setCurrentIndex(0);
+    for (int i = 0; i < grouping_->count(); ++i) {
+        const QPoint g = grouping_->itemData(i).toPoint();
+        if (g.x() == int(was.by) && (was.by != ModuleGrouping::Depth || g.y() == was.depth))
+            grouping_->setCurrentIndex(i);
+    }
+    // A depth this device's modules lack falls back to layers.
+    const QPoint g = grouping_->currentData().toPoint();
+    plot_->setModuleGrouping({ModuleGrouping(g.x()), uint16_t(g.y())});
 }
 
 void RunView::setBoxZoom(bool on) {

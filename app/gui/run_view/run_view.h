@@ -1,6 +1,7 @@
 #pragma once
-// One run: device selector, stacking mode, the timeline plot with its phase
-// strip, the overview strip and the hover read-out. Owns the run's ZoomState.
+// One run: device selector, stacking mode (category, allocation, module) and
+// module grouping, the timeline plot with its phase strip, the overview strip
+// and the hover read-out. Owns the run's ZoomState.
 
 #include <QWidget>
 #include <optional>
@@ -32,6 +33,17 @@ public:
 
     void setStackMode(StackMode mode);
     StackMode stackMode() const;
+    // Stack by module (the third entry of the mode box).
+    void setStackByModule();
+    bool stacksByModule() const;
+    // How the plot's bands and the by-module table group modules.
+    void setModuleGrouping(ModuleGroupingSpec spec);
+    ModuleGroupingSpec moduleGrouping() const;
+    // Brings a module group forward in the plot (the by-module table's
+    // click): stacked by module its band, by allocation its allocations; a
+    // plot stacked by category, which cannot show modules, stacks by module
+    // first. nullopt: none.
+    void highlightModule(std::optional<ModuleId> group);
     void setBoxZoom(bool on);
     void goToPeak();
     double peakX() const;  // shared-axis x of the device's peak
@@ -48,6 +60,7 @@ signals:
                           uint32_t interval);
     void cursorMoved(memscope::gui::RunPtr run, memscope::gui::DeviceRef ref, int64_t runX);
     void deviceChanged();
+    void moduleGroupingChanged(memscope::ModuleGroupingSpec spec);
 
 private:
     // QSettings key under which the user's stack mode for this run is kept.
@@ -56,6 +69,8 @@ private:
     void showOomReport();
     // The view around x (5% of the run wide), the cursor on it.
     void centreOn(double x);
+    // The grouping box's entries for the device's trace (its modules' depth).
+    void fillGroupings();
 
     RunPtr run_;
     DeviceRef ref_;
@@ -64,6 +79,7 @@ private:
     OverviewStrip* overview_ = nullptr;
     QComboBox* devices_ = nullptr;
     QComboBox* mode_ = nullptr;
+    QComboBox* grouping_ = nullptr;  // shown where the trace has modules
     QLabel* hover_ = nullptr;
     QWidget* oomBanner_ = nullptr;
     QLabel* oomHead_ = nullptr;     // the headline and the verdict

@@ -1,8 +1,10 @@
 #include "run_view/timeline_bands.h"
 
 #include <algorithm>
+#include <array>
 
 #include "common/category_colors.h"
+#include "common/format.h"
 #include "memscope/base/units.h"
 
 namespace memscope::gui {
@@ -34,6 +36,50 @@ void sampleInto(const std::vector<SeriesPoint>& lod, const std::vector<int64_t>&
     }
 }
 
+namespace {
+
+QColor moduleBandColor(const ModuleStackGroup& g, size_t shown) {
+    if (g.other) return QColor(0x70, 0x70, 0x70);
+    if (g.module.isNull()) return QColor(0xa8, 0xa8, 0xa8);  // outside: grey, as "unknown"
+    // Neighbouring layers must stay apart: Tableau 10's hues in order, then
+    // their lighter partners (the band cap is 12). Greys are taken above.
+    static const std::array<QRgb, 18> palette = {
+        0x4e79a7, 0xf28e2b, 0xe15759, 0x76b7b2, 0x59a14f, 0xedc948, 0xb07aa1, 0xff9da7, 0x9c755f,
+        0xa0cbe8, 0xffbe7d, 0xff9d9a, 0x86bcb6, 0x8cd17d, 0xf1ce63, 0xd4a6c8, 0xfabfd2, 0xd7b5a6};
+    return QColor(palette[shown % palette.size()]);
+}
+
+// One band per group of the module stack, as the category bands are made:
+// each group's series reduced to about n/2 points, sampled at the total's
+// columns, capped by the total, the top edge the exact total.
+void addModuleBands(BandSet& out, const ModuleStack& stack, const std::vector<int64_t>& src,
+                    const std::vector<double>& total, int64_t lo, int64_t hi, size_t n) {
+    std::vector<double> acc(src.size(), 0.0), value;
+    const size_t nGroup = std::max<size_t>(n / 2, 4);
+    size_t shown = 0;
+    for (size_t k = 0; k < stack.groups.size(); ++k) {
+        const ModuleStackGroup& g = stack.groups[k];
+        QString label = toQString(g.path);
+        if (g.other) label = QStringLiteral("%1 other modules").arg(g.members);
+        Band b{label, moduleBandColor(g, shown), int64_t(k), {}};
+        if (!g.other && !g.module.isNull()) ++shown;
+        if (stack.source == ModuleSource::Inferred && !g.module.isNull()) {
+            b.inferred = true;
+            b.label += QStringLiteral(" (inferred)");
+        }
+        sampleInto(g.live.levelOfDetail(lo, hi, nGroup), src, value);
+        b.ys.resize(src.size());
+        for (size_t i = 0; i < src.size(); ++i) {
+            acc[i] = std::min(acc[i] + value[i], total[i]);
+            b.ys[i] = acc[i];
+        }
+        out.bands.push_back(std::move(b));
+    }
+    if (!out.bands.empty()) out.bands.back().ys = total;
+}
+
+}  // namespace
+
 BandSet computeBands(const DeviceTimeline& tl, const AxisMap& map, const BandRequest& req) {
     BandSet out;
     const int64_t lo = map.inverse(req.x0);
@@ -52,7 +98,9 @@ BandSet computeBands(const DeviceTimeline& tl, const AxisMap& map, const BandReq
     out.xs.reserve(src.size());
     for (int64_t x : src) out.xs.push_back(map.forward(x));
 
-    if (req.mode == StackMode::ByCategory) {
+    if (req.modules) {
+        addModuleBands(out, *req.modules, src, total, lo, hi, n);
+    } else if (req.mode == StackMode::ByCategory) {
         std::vector<double> acc(src.size(), 0.0), value;
         const size_t nCat = std::max<size_t>(n / 2, 4);
         for (Category c : kAllCategories) {

@@ -1,6 +1,7 @@
 #pragma once
 // What the timeline plot draws for one visible range: stacked bands by
-// category and the reserved line, built only from StepSeries::levelOfDetail,
+// category or by module group (module_stack.h) and the reserved line, built
+// only from StepSeries::levelOfDetail,
 // so the cost per frame depends on the plot's width, never on the trace size.
 // By allocation, the bands come from core's allocation layout
 // (allocation_layout.h, drawn by allocation_layer.h); here only the reserved
@@ -14,19 +15,21 @@
 #include "memscope/analysis/alignment.h"
 #include "memscope/analysis/allocation_order.h"
 #include "memscope/timeline/timeline.h"
+#include "run_view/module_stack.h"
 
 namespace memscope::gui {
 
 struct Band {
     QString label;
     QColor color;
-    int64_t key = -1;        // category index
+    int64_t key = -1;        // category index; by module, index into ModuleStack::groups
     std::vector<double> ys;  // top edge (cumulative), parallel to BandSet::xs
     // The columns worth drawing, [begin, end).
     size_t begin = 0;
     size_t end = SIZE_MAX;
-    // By category: memscope inferred (some of) these bytes' category; drawn
-    // hatched and named so, never mixed silently with recorded ones.
+    // By category: memscope inferred (some of) these bytes' category; by
+    // module: the trace's modules are inferred. Drawn hatched and named so,
+    // never mixed silently with recorded ones.
     bool inferred = false;
 };
 
@@ -42,6 +45,8 @@ struct BandRequest {
     StackMode mode = StackMode::ByCategory;
     double x0 = 0, x1 = 1;     // visible shared-axis range
     size_t max_points = 2000;  // about twice the plot width in pixels
+    // Set: stack by module group instead (mode is then ignored).
+    const ModuleStack* modules = nullptr;
 };
 
 BandSet computeBands(const DeviceTimeline& tl, const AxisMap& map, const BandRequest& request);

@@ -11,6 +11,7 @@
 
 #include "common/category_colors.h"
 #include "common/format.h"
+#include "common/module_text.h"
 #include "common/plot_export.h"
 #include "common/plot_style.h"
 #include "memscope/base/units.h"
@@ -66,6 +67,7 @@ struct TimelinePlot::Parts {
     QCPItemStraightLine* pinStart = nullptr;
     QCPItemStraightLine* pinEnd = nullptr;
     QCPItemText* peak = nullptr;
+    QCPItemText* message = nullptr;          // over the plot: what a mode cannot show
     std::vector<QCPAbstractItem*> oomItems;  // a line and a label per OOM
     AllocationLayer* allocations = nullptr;  // by allocation, instead of the band graphs
 };
@@ -121,6 +123,14 @@ TimelinePlot::TimelinePlot(QWidget* parent) : QWidget(parent), p_(std::make_uniq
     p_->peak->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
     p_->peak->setText(QStringLiteral("peak ▾"));
     p_->peak->setVisible(false);
+    p_->message = new QCPItemText(plot_);
+    p_->message->setClipAxisRect(p_->main);
+    p_->message->position->setAxisRect(p_->main);
+    p_->message->position->setType(QCPItemPosition::ptAxisRectRatio);
+    p_->message->position->setCoords(0.5, 0.12);
+    p_->message->setPositionAlignment(Qt::AlignHCenter | Qt::AlignTop);
+    p_->message->setPadding(QMargins(6, 3, 6, 3));
+    p_->message->setVisible(false);
 
     // The legend sits in a row of its own above the plot, laid out in
     // columns: inside the axis rect it covered the data (issue 13).
@@ -157,6 +167,9 @@ void TimelinePlot::setSource(RunPtr run, DeviceRef ref, const AxisMap& map, cons
     map_ = map;
     pinned_.reset();
     hovered_.reset();
+    moduleStack_.reset();
+    moduleHighlight_.reset();
+    highlighted_.clear();
     const AllocationIndex* index = run_ ? run_->allocationIndex(ref_) : nullptr;
     p_->allocations->setSource(index ? &index->sites : nullptr, map_);
     const Trace* trace = run_ ? run_->trace(ref_) : nullptr;
@@ -228,11 +241,67 @@ void TimelinePlot::setZoomState(ZoomState* zoom) {
 }
 
 void TimelinePlot::setStackMode(StackMode mode) {
-    if (mode_ == mode) return;
+    if (mode_ == mode && !byModule_) return;
     mode_ = mode;
+    byModule_ = false;
     hovered_.reset();
     updateHighlight();
+    updateModuleHighlight();
     rebuild();
+}
+
+void TimelinePlot::setStackByModule(bool on) {
+    if (byModule_ == on) return;
+    byModule_ = on;
+    hovered_.reset();
+    updateHighlight();
+    updateModuleHighlight();
+    rebuild();
+}
+
+void TimelinePlot::setModuleGrouping(ModuleGroupingSpec spec) {
+    if (spec.by == moduleSpec_.by && spec.depth == moduleSpec_.depth) return;
+    moduleSpec_ = spec;
+    moduleStack_.reset();
+    // A group of one grouping means nothing in another.
+    moduleHighlight_.reset();
+    updateModuleHighlight();
+    if (byModule_) rebuild();
+}
+
+const ModuleStack* TimelinePlot::moduleStack() {
+    if (moduleStack_) return moduleStack_.get();
+    const DeviceTimeline* tl = timeline();
+    const Trace* trace = run_ ? run_->trace(ref_) : nullptr;
+    const ModuleAttribution* attribution = run_ ? run_->moduleAttribution(ref_) : nullptr;
+    if (!tl || !trace || !attribution) return nullptr;
+    // Once per (device, grouping): a pass over the intervals; frames then
+    // draw from its series' level of detail.
+    moduleStack_ = std::make_shared<const ModuleStack>(
+        buildModuleStack(*trace, *attribution, *tl, moduleSpec_));
+    return moduleStack_.get();
+}
+
+void TimelinePlot::setModuleHighlight(std::optional<ModuleId> group) {
+    moduleHighlight_ = group;
+    updateModuleHighlight();
+    rebuild();
+}
+
+void TimelinePlot::updateModuleHighlight() {
+    highlighted_.clear();
+    const ModuleStack* stack = moduleHighlight_ ? moduleStack() : nullptr;
+    if (stack) highlighted_ = intervalsOfGroup(*stack, *moduleHighlight_);
+    std::vector<bool> mask;
+    if (stack && !byModule_ && mode_ == StackMode::ByAllocation) {
+        mask.assign(stack->group_of.size(), false);
+        for (uint32_t i : highlighted_) mask[i] = true;
+    }
+    p_->allocations->setEmphasis(std::move(mask));
+}
+
+QString TimelinePlot::overlayMessage() const {
+    return p_->message->visible() ? p_->message->text() : QString();
 }
 
 void TimelinePlot::setFixedYMax(double bytes) {
@@ -337,11 +406,16 @@ void TimelinePlot::rebuild(bool replot) {
     // exact with buckets of about 1.3 px (1.5 points per pixel); by
     // allocation only the scale and the reserved line come from it, and the
     // layout samples each column at its own maximum.
-    req.max_points = size_t(mode_ == StackMode::ByCategory ? 3 * width / 2 : width);
+    req.max_points = size_t(mode_ == StackMode::ByCategory || byModule_ ? 3 * width / 2 : width);
+    req.modules = byModule_ ? moduleStack() : nullptr;
     bands_ = computeBands(*tl, map_, req);
+    // By module on a trace without modules: one grey band, and why.
+    const bool noModules = byModule_ && (!req.modules || req.modules->source == ModuleSource::None);
+    p_->message->setText(noModules ? noModulesMessage() : QString());
+    p_->message->setVisible(noModules);
     const double ymax = fixedYMax_ > 0 ? fixedYMax_ : std::max(1.0, bands_.y_max * 1.08);
     const AllocationIndex* index = run_->allocationIndex(ref_);
-    if (mode_ == StackMode::ByAllocation && index) {
+    if (mode_ == StackMode::ByAllocation && index && !byModule_) {
         // Every live allocation, one column per pixel; an allocation a pixel
         // tall or taller is a band of its own, thinner ones merge per site.
         LayoutRequest lr;
@@ -368,6 +442,18 @@ void TimelinePlot::rebuild(bool replot) {
         p_->allocations->setLayout({});
         p_->allocations->setVisible(false);
     }
+
+    // By module, a highlighted group keeps its colour and the other bands fade.
+    int64_t litBand = -1;
+    if (byModule_ && req.modules && !highlighted_.empty())
+        litBand = int64_t(req.modules->band_of[highlighted_.front()]);
+    const QColor base = palette().color(QPalette::Base);
+    auto fadedBand = [&](const Band& b) { return litBand >= 0 && b.key != litBand; };
+    auto fade = [&](const QColor& c) {
+        return QColor::fromRgbF(0.25f * c.redF() + 0.75f * base.redF(),
+                                0.25f * c.greenF() + 0.75f * base.greenF(),
+                                0.25f * c.blueF() + 0.75f * base.blueF());
+    };
 
     // Grow the graph pool; graphs are reused from frame to frame.
     const size_t n = bands_.bands.size();
@@ -400,8 +486,10 @@ void TimelinePlot::rebuild(bool replot) {
         for (size_t i = from; i < to; ++i)
             data[qsizetype(i - from)] = QCPGraphData(bands_.xs[i], b.ys[i]);
         g->data()->set(data, true);
-        // Inferred categories: paler and hatched, in the plot and the legend.
-        g->setBrush(b.inferred ? QBrush(b.color.lighter(115), Qt::Dense2Pattern) : QBrush(b.color));
+        // Inferred categories and modules: paler and hatched, in the plot and the legend.
+        QColor color = b.color;
+        if (fadedBand(b)) color = fade(color);
+        g->setBrush(b.inferred ? QBrush(color.lighter(115), Qt::Dense2Pattern) : QBrush(color));
         // No outline: stroking thousands of step segments costs more than
         // filling them, and adjacent fills already show the band edges.
         g->setPen(Qt::NoPen);
@@ -433,6 +521,9 @@ void TimelinePlot::applyPalette() {
     reservedPen.setCosmetic(true);  // the raster engine's fast path
     p_->reserved->setPen(reservedPen);
     p_->peak->setColor(pal.color(QPalette::WindowText));
+    p_->message->setColor(pal.color(QPalette::WindowText));
+    p_->message->setBrush(pal.color(QPalette::Base));
+    p_->message->setPen(QPen(pal.color(QPalette::Mid)));
     p_->allocations->setColors(pal.color(QPalette::Base), pal.color(QPalette::Highlight));
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
@@ -456,6 +547,10 @@ std::optional<uint32_t> TimelinePlot::allocationAt(double x, double y) const {
     const DeviceTimeline* tl = timeline();
     if (!tl) return std::nullopt;
     // By allocation the drawn layout answers, so the hit is what is drawn.
+    if (byModule_) {
+        const ModuleStack* stack = moduleStack_.get();  // built by the last rebuild
+        return stack ? moduleAllocationAt(*tl, *stack, map_.inverse(x), y) : std::nullopt;
+    }
     if (mode_ == StackMode::ByAllocation)
         return memscope::allocationAt(*tl, p_->allocations->layout(), map_.inverse(x), y);
     return memscope::allocationAt(*tl, mode_, {}, map_.inverse(x), y);
@@ -473,12 +568,17 @@ QString TimelinePlot::hoverTextAt(double x, double y) const {
     const auto hit = allocationAt(x, y);
     if (!hit) return head;
     const AllocationInterval& a = tl->intervals[*hit];
-    const QString text = head + QLatin1Char('\n') + allocationText(*trace, *tl, a, 4);
+    QString text = head + QLatin1Char('\n') + allocationText(*trace, *tl, a, 4);
     // By allocation the site heads the text: the user's own line of code is
     // what tells one band from its neighbours.
     const std::string site = siteLabel(*trace, a.stack);
-    if (mode_ != StackMode::ByAllocation || site.empty()) return text;
-    return toQString(site) + QLatin1Char('\n') + text;
+    if (mode_ == StackMode::ByAllocation && !byModule_ && !site.empty())
+        text = toQString(site) + QLatin1Char('\n') + text;
+    // The module heads it in every mode: "which layer holds it" is the first
+    // question, and the one a stack of frames answers slowest.
+    const ModuleAttribution* attribution = run_->moduleAttribution(ref_);
+    const QString module = attribution ? allocationModuleText(*trace, *attribution, a) : QString();
+    return module.isEmpty() ? text : QStringLiteral("module: ") + module + QLatin1Char('\n') + text;
 }
 
 void TimelinePlot::onMousePress(QMouseEvent* e) {

@@ -1,7 +1,8 @@
 #pragma once
 // One device's memory over time: stacked live bands, the reserved line, the
 // phase strip under it, a cursor and the pinned allocation's lifetime. Draws
-// from levelOfDetail only (timeline_bands.h), by allocation from core's
+// from levelOfDetail only (timeline_bands.h; by module from the module
+// stack's series, module_stack.h), by allocation from core's
 // allocation layout (every live allocation, allocation_layout.h); the visible
 // range comes from a ZoomState it shares with its siblings. QCustomPlot stays
 // inside the .cpp.
@@ -34,8 +35,27 @@ public:
     // `map` takes the device's x onto the shared axis; `xLabel` names its unit.
     void setSource(RunPtr run, DeviceRef ref, const AxisMap& map, const QString& xLabel);
     void setZoomState(ZoomState* zoom);
+    // Category or allocation; turns stacking by module off.
     void setStackMode(StackMode mode);
     StackMode stackMode() const { return mode_; }
+    // Stack by module group instead of the stack mode; the grouping also
+    // decides what setModuleHighlight's group means.
+    void setStackByModule(bool on);
+    bool stacksByModule() const { return byModule_; }
+    void setModuleGrouping(ModuleGroupingSpec spec);
+    ModuleGroupingSpec moduleGrouping() const { return moduleSpec_; }
+    // The module stack of the current grouping (built on first use); null
+    // without a source.
+    const ModuleStack* moduleStack();
+    // Brings forward the allocations of one module group (a ModuleBytes::module
+    // of the current grouping; 0 = outside every module), fading the rest:
+    // by module its band, by allocation its allocations. nullopt: none.
+    void setModuleHighlight(std::optional<ModuleId> group);
+    std::optional<ModuleId> moduleHighlight() const { return moduleHighlight_; }
+    // The allocations setModuleHighlight brought forward, in order of start.
+    const std::vector<uint32_t>& highlightedAllocations() const { return highlighted_; }
+    // The message shown over the plot instead of bands ("" when none).
+    QString overlayMessage() const;
     void setFixedYMax(double bytes);  // <= 0: fit the visible data
     void setTitle(const QString& title);
     QString title() const;  // "" until setTitle
@@ -88,6 +108,8 @@ private:
     void updateHighlight();
     // A vertical line and a label at each out-of-memory event of the device.
     void placeOomMarks();
+    // Recomputes highlighted_ and the by-allocation emphasis from moduleHighlight_.
+    void updateModuleHighlight();
 
     struct Parts;
     std::unique_ptr<Parts> p_;
@@ -100,6 +122,11 @@ private:
     BandSet bands_;
     ZoomState* zoom_ = nullptr;
     StackMode mode_ = StackMode::ByCategory;
+    bool byModule_ = false;
+    ModuleGroupingSpec moduleSpec_;
+    std::shared_ptr<const ModuleStack> moduleStack_;  // for moduleSpec_; reset with the source
+    std::optional<ModuleId> moduleHighlight_;
+    std::vector<uint32_t> highlighted_;
     double fixedYMax_ = 0;
     bool boxMode_ = false;
     std::optional<uint32_t> pinned_;

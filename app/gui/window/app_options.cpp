@@ -8,7 +8,7 @@ namespace memscope::gui {
 
 QStringList compareTabNames() {
     return {QStringLiteral("summary"), QStringLiteral("composition"), QStringLiteral("policy-map"),
-            QStringLiteral("theory"), QStringLiteral("difference")};
+            QStringLiteral("theory"),  QStringLiteral("difference"),  QStringLiteral("modules")};
 }
 
 AppOptions parseOptions(const QStringList& arguments) {
@@ -32,8 +32,9 @@ AppOptions parseOptions(const QStringList& arguments) {
         QStringLiteral("Use a dark palette (the system palette is followed otherwise)."));
     const QCommandLineOption colorBy(
         QStringLiteral("color-by"),
-        QStringLiteral("Screenshot: stack and colour by 'category' or 'allocation' (default: "
-                       "category where the trace recorded categories, else allocation)."),
+        QStringLiteral("Screenshot: stack and colour by 'category', 'allocation' or 'module' "
+                       "(default: category where the trace recorded categories, else "
+                       "allocation)."),
         QStringLiteral("MODE"));
     const QCommandLineOption align(
         QStringLiteral("align"),
@@ -43,7 +44,8 @@ AppOptions parseOptions(const QStringList& arguments) {
     const QCommandLineOption tab(
         QStringLiteral("compare-tab"),
         QStringLiteral("Screenshot with --compare: the table's tab to show: 'summary', "
-                       "'composition', 'policy-map', 'theory' or 'difference' (default: summary)."),
+                       "'composition', 'policy-map', 'theory', 'difference' or 'modules' (default: "
+                       "summary)."),
         QStringLiteral("TAB"));
     parser.addOptions({compare, screenshot, size, dark, colorBy, align, tab});
     parser.addPositionalArgument(QStringLiteral("files"),
@@ -68,10 +70,14 @@ AppOptions parseOptions(const QStringList& arguments) {
             o.error = QStringLiteral("--size wants WxH, e.g. 1600x1000");
     }
     if (parser.isSet(colorBy)) {
-        o.color_by = stackModeFromString(parser.value(colorBy).toStdString());
-        if (!o.color_by)
-            o.error = QStringLiteral("--color-by wants 'category' or 'allocation', not '%1'")
-                          .arg(parser.value(colorBy));
+        // "module" is the GUI's third mode; core's StackMode names the other two.
+        o.color_by_module = parser.value(colorBy) == QLatin1String("module");
+        if (!o.color_by_module)
+            o.color_by = stackModeFromString(parser.value(colorBy).toStdString());
+        if (!o.color_by && !o.color_by_module)
+            o.error =
+                QStringLiteral("--color-by wants 'category', 'allocation' or 'module', not '%1'")
+                    .arg(parser.value(colorBy));
         else if (o.screenshot.isEmpty())
             o.error = QStringLiteral("--color-by applies to --screenshot");
     }

@@ -19,6 +19,7 @@ struct AppOptions {
     QString screenshot;      // non-empty: render offscreen to this file and exit
     QSize size{1600, 1000};  // screenshot size
     std::optional<memscope::StackMode> color_by;  // screenshot: stack mode (default: the file's)
+    bool color_by_module = false;                 // screenshot: stack by module instead
     std::optional<memscope::AlignMode> align;     // compare screenshot: alignment (default: time)
     QString compare_tab;                          // compare screenshot: one of compareTabNames()
     QString error;                                // non-empty: bad command line

@@ -20,6 +20,7 @@
 #include "common/format.h"
 #include "compare/compare_view.h"
 #include "inspect/inspector_view.h"
+#include "inspect/module_panel.h"
 #include "inspect/search_panel.h"
 #include "loading/run_loader.h"
 #include "memscope/builtin_plugins.h"
@@ -52,6 +53,7 @@ MainWindow::MainWindow(bool persistSettings, QWidget* parent)
 
     inspector_ = new InspectorView(this);
     search_ = new SearchPanel(this);
+    modules_ = new ModulePanel(this);
     allocator_ = new AllocatorView(this);
     auto addDock = [this](QWidget* w, const QString& title, const QString& name,
                           Qt::DockWidgetArea area) {
@@ -67,7 +69,10 @@ MainWindow::MainWindow(bool persistSettings, QWidget* parent)
                                 Qt::RightDockWidgetArea);
     addDock(allocator_, QStringLiteral("Allocator state"), QStringLiteral("allocatorDock"),
             Qt::BottomDockWidgetArea);
+    QDockWidget* mods = addDock(modules_, QStringLiteral("By module at the peak"),
+                                QStringLiteral("modulesDock"), Qt::RightDockWidgetArea);
     tabifyDockWidget(insp, srch);
+    tabifyDockWidget(srch, mods);
     insp->raise();
 
     loader_ = new RunLoader(this);
@@ -105,6 +110,10 @@ MainWindow::MainWindow(bool persistSettings, QWidget* parent)
     connect(search_, &SearchPanel::allocationChosen, this, [this](uint32_t i) {
         if (RunView* v = currentRunView()) v->showAllocation(i);
     });
+    connect(modules_, &ModulePanel::moduleHighlightRequested, this,
+            [this](std::optional<ModuleId> group) {
+                if (RunView* v = currentRunView()) v->highlightModule(group);
+            });
     connect(inspector_, &InspectorView::neighbourActivated, this, [this](uint32_t i) {
         if (RunView* v = currentRunView()) v->showAllocation(i);
     });
@@ -230,6 +239,9 @@ void MainWindow::addRunView(RunPtr run) {
     connect(view, &RunView::cursorMoved, this, &MainWindow::followCursor);
     connect(view, &RunView::allocationPinned, this, &MainWindow::pinAllocation);
     connect(view, &RunView::deviceChanged, this, &MainWindow::onCurrentTabChanged);
+    connect(view, &RunView::moduleGroupingChanged, this, [this, view](ModuleGroupingSpec spec) {
+        if (currentRunView() == view) modules_->setSource(view->run(), view->device(), spec);
+    });
     const int i = tabs_->addTab(view, run->name);
     tabs_->setTabToolTip(i, run->paths.join(QLatin1Char('\n')));
     nameRunTabs();
@@ -316,6 +328,7 @@ void MainWindow::onCurrentTabChanged() {
     if (RunView* v = currentRunView()) {
         search_->setSource(v->run(), v->device());
         allocator_->setSource(v->run(), v->device());
+        modules_->setSource(v->run(), v->device(), v->moduleGrouping());
         setWindowTitle(QStringLiteral("%1 — memscope").arg(tabs_->tabText(tabs_->indexOf(v))));
     } else {
         setWindowTitle(QStringLiteral("memscope"));

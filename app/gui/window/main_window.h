@@ -1,6 +1,6 @@
 #pragma once
 // The main window only wires views together: run tabs, the compare tab, the
-// inspector, search and allocator-state docks, the loader's progress, menus.
+// inspector, search, by-module and allocator-state docks, the loader's progress, menus.
 
 #include <QMainWindow>
 #include <QPointer>
@@ -21,6 +21,7 @@ namespace memscope::gui {
 class AllocatorView;
 class CompareView;
 class InspectorView;
+class ModulePanel;
 class RunLoader;
 class RunView;
 class SearchPanel;
@@ -50,6 +51,7 @@ public:
     CompareView* compareView() const;
     InspectorView* inspector() const { return inspector_; }
     SearchPanel* searchPanel() const { return search_; }
+    ModulePanel* modulePanel() const { return modules_; }
     AllocatorView* allocatorView() const { return allocator_; }
     QStringList errors() const { return errors_; }  // every "file: problem" shown so far
     ZoomState* currentZoom() const;
@@ -88,6 +90,7 @@ private:
     QPointer<CompareView> compare_;
     InspectorView* inspector_ = nullptr;
     SearchPanel* search_ = nullptr;
+    ModulePanel* modules_ = nullptr;
     AllocatorView* allocator_ = nullptr;
     RunLoader* loader_ = nullptr;
     QProgressBar* progress_ = nullptr;

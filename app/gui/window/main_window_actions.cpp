@@ -132,6 +132,21 @@ void MainWindow::createActions() {
                 compare_->setStackMode(m);
         });
     }
+    {
+        // The third mode is the GUI's own (core's StackMode has two).
+        QAction* a = view->addAction(QStringLiteral("Stack by &Module"));
+        a->setCheckable(true);
+        a->setShortcut(QKeySequence(key));
+        a->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+        tabs_->addAction(a);
+        stackGroup_->addAction(a);
+        connect(a, &QAction::triggered, this, [this] {
+            if (RunView* v = currentRunView())
+                v->setStackByModule();
+            else if (compare_ && tabs_->currentWidget() == compare_)
+                compare_->setStackByModule();
+        });
+    }
     view->addSeparator();
     QAction* find = view->addAction(QStringLiteral("&Find Allocation…"));
     find->setShortcut(QKeySequence::Find);

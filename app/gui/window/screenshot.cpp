@@ -11,6 +11,7 @@
 #include "compare/compare_view.h"
 #include "compare/summary_model.h"
 #include "inspect/inspector_view.h"
+#include "inspect/module_panel.h"
 #include "run_view/run_view.h"
 #include "run_view/timeline_plot.h"
 #include "window/main_window.h"
@@ -36,6 +37,7 @@ int runScreenshot(const AppOptions& options) {
     // single run, else its peak, and the allocator state at that moment.
     if (RunView* v = window.currentRunView()) {
         if (options.color_by) v->setStackMode(*options.color_by);
+        if (options.color_by_module) v->setStackByModule();
         if (!v->goToOom()) v->goToPeak();
         // Pin the largest allocation live at the peak, so the inspector shows a stack.
         const DeviceTimeline* tl = v->plot()->timeline();
@@ -45,11 +47,20 @@ int runScreenshot(const AppOptions& options) {
             window.inspector()->setAllocation(v->run(), v->device(), i);
         }
     }
+    // By module, the by-module table is the dock worth showing.
+    if (options.color_by_module && !options.compare)
+        if (auto* dock = qobject_cast<QDockWidget*>(window.modulePanel()->parentWidget()))
+            dock->raise();
     window.allocatorView()->waitForIdle();
     QApplication::processEvents();
+    // The zoom's rebuild and the plot's replot are queued one after the
+    // other; one processEvents pass may run the first only, and the picture
+    // would show the plot before it moved to the peak.
+    if (RunView* v = window.currentRunView()) v->plot()->renderNow();
     if (options.compare && window.compareView()) {
         if (options.align) window.compareView()->setAlignMode(*options.align);
         if (!options.compare_tab.isEmpty()) window.compareView()->showTab(options.compare_tab);
+        if (options.color_by_module) window.compareView()->setStackByModule();
         QApplication::processEvents();
         const QString table = window.compareView()->summaryModel()->toTextTable();
         std::fputs(table.toUtf8().constData(), stdout);

@@ -527,10 +527,11 @@ private:
             out.push_back({nanosToMicrosFloor(s.start), {}, device, AnnotationStage::Start, i});
             out.push_back({nanosToMicrosCeil(s.end), {}, device, AnnotationStage::End, i});
         }
-        std::stable_sort(out.begin(), out.end(), [](const AnnotationEntry& a, const AnnotationEntry& b) {
-            if (a.time_us != b.time_us) return a.time_us < b.time_us;
-            return a.stage == AnnotationStage::End && b.stage != AnnotationStage::End;
-        });
+        std::stable_sort(
+            out.begin(), out.end(), [](const AnnotationEntry& a, const AnnotationEntry& b) {
+                if (a.time_us != b.time_us) return a.time_us < b.time_us;
+                return a.stage == AnnotationStage::End && b.stage != AnnotationStage::End;
+            });
         return out;
     }
 

@@ -722,8 +722,8 @@ void SnapshotMapper::addAnnotations(Machine& m, const Value& list) {
                             : s == "END" ? AnnotationStage::End
                                          : AnnotationStage::Instant;
             } else if (key == "name") {
-                ann.name = v.tag == Tag::Str ? internStr(m, v)
-                                             : trace_.internString(renderJson(m, v, 2));
+                ann.name =
+                    v.tag == Tag::Str ? internStr(m, v) : trace_.internString(renderJson(m, v, 2));
             } else if (key == "device" && v.isInt() && v.asI64() >= -1 && v.asI64() <= INT16_MAX) {
                 ann.device = int16_t(v.asI64());
             } else if (key == "time_us" && v.tag == Tag::Int) {

@@ -49,9 +49,10 @@ TEST(SnapshotModules, RecordedScopesSurviveExportAndImport) {
         EXPECT_EQ(back.modules.source, ModuleSource::Recorded);
         EXPECT_EQ(scopesOf(back), scopesOf(recorded));
         // Types come back, and no module mark became a phase or an annotation.
-        for (const ModuleScope& s : back.modules.scopes)
-            if (modulePath(back, s.module) == "h.3.attn")
-                EXPECT_EQ(back.string(back.modules.module(s.module)->type), "CausalSelfAttention");
+        for (const ModuleScope& s : back.modules.scopes) {
+            if (modulePath(back, s.module) != "h.3.attn") continue;
+            EXPECT_EQ(back.string(back.modules.module(s.module)->type), "CausalSelfAttention");
+        }
         EXPECT_TRUE(back.phases.empty());
         EXPECT_TRUE(back.annotations.empty());
         // A second export writes the same marks again (no duplicates).
@@ -188,9 +189,42 @@ TEST(SnapshotModules, FixtureLayers) {
         for (const auto& [path, n] : layers)
             if (shown++ < 12) std::printf("    %s (%zu scopes)\n", path.c_str(), n);
         EXPECT_EQ(m.layers, layers.size()) << name;
+        // Numbered layers by class ("….forward@modeling_bert:497" -> 24
+        // instances): numbered 0..n-1 without a gap, as entered in order.
+        std::map<std::string, std::set<int>> classes;
+        for (const auto& [path, n] : layers)
+            if (const size_t dot = path.rfind('.');
+                dot != std::string::npos && layerNumber(path) >= 0)
+                classes[path.substr(0, dot)].insert(layerNumber(path));
+        // The stacks' layer counts, which match each model: BERT-large's 24
+        // encoder layers, Qwen3's 28 decoder layers (under DataParallel), a
+        // 12-block GPT (torch.compile'd), the 36 blocks of the cs336 model.
+        static const std::map<std::string, std::pair<std::string, size_t>> kKnown = {
+            {"no_time_us_deep_stacks__Maphsge4_select_n.pickle", {"forward@modeling_bert:497", 24}},
+            {"expandable_map_unmap_oom_3dev_cpp_frames__code_location.pickle",
+             {"forward@modeling_qwen3:255", 28}},
+            {"user_metadata_compile_ctx__bcrafton_a2.pickle", {"forward@model:368", 12}},
+            {"ext_annotations_19k_entries__notHanmin_a2.pickle", {"forward@adapters:448", 36}},
+        };
+        if (auto known = kKnown.find(name); known != kKnown.end()) {
+            size_t found = 0;
+            for (const auto& [cls, numbers] : classes)
+                if (cls.ends_with(known->second.first)) found = numbers.size();
+            EXPECT_EQ(found, known->second.second) << name;
+        }
+        for (const auto& [cls, numbers] : classes) {
+            std::printf("    class %s: %zu instances\n", cls.c_str(), numbers.size());
+            EXPECT_EQ(*numbers.rbegin() + 1, int(numbers.size())) << name << ": " << cls;
+        }
+        // Module calls in the stacks of allocations (an end state's blocks
+        // alone tell no times).
         bool module_frames = false;
-        for (const Frame& f : trace->frames())
-            module_frames |= trace->string(f.file).ends_with("torch/nn/modules/module.py");
+        for (const Event& e : trace->events) {
+            if (e.kind != EventKind::Alloc || module_frames) continue;
+            for (FrameId f : trace->stack(e.stack))
+                module_frames |=
+                    trace->string(trace->frame(f).file).ends_with("torch/nn/modules/module.py");
+        }
         if (!module_frames) {
             EXPECT_EQ(m.source, ModuleSource::None) << name;
             continue;

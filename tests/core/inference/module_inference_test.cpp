@@ -145,7 +145,7 @@ TEST(ModuleInference, BlocksCalledInALoopAreNumberedInstances) {
     }
     const ModuleInferenceReport report = inferModules(t);
     EXPECT_EQ(report.source, ModuleSource::Inferred);
-    EXPECT_EQ(report.layers, 3u);
+    EXPECT_EQ(report.layers, 4u);  // the three blocks and the model around them
     const ModuleAttribution at(t);
     std::vector<std::string> paths;
     for (const Event& e : t.events) paths.push_back(modulePath(t, at.at(e.time)->module));

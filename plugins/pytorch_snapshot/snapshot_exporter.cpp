@@ -14,6 +14,7 @@
 #include "memscope/base/file_io.h"
 #include "memscope/base/units.h"
 #include "memscope/plugins/pytorch_snapshot.h"
+#include "module_annotations.h"
 #include "pickle_writer.h"
 
 namespace memscope::pytorch_snapshot {
@@ -444,6 +445,7 @@ private:
         StringId name;
         int16_t device = 0;
         AnnotationStage stage = AnnotationStage::Instant;
+        uint32_t scope = kNone;  // a module scope's mark: index into Trace::modules.scopes
     };
 
     // The trace's annotations as they are, and its phases as START/END pairs
@@ -455,7 +457,8 @@ private:
         for (const Annotation& a : t_.annotations)
             given.push_back({nanosToMicrosFloor(a.time), a.name, a.device, a.stage});
         std::vector<std::vector<AnnotationEntry>> sequences = phaseEntries();
-        if (sequences.empty()) return given;
+        std::vector<AnnotationEntry> modules = moduleEntries();
+        if (sequences.empty() && modules.empty()) return given;
 
         auto code = [](const AnnotationEntry& e) {
             return (uint64_t(e.name.value) << 24) ^ (uint64_t(uint16_t(e.device)) << 8) ^
@@ -485,6 +488,7 @@ private:
         // Merge by time, each sequence keeping its own order (a phase's END
         // rounded up can come after the next phase's START rounded down).
         sequences.insert(sequences.begin(), std::move(given));
+        sequences.push_back(std::move(modules));
         std::vector<AnnotationEntry> out;
         std::vector<size_t> at(sequences.size(), 0);
         for (;;) {
@@ -497,6 +501,37 @@ private:
             if (best == SIZE_MAX) break;
             out.push_back(sequences[best][at[best]++]);
         }
+        return out;
+    }
+
+    // Recorded module scopes as START/END marks (module_annotations.h) in
+    // time order, ENDs first at equal times: the importer pairs an END with
+    // the latest START of its module, so a call that ends where the next one
+    // starts stays two. Inferred modules are not written (memscope finds
+    // them again), nor scopes of a trace without a clock.
+    std::vector<AnnotationEntry> moduleEntries() const {
+        std::vector<AnnotationEntry> out;
+        const ModuleTable& table = t_.modules;
+        if (table.source != ModuleSource::Recorded ||
+            t_.metadata.time_base != TimeBase::Nanoseconds)
+            return out;
+        int16_t device = 0;
+        for (int16_t d : t_.devices())
+            if (d >= 0) {
+                device = d;
+                break;
+            }
+        for (uint32_t i = 0; i < table.scopes.size(); ++i) {
+            const ModuleScope& s = table.scopes[i];
+            if (s.end <= s.start || !table.module(s.module)) continue;
+            out.push_back({nanosToMicrosFloor(s.start), {}, device, AnnotationStage::Start, i});
+            out.push_back({nanosToMicrosCeil(s.end), {}, device, AnnotationStage::End, i});
+        }
+        std::stable_sort(
+            out.begin(), out.end(), [](const AnnotationEntry& a, const AnnotationEntry& b) {
+                if (a.time_us != b.time_us) return a.time_us < b.time_us;
+                return a.stage == AnnotationStage::End && b.stage != AnnotationStage::End;
+            });
         return out;
     }
 
@@ -587,15 +622,42 @@ private:
                 : a.stage == AnnotationStage::End ? "END"
                                                   : "INSTANT");
             key("name");
-            interned(a.name);
+            if (a.scope == kNone) {
+                interned(a.name);
+            } else {
+                moduleName(a.scope);
+            }
             key("device");
             w_.integer(a.device);
             key("time_us");
             w_.integer(a.time_us);
+            if (a.scope != kNone) moduleKeys(t_.modules.scopes[a.scope]);
             w_.setItems();
             w_.boundary();
         }
         list.finish();
+    }
+
+    // A module's readable path as the entry's name, once per module.
+    void moduleName(uint32_t scope) {
+        const ModuleId id = t_.modules.scopes[scope].module;
+        if (id.value >= module_memo_.size()) module_memo_.resize(id.value + 1, kNone);
+        if (module_memo_[id.value] != kNone) return w_.get(module_memo_[id.value]);
+        w_.string(modulePath(t_, id));
+        module_memo_[id.value] = w_.memoize();
+    }
+    void moduleKeys(const ModuleScope& s) {
+        const Module& m = *t_.modules.module(s.module);
+        key(kModuleKindKey);
+        key(toString(s.kind));
+        key(kModulePathKey);
+        interned(m.path);
+        key(kModuleRootKey);
+        interned(m.root);
+        if (!m.type.isNull()) {
+            key(kModuleTypeKey);
+            interned(m.type);
+        }
     }
 
     static constexpr uint32_t kNone = UINT32_MAX;
@@ -608,7 +670,7 @@ private:
     };
     std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> keys_;
     std::vector<uint64_t> host_events_;  // device -1: written as 'host_traces'
-    std::vector<uint32_t> string_memo_, frame_memo_, stack_memo_;
+    std::vector<uint32_t> string_memo_, frame_memo_, stack_memo_, module_memo_;
     nlohmann::ordered_json defaults_;
     bool with_categories_ = false;
     bool unknown_on_other_kinds_ = false;

@@ -15,6 +15,7 @@
 
 #include "memscope/base/json_text.h"
 #include "memscope/plugins/pytorch_snapshot.h"
+#include "module_annotations.h"
 
 namespace memscope::pytorch_snapshot {
 
@@ -707,6 +708,10 @@ void SnapshotMapper::addAnnotations(Machine& m, const Value& list) {
         Container* a = m.deref(l->items[i]);
         if (!a || a->kind != Kind::Dict) continue;
         Annotation ann;
+        // memscope's module scopes (module_annotations.h): kind, path, root, type.
+        bool module = false;
+        std::optional<ModuleScopeKind> module_kind;
+        ModuleMark mark;
         for (size_t j = 0; j + 1 < a->items.size(); j += 2) {
             if (a->items[j].tag != Tag::Str) continue;
             const std::string_view key = m.str(a->items[j]);
@@ -717,14 +722,32 @@ void SnapshotMapper::addAnnotations(Machine& m, const Value& list) {
                             : s == "END" ? AnnotationStage::End
                                          : AnnotationStage::Instant;
             } else if (key == "name") {
-                ann.name = trace_.internString(v.tag == Tag::Str ? std::string(m.str(v))
-                                                                 : renderJson(m, v, 2));
+                ann.name =
+                    v.tag == Tag::Str ? internStr(m, v) : trace_.internString(renderJson(m, v, 2));
             } else if (key == "device" && v.isInt() && v.asI64() >= -1 && v.asI64() <= INT16_MAX) {
                 ann.device = int16_t(v.asI64());
             } else if (key == "time_us" && v.tag == Tag::Int) {
                 int64_t ns;
                 ann.time = __builtin_mul_overflow(v.asI64(), int64_t(1000), &ns) ? 0 : ns;
+            } else if (key == kModuleKindKey) {
+                module = true;
+                if (v.tag == Tag::Str) module_kind = moduleScopeKind(m.str(v));
+            } else if (v.tag == Tag::Str && key == kModulePathKey) {
+                mark.path = internStr(m, v);
+            } else if (v.tag == Tag::Str && key == kModuleRootKey) {
+                mark.root = internStr(m, v);
+            } else if (v.tag == Tag::Str && key == kModuleTypeKey) {
+                mark.type = internStr(m, v);
             }
+        }
+        if (module) {
+            // Not an annotation even when unreadable: it would come back as a phase.
+            if (!module_kind || ann.stage == AnnotationStage::Instant) continue;
+            mark.time = ann.time;
+            mark.stage = ann.stage;
+            mark.kind = *module_kind;
+            module_marks_.push_back(mark);
+            continue;
         }
         trace_.annotations.push_back(ann);
     }
@@ -885,6 +908,7 @@ Result<void> SnapshotMapper::finish(Machine& m, const Value& root, const TaskCon
     if (cancelled_) return cancelledError();
     buildPhases();
     if (cancelled_ || ctx.cancelled()) return cancelledError();
+    addModuleScopes(trace_, module_marks_);
     ctx_ = nullptr;
     std::string defaults;
     if (saw_compile_context_) defaults += "\"compile_context\":\"N/A\"";

@@ -13,6 +13,7 @@
 
 #include "memscope/base/task_context.h"
 #include "memscope/model/trace.h"
+#include "module_annotations.h"
 #include "pickle_machine.h"
 
 namespace memscope::pytorch_snapshot {
@@ -78,7 +79,8 @@ private:
     std::vector<SegmentSink> segment_sinks_;
     std::vector<uint32_t> pending_release_;
     std::vector<FrameId> frame_buf_;
-    std::vector<uint8_t> has_time_;  // per event: time_us was present
+    std::vector<uint8_t> has_time_;         // per event: time_us was present
+    std::vector<ModuleMark> module_marks_;  // external_annotations of module scopes
     uint64_t events_without_time_ = 0;
     uint64_t events_with_time_ = 0;
     bool saw_compile_context_ = false;

@@ -205,6 +205,8 @@ InferenceReport inferMissingLabels(Trace& trace, const TaskContext& ctx) {
     }
     report.steps_source = stepSource(trace);
     for (const Phase& p : trace.phases) report.steps += p.kind == PhaseKind::Step;
+    if (ctx.cancelled()) return report;
+    report.modules = inferModules(trace, ctx);
     if (ctx.cancelled() || !needsCategories(trace)) return report;
 
     detail::TrainingActivity activity(trace);

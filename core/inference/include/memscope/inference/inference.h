@@ -39,6 +39,7 @@
 #include <string>
 
 #include "memscope/base/task_context.h"
+#include "memscope/inference/module_inference.h"
 #include "memscope/model/trace.h"
 #include "memscope/timeline/timeline.h"
 
@@ -58,11 +59,13 @@ struct InferenceReport {
     bool phases_from_frames = false;   // inferred phases placed by stack frames
     uint64_t categories_inferred = 0;  // allocations given an inferred category
     uint64_t categories_unknown = 0;   // allocations left unknown (weak evidence)
+    ModuleInferenceReport modules;     // the trace's modules: recorded, or found here
 };
 
-// Fills in what the trace lacks: phases when it has none, then the category
-// of every allocation recorded as Unknown. Cancellable (returns early with
-// whatever was complete; the trace stays consistent).
+// Fills in what the trace lacks: phases when it has none, module scopes when
+// it has none (module_inference.h, after the phases: a trainer's blocks are
+// phases), then the category of every allocation recorded as Unknown. Cancellable (returns early
+// with whatever was complete; the trace stays consistent).
 InferenceReport inferMissingLabels(Trace& trace, const TaskContext& ctx = {});
 
 // The source of a trace's steps as it stands (after inference, if any ran).

@@ -34,8 +34,8 @@ std::string_view toString(ModuleScopeKind kind);  // "forward", "recompute", "ba
 // Where a trace's modules come from. Values are stored on disk.
 enum class ModuleSource : uint8_t {
     None = 0,      // the trace has no modules: views say so
-    Recorded = 1,  // the producer recorded the module calls
-    Inferred = 2,  // memscope found them (frames, a trainer's block phases)
+    Recorded = 1,  // the producer recorded the module calls (or a trainer its block phases)
+    Inferred = 2,  // memscope found them in the allocations' Python frames
 };
 std::string_view toString(ModuleSource source);  // "none", "recorded", "inferred"
 

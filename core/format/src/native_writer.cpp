@@ -142,10 +142,15 @@ Result<void> writeWholeTrace(const Trace& trace, const std::string& path,
     for (size_t i = 1; i < trace.streams.size(); ++i)
         if (w.internStream(trace.streams[i]) != i) return mismatch("streams");
     for (const Phase& p : trace.phases) w.addPhase(p);
-    if (!trace.modules.empty()) w.setModuleSource(trace.modules.source);
-    for (const Module& m : trace.modules.modules) w.addModule(m);
+    // Inferred modules are found again when the file is opened, like
+    // inferred phases: a file holds only what was recorded.
+    const bool modules = !trace.modules.empty() && trace.modules.source != ModuleSource::Inferred;
+    if (modules) w.setModuleSource(trace.modules.source);
+    if (modules)
+        for (const Module& m : trace.modules.modules) w.addModule(m);
     for (const Event& e : trace.events) w.append(e);
-    for (const ModuleScope& s : trace.modules.scopes) w.addModuleScope(s);
+    if (modules)
+        for (const ModuleScope& s : trace.modules.scopes) w.addModuleScope(s);
     for (const Annotation& a : trace.annotations) w.addAnnotation(a);
     for (const EventAttribute& a : trace.attributes) w.addAttribute(a.event, a.key, a.value);
     if (trace.allocator_state) w.setAllocatorState(*trace.allocator_state);

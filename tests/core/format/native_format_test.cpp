@@ -183,7 +183,7 @@ Trace sampleTrace(int event_count = 300) {
     ModuleInterner modules(t);
     const ModuleId attn = modules.intern("GPT", "h.0.attn", "CausalSelfAttention");
     const ModuleId other = modules.intern("Discriminator", "main.1");
-    t.modules.source = ModuleSource::Inferred;
+    t.modules.source = ModuleSource::Recorded;
     t.modules.scopes.push_back({1000, 2000, attn, ModuleScopeKind::Forward});
     t.modules.scopes.push_back({INT64_MIN, INT64_MAX, other, ModuleScopeKind::Backward});
     t.modules.scopes.push_back({-7, -3, modules.intern("GPT", ""), ModuleScopeKind::Recompute});

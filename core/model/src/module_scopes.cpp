@@ -1,7 +1,6 @@
 #include "memscope/model/module_scopes.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include "memscope/model/trace.h"
 

@@ -12,7 +12,7 @@ inline constexpr size_t kFileHeaderSize = 16;
 // A reader refuses another major version; a higher minor only adds chunk types
 // or trailing fields that older readers skip.
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 2;  // 1: run metrics chunk; 2: modules, module scopes
+inline constexpr uint16_t kVersionMinor = 3;  // 1: run metrics; 2: modules, module scopes; 3: prediction
 
 // Chunk header: u8 type, u8 flags, u16 reserved (0), u32 count, u32 stored size,
 // u32 raw size, u32 CRC32C over the first 16 header bytes and the stored payload.
@@ -34,6 +34,7 @@ enum class ChunkType : uint8_t {
     RunMetrics = 12,
     Modules = 13,
     ModuleScopes = 14,
+    Prediction = 15,
 };
 
 inline constexpr uint8_t kFlagZstd = 1;  // payload is one zstd frame of raw size bytes
@@ -120,6 +121,8 @@ inline const char* chunkTypeName(ChunkType type) {
             return "modules";
         case ChunkType::ModuleScopes:
             return "module scopes";
+        case ChunkType::Prediction:
+            return "prediction";
     }
     return "unknown";
 }

@@ -382,6 +382,29 @@ double getDouble(ByteReader& r) {
     return std::bit_cast<double>(loadLE64(b.position()));
 }
 
+// Chunk 15: the predicted run's provenance, written whole (docs/FORMAT.md).
+void encodePrediction(const Prediction& p, std::vector<unsigned char>& buf) {
+    ByteWriter w(buf);
+    for (const std::string* text : {&p.source, &p.measured_policy, &p.policy, &p.layers_source})
+        putText(w, *text);
+    w.varint(p.assumptions.size());
+    for (const std::string& a : p.assumptions) putText(w, a);
+}
+
+std::string decodePrediction(uint32_t count, ByteReader& r, Trace& trace) {
+    Prediction p;
+    for (std::string* text : {&p.source, &p.measured_policy, &p.policy, &p.layers_source})
+        *text = std::string(r.text());
+    const uint64_t n = r.varint();
+    // Each assumption takes at least its length's byte.
+    if (r.failed() || n != count || n > r.remaining()) return "bad assumption count";
+    p.assumptions.reserve(n);
+    for (uint64_t i = 0; i < n; ++i) p.assumptions.emplace_back(r.text());
+    if (r.failed()) return "prediction cut short";
+    trace.prediction = std::move(p);  // the last one wins
+    return {};
+}
+
 void encodeRunMetrics(const RunMetrics& m, std::vector<unsigned char>& buf) {
     ByteWriter w(buf);
     putText(w, m.policy);
@@ -606,6 +629,11 @@ void encodeUpdates(const PendingTables& p, const ChunkEmitter& emit) {
         encodeRunMetrics(*p.metrics, buf);
         emit(ChunkType::RunMetrics, static_cast<uint32_t>(p.metrics->step_ns.size()), buf);
     }
+    if (p.prediction) {
+        std::vector<unsigned char> buf;
+        encodePrediction(*p.prediction, buf);
+        emit(ChunkType::Prediction, static_cast<uint32_t>(p.prediction->assumptions.size()), buf);
+    }
 }
 
 std::string decodeTableChunk(ChunkType type, uint32_t count, std::span<const unsigned char> payload,
@@ -638,6 +666,8 @@ std::string decodeTableChunk(ChunkType type, uint32_t count, std::span<const uns
             return decodeModules(count, r, trace);
         case ChunkType::ModuleScopes:
             return decodeModuleScopes(count, r, trace);
+        case ChunkType::Prediction:
+            return decodePrediction(count, r, trace);
         case ChunkType::Events:
             break;
     }

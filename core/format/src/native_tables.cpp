@@ -144,6 +144,10 @@ void NativeTables::setRunMetrics(const RunMetrics& metrics) {
     pending_.metrics = metrics;
 }
 
+void NativeTables::setPrediction(const Prediction& prediction) {
+    pending_.prediction = prediction;
+}
+
 Event NativeTables::sanitize(const Event& event) const {
     Event e = event;
     sanitize(std::span(&e, 1));

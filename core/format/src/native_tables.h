@@ -39,6 +39,7 @@ struct PendingTables {
     std::optional<TraceMetadata> metadata;  // set when it changed: written whole
     std::optional<AllocatorState> allocator_state;
     std::optional<RunMetrics> metrics;  // set when it changed: written whole
+    std::optional<Prediction> prediction;  // likewise
 };
 
 class NativeTables {
@@ -60,6 +61,7 @@ public:
     void setProperty(std::string key, std::string value);
     void setAllocatorState(const AllocatorState& state);
     void setRunMetrics(const RunMetrics& metrics);
+    void setPrediction(const Prediction& prediction);
 
     // Ids that do not exist yet would make the reader drop the chunk that holds
     // them, so the writers store such references as 0 (none) instead.

@@ -92,6 +92,10 @@ void NativeTraceWriter::setRunMetrics(const RunMetrics& metrics) {
     impl_->tables.setRunMetrics(metrics);
 }
 
+void NativeTraceWriter::setPrediction(const Prediction& prediction) {
+    impl_->tables.setPrediction(prediction);
+}
+
 uint64_t NativeTraceWriter::append(const Event& event) {
     Impl& d = *impl_;
     d.events.push_back(d.tables.sanitize(event));
@@ -155,6 +159,7 @@ Result<void> writeWholeTrace(const Trace& trace, const std::string& path,
     for (const EventAttribute& a : trace.attributes) w.addAttribute(a.event, a.key, a.value);
     if (trace.allocator_state) w.setAllocatorState(*trace.allocator_state);
     if (trace.metrics) w.setRunMetrics(*trace.metrics);
+    if (trace.prediction) w.setPrediction(*trace.prediction);
     return w.close();
 }
 

@@ -47,6 +47,8 @@ public:
     void setProperty(std::string key, std::string value);  // last value wins
     void setAllocatorState(const AllocatorState& state);
     void setRunMetrics(const RunMetrics& metrics);  // last value wins
+    // Marks the trace as predicted (memscope/model/prediction.h); last value wins.
+    void setPrediction(const Prediction& prediction);
 
     uint64_t append(const Event& event);  // returns the event's index in the trace
     uint64_t eventCount() const;

@@ -15,6 +15,7 @@
 
 #include "memscope/model/event.h"
 #include "memscope/model/module_scopes.h"
+#include "memscope/model/prediction.h"
 #include "memscope/model/run_metrics.h"
 #include "memscope/model/types.h"
 
@@ -172,6 +173,9 @@ public:
     // Where in the model: modules and the time ranges they ran in
     // (module_scopes.h). Apart from `phases`, which say when.
     ModuleTable modules;
+    // Set when memscope predicted this run from a measured one (prediction.h):
+    // its events are a simulation, not a recording.
+    std::optional<Prediction> prediction;
     // Categories memscope inferred for events whose recorded category is
     // Unknown (inference.h): empty, or one per event (rule Recorded where
     // nothing was inferred). Kept apart from Event::category, which stays

@@ -455,6 +455,60 @@ TEST_F(Cli, SummaryAndCompareNameTheLayersThatHoldThePeak) {
     EXPECT_EQ(deltas[0]["delta_bytes"], (4 << 10) - (4 << 20));
 }
 
+TEST_F(Cli, WhatIfPredictsPoliciesAndWritesTracesThatCompareOpens) {
+    const std::string full = file("gpt-full.memscope");
+    ASSERT_TRUE(writeNativeTrace(testutil::layeredFullSaveRun(), full));
+
+    const CliRun help = run("whatif --help");
+    EXPECT_EQ(help.exit_code, 0);
+    EXPECT_NE(help.out.find("layers:LIST"), std::string::npos) << help.out;
+
+    const std::string out = file("predicted");
+    const CliRun json =
+        run("whatif " + full + " --policy block --policy layers:0,2 --budget 100KiB --json --out " + out);
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    const auto j = nlohmann::json::parse(json.out);
+    EXPECT_EQ(j["measured_policy"], "full");
+    EXPECT_EQ(j["layers"]["count"], 4);
+    EXPECT_EQ(j["layers"]["source"], "recorded");
+    EXPECT_EQ(j["layers"]["names"][3], "h.3");
+    ASSERT_EQ(j["predictions"].size(), 2u);
+    const auto& block = j["predictions"][0];
+    EXPECT_EQ(block["policy"], "block");
+    EXPECT_LT(block["peak_bytes"].get<int64_t>(), j["measured"]["peak_bytes"].get<int64_t>());
+    EXPECT_EQ(block["recompute_us"], 3);  // 4 layers x 800 ns, in whole µs
+    EXPECT_GT(block["step_time_ratio"].get<double>(), 1.0);
+    EXPECT_FALSE(block["assumptions"].empty());
+    EXPECT_EQ(j["predictions"][1]["policy"], "layers:0,2");
+    EXPECT_TRUE(j["budget"]["policy"].is_string());
+    const std::string written = block["trace"];
+    ASSERT_TRUE(fs::exists(written)) << written;
+
+    // compare opens the predicted run like any run, under its predicted name.
+    const CliRun cmp = run("compare --json " + full + " " + written);
+    ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
+    EXPECT_EQ(nlohmann::json::parse(cmp.out)["runs"][1]["name"], "block (predicted)") << cmp.out;
+
+    const CliRun text = run("whatif " + full);
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("block+opt-in-bwd (predicted)"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("assumptions:"), std::string::npos);
+
+    // Usage errors exit 1, unreadable runs 2; a trace without layers still
+    // predicts opt-in-bwd and refuses the rest with the reason.
+    EXPECT_EQ(run("whatif " + full + " --policy layers:x").exit_code, 1);
+    EXPECT_EQ(run("whatif " + file("missing.memscope")).exit_code, 2);
+    Trace bare = testutil::layeredFullSaveRun();
+    bare.modules = ModuleTable{};
+    const std::string plain = file("plain.memscope");
+    ASSERT_TRUE(writeNativeTrace(bare, plain));
+    const auto pj = nlohmann::json::parse(
+        run("whatif --json " + plain + " --policy block,opt-in-bwd").out);
+    EXPECT_EQ(pj["layers"]["count"], 0);
+    EXPECT_TRUE(pj["predictions"][0].contains("refused"));
+    EXPECT_TRUE(pj["predictions"][1].contains("peak_bytes"));
+}
+
 TEST_F(Cli, CompareTableAgreesWithCore) {
     // The GUI's model displays core's table; the CLI prints it: same numbers.
     const auto paths = writePolicyRuns();

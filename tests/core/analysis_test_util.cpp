@@ -1,5 +1,6 @@
 #include "analysis_test_util.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace memscope::testutil {
@@ -124,5 +125,104 @@ Stacked realisticStack() {
     s.stack = t.internStack(s.frames);
     return s;
 }
+
+
+namespace {
+
+struct LayeredBuilder {
+    Trace t;
+    uint64_t next_address = 0x1000;
+    std::vector<uint64_t> params;
+
+    uint64_t alloc(int64_t time, uint64_t size, Category c, PhaseId phase) {
+        Event e;
+        e.time = time;
+        e.kind = EventKind::Alloc;
+        e.address = next_address;
+        next_address += 4096;
+        e.size = size;
+        e.category = c;
+        e.phase = phase;
+        t.events.push_back(e);
+        return e.address;
+    }
+    void free(int64_t time, uint64_t address, uint64_t size, Category c, PhaseId phase) {
+        Event e;
+        e.time = time;
+        e.kind = EventKind::FreeCompleted;
+        e.address = address;
+        e.size = size;
+        e.category = c;
+        e.phase = phase;
+        t.events.push_back(e);
+    }
+    PhaseId phase(PhaseKind kind, const char* name, PhaseId parent, int64_t start, int64_t end,
+                  int32_t step) {
+        Phase p;
+        p.kind = kind;
+        p.name = t.internString(name);
+        p.parent = parent;
+        p.start = start;
+        p.end = end;
+        p.step = step;
+        return t.addPhase(p);
+    }
+};
+
+}  // namespace
+
+Trace layeredFullSaveRun(int steps, const std::string& policy) {
+    LayeredBuilder b;
+    b.t.metadata.name = "gpt-full";
+    RunMetrics m;
+    m.policy = policy;
+    ModuleInterner modules(b.t);
+    std::vector<ModuleId> layer;
+    for (int k = 0; k < kLayers; ++k)
+        layer.push_back(modules.intern("GPT", "h." + std::to_string(k), "Block"));
+    b.t.modules.source = ModuleSource::Recorded;
+    for (int k = 0; k < kLayers; ++k)
+        b.params.push_back(b.alloc(500, 300, Category::Parameter, {}));
+    std::vector<uint64_t> state;
+    for (int s = 0; s < steps; ++s) {
+        const int64_t B = kLayeredT0 + s * kLayeredStepLen;
+        const PhaseId step = b.phase(PhaseKind::Step, "step", {}, B, B + 9000, s);
+        const PhaseId fwd = b.phase(PhaseKind::Forward, "forward", step, B, B + 4000, s);
+        const PhaseId bwd = b.phase(PhaseKind::Backward, "backward", step, B + 4000, B + 8000, s);
+        const PhaseId opt = b.phase(PhaseKind::Optimizer, "optimizer", step, B + 8000, B + 9000, s);
+        std::vector<uint64_t> saved(kLayers), out(kLayers), grads(kLayers);
+        for (int k = 0; k < kLayers; ++k) {
+            const int64_t f = B + 100 + k * 1000;
+            b.t.modules.scopes.push_back({f, f + 800, layer[size_t(k)], ModuleScopeKind::Forward});
+            saved[size_t(k)] = b.alloc(f, 1000, Category::Activation, fwd);
+            const uint64_t temp = b.alloc(f + 100, 200, Category::Temporary, fwd);
+            b.free(f + 200, temp, 200, Category::Temporary, fwd);
+            out[size_t(k)] = b.alloc(f + 300, 100, Category::Activation, fwd);
+        }
+        const uint64_t head = b.alloc(B + 3950, 50, Category::Activation, fwd);
+        b.free(B + 4100, head, 50, Category::Activation, bwd);
+        b.free(B + 4150, out[kLayers - 1], 100, Category::Activation, bwd);
+        for (int k = kLayers - 1; k >= 0; --k) {
+            const int64_t at = B + 4200 + (kLayers - 1 - k) * 900;
+            grads[size_t(k)] = b.alloc(at + 100, 300, Category::Gradient, bwd);
+            b.free(at + 200, saved[size_t(k)], 1000, Category::Activation, bwd);
+            if (k > 0) b.free(at + 500, out[size_t(k - 1)], 100, Category::Activation, bwd);
+        }
+        const uint64_t scratch = b.alloc(B + 8100, 1200, Category::Temporary, opt);
+        b.free(B + 8200, scratch, 1200, Category::Temporary, opt);
+        if (s == 0)
+            for (int k = 0; k < 2 * kLayers; ++k)
+                state.push_back(b.alloc(B + 8300 + k, 300, Category::OptimizerState, opt));
+        for (int k = 0; k < kLayers; ++k)
+            b.free(B + 8500 + k, grads[size_t(k)], 300, Category::Gradient, opt);
+        m.step_ns.push_back(9000);
+        m.recompute_ns.push_back(0);
+    }
+    std::stable_sort(b.t.events.begin(), b.t.events.end(),
+                     [](const Event& x, const Event& y) { return x.time < y.time; });
+    b.t.metrics = m;
+    return std::move(b.t);
+}
+
 
 }  // namespace memscope::testutil

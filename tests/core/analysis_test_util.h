@@ -50,4 +50,16 @@ struct Stacked {
 };
 Stacked realisticStack();
 
+// A full-save run with a chain of layers, for the what-if simulator: layers
+// h.0–h.3 (recorded module scopes, root "GPT"), each saving 1000 B for
+// backward, with a 200 B temporary and a 100 B output per step, then a 50 B
+// head; gradients of 300 B per layer freed by the optimizer, whose 1200 B
+// scratch is a temporary and whose state (2 x 300 B per layer) is born in the
+// first optimizer step. Steps are kLayeredStepLen ns apart from kLayeredT0:
+// forward [0, 4000), backward [4000, 8000), optimizer [8000, 9000).
+inline constexpr int kLayers = 4;
+inline constexpr int64_t kLayeredStepLen = 10000;
+inline constexpr int64_t kLayeredT0 = 1000;
+Trace layeredFullSaveRun(int steps = 2, const std::string& policy = "full");
+
 }  // namespace memscope::testutil

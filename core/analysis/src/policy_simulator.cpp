@@ -74,12 +74,8 @@ PhaseId phaseHolding(const Trace& trace, PhaseKind kind, int16_t device, int64_t
 
 class Simulation {
 public:
-    Simulation(const Trace& measured, const DeviceTimeline& device, const Timeline& timeline,
-               const LayerChain& chain)
-        : measured_(measured),
-          device_(device),
-          chain_(chain),
-          rewrite_(measured, timeline, device) {}
+    Simulation(const Trace& measured, const DeviceTimeline& device, const LayerChain& chain)
+        : measured_(measured), device_(device), chain_(chain), rewrite_(measured, device) {}
 
     Result<SimulatedRun> run(const WhatIfPolicy& policy, const std::string& source) {
         SimulatedRun out;
@@ -89,7 +85,10 @@ public:
         for (const auto& r : *regions)
             for (size_t si = 0; si < chain_.steps.size(); ++si)
                 out.recompute_per_step[si] += checkpoint(r, si);
-        if (policy.policy.optimizer_in_backward) optimizerInBackward();
+        if (policy.policy.optimizer_in_backward) {
+            auto done = optimizerInBackward();
+            if (!done) return done.error();
+        }
         assumptions_.insert(assumptions_.begin(), chain_.assumptions.begin(),
                             chain_.assumptions.end());
         if (!regions->empty()) {
@@ -264,7 +263,7 @@ private:
         return w;
     }
 
-    void optimizerInBackward() {
+    Result<void> optimizerInBackward() {
         const auto& iv = device_.intervals;
         const auto windows = optimizerWindows();
         auto windowOf = [&](int64_t t) -> const std::pair<int64_t, int64_t>* {
@@ -298,6 +297,21 @@ private:
             else if (!persistent(a.category) && a.free_event != kNoEvent && a.end <= w->second)
                 temps.push_back(i);
         }
+        // The policy frees gradients as backward makes them. Gradients that
+        // live across steps (alive before the trace began, or kept by
+        // zero_grad(set_to_none=False)) are not made in backward, and what
+        // fusing would do to them is not in the trace.
+        int64_t made = 0, kept = 0;
+        for (uint32_t id : grads) made += static_cast<int64_t>(iv[id].size);
+        for (const AllocationInterval& a : iv)
+            if (a.category == Category::Gradient && a.alloc_event == kNoEvent)
+                kept += static_cast<int64_t>(a.size);
+        if (made == 0 || kept > made)
+            return makeError(
+                "the run's gradients are not made in backward (" + formatBytes(kept) +
+                " of them were alive before the trace began, " + formatBytes(made) +
+                " made in backward): fusing the optimizer into backward cannot be predicted "
+                "from it; record from the first step");
         const double ratio = temporaryRatio(temps, windows);
         for (uint32_t id : temps) rewrite_.drop(id);
 
@@ -308,7 +322,7 @@ private:
             const AllocationInterval& g = iv[id];
             const uint64_t temp = static_cast<uint64_t>(ratio * static_cast<double>(g.size));
             if (temp > 0) rewrite_.addTemporaryAfter(id, roundUp512(temp));
-            rewrite_.freeRightAfterBirth(id);
+            rewrite_.freeWhenComplete(id);
             if (g.start <= first_backward_end) first_grads_by_size[g.size].push_back(id);
         }
 
@@ -327,12 +341,13 @@ private:
             }
             const size_t per = std::max<size_t>(1, states_of_size[size] / it->second.size());
             const size_t k = std::min(taken[size]++ / per, it->second.size() - 1);
-            rewrite_.moveBirthAfter(id, it->second[k]);
+            rewrite_.moveBirthToCompletion(id, it->second[k]);
         }
 
         assumptions_.push_back(
-            "each gradient made in backward is taken as complete when it is made, and freed "
-            "right after its parameter's optimizer step");
+            "each gradient made in backward is taken as complete when the op that made it has "
+            "finished (before the next allocation), and freed right after its parameter's "
+            "optimizer step");
         if (ratio > 0)
             assumptions_.push_back(
                 "the optimizer step's temporaries (" +
@@ -347,6 +362,7 @@ private:
                                         "backward's start)"
                                   : std::string()));
         assumptions_.push_back("the optimizer's time is taken as unchanged, moved into backward");
+        return {};
     }
 
     double temporaryRatio(const std::vector<uint32_t>& temps,
@@ -404,9 +420,9 @@ std::string refusal(const Trace& measured, const WhatIfPolicy& policy, const Lay
 }
 
 Result<SimulatedRun> simulatePolicy(const Trace& measured, const DeviceTimeline& device,
-                                    const Timeline& timeline, const LayerChain& chain,
+                                    const LayerChain& chain,
                                     const WhatIfPolicy& policy, const std::string& source) {
-    Simulation sim(measured, device, timeline, chain);
+    Simulation sim(measured, device, chain);
     return sim.run(policy, source);
 }
 

@@ -61,21 +61,32 @@ void TraceRewrite::drop(uint32_t id) {
     edits_[id].dropped = true;
 }
 
+uint64_t TraceRewrite::completion(uint32_t id) const {
+    const uint64_t born = device_.intervals[id].alloc_event;
+    const auto& order = device_.trace_events;
+    auto at = std::lower_bound(order.begin(), order.end(), born);
+    if (at == order.end()) return born;
+    while (std::next(at) != order.end() && measured_.events[*std::next(at)].kind != EventKind::Alloc)
+        ++at;
+    return *at;
+}
+
 void TraceRewrite::addTemporaryAfter(uint32_t id, uint64_t size) {
-    const AllocationInterval& a = device_.intervals[id];
+    const uint64_t done = completion(id);
+    const int64_t time = measured_.events[done].time;
     Copy c;
     c.id = id;
-    c.birth = {a.start, std::nullopt, afterEvent(a.alloc_event, 1)};
-    c.free = {a.start, std::nullopt, afterEvent(a.alloc_event, 2)};
-    c.phase = a.alloc_event != kNoEvent ? measured_.events[a.alloc_event].phase : PhaseId();
+    c.birth = {time, std::nullopt, afterEvent(done, 2)};
+    c.free = {time, std::nullopt, afterEvent(done, 3)};
+    c.phase = measured_.events[device_.intervals[id].alloc_event].phase;
     c.category = Category::Temporary;
     c.size = size;
     copies_.push_back(c);
 }
 
-void TraceRewrite::freeRightAfterBirth(uint32_t id) {
-    const AllocationInterval& a = device_.intervals[id];
-    edits_[id].free = Place{a.start, std::nullopt, afterEvent(a.alloc_event, 3)};
+void TraceRewrite::freeWhenComplete(uint32_t id) {
+    const uint64_t done = completion(id);
+    edits_[id].free = Place{measured_.events[done].time, std::nullopt, afterEvent(done, 4)};
 }
 
 void TraceRewrite::moveBirth(uint32_t id, int64_t measured_time) {
@@ -84,10 +95,10 @@ void TraceRewrite::moveBirth(uint32_t id, int64_t measured_time) {
     e.fresh_address = true;
 }
 
-void TraceRewrite::moveBirthAfter(uint32_t id, uint32_t other) {
-    const AllocationInterval& o = device_.intervals[other];
+void TraceRewrite::moveBirthToCompletion(uint32_t id, uint32_t other) {
+    const uint64_t done = completion(other);
     Edit& e = edits_[id];
-    e.birth = Place{o.start, std::nullopt, afterEvent(o.alloc_event, 4)};
+    e.birth = Place{measured_.events[done].time, std::nullopt, afterEvent(done, 1)};
     e.fresh_address = true;
 }
 
@@ -162,41 +173,13 @@ Trace TraceRewrite::build(const Prediction& prediction,
 
     std::vector<Pending> out;
     out.reserve(events.size() + copies_.size() * 2 + 64);
-    int64_t first_time = 0;
-    if (!events.empty())
-        first_time =
-            std::min_element(events.begin(), events.end(), [](const Event& a, const Event& b) {
-                return a.time < b.time;
-            })->time;
-
-    // Allocations live before the trace began (ghosts): made explicit, since
-    // the predicted run keeps no allocator state to find them by.
-    for (const DeviceTimeline& d : timeline_.devices())
-        for (const AllocationInterval& a : d.intervals) {
-            if (a.alloc_event != kNoEvent) continue;
-            Pending p;
-            p.time = first_time - 1;
-            p.order = 0;
-            p.event.time = p.time;
-            p.event.address = a.address;
-            p.event.size = a.size;
-            p.event.stack = a.stack;
-            p.event.device = d.device;
-            p.event.kind = EventKind::Alloc;
-            p.event.category = a.category_inferred ? Category::Unknown : a.category;
-            p.inferred = a.category_inferred
-                             ? InferredCategory{a.category, CategoryRule::AliveThroughout}
-                             : InferredCategory{};
-            out.push_back(p);
-        }
-
     for (uint64_t i = 0; i < events.size(); ++i) {
         Pending p;
         p.event = events[i];
         p.origin = i;
         p.inferred = inferredOf(i);
         p.time = map(events[i].time);
-        p.order = afterEvent(i, 0) + 1;  // after ghosts at the same time
+        p.order = afterEvent(i, 0);
         auto it = edited_event.find(i);
         if (it != edited_event.end()) {
             const uint32_t id = it->second;
@@ -302,6 +285,22 @@ Trace TraceRewrite::build(const Prediction& prediction,
     std::stable_sort(
         t.attributes.begin(), t.attributes.end(),
         [](const EventAttribute& a, const EventAttribute& b) { return a.event < b.event; });
+    // The end state stays the measured one, so that what was alive before
+    // the trace began is found (and categorized) the same way. A block whose
+    // allocation moved to a fresh address is that allocation's no more.
+    t.allocator_state = measured_.allocator_state;
+    t.inferred_block_categories = measured_.inferred_block_categories;
+    if (t.allocator_state && !moved_address.empty()) {
+        std::unordered_map<uint64_t, size_t> active;  // address -> block
+        for (size_t i = 0; i < t.allocator_state->blocks.size(); ++i)
+            if (t.allocator_state->blocks[i].state == BlockState::ActiveAllocated)
+                active.emplace(t.allocator_state->blocks[i].address, i);
+        for (const auto& [id, address] : moved_address) {
+            const AllocationInterval& a = device_.intervals[id];
+            auto it = a.free_event == kNoEvent ? active.find(a.address) : active.end();
+            if (it != active.end()) t.allocator_state->blocks[it->second].state = BlockState::Inactive;
+        }
+    }
     for (Annotation a : measured_.annotations) {
         a.time = map(a.time);
         t.annotations.push_back(a);

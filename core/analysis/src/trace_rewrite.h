@@ -23,8 +23,8 @@ namespace memscope::detail {
 
 class TraceRewrite {
 public:
-    TraceRewrite(const Trace& measured, const Timeline& timeline, const DeviceTimeline& device)
-        : measured_(measured), timeline_(timeline), device_(device) {}
+    TraceRewrite(const Trace& measured, const DeviceTimeline& device)
+        : measured_(measured), device_(device) {}
 
     struct Gap {
         size_t index = 0;
@@ -44,11 +44,16 @@ public:
 
     void moveFree(uint32_t id, int64_t measured_time);  // freed then instead
     void drop(uint32_t id);                             // never allocated
-    // A temporary of `size` born and freed right after `id` is born.
+    // The measured event after which the op that made allocation `id` had
+    // finished: the last of the device's events before its next allocation
+    // (the op's own temporaries freed, the next op not begun).
+    uint64_t completion(uint32_t id) const;
+    // A temporary of `size` born and freed when `id` is complete.
     void addTemporaryAfter(uint32_t id, uint64_t size);
-    void freeRightAfterBirth(uint32_t id);  // after its temporaries
+    void freeWhenComplete(uint32_t id);  // after its temporaries
     void moveBirth(uint32_t id, int64_t measured_time);
-    void moveBirthAfter(uint32_t id, uint32_t other);  // right after `other` is born
+    // Born when `other` is complete, before its temporaries.
+    void moveBirthToCompletion(uint32_t id, uint32_t other);
 
     Trace build(const Prediction& prediction, const std::vector<int64_t>& recompute_per_step) const;
 
@@ -88,7 +93,6 @@ private:
     };
 
     const Trace& measured_;
-    const Timeline& timeline_;
     const DeviceTimeline& device_;
     std::unordered_map<uint32_t, Edit> edits_;
     std::vector<Copy> copies_;

@@ -111,7 +111,7 @@ Result<WhatIfReport> whatIf(const Trace& measured, const Timeline& timeline, std
             }
         }
         const LayerChain& use = report.chain ? *report.chain : no_layers;
-        auto sim = detail::simulatePolicy(measured, *device, timeline, use, policy, report.source);
+        auto sim = detail::simulatePolicy(measured, *device, use, policy, report.source);
         if (!sim) {
             row.refused = sim.message();
             report.rows.push_back(std::move(row));

@@ -441,8 +441,8 @@ TEST_F(Cli, SummaryAndCompareNameTheLayersThatHoldThePeak) {
     ASSERT_TRUE(writeNativeTrace(none, plain));
     EXPECT_NE(run("summary " + plain).out.find("modules          none in this trace"),
               std::string::npos);
-    EXPECT_EQ(nlohmann::json::parse(run("summary --json " + plain).out)["files"][0]["devices"]["0"]
-                  ["modules_source"],
+    EXPECT_EQ(nlohmann::json::parse(
+                  run("summary --json " + plain).out)["files"][0]["devices"]["0"]["modules_source"],
               "none");
 
     const CliRun cmp = run("compare " + full + " " + small);
@@ -465,7 +465,8 @@ TEST_F(Cli, WhatIfPredictsPoliciesAndWritesTracesThatCompareOpens) {
 
     const std::string out = file("predicted");
     const CliRun json =
-        run("whatif " + full + " --policy block --policy layers:0,2 --budget 100KiB --json --out " + out);
+        run("whatif " + full + " --policy block --policy layers:0,2 --budget 100KiB --json --out " +
+            out);
     ASSERT_EQ(json.exit_code, 0) << json.err;
     const auto j = nlohmann::json::parse(json.out);
     EXPECT_EQ(j["measured_policy"], "full");
@@ -502,8 +503,8 @@ TEST_F(Cli, WhatIfPredictsPoliciesAndWritesTracesThatCompareOpens) {
     bare.modules = ModuleTable{};
     const std::string plain = file("plain.memscope");
     ASSERT_TRUE(writeNativeTrace(bare, plain));
-    const auto pj = nlohmann::json::parse(
-        run("whatif --json " + plain + " --policy block,opt-in-bwd").out);
+    const auto pj =
+        nlohmann::json::parse(run("whatif --json " + plain + " --policy block,opt-in-bwd").out);
     EXPECT_EQ(pj["layers"]["count"], 0);
     EXPECT_TRUE(pj["predictions"][0].contains("refused"));
     EXPECT_TRUE(pj["predictions"][1].contains("peak_bytes"));

@@ -126,7 +126,6 @@ Stacked realisticStack() {
     return s;
 }
 
-
 namespace {
 
 struct LayeredBuilder {
@@ -223,6 +222,5 @@ Trace layeredFullSaveRun(int steps, const std::string& policy) {
     b.t.metrics = m;
     return std::move(b.t);
 }
-
 
 }  // namespace memscope::testutil

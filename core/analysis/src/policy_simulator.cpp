@@ -420,8 +420,8 @@ std::string refusal(const Trace& measured, const WhatIfPolicy& policy, const Lay
 }
 
 Result<SimulatedRun> simulatePolicy(const Trace& measured, const DeviceTimeline& device,
-                                    const LayerChain& chain,
-                                    const WhatIfPolicy& policy, const std::string& source) {
+                                    const LayerChain& chain, const WhatIfPolicy& policy,
+                                    const std::string& source) {
     Simulation sim(measured, device, chain);
     return sim.run(policy, source);
 }

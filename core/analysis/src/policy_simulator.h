@@ -33,7 +33,7 @@ struct SimulatedRun {
 std::string refusal(const Trace& measured, const WhatIfPolicy& policy, const LayerChain& chain);
 
 Result<SimulatedRun> simulatePolicy(const Trace& measured, const DeviceTimeline& device,
-                                    const LayerChain& chain,
-                                    const WhatIfPolicy& policy, const std::string& source);
+                                    const LayerChain& chain, const WhatIfPolicy& policy,
+                                    const std::string& source);
 
 }  // namespace memscope::detail

@@ -66,7 +66,8 @@ uint64_t TraceRewrite::completion(uint32_t id) const {
     const auto& order = device_.trace_events;
     auto at = std::lower_bound(order.begin(), order.end(), born);
     if (at == order.end()) return born;
-    while (std::next(at) != order.end() && measured_.events[*std::next(at)].kind != EventKind::Alloc)
+    while (std::next(at) != order.end() &&
+           measured_.events[*std::next(at)].kind != EventKind::Alloc)
         ++at;
     return *at;
 }
@@ -136,21 +137,19 @@ Trace TraceRewrite::build(const Prediction& prediction,
 
     // Which measured events belong to edited allocations (free_requested
     // events too: by address, in order).
-    std::unordered_map<uint64_t, uint32_t> edited_event;
+    // Flat, not hashed: every event is looked up.
+    constexpr uint32_t kUnedited = UINT32_MAX;
+    std::vector<uint32_t> edited_event(edits_.empty() ? 0 : events.size(), kUnedited);
     std::unordered_map<uint64_t, uint32_t> live_edited;  // address -> allocation
-    std::unordered_map<uint64_t, uint32_t> alloc_of;
-    for (const auto& [id, e] : edits_) alloc_of[device_.intervals[id].alloc_event] = id;
-    if (!alloc_of.empty()) {
+    for (const auto& [id, e] : edits_) edited_event[device_.intervals[id].alloc_event] = id;
+    if (!edits_.empty()) {
         for (uint64_t i : device_.trace_events) {
             const Event& ev = events[i];
             if (ev.kind == EventKind::Alloc) {
-                auto it = alloc_of.find(i);
-                if (it != alloc_of.end()) {
-                    live_edited[ev.address] = it->second;
-                    edited_event[i] = it->second;
-                } else {
+                if (edited_event[i] != kUnedited)
+                    live_edited[ev.address] = edited_event[i];
+                else if (!live_edited.empty())
                     live_edited.erase(ev.address);
-                }
             } else if (ev.kind == EventKind::FreeRequested || ev.kind == EventKind::FreeCompleted) {
                 auto it = live_edited.find(ev.address);
                 if (it == live_edited.end()) continue;
@@ -171,18 +170,24 @@ Trace TraceRewrite::build(const Prediction& prediction,
         if (e.fresh_address && !e.dropped)
             moved_address[id] = freshAddress(device_.intervals[id].size);
 
-    std::vector<Pending> out;
-    out.reserve(events.size() + copies_.size() * 2 + 64);
+    // Events that keep their place stay in the measured order (the map of
+    // times keeps it); the others are sorted apart and merged in.
+    // `stays`: 1 for an event that keeps its place, 0 for one dropped or
+    // moved (then in moved_out). Large traces are not copied a second time.
+    std::vector<uint8_t> stays(events.size(), 1);
+    std::vector<Pending> moved_out;
+    moved_out.reserve(copies_.size() * 2 + edits_.size() * 2 + 64);
     for (uint64_t i = 0; i < events.size(); ++i) {
+        if (edited_event.empty() || edited_event[i] == kUnedited) continue;
         Pending p;
         p.event = events[i];
         p.origin = i;
         p.inferred = inferredOf(i);
         p.time = map(events[i].time);
         p.order = afterEvent(i, 0);
-        auto it = edited_event.find(i);
-        if (it != edited_event.end()) {
-            const uint32_t id = it->second;
+        stays[i] = 0;
+        {
+            const uint32_t id = edited_event[i];
             const Edit& e = edits_.at(id);
             if (e.dropped) continue;
             const bool birth = events[i].kind == EventKind::Alloc;
@@ -204,7 +209,7 @@ Trace TraceRewrite::build(const Prediction& prediction,
             if (fresh_it != moved_address.end()) p.event.address = fresh_it->second;
         }
         p.event.time = p.time;
-        out.push_back(p);
+        moved_out.push_back(p);
     }
 
     for (const Copy& c : copies_) {
@@ -232,13 +237,34 @@ Trace TraceRewrite::build(const Prediction& prediction,
         death.order =
             death.time == birth.time ? std::max(c.free.order, birth.order + 1) : c.free.order;
         death.event.time = death.time;
-        out.push_back(birth);
-        out.push_back(death);
+        moved_out.push_back(birth);
+        moved_out.push_back(death);
     }
 
-    std::stable_sort(out.begin(), out.end(), [](const Pending& a, const Pending& b) {
+    auto before = [](const Pending& a, const Pending& b) {
         return a.time != b.time ? a.time < b.time : a.order < b.order;
-    });
+    };
+    auto staying = [&](uint64_t i) {
+        Pending p;
+        p.event = events[i];
+        p.origin = i;
+        p.inferred = inferredOf(i);
+        p.time = map(events[i].time);
+        p.event.time = p.time;
+        p.order = afterEvent(i, 0);
+        return p;
+    };
+    // The measured events in time order keep it through the map of times; a
+    // trace whose events are not is sorted whole.
+    const bool in_order =
+        std::is_sorted(events.begin(), events.end(),
+                       [](const Event& a, const Event& b) { return a.time < b.time; });
+    if (!in_order) {
+        for (uint64_t i = 0; i < events.size(); ++i)
+            if (stays[i]) moved_out.push_back(staying(i));
+        std::fill(stays.begin(), stays.end(), 0);
+    }
+    std::stable_sort(moved_out.begin(), moved_out.end(), before);
 
     Trace t;
     t.metadata = measured_.metadata;
@@ -268,17 +294,28 @@ Trace TraceRewrite::build(const Prediction& prediction,
     }
 
     std::vector<uint64_t> new_index(events.size(), kNoEvent);
-    t.events.reserve(out.size());
+    const size_t total =
+        static_cast<size_t>(std::count(stays.begin(), stays.end(), uint8_t{1})) + moved_out.size();
+    t.events.reserve(total);
     const bool inferred_out =
-        has_inferred || std::any_of(out.begin(), out.end(), [](const Pending& p) {
+        has_inferred || std::any_of(moved_out.begin(), moved_out.end(), [](const Pending& p) {
             return p.inferred.rule != CategoryRule::Recorded;
         });
-    if (inferred_out) t.inferred_categories.reserve(out.size());
-    for (const Pending& p : out) {
+    if (inferred_out) t.inferred_categories.reserve(total);
+    auto emit = [&](const Pending& p) {
         if (p.origin != kNoEvent) new_index[p.origin] = t.events.size();
         t.events.push_back(p.event);
         if (inferred_out) t.inferred_categories.push_back(p.inferred);
+    };
+    // Merge the staying events (in order) with the sorted others.
+    size_t m = 0;
+    for (uint64_t i = 0; i < events.size(); ++i) {
+        if (!stays[i]) continue;
+        const Pending p = staying(i);
+        while (m < moved_out.size() && before(moved_out[m], p)) emit(moved_out[m++]);
+        emit(p);
     }
+    while (m < moved_out.size()) emit(moved_out[m++]);
     for (const EventAttribute& a : measured_.attributes)
         if (a.event < new_index.size() && new_index[a.event] != kNoEvent)
             t.attributes.push_back({new_index[a.event], a.key, a.value});
@@ -298,7 +335,8 @@ Trace TraceRewrite::build(const Prediction& prediction,
         for (const auto& [id, address] : moved_address) {
             const AllocationInterval& a = device_.intervals[id];
             auto it = a.free_event == kNoEvent ? active.find(a.address) : active.end();
-            if (it != active.end()) t.allocator_state->blocks[it->second].state = BlockState::Inactive;
+            if (it != active.end())
+                t.allocator_state->blocks[it->second].state = BlockState::Inactive;
         }
     }
     for (Annotation a : measured_.annotations) {

@@ -78,8 +78,10 @@ Result<WhatIfReport> whatIf(const Trace& measured, const Timeline& timeline, std
     report.rows.push_back(base);
 
     std::vector<WhatIfPolicy> defaults;
-    if (policies.empty() && report.chain) {
-        defaults = defaultWhatIfPolicies(*report.chain);
+    if (policies.empty()) {
+        // Without layers, only the optimizer can move.
+        defaults = report.chain ? defaultWhatIfPolicies(*report.chain)
+                                : std::vector<WhatIfPolicy>{*parseWhatIfPolicy("opt-in-bwd")};
         policies = defaults;
     }
     for (size_t i = 0; i < policies.size(); ++i) {
@@ -105,7 +107,9 @@ Result<WhatIfReport> whatIf(const Trace& measured, const Timeline& timeline, std
                     no_layers.steps.push_back(
                         {b.start, b.end, *b.forward_start, *b.backward_start, *b.backward_end});
             if (no_layers.steps.empty()) {
-                row.refused = report.chain_problem;
+                row.refused =
+                    "no training step with both a forward and a backward phase (recorded or "
+                    "inferred): there is no backward to move the optimizer into";
                 report.rows.push_back(std::move(row));
                 continue;
             }

@@ -81,7 +81,8 @@ struct WhatIfOptions {
     bool keep_traces = false;
 };
 
-// Predicts `policies` (empty = defaultWhatIfPolicies) from the measured run.
+// Predicts `policies` (empty = defaultWhatIfPolicies, or opt-in-bwd alone
+// when the trace has no layers) from the measured run.
 // Progress counts policies done; a cancel returns a Cancelled error.
 Result<WhatIfReport> whatIf(const Trace& measured, const Timeline& timeline, std::string source,
                             std::span<const WhatIfPolicy> policies,

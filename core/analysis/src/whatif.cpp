@@ -124,7 +124,10 @@ Result<WhatIfReport> whatIf(const Trace& measured, const Timeline& timeline, std
         TimelineOptions topt;
         if (!options.keep_traces) topt.peak_top_stacks = 0;
         auto predicted = std::make_shared<const Trace>(std::move(sim->trace));
-        auto tl = Timeline::build(*predicted, ctx, topt);
+        // Only the cancel flag: progress counts policies, not events.
+        TaskContext inner;
+        inner.cancel = ctx.cancel;
+        auto tl = Timeline::build(*predicted, inner, topt);
         if (!tl) return tl.error();
         const DeviceTimeline* d = (*tl)->device(device->device);
         if (!d) return makeError("the prediction lost the device's events");

@@ -260,6 +260,29 @@ Trace makeModuleTrainingTrace(int layers, int steps) {
     return t;
 }
 
+Trace makeWhatIfSourceTrace(int steps) {
+    Trace t = makeTrainerLikeTrace("full", steps);
+    t.metadata.name = "mlp full";
+    // The trainer's block phases are where its modules ran: the same spans
+    // as module scopes, as the Python hook records a ModuleList's elements.
+    ModuleInterner in(t);
+    std::vector<ModuleScope> scopes;
+    for (const Phase& p : t.phases) {
+        if (p.kind == PhaseKind::Forward)
+            scopes.push_back({p.start, p.end, in.intern("MLP", ""), ModuleScopeKind::Forward});
+        if (p.kind != PhaseKind::Block || p.parent.isNull()) continue;
+        const PhaseKind around = t.phases[p.parent.value - 1].kind;
+        if (around != PhaseKind::Forward && around != PhaseKind::Backward) continue;
+        const std::string layer = "h." + std::to_string(p.block);
+        scopes.push_back({p.start, p.end, in.intern("MLP", layer),
+                          around == PhaseKind::Forward ? ModuleScopeKind::Forward
+                                                       : ModuleScopeKind::Backward});
+    }
+    t.modules.scopes = std::move(scopes);
+    t.modules.source = ModuleSource::Recorded;
+    return t;
+}
+
 QString writeTrace(const Trace& trace, const QString& path) {
     auto r = writeNativeTrace(trace, QFile::encodeName(path).toStdString());
     return r.ok() ? path : QString();

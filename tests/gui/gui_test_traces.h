@@ -45,6 +45,13 @@ inline constexpr int64_t kModulePeakBytes = 2250;
 // in reverse and makes gradients; parameters and optimizer state are outside.
 Trace makeModuleTrainingTrace(int layers = 6, int steps = 2);
 
+// A measured full-save run for the what-if: makeTrainerLikeTrace("full",
+// steps) (4 blocks, Step/Forward/Backward/Optimizer phases, each block's
+// activations born in its forward and freed in its backward) with recorded
+// module scopes: the root "" over each forward, and "h.0" … "h.3" (siblings
+// under "h") over each block's forward and backward.
+Trace makeWhatIfSourceTrace(int steps = 3);
+
 // Writes a native trace; returns the path, or an empty string on failure.
 QString writeTrace(const Trace& trace, const QString& path);
 

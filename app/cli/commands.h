@@ -31,6 +31,7 @@ Command addConvert(CLI::App& parent);
 Command addRecord(CLI::App& parent);
 Command addCompare(CLI::App& parent);
 Command addCheck(CLI::App& parent);
+Command addWhatIf(CLI::App& parent);
 
 // A size option's validator: "7.5GiB", "800MB", plain bytes.
 CLI::Validator byteSizeValidator();

@@ -22,8 +22,8 @@ struct LayerRun {
 
 struct ChainLayer {
     ModuleId module;
-    std::string name;          // "h.3", "block 3"
-    int64_t index = 0;         // the number in its name
+    std::string name;            // "h.3", "block 3"
+    int64_t index = 0;           // the number in its name
     std::vector<LayerRun> runs;  // one per step it ran in, by step
 };
 

@@ -48,16 +48,16 @@ std::string_view whatIfPolicyHelp();
 std::vector<WhatIfPolicy> defaultWhatIfPolicies(const LayerChain& chain);
 
 struct WhatIfRow {
-    std::string policy;    // "block", "full (measured)" for the measured row
-    bool measured = false;  // the source run itself, as measured
+    std::string policy;                  // "block", "full (measured)" for the measured row
+    bool measured = false;               // the source run itself, as measured
     std::optional<std::string> refused;  // why it cannot be predicted; the rest is empty
     int64_t peak_bytes = 0;
     int64_t delta_bytes = 0;  // against the measured run's peak
     std::array<std::optional<int64_t>, kTrainingPhaseCount> peaks_by_phase;
-    int64_t recompute_ns = 0;     // per step (mean after the first step)
-    double step_time_ratio = 1;   // predicted step time / measured step time
-    double step_ms = 0;           // predicted step time (mean after the first step)
-    bool on_frontier = false;     // among the rows that are not refused
+    int64_t recompute_ns = 0;    // per step (mean after the first step)
+    double step_time_ratio = 1;  // predicted step time / measured step time
+    double step_ms = 0;          // predicted step time (mean after the first step)
+    bool on_frontier = false;    // among the rows that are not refused
     std::vector<std::string> assumptions;
     // The predicted run (null for the measured and refused rows), marked by
     // Trace::prediction and named "POLICY (predicted)".
@@ -83,8 +83,8 @@ struct WhatIfOptions {
 
 // Predicts `policies` (empty = defaultWhatIfPolicies) from the measured run.
 // Progress counts policies done; a cancel returns a Cancelled error.
-Result<WhatIfReport> whatIf(const Trace& measured, const Timeline& timeline,
-                            std::string source, std::span<const WhatIfPolicy> policies,
+Result<WhatIfReport> whatIf(const Trace& measured, const Timeline& timeline, std::string source,
+                            std::span<const WhatIfPolicy> policies,
                             const WhatIfOptions& options = {}, const TaskContext& ctx = {});
 
 // The fastest policy predicted to fit, over the rows that are not refused
@@ -97,7 +97,9 @@ struct WhatIfBudget {
 };
 WhatIfBudget whatIfBudget(const WhatIfReport& report, int64_t budget_bytes);
 
-// The table for a person and the JSON of `memscope-cli whatif --json`.
+// The table for a person and the JSON of `memscope-cli whatif --json`;
+// `written_traces` is parallel to the rows: the file each prediction was
+// written to, "" for none.
 std::string whatIfText(const WhatIfReport& report, const std::optional<WhatIfBudget>& budget);
 std::string whatIfJson(const WhatIfReport& report, const std::optional<WhatIfBudget>& budget,
                        std::span<const std::string> written_traces);

@@ -1,0 +1,146 @@
+// memscope-cli whatif TRACE [--policy P]... [--budget SIZE] [--json] [--out DIR]
+//
+// Predicts, from one measured full-save run, what each checkpointing policy
+// would do to memory (core's whatif.h), and optionally writes the predicted
+// runs as native traces that compare, check and the GUI open like any run.
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "memscope/analysis/whatif.h"
+#include "memscope/base/units.h"
+#include "memscope/format/native_format.h"
+
+namespace memscope::cli {
+namespace {
+
+struct WhatIfCliOptions {
+    std::string path;
+    std::vector<std::string> policies;
+    std::string budget;
+    std::string out;
+    bool json = false;
+};
+
+// "<measured file stem>-<policy>.predicted.memscope" in DIR.
+std::string predictedPath(const std::string& dir, const std::string& source, const WhatIfRow& row) {
+    std::string stem = row.policy;
+    for (char& c : stem)
+        if (c == ':' || c == ',' || c == '/' || c == '+') c = c == '+' ? '+' : '-';
+    const std::string base = std::filesystem::path(source).stem().string();
+    return (std::filesystem::path(dir) / (base + "-" + stem + ".predicted.memscope")).string();
+}
+
+int run(const WhatIfCliOptions& o) {
+    auto policies = parseWhatIfPolicies(o.policies);
+    if (!policies) {
+        std::fprintf(stderr, "memscope-cli whatif: %s\n(policies: %s)\n",
+                     policies.message().c_str(), std::string(whatIfPolicyHelp()).c_str());
+        return 1;
+    }
+    std::optional<int64_t> budget;
+    if (!o.budget.empty()) {
+        auto b = parseByteSize(o.budget);
+        if (!b) {
+            std::fprintf(stderr, "memscope-cli whatif: --budget: %s\n", b.message().c_str());
+            return 1;
+        }
+        budget = *b;
+    }
+    if (!o.out.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(o.out, ec);
+        if (ec) {
+            std::fprintf(stderr, "memscope-cli whatif: --out %s: %s\n", o.out.c_str(),
+                         ec.message().c_str());
+            return 2;
+        }
+    }
+    auto opened = openWithProgress(o.path);
+    if (!opened) {
+        std::fprintf(stderr, "memscope-cli whatif: %s\n", opened.message().c_str());
+        return 2;
+    }
+    printWarnings("whatif", *opened);
+    if (opened->parts.size() != 1) {
+        std::fprintf(stderr,
+                     "memscope-cli whatif: %s holds %zu traces; give one rank's trace (one "
+                     "process's memory)\n",
+                     o.path.c_str(), opened->parts.size());
+        return 2;
+    }
+    const OpenedTrace& part = opened->parts.front();
+    TaskContext ctx;
+    const bool tty = isatty(fileno(stderr));
+    if (tty)
+        ctx.progress = [](uint64_t done, uint64_t total) {
+            std::fprintf(stderr, "\rmemscope-cli whatif: predicting %llu/%llu",
+                         (unsigned long long)done, (unsigned long long)total);
+            if (done == total) std::fputs("\r\033[K", stderr);
+        };
+    WhatIfOptions options;
+    options.keep_traces = !o.out.empty();
+    auto report = whatIf(*part.trace, *part.timeline, o.path, *policies, options, ctx);
+    if (!report) {
+        std::fprintf(stderr, "memscope-cli whatif: %s: %s\n", o.path.c_str(),
+                     report.message().c_str());
+        return 2;
+    }
+    std::vector<std::string> written(report->rows.size());
+    for (size_t i = 0; i < report->rows.size(); ++i) {
+        const WhatIfRow& row = report->rows[i];
+        if (!row.trace) continue;
+        const std::string file = predictedPath(o.out, o.path, row);
+        auto w = writeNativeTrace(*row.trace, file);
+        if (!w) {
+            std::fprintf(stderr, "memscope-cli whatif: writing %s: %s\n", file.c_str(),
+                         w.message().c_str());
+            return 2;
+        }
+        written[i] = file;
+    }
+    std::optional<WhatIfBudget> fit;
+    if (budget) fit = whatIfBudget(*report, *budget);
+    if (o.json) {
+        std::fputs(whatIfJson(*report, fit, written).c_str(), stdout);
+    } else {
+        std::fputs(whatIfText(*report, fit).c_str(), stdout);
+        for (const std::string& f : written)
+            if (!f.empty()) std::printf("  wrote %s\n", f.c_str());
+    }
+    return 0;
+}
+
+}  // namespace
+
+Command addWhatIf(CLI::App& parent) {
+    auto o = std::make_shared<WhatIfCliOptions>();
+    CLI::App* app = parent.add_subcommand(
+        "whatif", "predict each checkpointing policy's memory from one measured full-save run");
+    app->add_option("trace", o->path, "a full-save run: a trace file (one process)")->required();
+    app->add_option(
+        "--policy", o->policies,
+        "a policy to predict (repeatable, or a comma list): " + std::string(whatIfPolicyHelp()) +
+            "; default: every policy the trace's layers allow");
+    app->add_option("--budget", o->budget,
+                    "name the fastest policy predicted to fit SIZE (2.5GiB, 800MB)")
+        ->check(byteSizeValidator());
+    app->add_flag("--json", o->json, "print JSON");
+    app->add_option("--out", o->out,
+                    "write each predicted run to DIR as a native trace (compare, check and the "
+                    "GUI open them; they are marked predicted)");
+    app->footer(
+        "Predicted runs are simulations of the measured run, never measurements; each lists the "
+        "assumptions it made.\nExit status: 0 predicted, 1 usage error, 2 the run could not be "
+        "read or predicted from.");
+    return {app, [o] { return run(*o); }, {}};
+}
+
+}  // namespace memscope::cli

@@ -45,11 +45,11 @@ inline constexpr int64_t kModulePeakBytes = 2250;
 // in reverse and makes gradients; parameters and optimizer state are outside.
 Trace makeModuleTrainingTrace(int layers = 6, int steps = 2);
 
-// A measured full-save run for the what-if: makeTrainerLikeTrace("full",
-// steps) (4 blocks, Step/Forward/Backward/Optimizer phases, each block's
-// activations born in its forward and freed in its backward) with recorded
-// module scopes: the root "" over each forward, and "h.0" … "h.3" (siblings
-// under "h") over each block's forward and backward.
+// A measured full-save run for the what-if ("mlp full", recorded policy
+// "full", 10 ms steps): 4 layers "h.0" … "h.3" (recorded module scopes,
+// siblings under "h"), each saving a 3 MiB inner activation and a 1 MiB
+// output in its forward, both freed in its backward; parameters, gradients
+// and optimizer state outside; Step/Forward/Backward/Optimizer phases.
 Trace makeWhatIfSourceTrace(int steps = 3);
 
 // Writes a native trace; returns the path, or an empty string on failure.

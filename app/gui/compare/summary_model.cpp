@@ -28,8 +28,14 @@ void SummaryTableModel::setRuns(std::vector<CompareEntry> entries, int baseline,
     }
     columns_ = table_.columns();
     checks_ = memscope::predictionChecks(table_);
-    showChecks_ =
-        std::any_of(checks_.begin(), checks_.end(), [](const auto& c) { return bool(c); });
+    // Beside the baseline's difference, where the eye compares peaks.
+    checkColumn_ = -1;
+    if (std::any_of(checks_.begin(), checks_.end(), [](const auto& c) { return bool(c); })) {
+        const auto delta = std::find(columns_.begin(), columns_.end(),
+                                     CompareColumn{CompareColumnKind::PeakDelta});
+        checkColumn_ =
+            int(delta == columns_.end() ? columns_.size() : size_t(delta - columns_.begin()) + 1);
+    }
     endResetModel();
 }
 
@@ -38,12 +44,18 @@ void SummaryTableModel::setBaseline(int baseline) {
 }
 
 int SummaryTableModel::predictionCheckColumn() const {
-    return showChecks_ ? int(columns_.size()) : -1;
+    return checkColumn_;
+}
+
+int SummaryTableModel::coreColumn(int section) const {
+    if (section < 0 || section == checkColumn_) return -1;
+    const int at = checkColumn_ >= 0 && section > checkColumn_ ? section - 1 : section;
+    return size_t(at) < columns_.size() ? at : -1;
 }
 
 CompareColumn SummaryTableModel::column(int section) const {
-    return section >= 0 && size_t(section) < columns_.size() ? columns_[size_t(section)]
-                                                             : CompareColumn{};
+    const int at = coreColumn(section);
+    return at >= 0 ? columns_[size_t(at)] : CompareColumn{};
 }
 
 int SummaryTableModel::rowCount(const QModelIndex& parent) const {
@@ -51,15 +63,16 @@ int SummaryTableModel::rowCount(const QModelIndex& parent) const {
 }
 
 int SummaryTableModel::columnCount(const QModelIndex& parent) const {
-    return parent.isValid() ? 0 : int(columns_.size()) + (showChecks_ ? 1 : 0);
+    return parent.isValid() ? 0 : int(columns_.size()) + (checkColumn_ >= 0 ? 1 : 0);
 }
 
 QVariant SummaryTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
     if (role != Qt::DisplayRole) return {};
     if (orientation == Qt::Vertical) return section + 1;
     if (section == predictionCheckColumn()) return QStringLiteral("vs measured");
-    if (section < 0 || size_t(section) >= columns_.size()) return {};
-    return toQString(table_.header(columns_[size_t(section)]));
+    const int at = coreColumn(section);
+    if (at < 0) return {};
+    return toQString(table_.header(columns_[size_t(at)]));
 }
 
 QVariant SummaryTableModel::checkData(size_t row, int role) const {
@@ -83,8 +96,9 @@ QVariant SummaryTableModel::data(const QModelIndex& index, int role) const {
     const bool predicted = row < entries_.size() && entries_[row].predicted;
     if (role == PredictedRole) return predicted;
     if (index.column() == predictionCheckColumn()) return checkData(row, role);
-    if (size_t(index.column()) >= columns_.size()) return {};
-    const CompareColumn c = columns_[size_t(index.column())];
+    const int at = coreColumn(index.column());
+    if (at < 0) return {};
+    const CompareColumn c = columns_[size_t(at)];
     const bool isBaseline = row == table_.baseline;
     if (role == Qt::FontRole && (predicted || isBaseline)) {
         // Predicted rows read in italics throughout, so a glance tells them apart.

@@ -4,7 +4,7 @@
 // model only displays it. RawRole gives the numbers the CSV export writes.
 // Predicted runs (the what-if) are set in italics, say so in their tooltip,
 // and, where a measured run of their policy is compared too, get core's
-// check against it in a last column, "vs measured".
+// check against it in a column of its own, "vs measured".
 
 #include <QAbstractTableModel>
 #include <vector>
@@ -47,7 +47,8 @@ public:
     // The column shown at a model column (the Run column for the check's).
     CompareColumn column(int section) const;
     // The model column of "vs measured" (core's predictionChecks: a predicted
-    // peak against the measured run of its policy), -1 when no row has one.
+    // peak against the measured run of its policy), after the baseline's
+    // difference; -1 when no row has one.
     int predictionCheckColumn() const;
     const std::vector<std::optional<PredictionCheck>>& predictionChecks() const { return checks_; }
 
@@ -61,6 +62,8 @@ public:
     QString toTextTable() const;  // core's toText
 
 private:
+    // The index into columns_ shown at a model column; -1 for "vs measured" or none.
+    int coreColumn(int section) const;
     QVariant checkData(size_t row, int role) const;
     QString predictionTooltip(size_t row) const;
 
@@ -68,7 +71,7 @@ private:
     CompareTable table_;
     std::vector<CompareColumn> columns_;
     std::vector<std::optional<PredictionCheck>> checks_;  // per row
-    bool showChecks_ = false;
+    int checkColumn_ = -1;  // the model column of "vs measured", -1 = none
 };
 
 }  // namespace memscope::gui

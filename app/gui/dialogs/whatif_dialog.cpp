@@ -163,7 +163,7 @@ void WhatIfDialog::setExtraPolicies(const QString& text) {
 }
 
 QString WhatIfDialog::policyError() const {
-    return extraError_->isVisible() ? extraError_->text() : QString();
+    return policyError_;
 }
 
 Result<std::vector<WhatIfPolicy>> WhatIfDialog::policies() const {
@@ -187,8 +187,9 @@ Result<std::vector<WhatIfPolicy>> WhatIfDialog::policies() const {
 
 void WhatIfDialog::updateState() {
     const auto chosen = policies();
-    extraError_->setVisible(!chosen.ok());
-    if (!chosen.ok()) extraError_->setText(toQString(chosen.message()));
+    policyError_ = chosen.ok() ? QString() : toQString(chosen.message());
+    extraError_->setText(policyError_);
+    extraError_->setVisible(!policyError_.isEmpty());
     const bool running = runner_->isBusy();
     predict_->setEnabled(!running && chosen.ok() && !chosen->empty());
     cancel_->setEnabled(running);

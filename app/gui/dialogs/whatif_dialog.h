@@ -66,6 +66,7 @@ private:
     RunPtr run_;
     std::optional<LayerChain> chain_;
     QString chainProblem_;
+    QString policyError_;  // core's parser on the typed policies
     std::vector<WhatIfPolicy> offered_;
     QStringList refusals_;
     WhatIfRunner* runner_ = nullptr;

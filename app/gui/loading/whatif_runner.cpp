@@ -23,9 +23,25 @@ Result<WhatIfOutcome> runWhatIf(RunPtr source, std::span<const WhatIfPolicy> pol
     // The predictions name where they came from as the CLI does: the file, else the run.
     const std::string from = !part->path.isEmpty() ? QFileInfo(part->path).fileName().toStdString()
                                                    : source->name.toStdString();
+    // The policies named, else core's default sweep for the run's layers,
+    // resolved here so that the count is known before the first is done.
+    std::vector<WhatIfPolicy> chosen(policies.begin(), policies.end());
+    if (chosen.empty()) {
+        const DeviceTimeline* busiest = source->timeline(source->busiestDevice());
+        auto chain = findLayerChain(*part->trace, busiest ? busiest->device : int16_t(0));
+        if (chain.ok()) chosen = defaultWhatIfPolicies(*chain);
+    }
+    // Progress counts policies: core also hands the context to each
+    // prediction's timeline build, whose reports count events; those are
+    // left out.
+    TaskContext inner = ctx;
+    const uint64_t count = chosen.size();
+    inner.progress = [&ctx, count](uint64_t done, uint64_t total) {
+        if (total == count) ctx.report(done, total);
+    };
     WhatIfOptions options;
     options.keep_traces = true;
-    auto report = whatIf(*part->trace, *part->timeline, from, policies, options, ctx);
+    auto report = whatIf(*part->trace, *part->timeline, from, chosen, options, inner);
     if (!report.ok()) return report.error();
     WhatIfOutcome out;
     out.source = source;

@@ -32,7 +32,9 @@ struct WhatIfOutcome {
 const RunPart* whatIfPart(const Run& run);
 
 // Core's whatIf on the run's part, with the predicted traces kept, and a Run
-// made of each. Blocking; call it off the GUI thread (the runner, tests).
+// made of each; `policies` empty: core's default sweep for the run's layers.
+// Progress counts policies done. Blocking; call it off the GUI thread (the
+// runner, tests).
 Result<WhatIfOutcome> runWhatIf(RunPtr source, std::span<const WhatIfPolicy> policies,
                                 const TaskContext& ctx = {});
 

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
 
     memscope::gui::MainWindow window;
     window.show();
+    if (options.whatif) window.whatIfAfterLoad(*options.whatif);
     window.openPaths(options.paths, options.compare);
     return app.exec();
 }

@@ -260,6 +260,83 @@ Trace makeModuleTrainingTrace(int layers, int steps) {
     return t;
 }
 
+Trace makeWhatIfSourceTrace(int steps) {
+    Trace t;
+    t.metadata.name = "mlp full";
+    t.metadata.source_format = "test";
+    constexpr int kLayers = 4;
+    constexpr uint64_t kMiB = 1 << 20;
+    RunMetrics metrics;
+    metrics.policy = "full";
+    metrics.step_ns.assign(size_t(steps), 10'000'000);
+    metrics.recompute_ns.assign(size_t(steps), 0);
+    t.metrics = metrics;
+    ModuleInterner in(t);
+    const ModuleId root = in.intern("MLP", "");
+    std::vector<ModuleId> layers;
+    for (int l = 0; l < kLayers; ++l) layers.push_back(in.intern("MLP", "h." + std::to_string(l)));
+    int64_t now = 1'000'000'000;  // ns
+    uint64_t next = 0x7f0000000000;
+    auto alloc = [&](uint64_t size, Category c, PhaseId ph) {
+        const uint64_t a = next;
+        next += size;
+        t.events.push_back(ev(now, EventKind::Alloc, a, size, c, {}, ph));
+        now += 1000;
+        return a;
+    };
+    auto release = [&](uint64_t a, uint64_t size, Category c, PhaseId ph) {
+        t.events.push_back(ev(now, EventKind::FreeCompleted, a, size, c, {}, ph));
+        now += 1000;
+    };
+    auto phase = [&](const std::string& name, PhaseKind k, PhaseId parent, int s) {
+        return t.addPhase({t.internString(name), k, parent, s, -1, -1, now, now});
+    };
+    auto close = [&](PhaseId p) { t.phases[p.value - 1].end = now; };
+    for (int l = 0; l < kLayers; ++l) alloc(kMiB, Category::Parameter, {});
+    std::vector<uint64_t> grads, state;
+    for (int s = 0; s < steps; ++s) {
+        const PhaseId step = phase("step " + std::to_string(s), PhaseKind::Step, {}, s);
+        const PhaseId fwd = phase("forward", PhaseKind::Forward, step, s);
+        const int64_t f0 = now;
+        // Each layer saves an inner activation (what checkpointing frees) and
+        // its output (the next layer's input, which the checkpoint keeps).
+        std::vector<std::array<uint64_t, 2>> saved;
+        for (int l = 0; l < kLayers; ++l) {
+            const int64_t l0 = now;
+            const uint64_t inner = alloc(3 * kMiB, Category::Activation, fwd);
+            const uint64_t tmp = alloc(kMiB / 4, Category::Temporary, fwd);
+            release(tmp, kMiB / 4, Category::Temporary, fwd);
+            const uint64_t out = alloc(kMiB, Category::Activation, fwd);
+            now += 500'000;
+            saved.push_back({inner, out});
+            t.modules.scopes.push_back({l0, now, layers[size_t(l)], ModuleScopeKind::Forward});
+        }
+        t.modules.scopes.push_back({f0, now, root, ModuleScopeKind::Forward});
+        close(fwd);
+        const PhaseId bwd = phase("backward", PhaseKind::Backward, step, s);
+        for (int l = kLayers - 1; l >= 0; --l) {
+            const int64_t l0 = now;
+            if (s == 0) grads.push_back(alloc(kMiB, Category::Gradient, bwd));
+            now += 500'000;
+            release(saved[size_t(l)][0], 3 * kMiB, Category::Activation, bwd);
+            release(saved[size_t(l)][1], kMiB, Category::Activation, bwd);
+            t.modules.scopes.push_back({l0, now, layers[size_t(l)], ModuleScopeKind::Backward});
+        }
+        close(bwd);
+        const PhaseId opt = phase("optimizer", PhaseKind::Optimizer, step, s);
+        if (s == 0)
+            for (int l = 0; l < kLayers; ++l)
+                state.push_back(alloc(2 * kMiB, Category::OptimizerState, opt));
+        const uint64_t tmp = alloc(kLayers * kMiB, Category::Temporary, opt);
+        now += 200'000;
+        release(tmp, kLayers * kMiB, Category::Temporary, opt);
+        close(opt);
+        close(step);
+    }
+    t.modules.source = ModuleSource::Recorded;
+    return t;
+}
+
 QString writeTrace(const Trace& trace, const QString& path) {
     auto r = writeNativeTrace(trace, QFile::encodeName(path).toStdString());
     return r.ok() ? path : QString();

@@ -45,6 +45,13 @@ inline constexpr int64_t kModulePeakBytes = 2250;
 // in reverse and makes gradients; parameters and optimizer state are outside.
 Trace makeModuleTrainingTrace(int layers = 6, int steps = 2);
 
+// A measured full-save run for the what-if ("mlp full", recorded policy
+// "full", 10 ms steps): 4 layers "h.0" … "h.3" (recorded module scopes,
+// siblings under "h"), each saving a 3 MiB inner activation and a 1 MiB
+// output in its forward, both freed in its backward; parameters, gradients
+// and optimizer state outside; Step/Forward/Backward/Optimizer phases.
+Trace makeWhatIfSourceTrace(int steps = 3);
+
 // Writes a native trace; returns the path, or an empty string on failure.
 QString writeTrace(const Trace& trace, const QString& path);
 

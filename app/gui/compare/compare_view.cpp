@@ -170,12 +170,18 @@ void CompareView::setRuns(std::vector<RunPtr> runs) {
     baselineBox_->clear();
     diffA_->clear();
     diffB_->clear();
+    bool predictedLegend = false;
     for (size_t i = 0; i < runs_.size(); ++i) {
         devices_.push_back(runs_[i]->busiestDevice());
         auto* plot = new TimelinePlot(grid_);
         plot->setMinimumHeight(260);
         plot->setZoomState(zoom_);
-        plot->setLegendVisible(i == 0);  // one legend is enough: colours are shared
+        // One legend is enough, colours are shared; the first predicted run's
+        // plot shows one too, for its hatching.
+        const Trace* trace = runs_[i]->trace(devices_.back());
+        const bool firstPredicted = trace && trace->prediction && !predictedLegend;
+        predictedLegend = predictedLegend || firstPredicted;
+        plot->setLegendVisible(i == 0 || firstPredicted);
         plot->setStackMode(stack_);
         plot->setStackByModule(byModule_);
         connect(plot, &TimelinePlot::hoverChanged, this, [this, i](const QString& t) {

@@ -41,6 +41,7 @@ void PolicyMap::setEntries(const std::vector<CompareEntry>& entries) {
     entries_ = entries;
     points_.clear();
     entry_of_point_.clear();
+    predicted_.clear();
     size_t untimed = 0;
     for (size_t i = 0; i < entries.size(); ++i) {
         const RunSummary& s = entries[i].summary;
@@ -51,20 +52,40 @@ void PolicyMap::setEntries(const std::vector<CompareEntry>& entries) {
         points_.push_back(
             {entries[i].shownName().toStdString(), s.peak_bytes, *s.step_time_s * 1e3});
         entry_of_point_.push_back(int(i));
+        predicted_.push_back(entries[i].predicted);
     }
+    // One frontier over what the map shows, measured and predicted alike, as
+    // core's what-if ranks its predictions with the measured run; the markers
+    // keep the two apart.
     frontier_ = memscope::onFrontier(points_);
 
     plot_->clearGraphs();
     plot_->clearItems();
+    const bool anyPredicted =
+        std::find(predicted_.begin(), predicted_.end(), true) != predicted_.end();
+    const QColor frontColor = categoryColor(Category::Activation);
     QCPGraph* all = plot_->addGraph();
     all->setLineStyle(QCPGraph::lsNone);
     all->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 8));
-    all->setName(QStringLiteral("runs"));
+    all->setName(anyPredicted ? QStringLiteral("measured runs") : QStringLiteral("runs"));
+    // Predicted runs: hollow diamonds, never the measured runs' circles.
+    QCPGraph* guessed = plot_->addGraph();
+    guessed->setLineStyle(QCPGraph::lsNone);
+    guessed->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDiamond,
+                                             QPen(frontColor.darker(130), 1.8), Qt::NoBrush, 12));
+    guessed->setName(QStringLiteral("predicted (what-if)"));
+    // The frontier's line, and a disc on its measured points (a predicted
+    // point on it keeps its diamond).
     QCPGraph* front = plot_->addGraph();
     front->setLineStyle(QCPGraph::lsLine);
-    front->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 9));
+    front->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssNone));
     front->setName(QStringLiteral("frontier"));
-    front->setPen(QPen(categoryColor(Category::Activation), 2));
+    front->setPen(QPen(frontColor, 2));
+    QCPGraph* frontDiscs = plot_->addGraph();
+    frontDiscs->setLineStyle(QCPGraph::lsNone);
+    frontDiscs->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 9));
+    frontDiscs->setPen(QPen(frontColor, 2));
+    frontDiscs->removeFromLegend();
     std::vector<size_t> order(points_.size());
     std::iota(order.begin(), order.end(), size_t(0));
     std::sort(order.begin(), order.end(),
@@ -72,8 +93,9 @@ void PolicyMap::setEntries(const std::vector<CompareEntry>& entries) {
     double xmin = points_.empty() ? 0 : points_[order.front()].step_ms, xmax = 1, ymax = 1;
     for (size_t k : order) {
         const double x = points_[k].step_ms, y = double(points_[k].peak_bytes);
-        all->addData(x, y);
+        (predicted_[k] ? guessed : all)->addData(x, y);
         if (frontier_[k]) front->addData(x, y);
+        if (frontier_[k] && !predicted_[k]) frontDiscs->addData(x, y);
         xmax = std::max(xmax, x);
         ymax = std::max(ymax, y);
         auto* label = new QCPItemText(plot_);
@@ -87,6 +109,7 @@ void PolicyMap::setEntries(const std::vector<CompareEntry>& entries) {
     const double span = std::max(xmax - xmin, 0.05 * xmax);
     plot_->xAxis->setRange(std::max(0.0, xmin - 0.1 * span), xmax + 0.35 * span);
     plot_->yAxis->setRange(0, ymax * 1.15);
+    if (!anyPredicted) guessed->removeFromLegend();
     plot_->legend->setVisible(!points_.empty());
     note_->setText(
         untimed ? QStringLiteral("%1 run(s) without a step time (no steps recorded or inferred) "
@@ -95,6 +118,10 @@ void PolicyMap::setEntries(const std::vector<CompareEntry>& entries) {
                 : QString());
     note_->setVisible(untimed > 0);
     applyPlotPalette(plot_, palette());  // also replots
+}
+
+size_t PolicyMap::predictedCount() const {
+    return size_t(std::count(predicted_.begin(), predicted_.end(), true));
 }
 
 QPointF PolicyMap::pixelOf(size_t point) const {
@@ -120,8 +147,10 @@ QString PolicyMap::describe(size_t point) const {
     const PolicyPoint& p = points_[point];
     const RunSummary& s = entries_[size_t(entry_of_point_[point])].summary;
     QStringList lines;
-    lines << QStringLiteral("<b>%1</b>: peak %2, %3 ms per step%4")
-                 .arg(toQString(p.name).toHtmlEscaped(), formatBytes(double(p.peak_bytes)))
+    lines << QStringLiteral("<b>%1</b>: %2peak %3, %4 ms per step%5")
+                 .arg(toQString(p.name).toHtmlEscaped(),
+                      predicted_[point] ? QStringLiteral("predicted ") : QString(),
+                      formatBytes(double(p.peak_bytes)))
                  .arg(p.step_ms, 0, 'f', 2)
                  .arg(frontier_[point] ? QStringLiteral(", on the frontier") : QString());
     for (Category c : kAllCategories) {

@@ -1,8 +1,9 @@
 #pragma once
 // The policy map: one point per compared run, peak memory against step time,
 // with the frontier (core's policy_frontier.h: no other run both smaller and
-// faster) drawn through its points. Hovering a point shows the run's peak
-// composition; clicking it asks for the run to be opened.
+// faster) drawn through its points. Predicted runs (the what-if) are hollow
+// diamonds beside the measured runs' circles, with their own legend entry. Hovering a point shows
+// the run's peak composition; clicking it asks for the run to be opened.
 
 #include <QWidget>
 #include <vector>
@@ -27,6 +28,9 @@ public:
     size_t pointCount() const { return points_.size(); }
     int entryOfPoint(size_t point) const { return entry_of_point_[point]; }
     bool onFrontier(size_t point) const { return frontier_[point]; }
+    // Whether a point is a predicted run's (drawn as a hollow diamond).
+    bool isPredicted(size_t point) const { return predicted_[point]; }
+    size_t predictedCount() const;
     // The point within a few pixels of `pixel` (plot coordinates), else -1.
     int pointAt(const QPointF& pixel) const;
     // Where a point is drawn, in plot coordinates.
@@ -51,6 +55,7 @@ private:
     std::vector<PolicyPoint> points_;
     std::vector<int> entry_of_point_;
     std::vector<bool> frontier_;
+    std::vector<bool> predicted_;  // parallel to points_
 };
 
 }  // namespace memscope::gui

@@ -2,12 +2,16 @@
 // The compare table as a Qt model. Every figure and every cell's text comes
 // from core's CompareTable (the same one `memscope-cli compare` prints); the
 // model only displays it. RawRole gives the numbers the CSV export writes.
+// Predicted runs (the what-if) are set in italics, say so in their tooltip,
+// and, where a measured run of their policy is compared too, get core's
+// check against it in a column of its own, "vs measured".
 
 #include <QAbstractTableModel>
 #include <vector>
 
 #include "loading/run.h"
 #include "memscope/analysis/compare_table.h"
+#include "memscope/analysis/prediction_check.h"
 
 namespace memscope::gui {
 
@@ -19,6 +23,8 @@ struct CompareEntry {
     // The run as shown: its name, told apart from the others' (distinctNames);
     // "" = the run's own name.
     QString name;
+    // A what-if's predicted run (Trace::prediction), filled by setRuns.
+    bool predicted = false;
 
     QString shownName() const { return !name.isEmpty() ? name : run ? run->name : QString(); }
 };
@@ -27,6 +33,8 @@ class SummaryTableModel : public QAbstractTableModel {
     Q_OBJECT
 public:
     static constexpr int RawRole = Qt::UserRole + 1;
+    // Any cell: whether the row is a predicted run.
+    static constexpr int PredictedRole = Qt::UserRole + 2;
 
     explicit SummaryTableModel(QObject* parent = nullptr);
     // Builds the table with core's buildCompareTable; `entries`' summaries are
@@ -36,8 +44,13 @@ public:
     int baseline() const { return int(table_.baseline); }
     const std::vector<CompareEntry>& entries() const { return entries_; }
     const CompareTable& table() const { return table_; }
-    // The column shown at a model column.
+    // The column shown at a model column (the Run column for the check's).
     CompareColumn column(int section) const;
+    // The model column of "vs measured" (core's predictionChecks: a predicted
+    // peak against the measured run of its policy), after the baseline's
+    // difference; -1 when no row has one.
+    int predictionCheckColumn() const;
+    const std::vector<std::optional<PredictionCheck>>& predictionChecks() const { return checks_; }
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -49,9 +62,16 @@ public:
     QString toTextTable() const;  // core's toText
 
 private:
+    // The index into columns_ shown at a model column; -1 for "vs measured" or none.
+    int coreColumn(int section) const;
+    QVariant checkData(size_t row, int role) const;
+    QString predictionTooltip(size_t row) const;
+
     std::vector<CompareEntry> entries_;
     CompareTable table_;
     std::vector<CompareColumn> columns_;
+    std::vector<std::optional<PredictionCheck>> checks_;  // per row
+    int checkColumn_ = -1;  // the model column of "vs measured", -1 = none
 };
 
 }  // namespace memscope::gui

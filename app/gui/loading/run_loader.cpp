@@ -18,15 +18,14 @@ const PluginRegistry& pluginRegistry() {
 
 namespace {
 
-// A run part from core's opened trace, with what the by-allocation view and
-// the out-of-memory banner need computed here on the loader thread.
-RunPart toPart(OpenedTrace opened, const QString& path) {
+// A run part from a trace and its timeline, with what the by-allocation view
+// and the out-of-memory banner need computed here on the loader thread.
+RunPart toPart(std::shared_ptr<const Trace> trace, std::shared_ptr<const Timeline> timeline,
+               const QString& path) {
     RunPart part;
-    part.trace = std::move(opened.trace);
-    part.timeline = std::move(opened.timeline);
+    part.trace = std::move(trace);
+    part.timeline = std::move(timeline);
     part.path = path;
-    part.format = QString::fromStdString(opened.format);
-    part.warnings = std::move(opened.warnings);
     part.modules = std::make_shared<const ModuleAttribution>(*part.trace);
     for (const DeviceTimeline& d : part.timeline->devices()) {
         part.allocations.push_back(
@@ -38,7 +37,24 @@ RunPart toPart(OpenedTrace opened, const QString& path) {
     return part;
 }
 
+RunPart toPart(OpenedTrace opened, const QString& path) {
+    RunPart part = toPart(std::move(opened.trace), std::move(opened.timeline), path);
+    part.format = QString::fromStdString(opened.format);
+    part.warnings = std::move(opened.warnings);
+    return part;
+}
+
 }  // namespace
+
+RunPtr makeRun(std::shared_ptr<const Trace> trace, std::shared_ptr<const Timeline> timeline,
+               const QString& name, const QString& format) {
+    if (!trace || !timeline) return nullptr;
+    auto run = std::make_shared<Run>();
+    run->name = name;
+    run->parts.push_back(toPart(std::move(trace), std::move(timeline), QString()));
+    run->parts.back().format = format;
+    return run;
+}
 
 Result<RunPtr> makeRun(Trace trace, const QString& path, const TaskContext& ctx) {
     std::string name = trace.metadata.name.empty()

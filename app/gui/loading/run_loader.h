@@ -27,6 +27,12 @@ Result<RunPtr> loadRun(const QString& path, const TaskContext& ctx);
 // Builds a run from a trace already in memory (tests, the benchmark).
 Result<RunPtr> makeRun(Trace trace, const QString& path, const TaskContext& ctx = {});
 
+// A run of a trace and timeline core already built, with no file behind it
+// (the what-if's predicted runs); null when either is missing. Blocking: it
+// indexes the allocations, as loading does.
+RunPtr makeRun(std::shared_ptr<const Trace> trace, std::shared_ptr<const Timeline> timeline,
+               const QString& name, const QString& format);
+
 class RunLoader : public QObject {
     Q_OBJECT
 public:

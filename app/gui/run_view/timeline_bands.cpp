@@ -97,6 +97,7 @@ BandSet computeBands(const DeviceTimeline& tl, const AxisMap& map, const BandReq
 
     out.xs.reserve(src.size());
     for (int64_t x : src) out.xs.push_back(map.forward(x));
+    out.total = total;  // a predicted run's hatching covers it, whatever is stacked
 
     if (req.modules) {
         addModuleBands(out, *req.modules, src, total, lo, hi, n);

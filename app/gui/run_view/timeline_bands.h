@@ -36,6 +36,7 @@ struct Band {
 struct BandSet {
     std::vector<double> xs;          // shared-axis x, ascending
     std::vector<Band> bands;         // bottom first
+    std::vector<double> total;       // the live total at each of xs, in every mode
     std::vector<double> reserved_x;  // shared-axis x
     std::vector<double> reserved_y;
     double y_max = 0;  // highest value drawn (by allocation: the live total's)

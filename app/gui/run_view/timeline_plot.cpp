@@ -63,6 +63,9 @@ struct TimelinePlot::Parts {
     QCPTextElement* title = nullptr;
     std::vector<QCPGraph*> bandGraphs;  // drawn in order: top band first
     QCPGraph* reserved = nullptr;
+    // A predicted run (Trace::prediction): its live total hatched over the
+    // bands, with a dashed edge, so it is never read as a measurement.
+    QCPGraph* predicted = nullptr;
     QCPItemStraightLine* cursor = nullptr;
     QCPItemStraightLine* pinStart = nullptr;
     QCPItemStraightLine* pinEnd = nullptr;
@@ -106,6 +109,12 @@ TimelinePlot::TimelinePlot(QWidget* parent) : QWidget(parent), p_(std::make_uniq
     plot_->addLayer(QStringLiteral("reserved"), plot_->layer(QStringLiteral("main")),
                     QCustomPlot::limAbove);
     p_->reserved->setLayer(QStringLiteral("reserved"));
+    p_->predicted =
+        plot_->addGraph(p_->main->axis(QCPAxis::atBottom), p_->main->axis(QCPAxis::atLeft));
+    p_->predicted->setLineStyle(QCPGraph::lsStepLeft);
+    p_->predicted->setName(QStringLiteral("predicted (hatched)"));
+    p_->predicted->setLayer(QStringLiteral("reserved"));
+    p_->predicted->setVisible(false);
     p_->allocations = new AllocationLayer(plot_, p_->main);
     p_->allocations->setVisible(false);
     auto makeLine = [this](Qt::PenStyle style) {
@@ -360,6 +369,16 @@ void TimelinePlot::updateHighlight() {
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
+bool TimelinePlot::isPredicted() const {
+    const Trace* trace = run_ ? run_->trace(ref_) : nullptr;
+    return trace && trace->prediction.has_value();
+}
+
+bool TimelinePlot::drawsPredictedHatch() const {
+    return p_->predicted->visible() && !p_->predicted->data()->isEmpty() &&
+           p_->predicted->brush().style() == Qt::BDiagPattern;
+}
+
 const AllocationLayout& TimelinePlot::allocationLayout() const {
     return p_->allocations->layout();
 }
@@ -507,6 +526,16 @@ void TimelinePlot::rebuild(bool replot) {
         rdata[qsizetype(i)] = QCPGraphData(bands_.reserved_x[i], bands_.reserved_y[i]);
     p_->reserved->data()->set(rdata, true);
     if (!rdata.isEmpty()) p_->reserved->addToLegend();
+    const bool predicted = isPredicted();
+    QVector<QCPGraphData> pdata;
+    if (predicted) {
+        pdata.resize(qsizetype(std::min(bands_.xs.size(), bands_.total.size())));
+        for (qsizetype i = 0; i < pdata.size(); ++i)
+            pdata[i] = QCPGraphData(bands_.xs[size_t(i)], bands_.total[size_t(i)]);
+    }
+    p_->predicted->data()->set(pdata, true);
+    p_->predicted->setVisible(predicted);
+    if (predicted) p_->predicted->addToLegend();
 
     p_->main->axis(QCPAxis::atBottom)->setRange(zoom_->begin(), zoom_->end());
     p_->main->axis(QCPAxis::atLeft)->setRange(0, ymax);
@@ -520,6 +549,12 @@ void TimelinePlot::applyPalette() {
     QPen reservedPen(reservedColor(pal), 1.5);
     reservedPen.setCosmetic(true);  // the raster engine's fast path
     p_->reserved->setPen(reservedPen);
+    QColor hatch = pal.color(QPalette::WindowText);
+    hatch.setAlpha(140);
+    p_->predicted->setBrush(QBrush(hatch, Qt::BDiagPattern));
+    QPen edge(pal.color(QPalette::WindowText), 1.5, Qt::DashLine);
+    edge.setCosmetic(true);
+    p_->predicted->setPen(edge);
     p_->peak->setColor(pal.color(QPalette::WindowText));
     p_->message->setColor(pal.color(QPalette::WindowText));
     p_->message->setBrush(pal.color(QPalette::Base));

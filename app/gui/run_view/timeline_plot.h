@@ -70,6 +70,10 @@ public:
     const BandSet& bands() const { return bands_; }
     // By allocation: what is drawn, columns of stacked allocations.
     const AllocationLayout& allocationLayout() const;
+    // Whether the run shown is a prediction (Trace::prediction), and whether
+    // its hatching is drawn over the bands.
+    bool isPredicted() const;
+    bool drawsPredictedHatch() const;
     // Shared-axis x of each out-of-memory event marked on the plot.
     const std::vector<double>& oomMarks() const { return oomXs_; }
 

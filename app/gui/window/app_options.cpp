@@ -47,7 +47,14 @@ AppOptions parseOptions(const QStringList& arguments) {
                        "'composition', 'policy-map', 'theory', 'difference' or 'modules' (default: "
                        "summary)."),
         QStringLiteral("TAB"));
-    parser.addOptions({compare, screenshot, size, dark, colorBy, align, tab});
+    const QCommandLineOption whatif(
+        QStringLiteral("whatif"),
+        QStringLiteral("Predict other checkpointing policies from the first file (a run saving "
+                       "every activation) and compare them with it: POLICY[,POLICY...] "
+                       "(e.g. block,sqrt,layers:0,2), or 'default' for every policy its layers "
+                       "allow."),
+        QStringLiteral("POLICIES"));
+    parser.addOptions({compare, screenshot, size, dark, colorBy, align, tab, whatif});
     parser.addPositionalArgument(QStringLiteral("files"),
                                  QStringLiteral("Traces or folders of per-rank traces."),
                                  QStringLiteral("[FILES...]"));
@@ -81,13 +88,32 @@ AppOptions parseOptions(const QStringList& arguments) {
         else if (o.screenshot.isEmpty())
             o.error = QStringLiteral("--color-by applies to --screenshot");
     }
+    if (parser.isSet(whatif)) {
+        const QString text = parser.value(whatif);
+        if (text == QLatin1String("default")) {
+            o.whatif.emplace();
+        } else {
+            const std::vector<std::string> words{text.toStdString()};
+            auto policies = parseWhatIfPolicies(words);
+            if (policies.ok() && policies->empty())
+                o.error = QStringLiteral("--whatif wants POLICY[,POLICY...] or 'default'");
+            else if (policies.ok())
+                o.whatif = std::move(*policies);
+            else
+                o.error =
+                    QStringLiteral("--whatif: %1").arg(QString::fromStdString(policies.message()));
+        }
+        if (o.paths.isEmpty()) o.error = QStringLiteral("--whatif needs a file to predict from");
+    }
+    // The compare view is shown with --compare, and with --whatif's predictions.
+    const bool comparing = o.compare || o.whatif.has_value();
     if (parser.isSet(align)) {
         o.align = alignModeFromString(parser.value(align).toStdString());
         if (!o.align)
             o.error = QStringLiteral("--align wants 'time', 'step' or 'phase', not '%1'")
                           .arg(parser.value(align));
-        else if (o.screenshot.isEmpty() || !o.compare)
-            o.error = QStringLiteral("--align applies to --screenshot with --compare");
+        else if (o.screenshot.isEmpty() || !comparing)
+            o.error = QStringLiteral("--align applies to --screenshot with --compare or --whatif");
     }
     if (parser.isSet(tab)) {
         o.compare_tab = parser.value(tab);
@@ -95,8 +121,9 @@ AppOptions parseOptions(const QStringList& arguments) {
         if (!kTabs.contains(o.compare_tab))
             o.error = QStringLiteral("--compare-tab wants one of %1, not '%2'")
                           .arg(kTabs.join(QStringLiteral(", ")), o.compare_tab);
-        else if (o.screenshot.isEmpty() || !o.compare)
-            o.error = QStringLiteral("--compare-tab applies to --screenshot with --compare");
+        else if (o.screenshot.isEmpty() || !comparing)
+            o.error =
+                QStringLiteral("--compare-tab applies to --screenshot with --compare or --whatif");
     }
     if (!o.screenshot.isEmpty() && o.paths.isEmpty())
         o.error = QStringLiteral("--screenshot needs at least one file");

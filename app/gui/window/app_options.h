@@ -1,12 +1,14 @@
 #pragma once
-// The command line: paths to open, --compare, --screenshot OUT.png.
+// The command line: paths to open, --compare, --whatif, --screenshot OUT.png.
 
 #include <QSize>
 #include <QStringList>
 #include <optional>
+#include <vector>
 
 #include "memscope/analysis/alignment.h"
 #include "memscope/analysis/allocation_order.h"
+#include "memscope/analysis/whatif.h"
 
 class QCoreApplication;
 
@@ -22,7 +24,10 @@ struct AppOptions {
     bool color_by_module = false;                 // screenshot: stack by module instead
     std::optional<memscope::AlignMode> align;     // compare screenshot: alignment (default: time)
     QString compare_tab;                          // compare screenshot: one of compareTabNames()
-    QString error;                                // non-empty: bad command line
+    // --whatif: predict these policies (empty: core's default sweep) from the
+    // first run opened, and show them in the compare view.
+    std::optional<std::vector<memscope::WhatIfPolicy>> whatif;
+    QString error;  // non-empty: bad command line
 };
 
 AppOptions parseOptions(const QStringList& arguments);

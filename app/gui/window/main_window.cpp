@@ -92,6 +92,38 @@ MainWindow::MainWindow(bool persistSettings, QWidget* parent)
     if (!errors_.isEmpty()) status_->setText(errors_.join(QStringLiteral("; ")));
 
     connect(cancel_, &QPushButton::clicked, loader_, &RunLoader::cancel);
+    // The what-if the command line starts reports in the same status bar.
+    whatIf_ = new WhatIfRunner(this);
+    connect(cancel_, &QPushButton::clicked, whatIf_, &WhatIfRunner::cancel);
+    connect(whatIf_, &WhatIfRunner::progress, this, [this](int done, int total) {
+        progress_->setRange(0, std::max(1, total));
+        progress_->setValue(done);
+    });
+    connect(whatIf_, &WhatIfRunner::finished, this, [this](WhatIfOutcome outcome) {
+        whatIfPending_ = false;
+        progress_->setVisible(loading_);
+        cancel_->setVisible(loading_);
+        int refused = 0;
+        for (const WhatIfRow& row : outcome.report->rows) refused += row.refused ? 1 : 0;
+        status_->setText(
+            QStringLiteral("Predicted %1 policies from %2%3.")
+                .arg(outcome.predicted.size())
+                .arg(outcome.source->name)
+                .arg(refused ? QStringLiteral(", %1 refused").arg(refused) : QString()));
+        for (const WhatIfRow& row : outcome.report->rows)
+            if (row.refused)
+                errors_ << QStringLiteral("what-if %1 refused: %2")
+                               .arg(toQString(row.policy), toQString(*row.refused));
+        if (!outcome.predicted.empty()) showPredictions(outcome);
+    });
+    connect(whatIf_, &WhatIfRunner::failed, this, [this](const QString& message, bool cancelled) {
+        whatIfPending_ = false;
+        progress_->setVisible(loading_);
+        cancel_->setVisible(loading_);
+        status_->setText(cancelled ? QStringLiteral("Prediction cancelled.")
+                                   : QStringLiteral("Could not predict: %1").arg(message));
+        if (!cancelled) errors_ << QStringLiteral("what-if: %1").arg(message);
+    });
     connect(loader_, &RunLoader::progress, this, [this](qint64 done, qint64 total) {
         // Bytes can exceed int: show per mille.
         progress_->setRange(0, 1000);
@@ -217,6 +249,10 @@ void MainWindow::onLoadFinished(int loaded, int failed, bool cancelled) {
                         .arg(loaded)
                         .arg(failed ? QStringLiteral(", %1 failed").arg(failed) : QString()));
     if (current_.compare && !batchRuns_.empty()) showCompare(batchRuns_);
+    if (whatIfAfterLoad_ && !batchRuns_.empty()) {
+        startWhatIf(batchRuns_.front(), std::move(*whatIfAfterLoad_));
+        whatIfAfterLoad_.reset();
+    }
     if (!batchErrors_.isEmpty()) {
         // Non-modal: the app stays usable and tests can inspect the box.
         auto* box = new QMessageBox(QMessageBox::Warning, QStringLiteral("Problems opening files"),

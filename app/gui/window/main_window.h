@@ -4,9 +4,11 @@
 
 #include <QMainWindow>
 #include <QPointer>
+#include <optional>
 #include <vector>
 
 #include "loading/run.h"
+#include "loading/whatif_runner.h"
 
 class QAction;
 class QActionGroup;
@@ -25,6 +27,7 @@ class ModulePanel;
 class RunLoader;
 class RunView;
 class SearchPanel;
+class WhatIfDialog;
 class ZoomState;
 
 class MainWindow : public QMainWindow {
@@ -54,6 +57,21 @@ public:
     ModulePanel* modulePanel() const { return modules_; }
     AllocatorView* allocatorView() const { return allocator_; }
     QStringList errors() const { return errors_; }  // every "file: problem" shown so far
+
+    // main_window_whatif.cpp. The run What if… predicts from: the current
+    // run tab's, else the compare view's baseline (a measured one); null when none.
+    RunPtr whatIfSource() const;
+    // Opens the What if… dialog on whatIfSource() (the action).
+    WhatIfDialog* openWhatIfDialog();
+    // Predicts `policies` (empty: core's default sweep) from `run` without the
+    // dialog, progress in the status bar (--whatif, tests); false while busy.
+    bool startWhatIf(RunPtr run, std::vector<WhatIfPolicy> policies);
+    // --whatif: predicts from the first run that the next load opens.
+    void whatIfAfterLoad(std::vector<WhatIfPolicy> policies);
+    // Processes events until a what-if started here has finished and is shown.
+    void waitForWhatIf();
+    // The predicted runs join the compare view, beside what is open.
+    void showPredictions(const WhatIfOutcome& outcome);
     ZoomState* currentZoom() const;
 
 protected:
@@ -72,6 +90,7 @@ private:
     void exportCsvDialog();
     void generateTraces();
     void compareOpenRuns();
+    void whatIfDialog();
     void showAbout();
 
     // main_window.cpp
@@ -108,6 +127,9 @@ private:
     std::vector<Batch> queue_;
     Batch current_;
     bool loading_ = false;
+    WhatIfRunner* whatIf_ = nullptr;
+    bool whatIfPending_ = false;  // started here, its result not yet shown
+    std::optional<std::vector<WhatIfPolicy>> whatIfAfterLoad_;
     std::vector<RunPtr> batchRuns_;
     QStringList batchErrors_;
     QStringList errors_;

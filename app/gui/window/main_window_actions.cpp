@@ -8,6 +8,7 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QTabBar>
 #include <QTabWidget>
 
 #include "common/plot_export.h"
@@ -161,6 +162,24 @@ void MainWindow::createActions() {
     for (QDockWidget* d : findChildren<QDockWidget*>()) view->addAction(d->toggleViewAction());
 
     QMenu* compare = menuBar()->addMenu(QStringLiteral("&Compare"));
+    QAction* whatIf = compare->addAction(QStringLiteral("&What If… Other Checkpointing Policies"),
+                                         this, &MainWindow::whatIfDialog);
+    whatIf->setShortcut(QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_W));
+    whatIf->setToolTip(
+        QStringLiteral("Predict the memory of other checkpointing policies from this run"));
+    compare->addSeparator();
+    // The same on a run tab's own menu (right click).
+    tabs_->tabBar()->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(tabs_->tabBar(), &QWidget::customContextMenuRequested, this, [this](const QPoint& at) {
+        const int i = tabs_->tabBar()->tabAt(at);
+        if (!qobject_cast<RunView*>(tabs_->widget(i))) return;
+        tabs_->setCurrentIndex(i);
+        QMenu menu(this);
+        QAction* a = menu.addAction(QStringLiteral("What If… Other Checkpointing Policies"), this,
+                                    &MainWindow::whatIfDialog);
+        a->setEnabled(whatIfSource() != nullptr);  // not from a predicted run
+        menu.exec(tabs_->tabBar()->mapToGlobal(at));
+    });
     auto* alignGroup = new QActionGroup(this);
     const std::pair<QString, AlignMode> aligns[] = {
         {QStringLiteral("Align by &Time"), AlignMode::Time},

@@ -23,19 +23,22 @@ int runScreenshot(const AppOptions& options) {
     window.resize(options.size);
     window.setAttribute(Qt::WA_DontShowOnScreen, true);
     window.show();
+    if (options.whatif) window.whatIfAfterLoad(*options.whatif);
     window.openPaths(options.paths, options.compare);
     window.waitForLoads();
+    window.waitForWhatIf();
+    const bool comparing = options.compare || options.whatif;
     for (const QString& e : window.errors()) std::fprintf(stderr, "memscope: %s\n", qPrintable(e));
     if (window.runs().empty() && !(window.compareView() && !window.compareView()->runs().empty())) {
         std::fprintf(stderr, "memscope: nothing could be opened\n");
         return 1;
     }
     // The compare view gets the whole window: the docks belong to one run.
-    if (options.compare)
+    if (comparing)
         for (QDockWidget* d : window.findChildren<QDockWidget*>()) d->hide();
     // Show something worth a picture: the first out-of-memory event of a
     // single run, else its peak, and the allocator state at that moment.
-    if (RunView* v = window.currentRunView()) {
+    if (RunView* v = comparing ? nullptr : window.currentRunView()) {
         if (options.color_by) v->setStackMode(*options.color_by);
         if (options.color_by_module) v->setStackByModule();
         if (!v->goToOom()) v->goToPeak();
@@ -48,7 +51,7 @@ int runScreenshot(const AppOptions& options) {
         }
     }
     // By module, the by-module table is the dock worth showing.
-    if (options.color_by_module && !options.compare)
+    if (options.color_by_module && !comparing)
         if (auto* dock = qobject_cast<QDockWidget*>(window.modulePanel()->parentWidget()))
             dock->raise();
     window.allocatorView()->waitForIdle();
@@ -57,7 +60,7 @@ int runScreenshot(const AppOptions& options) {
     // other; one processEvents pass may run the first only, and the picture
     // would show the plot before it moved to the peak.
     if (RunView* v = window.currentRunView()) v->plot()->renderNow();
-    if (options.compare && window.compareView()) {
+    if (comparing && window.compareView()) {
         if (options.align) window.compareView()->setAlignMode(*options.align);
         if (!options.compare_tab.isEmpty()) window.compareView()->showTab(options.compare_tab);
         if (options.color_by_module) window.compareView()->setStackByModule();

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "checkpoint.h"
+#include "memscope/analysis/op_labels.h"
 
 namespace memscope::trainer {
 
@@ -16,6 +17,19 @@ at::Tensor dropout(const at::Tensor& x, double p, at::Generator& gen) {
     // applied in place to the product, which nothing saves.
     return x.mul(keep).mul_(1.0 / (1.0 - p));
 }
+
+namespace {
+
+// savedLinear inside a phase naming its op kind, so that a trace says which
+// op made each allocation (memscope/analysis/op_labels.h): what the what-if
+// simulator needs to predict save lists from a full-save run.
+at::Tensor labelledLinear(RunContext& ctx, const at::Tensor& a, const at::Tensor& w,
+                          const at::Tensor& b, OpCache* cache) {
+    PhaseScope op(ctx, PhaseKind::Range, opLabel(kSaveMatmul));
+    return savedLinear(a, w, b, cache);
+}
+
+}  // namespace
 
 at::Tensor Model::runBlocks(at::Tensor x, const Policy& policy, at::Generator& gen,
                             RunContext& ctx) const {
@@ -153,16 +167,16 @@ protected:
     at::Tensor block(int64_t i, const std::vector<at::Tensor>& in, at::Generator& gen,
                      RunContext& ctx, bool selective, OpCache* cache) const override {
         if (selective) return selectiveBlock(in, gen, ctx, static_cast<int>(i));
-        return fullBlock(in, cache);
+        return fullBlock(in, ctx, cache);
     }
 
 private:
     at::Tensor normIn(const std::vector<at::Tensor>& v, const at::Tensor& x) const {
         return at::layer_norm(x, {c_.hidden}, v[kLnW], v[kLnB], 1e-5);
     }
-    at::Tensor fullBlock(const std::vector<at::Tensor>& v, OpCache* cache) const {
-        at::Tensor h1 = savedLinear(normIn(v, v[0]), v[kW1], v[kB1], cache);
-        return v[0] + savedLinear(at::gelu(h1), v[kW2], v[kB2], cache);
+    at::Tensor fullBlock(const std::vector<at::Tensor>& v, RunContext& ctx, OpCache* cache) const {
+        at::Tensor h1 = labelledLinear(ctx, normIn(v, v[0]), v[kW1], v[kB1], cache);
+        return v[0] + labelledLinear(ctx, at::gelu(h1), v[kW2], v[kB2], cache);
     }
     // Saves the matmul outputs and recomputes the norm and the GELU (the common
     // selective-checkpointing policy): two regions, LN->fc1 and GELU->fc2, whose
@@ -286,7 +300,7 @@ private:
         at::Tensor ln1 = at::layer_norm(x, {h}, v[kLn1W], v[kLn1B], 1e-5);
         // One contiguous (3, b, a, s, h/a) buffer: q, k and v are views of it,
         // so what attention saves of them is exactly 3·s·b·h elements.
-        at::Tensor qkv = savedLinear(ln1, v[kWqkv], v[kBqkv], cache)
+        at::Tensor qkv = labelledLinear(ctx, ln1, v[kWqkv], v[kBqkv], cache)
                              .view({b, s, 3, a, h / a})
                              .permute({2, 0, 3, 1, 4})
                              .contiguous();
@@ -297,14 +311,17 @@ private:
                                   OpCache*) { return attentionCore(in[0], g); },
                            {qkv}, gen, ctx, {"attention " + std::to_string(block), block, false});
         } else {
+            // The attention core as one op of kind "attention" (op_labels.h).
+            PhaseScope op(ctx, PhaseKind::Range, opLabel(kSaveAttention));
             attn = keptOp(
                 [this](const at::Tensor& in, at::Generator& g) { return attentionCore(in, g); },
                 qkv, gen, cache, kSaveAttention);
         }
-        at::Tensor y = x + dropout(savedLinear(attn, v[kWo], v[kBo], cache), c_.dropout, gen);
+        at::Tensor y =
+            x + dropout(labelledLinear(ctx, attn, v[kWo], v[kBo], cache), c_.dropout, gen);
         at::Tensor ln2 = at::layer_norm(y, {h}, v[kLn2W], v[kLn2B], 1e-5);
-        at::Tensor g = at::gelu(savedLinear(ln2, v[kFc1W], v[kFc1B], cache));
-        return y + dropout(savedLinear(g, v[kFc2W], v[kFc2B], cache), c_.dropout, gen);
+        at::Tensor g = at::gelu(labelledLinear(ctx, ln2, v[kFc1W], v[kFc1B], cache));
+        return y + dropout(labelledLinear(ctx, g, v[kFc2W], v[kFc2B], cache), c_.dropout, gen);
     }
 
     // QKᵀ, scale, causal mask, softmax, dropout, ·V; returns (b, s, h).

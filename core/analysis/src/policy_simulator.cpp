@@ -5,12 +5,26 @@
 #include <optional>
 #include <unordered_map>
 
+#include "memscope/analysis/op_labels.h"
 #include "memscope/base/units.h"
 #include "memscope/model/phases.h"
 #include "trace_rewrite.h"
 
 namespace memscope::detail {
 namespace {
+
+std::string modelName(const Trace& trace) {
+    return trace.metrics && trace.metrics->model ? trace.metrics->model->name : std::string();
+}
+
+uint32_t keptOps(const Policy& policy, const Trace& measured) {
+    if (policy.recompute == Recompute::Save) return policy.save_ops;
+    // An mlp's selective recomputation keeps the matmul outputs and
+    // recomputes the norm and the GELU (memscope-train's definition).
+    if (policy.recompute == Recompute::Selective && modelName(measured) == "mlp")
+        return kSaveMatmul;
+    return 0;
+}
 
 bool persistent(Category c) {
     return c == Category::Parameter || c == Category::OptimizerState || c == Category::Gradient ||
@@ -38,7 +52,10 @@ Result<std::vector<std::pair<size_t, size_t>>> regionsOf(const WhatIfPolicy& pol
         }
         return regions;
     }
-    auto plan = segmentPlan(policy.policy, static_cast<int64_t>(n));
+    // A selective recomputation that keeps ops (an mlp's) checkpoints each block.
+    Policy plan_policy = policy.policy;
+    if (plan_policy.recompute == Recompute::Selective) plan_policy.recompute = Recompute::Block;
+    auto plan = segmentPlan(plan_policy, static_cast<int64_t>(n));
     if (!plan) return makeError("policy '" + policy.name + "': " + plan.message());
     for (const CheckpointSegment& s : *plan)
         if (s.checkpointed)
@@ -82,9 +99,27 @@ public:
         out.recompute_per_step.assign(chain_.steps.size(), 0);
         auto regions = regionsOf(policy, chain_);
         if (!regions) return regions.error();
-        for (const auto& r : *regions)
-            for (size_t si = 0; si < chain_.steps.size(); ++si)
-                out.recompute_per_step[si] += checkpoint(r, si);
+        const bool attention_only =
+            policy.policy.recompute == Recompute::Selective && modelName(measured_) == "gpt";
+        const uint32_t keep = keptOps(policy.policy, measured_);
+        for (size_t si = 0; si < chain_.steps.size(); ++si) {
+            if (attention_only) {
+                out.recompute_per_step[si] += checkpointAttention(si);
+                continue;
+            }
+            const bool hold = policy.policy.recompute == Recompute::Save;
+            for (const auto& r : *regions)
+                out.recompute_per_step[si] += checkpoint(r, si, keep, hold);
+        }
+        if (keep)
+            assumptions_.push_back(
+                "the outputs of the ops kept (" + saveOpsName(keep) +
+                ", as the trace's op phases name them) stay as measured; everything else the "
+                "layer's forward made is recomputed");
+        if (attention_only)
+            assumptions_.push_back(
+                "selective recomputation of a gpt: only each layer's attention core (its "
+                "\"attention\" op phase) is recomputed");
         if (policy.policy.optimizer_in_backward) {
             auto done = optimizerInBackward();
             if (!done) return done.error();
@@ -122,15 +157,65 @@ private:
     bool noted_output_ = false;
     bool noted_span_ = false;
 
-    // Checkpoints region r in step si; returns the recompute time added.
-    int64_t checkpoint(std::pair<size_t, size_t> r, size_t si) {
-        const ChainStep& step = chain_.steps[si];
+    // A stretch of one step's forward that is checkpointed as one region.
+    struct Window {
+        int64_t fs = 0, fe = 0;  // the region's forward [fs, fe)
+        size_t step = 0;
+        std::string name;  // "block 3", "h.0–h.3", "attention of block 3"
+        int32_t block = -1;
+        std::pair<size_t, size_t> layers{0, 0};  // whose forward scopes are replayed
+        uint32_t keep_ops = 0;  // SaveOp bits whose outputs are kept, not recomputed
+        // A save list's cache holds a kept matmul's output from the forward to
+        // the recompute, even one the forward used only once (a selective
+        // region's output is not held).
+        bool hold_outputs = false;
+    };
+
+    // Checkpoints region r in step si, keeping `keep_ops`' outputs; returns
+    // the recompute time added.
+    int64_t checkpoint(std::pair<size_t, size_t> r, size_t si, uint32_t keep_ops, bool hold) {
         const LayerRun* first = runIn(chain_.layers[r.first], si);
         const LayerRun* last = runIn(chain_.layers[r.second - 1], si);
         if (!first || !last) return 0;
-        const int64_t fs = first->forward_start, fe = last->forward_end;
+        return checkpointWindow({first->forward_start, last->forward_end, si, regionName(chain_, r),
+                                 static_cast<int32_t>(chain_.layers[r.first].index), r, keep_ops,
+                                 hold});
+    }
+
+    // Checkpoints only each layer's attention core in step si (gpt's
+    // selective recomputation): the "attention" op phases in its forward.
+    int64_t checkpointAttention(size_t si) {
+        int64_t added = 0;
+        for (size_t l = 0; l < chain_.layers.size(); ++l) {
+            const LayerRun* run = runIn(chain_.layers[l], si);
+            if (!run) continue;
+            for (const Phase& p : measured_.phases) {
+                if (p.kind != PhaseKind::Range || p.start < run->forward_start ||
+                    p.end > run->forward_end || !phaseOnDevice(p, device_.device) ||
+                    opKindOfPhaseName(measured_.string(p.name)) != kSaveAttention)
+                    continue;
+                added += checkpointWindow({p.start,
+                                           p.end,
+                                           si,
+                                           "attention of " + chain_.layers[l].name,
+                                           static_cast<int32_t>(chain_.layers[l].index),
+                                           {l, l},
+                                           0,
+                                           false});
+            }
+        }
+        return added;
+    }
+
+    int64_t checkpointWindow(const Window& w) {
+        const ChainStep& step = chain_.steps[w.step];
+        const int64_t fs = w.fs, fe = w.fe;
         if (fe <= fs) return 0;
         const auto& iv = device_.intervals;
+        auto stored = [&](const AllocationInterval& a) {
+            return w.keep_ops != 0 &&
+                   (opKindsAt(measured_, measured_.events[a.alloc_event].phase) & w.keep_ops) != 0;
+        };
 
         // When the layers after the region have finished their backward: the
         // last free, inside backward, of what their forward made.
@@ -148,18 +233,34 @@ private:
         std::optional<uint32_t> output;
         for (size_t i = firstStartingAt(iv, fs); i < iv.size() && iv[i].start < fe; ++i) {
             const AllocationInterval& a = iv[i];
-            if (a.alloc_event == kNoEvent || persistent(a.category) || a.free_event == kNoEvent)
+            if (a.alloc_event == kNoEvent || persistent(a.category) || a.free_event == kNoEvent ||
+                stored(a))
                 continue;
             if (a.end >= fe && a.end <= step.backward_end &&
                 (!output || a.start >= iv[*output].start))
                 output = static_cast<uint32_t>(i);
         }
-        std::vector<uint32_t> temps, kept, saved;
+        std::vector<uint32_t> temps, kept, saved, stored_temps;
+        // A kept op run with autograd (the attention core) keeps what its
+        // backward needs, its input too.
+        std::vector<uint32_t> kept_inputs;
+        if (w.keep_ops & kSaveAttention) kept_inputs = keptOpInputs(w, step);
         int64_t saved_done = downstream_done;
         for (size_t i = firstStartingAt(iv, fs); i < iv.size() && iv[i].start < fe; ++i) {
             const AllocationInterval& a = iv[i];
             if (a.alloc_event == kNoEvent || persistent(a.category)) continue;
             const uint32_t id = static_cast<uint32_t>(i);
+            // What a kept op made stays as measured, it is not run again;
+            // but what it made only for the forward's next op (a temporary
+            // there) is now held by the save list until the recompute takes it.
+            if (stored(a)) {
+                if (w.hold_outputs && a.free_event != kNoEvent && a.end < fe &&
+                    (opKindsAt(measured_, measured_.events[a.alloc_event].phase) & kSaveMatmul))
+                    stored_temps.push_back(id);
+                continue;
+            }
+            if (std::find(kept_inputs.begin(), kept_inputs.end(), id) != kept_inputs.end())
+                continue;
             if (a.free_event != kNoEvent && a.end < fe) {
                 temps.push_back(id);
             } else if (a.free_event != kNoEvent && (id == output || a.end <= downstream_done)) {
@@ -173,7 +274,7 @@ private:
         if (saved.empty()) return 0;
         if (!noted_output_ && output) {
             noted_output_ = true;
-            const std::string name = regionName(chain_, r);
+            const std::string& name = w.name;
             assumptions_.push_back("the output of " + name +
                                    " is taken as the last tensor its forward made that "
                                    "outlived it (" +
@@ -204,14 +305,17 @@ private:
                 " more allocations: the mean lifetime of its measured temporaries");
         }
 
-        // The replay, inserted after downstream_done.
-        const int64_t duration = fe - fs;
+        // The replay, inserted after downstream_done; kept ops take no time.
+        const int64_t duration = fe - fs - keptOpTime(w);
         const TraceRewrite::Gap gap = rewrite_.insertGap(downstream_done, duration);
         const PhaseId recompute = rewrite_.addRecomputePhase(
-            gap, "recompute " + regionName(chain_, r),
-            static_cast<int32_t>(chain_.layers[r.first].index),
+            gap, "recompute " + w.name, w.block,
             phaseHolding(measured_, PhaseKind::Backward, device_.device, downstream_done));
-        auto offset = [&](int64_t t) { return t - fs; };
+        // The replay's times, compressed by the kept ops' share.
+        const double scale = static_cast<double>(duration) / static_cast<double>(fe - fs);
+        auto offset = [&](int64_t t) {
+            return static_cast<int64_t>(static_cast<double>(t - fs) * scale);
+        };
         for (uint32_t id : temps)
             rewrite_.addCopy(id, gap, offset(iv[id].start), TraceRewrite::At::InGap,
                              offset(iv[id].end), recompute);
@@ -221,10 +325,56 @@ private:
         for (uint32_t id : saved)
             rewrite_.addCopy(id, gap, offset(iv[id].start), TraceRewrite::At::Measured, iv[id].end,
                              recompute);
-        for (size_t l = r.first; l < r.second; ++l)
-            if (const LayerRun* run = runIn(chain_.layers[l], si))
-                rewrite_.addRecomputeScopes(gap, fs, run->forward_start, run->forward_end);
+        for (uint32_t id : stored_temps) rewrite_.moveFreeIntoGap(id, gap, offset(iv[id].end));
+        rewrite_.addRecomputeScopes(gap, fs, fe, scale);
         return duration;
+    }
+
+    // Time spent in the window inside ops whose outputs are kept: the
+    // outermost such op phases, which the recompute does not run again.
+    int64_t keptOpTime(const Window& w) const {
+        if (w.keep_ops == 0) return 0;
+        std::vector<std::pair<int64_t, int64_t>> spans;
+        for (uint32_t i = 0; i < measured_.phases.size(); ++i) {
+            const Phase& p = measured_.phases[i];
+            if (p.kind != PhaseKind::Range || p.start < w.fs || p.end > w.fe ||
+                !phaseOnDevice(p, device_.device))
+                continue;
+            if (opKindsAt(measured_, PhaseId(i + 1)) & w.keep_ops)
+                spans.emplace_back(p.start, p.end);
+        }
+        std::sort(spans.begin(), spans.end());
+        int64_t total = 0, covered_to = w.fs;
+        for (const auto& [s, e] : spans) {
+            const int64_t from = std::max(s, covered_to);
+            if (e > from) total += e - from;
+            covered_to = std::max(covered_to, e);
+        }
+        return std::min(total, w.fe - w.fs);
+    }
+
+    // The inputs of each kept attention op of window `w`: the last tensor
+    // made before the op began that lives into backward (its q, k, v buffer),
+    // which the op, run once with autograd, keeps for its own backward.
+    std::vector<uint32_t> keptOpInputs(const Window& w, const ChainStep& step) const {
+        std::vector<uint32_t> inputs;
+        const auto& iv = device_.intervals;
+        for (const Phase& p : measured_.phases) {
+            if (p.kind != PhaseKind::Range || p.start < w.fs || p.end > w.fe ||
+                !phaseOnDevice(p, device_.device) ||
+                opKindOfPhaseName(measured_.string(p.name)) != kSaveAttention)
+                continue;
+            for (size_t i = firstStartingAt(iv, p.start); i-- > firstStartingAt(iv, w.fs);) {
+                const AllocationInterval& a = iv[i];
+                if (a.alloc_event == kNoEvent || persistent(a.category) || a.free_event == kNoEvent)
+                    continue;
+                if (a.end >= step.backward_start && a.end <= step.backward_end) {
+                    inputs.push_back(static_cast<uint32_t>(i));
+                    break;
+                }
+            }
+        }
+        return inputs;
     }
 
     // The mean number of allocations made while a temporary lived (born
@@ -405,11 +555,25 @@ std::string refusal(const Trace& measured, const WhatIfPolicy& policy, const Lay
     if (measured_policy.empty() && recomputes)
         return "this run already recomputes layers (checkpointing): predictions start from a "
                "full-save run";
-    if (policy.policy.recompute == Recompute::Selective ||
-        policy.policy.recompute == Recompute::Save)
-        return "the trace does not say which op made each allocation, so what a save list or "
-               "selective recompute keeps cannot be told apart (this version predicts layer "
-               "sets and opt-in-bwd only)";
+    const bool ops = policy.policy.recompute == Recompute::Selective ||
+                     (policy.policy.recompute == Recompute::Save && policy.policy.save_ops != 0);
+    if (ops && !hasOpLabels(measured))
+        return "the trace does not say which op made each allocation (no op phases named "
+               "matmul or attention, as memscope-train records them), so what a save list or "
+               "selective recompute keeps cannot be told from what it recomputes";
+    if (ops && policy.policy.recompute == Recompute::Save) {
+        uint32_t labelled = 0;
+        for (const Phase& p : measured.phases)
+            if (p.kind == PhaseKind::Range && !p.inferred)
+                labelled |= opKindOfPhaseName(measured.string(p.name));
+        if (const uint32_t missing = policy.policy.save_ops & ~labelled)
+            return "the trace has no op of kind " + saveOpsName(missing) +
+                   " (no op phase names it): nothing of it to keep";
+    }
+    if (policy.policy.recompute == Recompute::Selective && modelName(measured) != "gpt" &&
+        modelName(measured) != "mlp")
+        return "selective is memscope-train's model-specific policy; name the ops to keep "
+               "instead (save:matmul, save:attention)";
     if (policy.policy.recompute == Recompute::Segments &&
         policy.policy.segments > static_cast<int>(chain.layers.size()))
         return "segments:" + std::to_string(policy.policy.segments) +

@@ -29,11 +29,15 @@ PhaseId TraceRewrite::addRecomputePhase(Gap gap, std::string name, int32_t block
     return PhaseId(static_cast<uint32_t>(measured_.phases.size() + phases_.size()));
 }
 
-void TraceRewrite::addRecomputeScopes(Gap gap, int64_t origin, int64_t start, int64_t end) {
+void TraceRewrite::addRecomputeScopes(Gap gap, int64_t start, int64_t end, double scale) {
+    auto scaled = [scale](int64_t t) {
+        return static_cast<int64_t>(static_cast<double>(t) * scale);
+    };
     for (const ModuleScope& s : measured_.modules.scopes)
         if (s.kind == ModuleScopeKind::Forward && s.start >= start && s.end <= end &&
             s.end > s.start)
-            scopes_.push_back({gap.index, s.start - origin, s.end - s.start, s.module});
+            scopes_.push_back(
+                {gap.index, scaled(s.start - start), scaled(s.end - s.start), s.module});
 }
 
 void TraceRewrite::addCopy(uint32_t id, Gap gap, int64_t alloc_offset, At at, int64_t free,
@@ -55,6 +59,13 @@ void TraceRewrite::addCopy(uint32_t id, Gap gap, int64_t alloc_offset, At at, in
 
 void TraceRewrite::moveFree(uint32_t id, int64_t measured_time) {
     edits_[id].free = Place{measured_time, std::nullopt, synthetic()};
+}
+
+void TraceRewrite::moveFreeIntoGap(uint32_t id, Gap gap, int64_t offset) {
+    Edit& e = edits_[id];
+    e.free = Place{offset, gap.index, synthetic()};
+    // Freed later than measured: its address may have been reused meanwhile.
+    e.fresh_address = true;
 }
 
 void TraceRewrite::drop(uint32_t id) {

@@ -34,16 +34,17 @@ public:
     Gap insertGap(int64_t after, int64_t duration);
     PhaseId addRecomputePhase(Gap gap, std::string name, int32_t block, PhaseId parent);
     // The forward scopes within [start, end) again, as recompute scopes in
-    // the gap (offsets against the region's forward start `origin`).
-    void addRecomputeScopes(Gap gap, int64_t origin, int64_t start, int64_t end);
+    // the gap, their times against `start` multiplied by `scale`.
+    void addRecomputeScopes(Gap gap, int64_t start, int64_t end, double scale);
 
     enum class At { InGap, Measured };
     // A copy of allocation `id` born `alloc_offset` into the gap, freed at
     // `free` (an offset into the gap, or a measured time).
     void addCopy(uint32_t id, Gap gap, int64_t alloc_offset, At at, int64_t free, PhaseId phase);
 
-    void moveFree(uint32_t id, int64_t measured_time);  // freed then instead
-    void drop(uint32_t id);                             // never allocated
+    void moveFree(uint32_t id, int64_t measured_time);           // freed then instead
+    void moveFreeIntoGap(uint32_t id, Gap gap, int64_t offset);  // freed in a recompute
+    void drop(uint32_t id);                                      // never allocated
     // The measured event after which the op that made allocation `id` had
     // finished: the last of the device's events before its next allocation
     // (the op's own temporaries freed, the next op not begun).

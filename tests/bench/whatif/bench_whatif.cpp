@@ -150,14 +150,21 @@ int main(int argc, char** argv) {
                                                "segments:2+opt-in-bwd",
                                                "segments:4+opt-in-bwd",
                                                "selective",
-                                               "save:matmul"};
+                                               "selective+opt-in-bwd",
+                                               "save:matmul",
+                                               "save:matmul+opt-in-bwd"};
     int failures = 0;
     for (trainer::ModelKind kind : {trainer::ModelKind::Mlp, trainer::ModelKind::Gpt}) {
         trainer::TrainConfig config;
         config.steps = steps;
         config.threads = 1;
         config.model = *trainer::preset(kind, "quick");
-        auto table = whatif_truth::run(config, "quick", policies,
+        std::vector<std::string> list = policies;
+        if (kind == trainer::ModelKind::Gpt)
+            for (const char* p : {"save:attention", "save:attention+opt-in-bwd",
+                                  "save:matmul,attention", "save:matmul,attention+opt-in-bwd"})
+                list.push_back(p);
+        auto table = whatif_truth::run(config, "quick", list,
                                        dir + (kind == trainer::ModelKind::Gpt ? "/gpt" : "/mlp"));
         if (!table) {
             std::fprintf(stderr, "memscope-bench-whatif: %s\n", table.message().c_str());

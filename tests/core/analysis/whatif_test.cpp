@@ -6,9 +6,10 @@
 
 #include <filesystem>
 
+#include "../analysis_test_util.h"
+#include "memscope/analysis/op_labels.h"
 #include "memscope/format/native_format.h"
 #include "memscope/open/open_run.h"
-#include "../analysis_test_util.h"
 
 namespace memscope {
 namespace {
@@ -203,6 +204,31 @@ TEST(WhatIf, PredictedRunsKeepTheirProvenanceInTheNativeFormat) {
     EXPECT_EQ(back->prediction->policy, "block+opt-in-bwd");
     EXPECT_EQ(back->prediction->layers_source, "recorded");
     EXPECT_EQ(back->metadata.name, "block+opt-in-bwd (predicted)");
+}
+
+TEST(WhatIfOpLabels, OpPhasesNameTheOpsOfAllocations) {
+    EXPECT_EQ(opKindOfPhaseName("matmul"), uint32_t(kSaveMatmul));
+    EXPECT_EQ(opKindOfPhaseName("step 2 / forward / block 3 / attention"),
+              uint32_t(kSaveAttention));
+    EXPECT_EQ(opKindOfPhaseName("block 3"), 0u);
+    EXPECT_EQ(opKindOfPhaseName("step 1 / matmul x"), 0u);
+    Trace t = fullSaveRun(1);
+    EXPECT_FALSE(hasOpLabels(t));
+    Phase block;
+    block.kind = PhaseKind::Block;
+    block.name = t.internString("step 0 / forward / block 0");
+    const PhaseId b = t.addPhase(block);
+    Phase op;
+    op.kind = PhaseKind::Range;
+    op.name = t.internString("step 0 / forward / block 0 / matmul");
+    op.parent = b;
+    const PhaseId m = t.addPhase(op);
+    EXPECT_TRUE(hasOpLabels(t));
+    EXPECT_EQ(opKindsAt(t, m), uint32_t(kSaveMatmul));
+    EXPECT_EQ(opKindsAt(t, b), 0u);
+    // An inferred phase is no producer's label.
+    t.phases[m.value - 1].inferred = true;
+    EXPECT_FALSE(hasOpLabels(t));
 }
 
 }  // namespace

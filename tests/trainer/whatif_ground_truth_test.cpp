@@ -29,21 +29,8 @@ TEST_P(WhatIfTruth, PredictsEveryLayerPolicyFromFullSave) {
     config.steps = 3;
     config.threads = 1;
     config.model = *trainer::preset(c.model, "quick");
-    const std::vector<std::string> policies = {"block",
-                                               "sqrt",
-                                               "segments:2",
-                                               "segments:4",
-                                               "opt-in-bwd",
-                                               "block+opt-in-bwd",
-                                               "sqrt+opt-in-bwd",
-                                               "segments:4+opt-in-bwd",
-                                               "selective",
-                                               "save:matmul",
-                                               "save:matmul+opt-in-bwd"};
-    std::vector<std::string> list = policies;
-    if (c.model == trainer::ModelKind::Gpt)
-        for (const char* p : {"save:attention", "save:matmul,attention"}) list.push_back(p);
-    auto table = whatif_truth::run(config, "quick", list, dir.string());
+    auto table =
+        whatif_truth::run(config, "quick", whatif_truth::sweepPolicies(c.model), dir.string());
     ASSERT_TRUE(table.ok()) << table.message();
     std::printf("%s", whatif_truth::format(*table).c_str());
     for (const whatif_truth::Row& r : table->rows) {

@@ -79,6 +79,23 @@ double Row::increaseError() const {
     return ratio(static_cast<double>(predicted_increase), static_cast<double>(measured_increase));
 }
 
+std::vector<std::string> sweepPolicies(trainer::ModelKind model) {
+    std::vector<std::string> list = {"block",
+                                     "sqrt",
+                                     "segments:2",
+                                     "segments:4",
+                                     "opt-in-bwd",
+                                     "block+opt-in-bwd",
+                                     "sqrt+opt-in-bwd",
+                                     "segments:4+opt-in-bwd",
+                                     "selective",
+                                     "save:matmul",
+                                     "save:matmul+opt-in-bwd"};
+    if (model == trainer::ModelKind::Gpt)
+        for (const char* p : {"save:attention", "save:matmul,attention"}) list.push_back(p);
+    return list;
+}
+
 Result<Table> run(const trainer::TrainConfig& config, const std::string& preset,
                   const std::vector<std::string>& policies, const std::string& dir) {
     fs::create_directories(dir);

@@ -40,6 +40,11 @@ struct Table {
     double load_ms = 0, predict_ms = 0;  // the full-save run's open, all predictions
 };
 
+// The sweep both check: every layer-set policy and opt-in-bwd, alone and
+// composed, selective and the save lists the model has (a gpt adds its
+// attention core's).
+std::vector<std::string> sweepPolicies(trainer::ModelKind model);
+
 // Runs full-save and `policies` (memscope-train's names) with `config` into
 // `dir`, predicts them from full-save and scores them.
 Result<Table> run(const trainer::TrainConfig& config, const std::string& preset,

@@ -14,6 +14,10 @@ packages=(
   # memory_viz module
   python3-torch
   xvfb xauth
+  # The Debian package (scripts/package.sh) and its test: man pages from
+  # --help, Depends from the binaries, and the desktop integration checked
+  dpkg-dev help2man man-db desktop-file-utils appstream shared-mime-info xdg-utils
+  libfile-mimeinfo-perl
   clang libclang-rt-dev
 )
 

@@ -22,13 +22,13 @@ CLI::Validator byteSizeValidator() {
 
 int main(int argc, char** argv) {
     using namespace memscope::cli;
-    CLI::App app{"memscope-cli: memory timelines of deep-learning training, headless"};
+    CLI::App app{"memscope-cli: memory timelines of deep-learning training, headless",
+                 "memscope-cli"};
     app.set_version_flag("--version", std::string("memscope-cli ") + MEMSCOPE_VERSION);
     app.require_subcommand(1);
     app.get_formatter()->column_width(34);
     const std::vector<Command> commands = {addSummary(app), addCompare(app), addCheck(app),
-                                           addConvert(app), addRecord(app),
-                                           addWhatIf(app)};
+                                           addConvert(app), addRecord(app),  addWhatIf(app)};
     // The command after `record` keeps its own options away from CLI11.
     std::vector<std::string> args(argv + 1, argv + argc);
     if (!args.empty() && args.front() == "record") {

@@ -54,12 +54,15 @@ TEST_P(GroundTruth, InfersCategoriesAndSteps) {
         auto score = ground_truth::scoreInference(*labelled, (dir / "run.pickle").string(), style);
         ASSERT_TRUE(score.ok()) << score.message();
         EXPECT_EQ(score->steps_found, score->steps_expected);
-        if (style.first_step == 0) EXPECT_EQ(score->steps_expected, c.steps);
+        if (style.first_step == 0) {
+            EXPECT_EQ(score->steps_expected, c.steps);
+        }
         // The breakdown a user reads; per block where the trace tells
         // parameters from optimizer state (it holds their allocations).
         EXPECT_GE(score->composition_correct, c.peak_at_least) << "misses: " << score->wrong;
-        if (style.first_step == 0)
+        if (style.first_step == 0) {
             EXPECT_GE(score->peak_correct, c.peak_at_least) << "misses: " << score->wrong;
+        }
         // The quick MLP's parameters are a dozen 64 KiB blocks: an input of
         // that size alive across a one-step cut, taken for one of them where
         // the allocator placed it low, is 8% of them (the bench prints it).

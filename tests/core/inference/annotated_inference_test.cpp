@@ -254,8 +254,9 @@ TEST(AnnotatedInference, OptimizerRangesAnchorInferredStepsForwardAndBackward) {
     // Events inside a recorded range keep it as their phase.
     for (const Event& e : l.trace.events)
         for (const Phase& p : l.trace.phases)
-            if (!p.inferred && e.time >= p.start && e.time < p.end)
+            if (!p.inferred && e.time >= p.start && e.time < p.end) {
                 EXPECT_EQ(&l.trace.phases[e.phase.value - 1], &p);
+            }
     EXPECT_NE(l.trace.metadata.property("phases")->find("the optimizer's recorded steps"),
               std::string::npos);
 }

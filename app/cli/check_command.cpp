@@ -1,6 +1,7 @@
 // memscope-cli check FILE... --max-peak SIZE [--device N] [--phase P]
 // memscope-cli check --baseline FILE --max-growth PCT FILE...
 // The memory gate for a training repository's CI.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -10,7 +11,9 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "memscope/analysis/peak_check.h"
+#include "memscope/analysis/rank_digest.h"
 #include "memscope/base/units.h"
+#include "memscope/open/open_each.h"
 
 namespace memscope::cli {
 namespace {
@@ -26,23 +29,78 @@ struct CheckOptions {
 
 constexpr int kWithin = 0, kOver = 1, kUnreadable = 2;
 
-// The peaks of one file (each rank of a folder), or an error naming it.
+// The peaks of one file (each rank of a folder), or why they are missing.
 struct FilePeaks {
     std::string path;
+    std::string label;  // "rank 3 (PATH)" for a rank of a folder, else the path
+    int32_t rank = -1;
     std::vector<CheckedPeak> peaks;
+    std::string error;  // the file could not be read or lacks the device / phase
+    std::vector<std::string> warnings;
+    bool skipped = false;  // a part of a folder that recorded no memory event
 };
 
-Result<std::vector<FilePeaks>> peaksOf(const std::string& path, const CheckOptions& o) {
+struct PathPeaks {
+    std::vector<FilePeaks> files;
+    bool ranks = false;  // a multi-rank folder: its worst rank is named
+};
+
+Result<std::vector<CheckedPeak>> checkedPeaks(const OpenedTrace& part, const CheckOptions& o) {
+    const std::optional<int16_t> device =
+        o.device ? std::optional<int16_t>(int16_t(*o.device)) : std::nullopt;
+    auto peaks = peaksToCheck(*part.timeline, device, trainingPhaseFromString(o.phase));
+    if (!peaks) return makeError(part.path + ": " + peaks.message());
+    return peaks;
+}
+
+// A folder of ranks: each opened, reduced to its peaks and dropped, on every
+// core, so that a thousand ranks take one rank's memory per core.
+PathPeaks rankPeaksOf(const std::string& folder, const CheckOptions& o) {
+    const std::vector<std::string> files = traceFilesIn(folder, registry());
+    PathPeaks out;
+    out.ranks = true;
+    out.files.resize(files.size());
+    openEach(files, registry(), {}, {}, [&](size_t i, Result<OpenedTrace> opened) {
+        FilePeaks& f = out.files[i];
+        f.path = files[i];
+        f.label = files[i];
+        if (!opened) {
+            f.error = opened.message();
+            return;
+        }
+        for (const LoadWarning& w : opened->warnings) f.warnings.push_back(w.message);
+        f.rank = opened->trace->metadata.rank;
+        if (f.rank >= 0) f.label = rankName(f.rank, "") + " (" + files[i] + ")";
+        // A process beside the ranks that allocated nothing (a launcher that
+        // imported torch) has no peak to hold against the limit.
+        if (opened->timeline->devices().empty()) {
+            f.skipped = true;
+            return;
+        }
+        auto peaks = checkedPeaks(*opened, o);
+        if (!peaks)
+            f.error = peaks.message();
+        else
+            f.peaks = std::move(*peaks);
+    });
+    std::stable_sort(out.files.begin(), out.files.end(),
+                     [](const FilePeaks& a, const FilePeaks& b) {
+                         if ((a.rank < 0) != (b.rank < 0)) return b.rank < 0;
+                         return a.rank < b.rank;
+                     });
+    return out;
+}
+
+Result<PathPeaks> peaksOf(const std::string& path, const CheckOptions& o) {
+    if (isMultiRankFolder(path)) return rankPeaksOf(path, o);
     auto opened = openWithProgress(path);
     if (!opened) return opened.error();
     printWarnings("check", *opened);
-    const std::optional<int16_t> device =
-        o.device ? std::optional<int16_t>(int16_t(*o.device)) : std::nullopt;
-    std::vector<FilePeaks> out;
+    PathPeaks out;
     for (const OpenedTrace& part : opened->parts) {
-        auto peaks = peaksToCheck(*part.timeline, device, trainingPhaseFromString(o.phase));
-        if (!peaks) return makeError(part.path + ": " + peaks.message());
-        out.push_back({part.path, std::move(*peaks)});
+        auto peaks = checkedPeaks(part, o);
+        if (!peaks) return peaks.error();
+        out.files.push_back({part.path, part.path, -1, std::move(*peaks), {}, {}, false});
     }
     return out;
 }
@@ -56,19 +114,42 @@ int run(const CheckOptions& o) {
             std::fprintf(stderr, "memscope-cli check: baseline %s\n", base.message().c_str());
             return kUnreadable;
         }
-        for (const FilePeaks& f : *base)
+        for (const FilePeaks& f : base->files) {
+            if (!f.error.empty()) {
+                std::fprintf(stderr, "memscope-cli check: baseline %s\n", f.error.c_str());
+                return kUnreadable;
+            }
             baseline_peaks.insert(baseline_peaks.end(), f.peaks.begin(), f.peaks.end());
+        }
     }
     const int64_t absolute = growth ? 0 : parseByteSize(o.max_peak).value();
     int code = kWithin;
     for (const std::string& path : o.paths) {
-        auto files = peaksOf(path, o);
-        if (!files) {
-            std::fprintf(stderr, "memscope-cli check: %s\n", files.message().c_str());
+        auto checked = peaksOf(path, o);
+        if (!checked) {
+            std::fprintf(stderr, "memscope-cli check: %s\n", checked.message().c_str());
             code = kUnreadable;
             continue;
         }
-        for (const FilePeaks& f : *files) {
+        // The worst rank of a folder: the highest peak, named, judged once more
+        // on its own line so that a CI log says which rank to look at.
+        const FilePeaks* worst_file = nullptr;
+        const CheckedPeak* worst = nullptr;
+        CheckVerdict worst_verdict;
+        for (const FilePeaks& f : checked->files) {
+            for (const std::string& w : f.warnings)
+                std::fprintf(stderr, "memscope-cli check: warning: %s: %s\n", f.path.c_str(),
+                             w.c_str());
+            if (!f.error.empty()) {
+                std::fprintf(stderr, "memscope-cli check: %s\n", f.error.c_str());
+                code = kUnreadable;
+                continue;
+            }
+            if (f.skipped) {
+                std::printf("-     %s: no memory events recorded, nothing to check\n",
+                            f.label.c_str());
+                continue;
+            }
             for (const CheckedPeak& p : f.peaks) {
                 int64_t limit = absolute;
                 if (growth) {
@@ -79,7 +160,7 @@ int run(const CheckOptions& o) {
                         std::fprintf(
                             stderr,
                             "memscope-cli check: %s: %s: the baseline %s has no such device\n",
-                            f.path.c_str(), describe(p).c_str(), o.baseline.c_str());
+                            f.label.c_str(), describe(p).c_str(), o.baseline.c_str());
                         code = kUnreadable;
                         continue;
                     }
@@ -87,13 +168,21 @@ int run(const CheckOptions& o) {
                 }
                 const CheckVerdict v = judge(p, limit);
                 if (v.over) {
-                    std::printf("OVER  %s: %s\n", f.path.c_str(), v.message.c_str());
+                    std::printf("OVER  %s: %s\n", f.label.c_str(), v.message.c_str());
                     if (code == kWithin) code = kOver;
                 } else {
-                    std::printf("ok    %s: %s\n", f.path.c_str(), v.message.c_str());
+                    std::printf("ok    %s: %s\n", f.label.c_str(), v.message.c_str());
+                }
+                if (!worst || p.bytes > worst->bytes) {
+                    worst_file = &f;
+                    worst = &p;
+                    worst_verdict = v;
                 }
             }
         }
+        if (checked->ranks && worst)
+            std::printf("%s  worst rank: %s: %s\n", worst_verdict.over ? "OVER" : "ok  ",
+                        worst_file->label.c_str(), worst_verdict.message.c_str());
     }
     return code;
 }
@@ -121,7 +210,10 @@ Command addCheck(CLI::App& parent) {
     app->footer(
         "Holds each file's peak of live bytes, per device (or --device N), over the whole run or\n"
         "within --phase, against --max-peak SIZE, or against a baseline run's peak on the same\n"
-        "device plus --max-growth PCT percent."
+        "device plus --max-growth PCT percent. A folder of several traces is a multi-rank\n"
+        "run: its ranks are read one by one on every core, each is judged (\"rank 3 (FILE)\"),\n"
+        "a rank that cannot be read is reported while the others are still judged, and a last\n"
+        "line names the worst rank."
         "\n\n"
         "Exit status: 0 every peak within its limit, 1 some peak over it (one line says which "
         "file,\n"

@@ -5,9 +5,11 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 
 #include "memscope/base/file_io.h"
 #include "memscope/builtin_plugins.h"
+#include "memscope/open/open_ranks.h"
 
 namespace memscope::cli {
 
@@ -21,6 +23,22 @@ const PluginRegistry& registry() {
     return processRegistry();
 }
 
+namespace {
+
+// "\rLABEL: 42%" on stderr, at most five times a second.
+std::function<void(uint64_t, uint64_t)> progressLine(std::string label) {
+    auto last = std::chrono::steady_clock::now();
+    return [label = std::move(label), last](uint64_t done, uint64_t total) mutable {
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last < std::chrono::milliseconds(200) && done < total) return;
+        last = now;
+        std::fprintf(stderr, "\r%s: %3d%%", label.c_str(), total ? int(done * 100 / total) : 0);
+        std::fflush(stderr);
+    };
+}
+
+}  // namespace
+
 Result<OpenedRun> openWithProgress(const std::string& path, const OpenOptions& options) {
     std::error_code ec;
     // A pipe or FIFO would be read twice (probe, then load): refuse it clearly.
@@ -30,19 +48,30 @@ Result<OpenedRun> openWithProgress(const std::string& path, const OpenOptions& o
         std::filesystem::is_regular_file(path, ec) ? std::filesystem::file_size(path, ec) : 0;
     const bool show = !ec && size > (64u << 20) && isatty(STDERR_FILENO);
     TaskContext ctx;
-    if (show) {
-        auto last = std::chrono::steady_clock::now();
-        ctx.progress = [path, last](uint64_t done, uint64_t total) mutable {
-            const auto now = std::chrono::steady_clock::now();
-            if (now - last < std::chrono::milliseconds(200) && done < total) return;
-            last = now;
-            std::fprintf(stderr, "\rloading %s: %3d%%", path.c_str(),
-                         total ? int(done * 100 / total) : 0);
-            std::fflush(stderr);
-        };
-    }
+    if (show) ctx.progress = progressLine("loading " + path);
     auto run = openRun(path, registry(), ctx, options);
     if (show) std::fprintf(stderr, "\r\033[K");
+    return run;
+}
+
+bool isMultiRankFolder(const std::string& path) {
+    std::error_code ec;
+    return std::filesystem::is_directory(path, ec) && traceFilesIn(path, registry()).size() > 1;
+}
+
+Result<RankRun> openRanksWithProgress(const char* command, const std::string& path) {
+    const bool show = isatty(STDERR_FILENO);
+    TaskContext ctx;
+    if (show) ctx.progress = progressLine("loading the ranks of " + path);
+    auto run = openRanks(path, registry(), ctx);
+    if (show) std::fprintf(stderr, "\r\033[K");
+    if (run) {
+        for (const RankFailure& f : run->failures)
+            std::fprintf(stderr, "memscope-cli %s: rank not read: %s\n", command,
+                         f.message.c_str());
+        for (const LoadWarning& w : run->warnings)
+            std::fprintf(stderr, "memscope-cli %s: warning: %s\n", command, w.message.c_str());
+    }
     return run;
 }
 

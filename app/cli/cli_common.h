@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "memscope/analysis/rank_run.h"
 #include "memscope/model/run_name.h"
 #include "memscope/open/open_run.h"
 #include "memscope/open/plugin_registry.h"
@@ -18,6 +19,15 @@ const PluginRegistry& registry();
 
 // openRun with progress on stderr when it is a terminal and the input is big.
 Result<OpenedRun> openWithProgress(const std::string& path, const OpenOptions& options = {});
+
+// A folder of more than one trace: a multi-rank run, which summary and check
+// read rank by rank in bounded memory (openRanksWithProgress) instead of
+// keeping every rank's timeline.
+bool isMultiRankFolder(const std::string& path);
+
+// openRanks (open_ranks.h) on every core, with progress on stderr when it is a
+// terminal. Each rank that could not be read is printed to stderr.
+Result<RankRun> openRanksWithProgress(const char* command, const std::string& path);
 
 // A run's name, pid and path, for distinctRunNames (run_name.h): a file by
 // its trace's name (else its stem); a folder by its name, its ranks' pids

@@ -32,6 +32,7 @@ Command addRecord(CLI::App& parent);
 Command addCompare(CLI::App& parent);
 Command addCheck(CLI::App& parent);
 Command addWhatIf(CLI::App& parent);
+Command addDigest(CLI::App& parent);
 
 // A size option's validator: "7.5GiB", "800MB", plain bytes.
 CLI::Validator byteSizeValidator();

@@ -9,9 +9,12 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "memscope/analysis/activation_theory.h"
+#include "memscope/analysis/digest_trace.h"
 #include "memscope/analysis/module_breakdown.h"
 #include "memscope/analysis/oom_report.h"
 #include "memscope/analysis/peak_explainer.h"
+#include "memscope/analysis/rank_imbalance.h"
+#include "memscope/analysis/rank_json.h"
 #include "memscope/analysis/report_json.h"
 #include "memscope/analysis/summary.h"
 #include "memscope/base/units.h"
@@ -159,6 +162,16 @@ void printTable(const FileReport& f) {
         std::printf("%s: %s  (%s, from %s)\n", f.name.c_str(), f.path.c_str(), f.format.c_str(),
                     source.c_str());
     for (const auto& w : f.warnings) std::printf("  warning: %s\n", w.message.c_str());
+    if (f.trace && isDigest(*f.trace)) {
+        const std::string* source = f.trace->metadata.property("digest.source");
+        const std::string* summed = f.trace->metadata.property("digest.summed_allocations");
+        std::printf(
+            "  a digest of %s: only the allocations alive at its peak%s; its envelope and\n"
+            "  per-phase peaks show in the per-rank table of a folder of digests\n",
+            source ? source->c_str() : "a trace",
+            summed && *summed != "0" ? (", " + *summed + " of them summed by category").c_str()
+                                     : "");
+    }
     if (f.trace) printRecordedRange(*f.trace, "  ");
     if (f.summary.devices.empty())
         std::printf("  no devices: the trace holds no events and no segments\n");
@@ -214,12 +227,73 @@ void printTable(const FileReport& f) {
     }
 }
 
+// The largest categories at a rank's peak: "activation 6.00 MiB, parameter 3.00 MiB".
+std::string topCategories(const RankDigest& r, size_t count) {
+    std::vector<Category> order(kAllCategories.begin(), kAllCategories.end());
+    std::stable_sort(order.begin(), order.end(), [&](Category a, Category b) {
+        return r.categories_at_peak[size_t(index(a))] > r.categories_at_peak[size_t(index(b))];
+    });
+    std::string out;
+    for (size_t i = 0; i < order.size() && i < count; ++i) {
+        const int64_t bytes = r.categories_at_peak[size_t(index(order[i]))];
+        if (bytes <= 0) break;
+        if (!out.empty()) out += ", ";
+        out += std::string(toString(order[i])) + " " + formatBytes(bytes);
+    }
+    return out.empty() ? "-" : out;
+}
+
+// One row per rank and the imbalance in words. Parts without a rank beside
+// ranked ones (a launcher that imported torch) are listed after, not compared.
+void printRankTable(const RankRun& run) {
+    const bool any_ranked = std::any_of(run.ranks.begin(), run.ranks.end(),
+                                        [](const RankDigest& r) { return r.rank >= 0; });
+    size_t ranked = 0;
+    for (const RankDigest& r : run.ranks) ranked += !any_ranked || r.rank >= 0;
+    std::printf("%s: %s  (%zu ranks", run.name.c_str(), run.path.c_str(), ranked);
+    if (ranked < run.ranks.size()) std::printf(", %zu other processes", run.ranks.size() - ranked);
+    if (!run.failures.empty()) std::printf(", %zu not read", run.failures.size());
+    std::printf(")\n");
+    std::printf("  %-10s %-6s %11s  %-10s %5s  %11s  %s\n", "rank", "device", "peak", "phase",
+                "step", "reserved", "top categories at the peak");
+    for (const RankDigest& r : run.ranks) {
+        if (any_ranked && r.rank < 0) continue;
+        const std::string phase = r.peak_phase ? std::string(toString(*r.peak_phase)) : "-";
+        const std::string step = r.peak_step >= 0 ? std::to_string(r.peak_step) : "-";
+        const std::string device = r.device < 0 ? "host" : std::to_string(r.device);
+        std::printf("  %-10s %-6s %11s  %-10s %5s  %11s  %s%s\n", r.name.c_str(), device.c_str(),
+                    formatBytes(r.peak_bytes).c_str(), phase.c_str(), step.c_str(),
+                    orDash(r.peak_reserved_bytes).c_str(), topCategories(r, 3).c_str(),
+                    r.from_digest ? "  (digest)" : "");
+    }
+    for (const RankDigest& r : run.ranks)
+        if (any_ranked && r.rank < 0)
+            std::printf("  not a rank: %s (%s), peak %s\n", r.name.c_str(), r.path.c_str(),
+                        formatBytes(r.peak_bytes).c_str());
+    for (const RankFailure& f : run.failures) std::printf("  not read: %s\n", f.message.c_str());
+    if (const auto m = rankImbalance(run.ranks))
+        std::printf("  imbalance: %s\n", imbalanceText(*m, run.ranks).c_str());
+}
+
 int run(const SummaryOptions& o) {
     int exit_code = 0;
     std::vector<OpenedRun> runs;  // keep the traces the reports point at
     std::vector<FileReport> reports;
+    std::vector<RankRun> rank_runs;
     runs.reserve(o.paths.size());
     for (const std::string& path : o.paths) {
+        // Many ranks: one row each, read rank by rank in bounded memory.
+        if (isMultiRankFolder(path)) {
+            auto ranks = openRanksWithProgress("summary", path);
+            if (!ranks) {
+                std::fprintf(stderr, "memscope-cli summary: %s\n", ranks.message().c_str());
+                exit_code = 2;
+                continue;
+            }
+            if (!ranks->failures.empty()) exit_code = 2;
+            rank_runs.push_back(std::move(*ranks));
+            continue;
+        }
         auto opened = openWithProgress(path);
         if (!opened) {
             std::fprintf(stderr, "memscope-cli summary: %s\n", opened.message().c_str());
@@ -249,7 +323,12 @@ int run(const SummaryOptions& o) {
             }
             reports.push_back(std::move(f));
         }
-    if (o.json) std::fputs(summaryToJson(reports).c_str(), stdout);
+    for (const RankRun& r : rank_runs) {
+        if (o.json) continue;
+        if (!reports.empty() || &r != &rank_runs.front()) std::printf("\n");
+        printRankTable(r);
+    }
+    if (o.json) std::fputs(summaryToJson(reports, rank_runs).c_str(), stdout);
     return exit_code;
 }
 
@@ -265,10 +344,15 @@ Command addSummary(CLI::App& parent) {
         "then by category, and the peak within each training phase (forward, backward,\n"
         "optimizer) and step. At each out-of-memory event: the request, what the device and\n"
         "the allocator's cache had free, the largest free block, whether fragmentation or\n"
-        "full memory caused it, and what was alive. A folder of per-rank traces is\n"
-        "summarized file by file. Each file is headed by its run's name: the script or\n"
-        "program and its rank (\"train.py rank 1\"), with its pid or file name where two\n"
-        "share one.\n\n"
+        "full memory caused it, and what was alive. Each file is headed by its run's name:\n"
+        "the script or program and its rank (\"train.py rank 1\"), with its pid or file\n"
+        "name where two share one.\n\n"
+        "A folder of several traces is a multi-rank run: one row per rank (its peak, the\n"
+        "phase and step of the peak, the reserved peak, the top categories at the peak) and\n"
+        "the imbalance (the highest rank, how far above the lowest, max/mean, max - min).\n"
+        "Ranks are read one by one on every core, so memory does not grow with their\n"
+        "number; a rank that cannot be read is reported and the others are shown. JSON:\n"
+        "\"runs\": [{\"ranks\": [...], \"imbalance\": {...}, \"failures\": [...]}].\n\n"
         "Exit status: 0 all read, 2 some input could not be read (the others are still\n"
         "summarized), 1 usage error.");
     app->add_option("files", o->paths, "trace files or folders of traces")->required();

@@ -32,9 +32,15 @@ PROFILER_MESSAGE = ("memscope: torch.profiler started; it takes CUPTI over, so t
                     "stops receiving records from here on (the allocator history is unaffected)")
 
 
+# The environment a launcher gives its ranks: kept out of the tests' children.
+LAUNCHER_VARIABLES = ("PYTHONPATH", "RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID",
+                      "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK",
+                      "MPI_LOCALRANKID")
+
+
 def base_env():
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("MEMSCOPE_") and k not in ("PYTHONPATH", "RANK", "LOCAL_RANK")}
+           if not k.startswith("MEMSCOPE_") and k not in LAUNCHER_VARIABLES}
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # keep the staged folder clean
     return env
 
@@ -258,6 +264,20 @@ class RecorderUnit(unittest.TestCase):
             self.rec.module_pre()
         for _ in range(depth):
             self.rec.module_post()
+
+    def test_rank_from_each_launcher(self):
+        from memscope_hook import config
+        base = {"MEMSCOPE_OUTPUT_DIR": "/tmp/x"}
+        cases = [({}, (-1, -1)),
+                 ({"RANK": "3", "LOCAL_RANK": "1"}, (3, 1)),                  # torchrun
+                 ({"SLURM_PROCID": "17", "SLURM_LOCALID": "5"}, (17, 5)),     # srun
+                 ({"RANK": "2", "SLURM_PROCID": "9"}, (2, -1)),               # torchrun under srun
+                 ({"OMPI_COMM_WORLD_RANK": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "0"}, (4, 0)),
+                 ({"PMI_RANK": "6", "MPI_LOCALRANKID": "2"}, (6, 2)),
+                 ({"RANK": "x", "SLURM_PROCID": "8"}, (8, -1))]               # unparsable: next
+        for extra, want in cases:
+            cfg = config.Config.from_env(dict(base, **extra))
+            self.assertEqual((cfg.rank, cfg.local_rank), want, extra)
 
     def test_regular_loop_and_accumulation(self):
         opt = object()

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "memscope/analysis/peak_explainer.h"
+#include "memscope/analysis/rank_run.h"
 #include "memscope/model/trace.h"
 #include "memscope/timeline/phase_peaks.h"
 #include "memscope/timeline/timeline.h"
@@ -74,5 +75,8 @@ void peakSites(Out& w, const Trace& trace, const DeviceTimeline& tl,
                const std::vector<SiteAtPeak>& sites);
 // {"activation": "inferred", ...}: the categories that hold bytes, and how each was known.
 void categorySources(Out& w, const std::array<CategorySources, kCategoryCount>& sources);
+
+// A multi-rank run: rank_json.h's object.
+void rankRun(Out& w, const RankRun& run);
 
 }  // namespace memscope::json

@@ -287,7 +287,7 @@ std::string peaksByPhaseToJson(const Trace& trace, const PhasePeaks& peaks) {
     return buf.GetString();
 }
 
-std::string summaryToJson(std::span<const FileReport> files) {
+std::string summaryToJson(std::span<const FileReport> files, std::span<const RankRun> runs) {
     using namespace json;
     rapidjson::StringBuffer buf;
     Out w(buf);
@@ -405,6 +405,12 @@ std::string summaryToJson(std::span<const FileReport> files) {
         w.EndObject();
     }
     w.EndArray();
+    if (!runs.empty()) {
+        key(w, "runs");
+        w.StartArray();
+        for (const RankRun& r : runs) rankRun(w, r);
+        w.EndArray();
+    }
     w.EndObject();
     return std::string(buf.GetString()) + "\n";
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "memscope/analysis/digest_trace.h"
 #include "memscope/base/file_io.h"
 #include "memscope/format/native_format.h"
 #include "memscope/inference/inference.h"
@@ -93,7 +94,14 @@ Result<OpenedTrace> openTrace(Trace trace, const std::string& path, const TaskCo
     out.path = path;
     out.format = trace.metadata.source_format;
     recordedGaps(trace, out.warnings);
-    if (options.infer && options.timeline) inferMissingLabels(trace, ctx);
+    if (options.infer && options.timeline) {
+        // A digest's events have no phases to infer from: its source's
+        // inferred categories travel with it.
+        if (isDigest(trace))
+            applyDigestInferences(trace);
+        else
+            inferMissingLabels(trace, ctx);
+    }
     if (ctx.cancelled()) return cancelledError();
     auto shared = std::make_shared<const Trace>(std::move(trace));
     if (options.timeline) {

@@ -57,8 +57,12 @@ void PluginRegistry::addExporter(std::unique_ptr<Exporter> exporter) {
     replaceOrAdd(exporters_, std::move(exporter));
 }
 
-const Importer* PluginRegistry::importer(std::string_view id) const { return findById(importers_, id); }
-const Exporter* PluginRegistry::exporter(std::string_view id) const { return findById(exporters_, id); }
+const Importer* PluginRegistry::importer(std::string_view id) const {
+    return findById(importers_, id);
+}
+const Exporter* PluginRegistry::exporter(std::string_view id) const {
+    return findById(exporters_, id);
+}
 
 std::vector<const Importer*> PluginRegistry::importers() const {
     std::vector<const Importer*> out;
@@ -101,8 +105,10 @@ Result<const Exporter*> PluginRegistry::exporterForPath(const std::string& path)
     for (const auto& exp : exporters_)
         if (!exp->extension().empty() && endsWith(path, exp->extension())) return exp.get();
     std::string known;
-    for (const auto& exp : exporters_) known += (known.empty() ? "" : ", ") + exp->id() + " (" + exp->extension() + ")";
-    return makeError(path + ": no exporter for this file extension; use --to FORMAT, one of: " + known);
+    for (const auto& exp : exporters_)
+        known += (known.empty() ? "" : ", ") + exp->id() + " (" + exp->extension() + ")";
+    return makeError(path +
+                     ": no exporter for this file extension; use --to FORMAT, one of: " + known);
 }
 
 Result<Trace> PluginRegistry::load(const std::string& path, const TaskContext& ctx,
@@ -129,8 +135,9 @@ Result<void> PluginRegistry::loadLibrary(const std::filesystem::path& library) {
         return makeError(name + ": not a memscope plugin (missing " MEMSCOPE_PLUGIN_ABI_SYMBOL
                                 " or " MEMSCOPE_PLUGIN_REGISTER_SYMBOL ")");
     if (const int v = abi(); v != kPluginAbiVersion)
-        return makeError(name + ": built for plugin ABI " + std::to_string(v) + ", this memscope has " +
-                         std::to_string(kPluginAbiVersion) + "; rebuild the plugin");
+        return makeError(name + ": built for plugin ABI " + std::to_string(v) +
+                         ", this memscope has " + std::to_string(kPluginAbiVersion) +
+                         "; rebuild the plugin");
     libraries_.push_back(std::move(lib));
     reg(this);
     return {};
@@ -145,8 +152,10 @@ PluginLoadReport PluginRegistry::loadFolder(const std::filesystem::path& folder)
         if (entry.path().extension() == ".so") libs.push_back(entry.path());
     std::sort(libs.begin(), libs.end());  // a stable order makes replacement predictable
     for (const auto& lib : libs) {
-        if (auto r = loadLibrary(lib); r) report.loaded.push_back(lib.string());
-        else report.errors.push_back(r.message());
+        if (auto r = loadLibrary(lib); r)
+            report.loaded.push_back(lib.string());
+        else
+            report.errors.push_back(r.message());
     }
     return report;
 }

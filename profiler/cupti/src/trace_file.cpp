@@ -81,8 +81,13 @@ std::string hostName() {
 ProcessIdentity currentProcess() {
     ProcessIdentity p;
     p.pid = static_cast<int64_t>(getpid());
-    p.rank = intFromEnv("RANK");
-    p.local_rank = intFromEnv("LOCAL_RANK");
+    // torchrun's variables, else Slurm's (srun), Open MPI's, MPICH's: the
+    // same order as the Python hook's (memscope_hook/config.py).
+    for (const char* name : {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"})
+        if (!p.rank) p.rank = intFromEnv(name);
+    for (const char* name :
+         {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"})
+        if (!p.local_rank) p.local_rank = intFromEnv(name);
     return p;
 }
 

@@ -15,8 +15,14 @@ def report_failure(what):
 
 
 def activate():
+    import os
     from . import config, torch_watch
     cfg = config.Config.from_env()
+    # The acknowledgement pipe is record's to the process it started. The
+    # processes this one starts (a launcher's ranks) do not get the pipe
+    # (subprocess closes it), and an fd number they reuse for a file of their
+    # own must not receive signal numbers: the variable stops here.
+    os.environ.pop("MEMSCOPE_SIGNAL_ACK_FD", None)
     torch_watch.when_imported(lambda torch: _start(cfg, torch))
 
 

@@ -16,6 +16,22 @@ def _int_env(env, name, default):
         return default
 
 
+# Where launchers put a process's rank and local rank, in the order they are
+# trusted: torchrun's, Slurm's (srun), Open MPI's, then MPICH / Intel MPI's.
+RANK_VARIABLES = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
+LOCAL_RANK_VARIABLES = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK",
+                        "MPI_LOCALRANKID")
+
+
+def _first_int_env(env, names):
+    """The first of `names` that holds a number, else -1."""
+    for name in names:
+        value = _int_env(env, name, None)
+        if value is not None:
+            return value
+    return -1
+
+
 def parse_steps(text):
     """"A:B" -> (A, B) with 0 <= A <= B; "A" -> (A, A); None if malformed."""
     parts = text.split(":")
@@ -115,9 +131,10 @@ class Config:
                    signal_ack_fd=_int_env(env, "MEMSCOPE_SIGNAL_ACK_FD", -1),
                    max_entries=max_entries,
                    capture_library=env.get("MEMSCOPE_TORCH_CAPTURE_LIBRARY") or None,
-                   # The launcher's process group identity (torchrun sets these).
-                   rank=_int_env(env, "RANK", -1),
-                   local_rank=_int_env(env, "LOCAL_RANK", -1),
+                   # The launcher's process group identity: torchrun's, else
+                   # Slurm's or an MPI launcher's (srun / mpirun without torchrun).
+                   rank=_first_int_env(env, RANK_VARIABLES),
+                   local_rank=_first_int_env(env, LOCAL_RANK_VARIABLES),
                    warnings=warnings)
 
     def process_dir(self, pid):

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "memscope/analysis/activation_theory.h"
+#include "memscope/analysis/rank_run.h"
 #include "memscope/analysis/summary.h"
 #include "memscope/base/task_context.h"
 #include "memscope/model/trace.h"
@@ -28,9 +29,11 @@ struct FileReport {
     std::string name;
 };
 
-// {"files": [{"path", "name"?, "format", "source"?, "warnings"?, "devices": {"0": {...}}}]}
-// "name": the run's name ("train.py rank 1"), left out when it has none.
-std::string summaryToJson(std::span<const FileReport> files);
+// {"files": [{"path", "name"?, "format", "source"?, "warnings"?, "devices": {"0": {...}}}],
+//  "runs"?: [multi-rank runs as rank_json.h writes them]}
+// "name": the run's name ("train.py rank 1"), left out when it has none;
+// "runs" only when there are multi-rank runs.
+std::string summaryToJson(std::span<const FileReport> files, std::span<const RankRun> runs = {});
 
 // {"policy", "step", "element_bytes", "formula", "source", "measured_bytes",
 //  "predicted_bytes", "ratio", "outside_layers_bytes",

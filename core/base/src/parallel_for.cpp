@@ -1,0 +1,30 @@
+#include "memscope/base/parallel_for.h"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
+
+namespace memscope {
+
+unsigned workerCount(unsigned requested, size_t n) {
+    unsigned threads = requested ? requested : std::max(1u, std::thread::hardware_concurrency());
+    if (n < threads) threads = unsigned(std::max<size_t>(n, 1));
+    return threads;
+}
+
+void parallelFor(size_t n, unsigned threads, const std::function<void(size_t)>& fn) {
+    if (n == 0) return;
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+        for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(i);
+    };
+    std::vector<std::thread> pool;
+    const unsigned count = workerCount(threads, n);
+    pool.reserve(count - 1);
+    for (unsigned t = 1; t < count; ++t) pool.emplace_back(work);
+    work();
+    for (std::thread& t : pool) t.join();
+}
+
+}  // namespace memscope

@@ -1,5 +1,6 @@
 // memscope-cli compare A B... [--baseline N|PATH] [--align time|step|phase]
 //                             [--phase forward|backward|optimizer] [--json|--csv]
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -8,6 +9,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "memscope/analysis/compare_table.h"
+#include "memscope/analysis/rank_compare.h"
 
 namespace memscope::cli {
 namespace {
@@ -37,7 +39,42 @@ Result<size_t> resolveBaseline(const std::string& text, const std::vector<Compar
                      std::to_string(inputs.size()));
 }
 
+// Multi-rank runs (folders of several traces): rank by rank, each against
+// the first, in bounded memory.
+int runRanks(const CompareOptions& o) {
+    std::vector<RankRun> runs;
+    for (const std::string& path : o.paths) {
+        auto ranks = openRanksWithProgress("compare", path);
+        if (!ranks) {
+            std::fprintf(stderr, "memscope-cli compare: %s\n", ranks.message().c_str());
+            return 2;
+        }
+        runs.push_back(std::move(*ranks));
+    }
+    if (o.json) std::printf("[\n");
+    for (size_t i = 1; i < runs.size(); ++i) {
+        const RankComparison c = compareRanks(runs.front(), runs[i]);
+        if (o.json)
+            std::printf("%s%s", i > 1 ? ",\n" : "", rankComparisonJson(c).c_str());
+        else
+            std::printf("%s%s", i > 1 ? "\n" : "", rankComparisonText(c).c_str());
+    }
+    if (o.json) std::printf("]\n");
+    return 0;
+}
+
 int run(const CompareOptions& o) {
+    // Every run given is a folder of ranks: compare them rank by rank.
+    if (o.paths.size() > 1 && std::all_of(o.paths.begin(), o.paths.end(), isMultiRankFolder)) {
+        if (!o.baseline.empty() || o.csv || !o.phase.empty() || o.align != "time") {
+            std::fprintf(
+                stderr,
+                "memscope-cli compare: folders of ranks are compared rank by rank against "
+                "the first; --baseline, --phase, --align and --csv apply to single runs\n");
+            return 1;
+        }
+        return runRanks(o);
+    }
     std::vector<OpenedRun> runs;
     runs.reserve(o.paths.size());
     for (const std::string& path : o.paths) {
@@ -115,7 +152,12 @@ Command addCompare(CLI::App& parent) {
         ->check(CLI::IsMember({"forward", "backward", "optimizer"}));
     auto* json = app->add_flag("--json", o->json, "print JSON");
     app->add_flag("--csv", o->csv, "print CSV (raw numbers)")->excludes(json);
-    app->footer("Exit status: 0 compared, 1 usage error, 2 a run could not be read.");
+    app->footer(
+        "When every run given is a folder of several traces (a multi-rank run), they are\n"
+        "compared rank by rank against the first: each rank's peak in both and its delta\n"
+        "(ranks matched by number), and the worst rank of each with the change between them;\n"
+        "ranks are read one by one on every core.\n\n"
+        "Exit status: 0 compared, 1 usage error, 2 a run could not be read.");
     return {app, [o] { return run(*o); }, {}};
 }
 

@@ -251,7 +251,9 @@ void printRankTable(const RankRun& run) {
     size_t ranked = 0;
     for (const RankDigest& r : run.ranks) ranked += !any_ranked || r.rank >= 0;
     std::printf("%s: %s  (%zu ranks", run.name.c_str(), run.path.c_str(), ranked);
-    if (ranked < run.ranks.size()) std::printf(", %zu other processes", run.ranks.size() - ranked);
+    if (ranked < run.ranks.size())
+        std::printf(", %zu other process%s", run.ranks.size() - ranked,
+                    run.ranks.size() - ranked == 1 ? "" : "es");
     if (!run.failures.empty()) std::printf(", %zu not read", run.failures.size());
     std::printf(")\n");
     std::printf("  %-10s %-6s %11s  %-10s %5s  %11s  %s\n", "rank", "device", "peak", "phase",

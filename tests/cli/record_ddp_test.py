@@ -11,7 +11,10 @@ then:
     rank 1 peaks above rank 0, and the imbalance names rank 1 highest;
   - `summary FOLDER`: the per-rank table and the imbalance in words;
   - `check FOLDER --max-peak` between the two peaks fails (exit 1) and names
-    rank 1 as the worst rank; above both it passes.
+    rank 1 as the worst rank; above both it passes;
+  - `digest` of each rank: at most 1 MiB, and the folder of digests gives the
+    same ranks, peaks, phases, steps and composition, marked digests;
+    `compare TRACES DIGESTS` compares rank by rank: every delta 0.
 
 usage: record_ddp_test.py MEMSCOPE_CLI
 
@@ -119,6 +122,28 @@ def main():
             fail("check over the limit does not name rank 1 the worst:\n" + over.stdout)
         cli_run(cli, ["check", out, "--max-peak", str(high + 1)], codes=(0,))
         print("check: over at %d B names rank 1; passes at %d B" % (limit, high + 1))
+
+        # Digests, as a cluster would make them: each at most 1 MiB, a folder
+        # of them the same ranks, marked digests; compare rank by rank.
+        digests = os.path.join(work, "digests")
+        os.makedirs(digests)
+        for r, f in ranked.items():
+            d = os.path.join(digests, "rank%d.memscope" % r)
+            cli_run(cli, ["digest", os.path.join(out, f), "-o", d])
+            if os.path.getsize(d) > 2**20:
+                fail("the digest of rank %d is %d bytes, over 1 MiB" % (r, os.path.getsize(d)))
+        dsum = json.loads(cli_run(cli, ["summary", "--json", digests]).stdout)["runs"][0]
+        for a, b in zip(ranks, dsum["ranks"]):
+            if not b["digest"] or b["rank"] != a["rank"] or b["peak_bytes"] != a["peak_bytes"] or \
+                    b["peak_phase"] != a["peak_phase"] or b["steps"] != a["steps"] or \
+                    b["categories_at_peak"] != a["categories_at_peak"]:
+                fail("rank %d's digest differs from its trace:\n%s\n%s" % (a["rank"], a, b))
+        cmp = json.loads(cli_run(cli, ["compare", "--json", out, digests]).stdout)[0]
+        if [r["delta_bytes"] for r in cmp["ranks"]] != [0] * RANKS or \
+                cmp["worst"]["other"] != "rank 1":
+            fail("compare of the traces and their digests: %s" % cmp)
+        print("digests: %s bytes; compare rank by rank: deltas 0, worst rank 1"
+              % [os.path.getsize(os.path.join(digests, f)) for f in sorted(os.listdir(digests))])
     except Skip as s:
         print("SKIP:", s)
         return SKIP

@@ -118,6 +118,17 @@ void AllocatorView::start() {
 QString AllocatorView::headline() const {
     if (!snapshot_) return QStringLiteral("Allocator state: move the cursor over a timeline.");
     const AllocatorSnapshotAt& s = *snapshot_;
+    // CPU memory is not pooled in segments: say so instead of an empty map.
+    const DeviceTimeline* tl = run_ ? run_->timeline(ref_) : nullptr;
+    if (s.segments.empty() && tl && tl->device < 0) {
+        int64_t live = 0;
+        for (const ReplayBlock& b : s.loose_blocks) live += int64_t(b.size);
+        return QStringLiteral(
+                   "host memory: no allocator segments (CPU tensors come from the system "
+                   "allocator); %1 live allocations, %2, packed below by category")
+            .arg(s.loose_blocks.size())
+            .arg(formatBytes(double(live)));
+    }
     const double frag =
         s.reserved_bytes > 0
             ? 100.0 * double(s.reserved_bytes - std::min(s.reserved_bytes, s.active_bytes)) /

@@ -13,6 +13,7 @@
 
 #include "memscope/analysis/allocation_layout.h"
 #include "memscope/analysis/oom_report.h"
+#include "memscope/analysis/rank_run.h"
 #include "memscope/base/task_context.h"
 #include "memscope/model/module_attribution.h"
 #include "memscope/model/run_name.h"
@@ -20,6 +21,10 @@
 #include "memscope/timeline/timeline.h"
 
 namespace memscope::gui {
+
+// Up to this many ranks, a folder is opened whole (each rank's timeline kept,
+// and the rank selector shows them); past it, only their digests are kept.
+inline constexpr size_t kFullyOpenedRanks = 8;
 
 struct RunPart {
     std::shared_ptr<const Trace> trace;
@@ -50,6 +55,11 @@ struct Run {
     QString name;  // the trace's ("train.py rank 1"), else the file's stem; a folder's name
     QStringList paths;
     std::vector<RunPart> parts;
+    // A folder of several ranks: each rank's digest, for the Ranks view. A
+    // folder of more than kFullyOpenedRanks ranks is opened rank by rank in
+    // bounded memory and has digests only (no parts): a rank the user opens
+    // from the Ranks view loads as a run of its own.
+    std::shared_ptr<const RankRun> ranks;
 
     std::vector<DeviceRef> devices() const;
     QString deviceLabel(DeviceRef ref) const;  // "cuda:0", "rank 1 / cuda:0"

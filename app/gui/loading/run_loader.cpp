@@ -8,6 +8,7 @@
 
 #include "common/format.h"
 #include "memscope/builtin_plugins.h"
+#include "memscope/open/open_ranks.h"
 #include "memscope/open/open_run.h"
 
 namespace memscope::gui {
@@ -70,15 +71,39 @@ Result<RunPtr> makeRun(Trace trace, const QString& path, const TaskContext& ctx)
 }
 
 Result<RunPtr> loadRun(const QString& path, const TaskContext& ctx) {
-    auto opened = openRun(QFile::encodeName(path).toStdString(), pluginRegistry(), ctx);
-    if (!opened.ok()) return opened.error();
+    const std::string native = QFile::encodeName(path).toStdString();
     auto run = std::make_shared<Run>();
+    // Many ranks: digests only, read rank by rank on every core.
+    if (QFileInfo(path).isDir() &&
+        traceFilesIn(native, pluginRegistry()).size() > kFullyOpenedRanks) {
+        auto ranks = openRanks(native, pluginRegistry(), ctx);
+        if (!ranks.ok()) return ranks.error();
+        run->name = toQString(ranks->name);
+        run->paths << path;
+        run->ranks = std::make_shared<const RankRun>(std::move(*ranks));
+        return RunPtr(std::move(run));
+    }
+    auto opened = openRun(native, pluginRegistry(), ctx);
+    if (!opened.ok()) return opened.error();
     run->name = toQString(opened->name);
+    auto ranks = std::make_shared<RankRun>();
+    ranks->path = native;
+    ranks->name = opened->name;
     for (OpenedTrace& part : opened->parts) {
         const QString partPath = QFile::decodeName(QByteArray::fromStdString(part.path));
+        if (opened->folder)
+            ranks->ranks.push_back(
+                digestRank(*part.trace, *part.timeline, part.path,
+                           part.trace->metadata.name.empty()
+                               ? QFileInfo(partPath).completeBaseName().toStdString()
+                               : part.trace->metadata.name));
         run->paths << partPath;
         run->parts.push_back(toPart(std::move(part), partPath));
     }
+    std::vector<std::string> names;
+    for (const RunPart& part : run->parts) names.push_back(part.trace->metadata.name);
+    if (const std::string script = scriptOfRanks(names); !script.empty()) ranks->name = script;
+    if (ranks->ranks.size() > 1) run->ranks = std::move(ranks);
     return RunPtr(std::move(run));
 }
 

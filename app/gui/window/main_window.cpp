@@ -24,6 +24,7 @@
 #include "inspect/search_panel.h"
 #include "loading/run_loader.h"
 #include "memscope/builtin_plugins.h"
+#include "ranks/ranks_view.h"
 #include "run_view/run_view.h"
 #include "run_view/timeline_plot.h"
 #include "run_view/zoom_state.h"
@@ -221,6 +222,12 @@ void MainWindow::waitForLoads() {
 }
 
 void MainWindow::onRunLoaded(RunPtr run) {
+    // Many ranks arrive as digests only: their Ranks view is all there is to
+    // show, and the compare view, which needs timelines, leaves them out.
+    if (run->parts.empty()) {
+        if (run->ranks) addRanksView(run);
+        return;
+    }
     batchRuns_.push_back(run);
     // A damaged tail still loads; say what was lost instead of hiding it.
     for (const RunPart& part : run->parts)
@@ -228,6 +235,28 @@ void MainWindow::onRunLoaded(RunPtr run) {
             batchErrors_ << QStringLiteral("%1: opened, but %2")
                                 .arg(part.path, QString::fromStdString(w.message));
     if (!current_.compare) addRunView(run);
+    if (run->ranks && !current_.compare) addRanksView(run);
+}
+
+void MainWindow::addRanksView(RunPtr run) {
+    auto* view = new RanksView(run, tabs_);
+    // A rank opens as a run of its own: only the ranks looked into keep a timeline.
+    connect(view, &RanksView::openRankRequested, this,
+            [this](const QString& path) { openPaths({path}, false); });
+    const int i = tabs_->addTab(view, QStringLiteral("%1: ranks").arg(run->name));
+    tabs_->setTabToolTip(i, run->paths.join(QLatin1Char('\n')));
+    if (QWidget* w = tabs_->findChild<QWidget*>(QStringLiteral("welcome"))) {
+        tabs_->removeTab(tabs_->indexOf(w));
+        w->deleteLater();
+    }
+    tabs_->setCurrentWidget(view);
+}
+
+std::vector<RanksView*> MainWindow::ranksViews() const {
+    std::vector<RanksView*> out;
+    for (int i = 0; i < tabs_->count(); ++i)
+        if (auto* v = qobject_cast<RanksView*>(tabs_->widget(i))) out.push_back(v);
+    return out;
 }
 
 void MainWindow::onFailedToOpen(const QString& path, const QString& message) {

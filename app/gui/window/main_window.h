@@ -26,6 +26,7 @@ class InspectorView;
 class ModulePanel;
 class RunLoader;
 class RunView;
+class RanksView;
 class SearchPanel;
 class WhatIfDialog;
 class ZoomState;
@@ -49,6 +50,8 @@ public:
     // The run's own tab, made if it has none (the policy map's click).
     void showRun(RunPtr run);
     std::vector<RunPtr> runs() const;
+    // The Ranks views open (multi-rank runs), in tab order.
+    std::vector<RanksView*> ranksViews() const;
     QTabWidget* tabs() const { return tabs_; }
     RunView* currentRunView() const;
     CompareView* compareView() const;
@@ -99,6 +102,8 @@ private:
     void onFailedToOpen(const QString& path, const QString& message);
     void onLoadFinished(int loaded, int failed, bool cancelled);
     void addRunView(RunPtr run);
+    // The Ranks view of a multi-rank run, as its own tab.
+    void addRanksView(RunPtr run);
     void nameRunTabs();
     void onCurrentTabChanged();
     void followCursor(RunPtr run, DeviceRef ref, int64_t runX);

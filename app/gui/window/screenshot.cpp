@@ -29,7 +29,8 @@ int runScreenshot(const AppOptions& options) {
     window.waitForWhatIf();
     const bool comparing = options.compare || options.whatif;
     for (const QString& e : window.errors()) std::fprintf(stderr, "memscope: %s\n", qPrintable(e));
-    if (window.runs().empty() && !(window.compareView() && !window.compareView()->runs().empty())) {
+    if (window.runs().empty() && window.ranksViews().empty() &&
+        !(window.compareView() && !window.compareView()->runs().empty())) {
         std::fprintf(stderr, "memscope: nothing could be opened\n");
         return 1;
     }

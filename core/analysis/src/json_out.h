@@ -54,6 +54,15 @@ void field(Out& w, std::string_view k, const std::optional<T>& v) {
     optional(w, v);
 }
 
+// "key": n, or null where n is negative (not known: a rank, a step).
+inline void knownInt(Out& w, std::string_view k, int32_t n) {
+    key(w, k);
+    if (n >= 0)
+        w.Int(n);
+    else
+        w.Null();
+}
+
 // Ns since the epoch to µs, rounded down (also before 1970); null without a clock.
 std::optional<int64_t> micros(TimeBase base, int64_t time);
 inline std::optional<int64_t> micros(const Trace& trace, int64_t time) {

@@ -1,6 +1,7 @@
 #include "memscope/analysis/rank_digest.h"
 
 #include <algorithm>
+#include <set>
 
 #include "memscope/analysis/summary.h"
 
@@ -33,6 +34,30 @@ std::vector<int64_t> envelopeOf(const StepSeries& series, int64_t start, int64_t
 }
 
 }  // namespace
+
+std::string scriptOfRanks(const std::vector<std::string>& names) {
+    std::set<std::string> scripts;
+    for (const std::string& name : names) {
+        if (name.empty()) continue;
+        std::string script = name;
+        // "train.py rank 1" -> "train.py"
+        if (const auto at = name.rfind(" rank ");
+            at != std::string::npos && at > 0 && at + 6 < name.size() &&
+            name.find_first_not_of("0123456789", at + 6) == std::string::npos)
+            script = name.substr(0, at);
+        scripts.insert(script);
+    }
+    return scripts.size() == 1 ? *scripts.begin() : std::string();
+}
+
+std::vector<const RankDigest*> comparedRanks(const std::vector<RankDigest>& ranks) {
+    const bool any_ranked =
+        std::any_of(ranks.begin(), ranks.end(), [](const RankDigest& r) { return r.rank >= 0; });
+    std::vector<const RankDigest*> out;
+    for (const RankDigest& r : ranks)
+        if (!any_ranked || r.rank >= 0) out.push_back(&r);
+    return out;
+}
 
 std::string rankName(int32_t rank, const std::string& fallback) {
     return rank >= 0 ? "rank " + std::to_string(rank) : fallback;

@@ -8,15 +8,6 @@ namespace json {
 
 namespace {
 
-// "key": n, or null where n is -1 (not known).
-void knownInt(Out& w, std::string_view k, int32_t n) {
-    key(w, k);
-    if (n >= 0)
-        w.Int(n);
-    else
-        w.Null();
-}
-
 void rankDigest(Out& w, const RankDigest& r) {
     w.StartObject();
     knownInt(w, "rank", r.rank);

@@ -1,7 +1,6 @@
 #include "memscope/open/open_ranks.h"
 
 #include <filesystem>
-#include <set>
 
 #include "memscope/analysis/digest_trace.h"
 #include "memscope/open/open_each.h"
@@ -10,15 +9,6 @@
 namespace memscope {
 namespace fs = std::filesystem;
 namespace {
-
-// "train.py rank 1" -> "train.py": the script the ranks share.
-std::string withoutRank(const std::string& name) {
-    const auto at = name.rfind(" rank ");
-    if (at == std::string::npos || at == 0) return name;
-    for (size_t i = at + 6; i < name.size(); ++i)
-        if (name[i] < '0' || name[i] > '9') return name;
-    return name.substr(0, at);
-}
 
 std::string folderName(const std::string& path) {
     std::error_code ec;
@@ -81,10 +71,8 @@ Result<RankRun> openRanks(const std::string& folder, const PluginRegistry& regis
     if (run.ranks.empty()) return makeError(run.failures.front().message);
     sortRanks(run.ranks);
     // The run is the script its ranks ran, where they say and agree.
-    std::set<std::string> scripts;
-    for (const std::string& n : names)
-        if (!n.empty()) scripts.insert(withoutRank(n));
-    run.name = scripts.size() == 1 ? *scripts.begin() : folderName(folder);
+    const std::string script = scriptOfRanks(names);
+    run.name = !script.empty() ? script : folderName(folder);
     return run;
 }
 

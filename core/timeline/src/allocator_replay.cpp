@@ -44,46 +44,73 @@ struct State {
             const SegRec rec = it->second;
             it = segments.erase(it);
             if (s < addr) segments[s] = SegRec{addr - s, rec.stream, rec.expandable};
-            if (e > end) it = segments.emplace(end, SegRec{e - end, rec.stream, rec.expandable}).first;
+            if (e > end)
+                it = segments.emplace(end, SegRec{e - end, rec.stream, rec.expandable}).first;
         }
     }
 };
 
-void undo(State& st, const Event& e) {
+// `category`: the event's category as analyses use it (recorded, else
+// inferred: a CPU trace's blocks are labelled by inference alone).
+void undo(State& st, const Event& e, Category category) {
     switch (e.kind) {
-    case EventKind::Alloc: st.blocks.erase(e.address); break;
-    case EventKind::FreeRequested: {
-        auto it = st.blocks.find(e.address);
-        if (it != st.blocks.end()) it->second.state = BlockState::ActiveAllocated;
-        break;
-    }
-    case EventKind::FreeCompleted:
-        st.blocks[e.address] = ReplayBlock{e.address, e.size, BlockState::ActiveAllocated, e.stack, e.category};
-        break;
-    case EventKind::SegmentAlloc: st.segments.erase(e.address); break;
-    case EventKind::SegmentFree: st.addRange(e.address, e.size, e.stream, false); break;
-    case EventKind::SegmentMap: st.removeRange(e.address, e.size); break;
-    case EventKind::SegmentUnmap: st.addRange(e.address, e.size, e.stream, true); break;
-    default: break;
+        case EventKind::Alloc:
+            st.blocks.erase(e.address);
+            break;
+        case EventKind::FreeRequested: {
+            auto it = st.blocks.find(e.address);
+            if (it != st.blocks.end()) it->second.state = BlockState::ActiveAllocated;
+            break;
+        }
+        case EventKind::FreeCompleted:
+            st.blocks[e.address] =
+                ReplayBlock{e.address, e.size, BlockState::ActiveAllocated, e.stack, category};
+            break;
+        case EventKind::SegmentAlloc:
+            st.segments.erase(e.address);
+            break;
+        case EventKind::SegmentFree:
+            st.addRange(e.address, e.size, e.stream, false);
+            break;
+        case EventKind::SegmentMap:
+            st.removeRange(e.address, e.size);
+            break;
+        case EventKind::SegmentUnmap:
+            st.addRange(e.address, e.size, e.stream, true);
+            break;
+        default:
+            break;
     }
 }
 
-void apply(State& st, const Event& e) {
+void apply(State& st, const Event& e, Category category) {
     switch (e.kind) {
-    case EventKind::Alloc:
-        st.blocks[e.address] = ReplayBlock{e.address, e.size, BlockState::ActiveAllocated, e.stack, e.category};
-        break;
-    case EventKind::FreeRequested: {
-        auto it = st.blocks.find(e.address);
-        if (it != st.blocks.end()) it->second.state = BlockState::ActivePendingFree;
-        break;
-    }
-    case EventKind::FreeCompleted: st.blocks.erase(e.address); break;
-    case EventKind::SegmentAlloc: st.addRange(e.address, e.size, e.stream, false); break;
-    case EventKind::SegmentFree: st.segments.erase(e.address); break;
-    case EventKind::SegmentMap: st.addRange(e.address, e.size, e.stream, true); break;
-    case EventKind::SegmentUnmap: st.removeRange(e.address, e.size); break;
-    default: break;
+        case EventKind::Alloc:
+            st.blocks[e.address] =
+                ReplayBlock{e.address, e.size, BlockState::ActiveAllocated, e.stack, category};
+            break;
+        case EventKind::FreeRequested: {
+            auto it = st.blocks.find(e.address);
+            if (it != st.blocks.end()) it->second.state = BlockState::ActivePendingFree;
+            break;
+        }
+        case EventKind::FreeCompleted:
+            st.blocks.erase(e.address);
+            break;
+        case EventKind::SegmentAlloc:
+            st.addRange(e.address, e.size, e.stream, false);
+            break;
+        case EventKind::SegmentFree:
+            st.segments.erase(e.address);
+            break;
+        case EventKind::SegmentMap:
+            st.addRange(e.address, e.size, e.stream, true);
+            break;
+        case EventKind::SegmentUnmap:
+            st.removeRange(e.address, e.size);
+            break;
+        default:
+            break;
     }
 }
 
@@ -97,8 +124,8 @@ int64_t lastIndexAtOrBefore(const Trace& trace, const DeviceTimeline& tl, int64_
 
 }  // namespace
 
-Result<AllocatorSnapshotAt> allocatorStateAt(const Trace& trace, const DeviceTimeline& tl, int64_t time,
-                                             const TaskContext& ctx) {
+Result<AllocatorSnapshotAt> allocatorStateAt(const Trace& trace, const DeviceTimeline& tl,
+                                             int64_t time, const TaskContext& ctx) {
     AllocatorSnapshotAt out;
     out.time = time;
     const auto& idx = tl.trace_events;
@@ -109,9 +136,10 @@ Result<AllocatorSnapshotAt> allocatorStateAt(const Trace& trace, const DeviceTim
     State st;
     const size_t n = idx.size();
     constexpr size_t kReportEvery = 1 << 20;
-    const bool have_end = trace.allocator_state.has_value() &&
-                          std::any_of(trace.allocator_state->segments.begin(), trace.allocator_state->segments.end(),
-                                      [&](const Segment& s) { return s.device == tl.device; });
+    const bool have_end =
+        trace.allocator_state.has_value() &&
+        std::any_of(trace.allocator_state->segments.begin(), trace.allocator_state->segments.end(),
+                    [&](const Segment& s) { return s.device == tl.device; });
     out.backwards = have_end;
     if (have_end) {
         const AllocatorState& end = *trace.allocator_state;
@@ -120,11 +148,12 @@ Result<AllocatorSnapshotAt> allocatorStateAt(const Trace& trace, const DeviceTim
             st.addRange(s.address, s.total_size, s.stream, s.expandable);
             for (const Block& b : end.blocksOf(s))
                 if (b.state != BlockState::Inactive)
-                    st.blocks[b.address] = ReplayBlock{b.address, b.size, b.state, b.stack, Category::Unknown};
+                    st.blocks[b.address] =
+                        ReplayBlock{b.address, b.size, b.state, b.stack, Category::Unknown};
         }
         const size_t todo = n - size_t(out.event_index + 1);
         for (size_t k = n; k > size_t(out.event_index + 1); --k) {
-            undo(st, trace.events[idx[k - 1]]);
+            undo(st, trace.events[idx[k - 1]], trace.categoryOf(idx[k - 1]));
             const size_t done = n - k + 1;
             if (done % kReportEvery == 0) {
                 if (ctx.cancelled()) return cancelledError();
@@ -133,14 +162,16 @@ Result<AllocatorSnapshotAt> allocatorStateAt(const Trace& trace, const DeviceTim
         }
     } else {
         for (int64_t k = 0; k <= out.event_index; ++k) {
-            apply(st, trace.events[idx[size_t(k)]]);
+            apply(st, trace.events[idx[size_t(k)]], trace.categoryOf(idx[size_t(k)]));
             if (size_t(k + 1) % kReportEvery == 0) {
                 if (ctx.cancelled()) return cancelledError();
                 ctx.report(uint64_t(k + 1), uint64_t(out.event_index + 1));
             }
         }
         if (tl.initial_live > 0)
-            out.note = "blocks live before recording began are not known without an end-of-recording state";
+            out.note =
+                "blocks live before recording began are not known without an end-of-recording "
+                "state";
     }
 
     // Lay blocks into their segments by address.
@@ -148,14 +179,17 @@ Result<AllocatorSnapshotAt> allocatorStateAt(const Trace& trace, const DeviceTim
     auto bit = st.blocks.begin();
     for (const auto& [addr, rec] : st.segments) {
         ReplaySegment seg{addr, rec.size, rec.stream, rec.expandable, {}};
-        for (; bit != st.blocks.end() && bit->first < addr; ++bit) out.loose_blocks.push_back(bit->second);
+        for (; bit != st.blocks.end() && bit->first < addr; ++bit)
+            out.loose_blocks.push_back(bit->second);
         uint64_t cursor = addr;
         for (; bit != st.blocks.end() && bit->first < addr + rec.size; ++bit) {
             seg.blocks.push_back(bit->second);
-            if (bit->first > cursor) out.largest_free_gap = std::max(out.largest_free_gap, bit->first - cursor);
+            if (bit->first > cursor)
+                out.largest_free_gap = std::max(out.largest_free_gap, bit->first - cursor);
             cursor = std::max(cursor, bit->first + bit->second.size);
         }
-        if (addr + rec.size > cursor) out.largest_free_gap = std::max(out.largest_free_gap, addr + rec.size - cursor);
+        if (addr + rec.size > cursor)
+            out.largest_free_gap = std::max(out.largest_free_gap, addr + rec.size - cursor);
         out.reserved_bytes += rec.size;
         out.active_bytes += seg.activeBytes();
         out.segments.push_back(std::move(seg));

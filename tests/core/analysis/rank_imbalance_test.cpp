@@ -7,6 +7,8 @@
 #include <algorithm>
 
 #include "../analysis_test_util.h"
+#include "memscope/analysis/rank_compare.h"
+#include "memscope/analysis/rank_heatmap.h"
 #include "memscope/analysis/rank_json.h"
 #include "memscope/timeline/timeline.h"
 
@@ -129,6 +131,85 @@ TEST(RankDigestTest, AFullRunReducedKeepsItsPeakPhasesAndAnExactEnvelope) {
     EXPECT_NE(json.find("\"lowest\": \"rank 3\""), std::string::npos) << json;
     EXPECT_NE(json.find("\"peak_bytes\": " + std::to_string(d.peak_bytes)), std::string::npos);
     EXPECT_NE(json.find("\"message\": \"bad.memscope: cut short\""), std::string::npos);
+}
+
+TEST(RankHeatMapTest, RowsKeepEachRanksMaximaOnItsOwnClockAndEndWhereTheRankEnds) {
+    // Two ranks whose clocks are an hour apart; rank 1 runs half as long.
+    RankDigest a = rank(0, 0), b = rank(1, 0);
+    a.start = 1'000'000;
+    a.end = a.start + 2048;
+    b.start = 3'600'000'000'000;
+    b.end = b.start + 1024;
+    a.envelope.assign(kRankEnvelopeColumns, 10);
+    b.envelope.assign(kRankEnvelopeColumns, 20);
+    a.envelope[100] = 500;   // a's peak, at t = 100
+    b.envelope[2047] = 900;  // b's peak, at its very end (t = 1023)
+    const std::vector<RankDigest> ranks = {a, b};
+    const RankHeatMap m = rankHeatMap(ranks, 64);
+    EXPECT_EQ(m.rows, 2u);
+    EXPECT_EQ(m.duration, 2048);
+    EXPECT_EQ(m.max_bytes, 900);
+    EXPECT_EQ(m.at(0, m.columnOf(100)), 500);
+    EXPECT_EQ(*std::max_element(m.cells.begin(), m.cells.begin() + 64), 500);
+    EXPECT_EQ(m.at(1, m.columnOf(1023)), 900);
+    EXPECT_EQ(m.at(1, 63), -1);  // rank 1 had ended
+    EXPECT_EQ(m.at(1, 0), 20);
+    EXPECT_FALSE(m.by_step);  // rank 1 has no steps: each row from its first event
+    EXPECT_EQ(m.origins, (std::vector<int64_t>{a.start, b.start}));
+}
+
+TEST(RankHeatMapTest, RanksWithStepsAreAlignedAtTheirFirstStep) {
+    // Rank 1 spent 1000 ns more before its first step (a slower data loader);
+    // by step, both rows start at step 0.
+    RankDigest a = rank(0, 0), b = rank(1, 0);
+    a.start = 0;
+    a.end = 2048;
+    b.start = 50'000;
+    b.end = b.start + 3048;
+    a.step_starts = {0, 1024};
+    b.step_starts = {b.start + 1000, b.start + 2024};
+    a.envelope.assign(kRankEnvelopeColumns, 10);
+    b.envelope.assign(kRankEnvelopeColumns, 30);
+    const std::vector<RankDigest> ranks = {a, b};
+    const RankHeatMap m = rankHeatMap(ranks, 32);
+    EXPECT_TRUE(m.by_step);
+    EXPECT_EQ(m.origins, (std::vector<int64_t>{0, b.start + 1000}));
+    EXPECT_EQ(m.duration, 2048);
+    for (size_t c = 0; c < 32; ++c) {
+        EXPECT_EQ(m.at(0, c), 10);
+        EXPECT_EQ(m.at(1, c), 30);
+    }
+    EXPECT_EQ(stepAt(a, 0), 0);
+    EXPECT_EQ(stepAt(a, 1500), 1);
+    EXPECT_EQ(stepAt(b, b.start + 10), -1);  // before its first step
+    EXPECT_EQ(stepAt(b, b.start + 2100), 1);
+}
+
+TEST(RankCompareTest, RanksMatchByNumberAndTheWorstRankIsFollowed) {
+    RankRun before, after;
+    before.name = "before";
+    after.name = "after";
+    before.ranks = {rank(0, 10 * kMiB), rank(1, 16 * kMiB), rank(2, 12 * kMiB), rank(-1, 5)};
+    // After: rank 1 balanced out, rank 2 now the worst, rank 3 new, a launcher.
+    after.ranks = {rank(2, 15 * kMiB), rank(0, 10 * kMiB), rank(1, 12 * kMiB), rank(3, 11 * kMiB)};
+    const RankComparison c = compareRanks(before, after);
+    ASSERT_EQ(c.ranks.size(), 4u);  // 0..3; the launcher is no rank
+    EXPECT_EQ(c.ranks[0].delta(), 0);
+    EXPECT_EQ(c.ranks[1].delta(), -4 * kMiB);
+    EXPECT_EQ(c.ranks[2].delta(), 3 * kMiB);
+    EXPECT_FALSE(c.ranks[3].base_bytes);
+    EXPECT_FALSE(c.ranks[3].delta());
+    EXPECT_EQ(c.base_worst, "rank 1");
+    EXPECT_EQ(c.other_worst, "rank 2");
+    EXPECT_EQ(c.worstDelta(), -1 * kMiB);
+    const std::string text = rankComparisonText(c);
+    EXPECT_NE(text.find("worst rank: rank 1 16.0 MiB -> rank 2 15.0 MiB, -1.00 MiB (-6.2%)"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("+3.00 MiB (+25.0%)"), std::string::npos) << text;
+    const std::string json = rankComparisonJson(c);
+    EXPECT_NE(json.find("\"delta_bytes\": " + std::to_string(-4 * kMiB)), std::string::npos)
+        << json;
 }
 
 TEST(RankDigestTest, RanksSortByRankThenThoseWithoutByPath) {

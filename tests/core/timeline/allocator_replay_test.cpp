@@ -13,6 +13,23 @@ namespace {
 
 using testutil::ev;
 
+TEST(AllocatorReplay, HostBlocksOutsideSegmentsCarryTheirInferredCategories) {
+    // A CPU trace: no segments, categories known by inference only.
+    Trace t;
+    t.events = {testutil::event(0, EventKind::Alloc, 0x1000, 100, Category::Unknown, {}, -1),
+                testutil::event(1, EventKind::Alloc, 0x2000, 50, Category::Unknown, {}, -1)};
+    t.inferred_categories = {{Category::Parameter, CategoryRule::AliveThroughout},
+                             {Category::Activation, CategoryRule::ForwardToBackward}};
+    auto tl = Timeline::build(t);
+    ASSERT_TRUE(tl.ok());
+    auto s = allocatorStateAt(t, (*tl)->devices().at(0), 1);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_TRUE(s->segments.empty());
+    ASSERT_EQ(s->loose_blocks.size(), 2u);
+    for (const ReplayBlock& b : s->loose_blocks)
+        EXPECT_EQ(b.category, b.address == 0x1000 ? Category::Parameter : Category::Activation);
+}
+
 TEST(AllocatorReplay, ForwardFromEmpty) {
     Trace t;
     t.events = {ev(0, EventKind::SegmentAlloc, 0x1000, 1000), ev(1, EventKind::Alloc, 0x1000, 100),

@@ -60,6 +60,14 @@ RankDigest digestRank(const Trace& trace, const Timeline& timeline, const std::s
 // after them by path.
 void sortRanks(std::vector<RankDigest>& ranks);
 
+// The script the ranks of a run ran, from their recorded names ("train.py
+// rank 1" -> "train.py") where they agree; "" where none says or they differ.
+std::string scriptOfRanks(const std::vector<std::string>& names);
+
+// The parts of a multi-rank run that are compared: those that know their
+// rank, where any does (a launcher beside the ranks is not one); all otherwise.
+std::vector<const RankDigest*> comparedRanks(const std::vector<RankDigest>& ranks);
+
 // The name a part of a multi-rank run is shown by: "rank 3"; without a rank,
 // `fallback` (the run's or file's name).
 std::string rankName(int32_t rank, const std::string& fallback);

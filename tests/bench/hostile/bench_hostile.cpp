@@ -1,10 +1,12 @@
-// memscope-bench-hostile [--small] [--cli PATH] [--timeout S] [--mem-mb M] [FOLDER]
+// memscope-bench-hostile [--small] [--cli PATH] [--timeout S] [--mem-mb M] [--no-cancel] [FOLDER]
 // Generates the hostile corpus of issue 14 and runs `memscope-cli summary` on
 // each case in a child with a time limit and an address-space cap, then prints
 // case, file size, peak RSS, wall time and outcome. Then: the truncation race
-// (a file cut while it loads, 10 runs at several delays), a FIFO fed once, a
-// convert onto an existing file that fails for lack of space, and the latency
-// of cancel on the slow loads (in process).
+// (a file cut while it loads, 20 runs at several delays; --small: 10 runs on
+// a tenth of the events), a FIFO fed once, a convert onto an existing file that
+// fails for lack of space, and the latency of cancel on the slow loads (in
+// process). --small (the CI smoke test) writes the small corpus. Target: no
+// case crashes or times out.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "../../hostile/hostile_corpus.h"
+#include "../common/bench_args.h"
 #include "memscope/builtin_plugins.h"
 #include "memscope/format/native_format.h"
 #include "memscope/plugins/pytorch_snapshot.h"
@@ -141,15 +144,16 @@ void row(const std::string& name, uint64_t size, const Outcome& o) {
     std::fflush(stdout);
 }
 
-void race(const std::string& folder) {
+// --small: one run per delay on a tenth of the events (the smoke test).
+void race(const std::string& folder, bool full) {
     std::printf("\nTruncation race: the file is cut to half while `summary` loads it\n");
     const std::string native = folder + "/race.memscope";
     const std::string pickle = folder + "/race.pickle";
     int crashes = 0, runs = 0;
     for (const std::string& path : {native, pickle}) {
         for (int delay_ms : {2, 10, 30, 60, 120}) {
-            for (int rep = 0; rep < 2; ++rep) {
-                hostile::writeNativeEvents(native, 3'000'000, 65536);
+            for (int rep = 0; rep < (full ? 2 : 1); ++rep) {
+                hostile::writeNativeEvents(native, full ? 3'000'000 : 300'000, 65536);
                 if (path == pickle) {
                     auto src = importNativeTrace(native);
                     if (src) (void)pytorch_snapshot::exportFile(*src, pickle);
@@ -244,33 +248,36 @@ int main(int argc, char** argv) {
     bool full = true;
     std::string folder = "/tmp/hostile-corpus";
     cli_path = (fs::path(argv[0]).parent_path() / "memscope-cli").string();
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (a == "--small")
+    bool cancel = true;
+    static const char kUsage[] =
+        "usage: memscope-bench-hostile [FOLDER] [--small] [--cli PATH] [--timeout S] "
+        "[--mem-mb MB] [--no-cancel]";
+    static const char kHelp[] =
+        "Writes the hostile corpus to FOLDER (default /tmp/hostile-corpus), runs "
+        "`memscope-cli summary` on each case under the limits and prints case, size, peak "
+        "RSS, time and outcome; then the FIFO, failed-overwrite and shrinking-file cases "
+        "and the cancel latency of each load.\n"
+        "  --small        the small corpus (seconds; the CI smoke test)\n"
+        "  --cli PATH     memscope-cli (default: beside this binary)\n"
+        "  --timeout S    per case, 1..3600 s (default 20)\n"
+        "  --mem-mb MB    address-space cap per case, 64..1048576 (default 2048)\n"
+        "  --no-cancel    leave the cancel latency out\n"
+        "Target: every case ends in an error or a warning, never a crash or a timeout.\n";
+    bench::Args args(argc, argv, kUsage, kHelp);
+    while (args.more()) {
+        if (args.flag("--small")) {
             full = false;
-        else if (a == "--cli" && i + 1 < argc)
-            cli_path = argv[++i];
-        else if (a == "--timeout" && i + 1 < argc)
-            timeout_s = std::atoi(argv[++i]);
-        else if (a == "--mem-mb" && i + 1 < argc)
-            mem_mb = std::atol(argv[++i]);
-        else if (a == "--no-cancel")
-            continue;  // read again below
-        else if (a == "-h" || a == "--help") {
-            std::printf(
-                "usage: memscope-bench-hostile [FOLDER] [--small] [--cli PATH] [--timeout S] "
-                "[--mem-mb MB] [--no-cancel]\n"
-                "Writes the hostile corpus to FOLDER (default /tmp/hostile-corpus), runs "
-                "`memscope-cli summary` on each case under the limits and prints case, size, peak "
-                "RSS, time and outcome; then the FIFO, failed-overwrite and shrinking-file cases "
-                "and the cancel latency of each load.\n");
-            return 0;
-        } else if (!a.empty() && a[0] == '-') {
-            std::fprintf(stderr, "memscope-bench-hostile: unknown option %s (see --help)\n",
-                         a.c_str());
-            return 2;
-        } else
-            folder = a;
+            continue;
+        }
+        if (args.option("--cli", cli_path)) continue;
+        if (args.option("--timeout", timeout_s, 1, 3600)) continue;
+        if (args.option("--mem-mb", mem_mb, 64L, 1048576L)) continue;
+        if (args.flag("--no-cancel")) {
+            cancel = false;
+            continue;
+        }
+        if (args.positional(folder)) continue;
+        args.unknown();
     }
     std::printf("generating the corpus in %s (%s)...\n", folder.c_str(), full ? "full" : "small");
     const auto cases = hostile::writeCorpus(folder, full);
@@ -282,9 +289,7 @@ int main(int argc, char** argv) {
         row(c.name, fs::file_size(c.path), runChild({cli_path, "summary", c.path}));
     fifo(folder);
     failedOverwrite(folder);
-    race(folder);
-    bool cancel = true;
-    for (int i = 1; i < argc; ++i) cancel &= std::string(argv[i]) != "--no-cancel";
+    race(folder, full);
     if (cancel) cancelLatency(cases);
     return 0;
 }

@@ -2,6 +2,8 @@
 // it back, and prints the figures the format is held to (docs/FORMAT.md):
 // bytes per event, write and read events per second, peak RSS.
 //   memscope-bench-native [--events N] [--seed S] [--devices D] [--file PATH] [--keep]
+// Defaults: 10 M events on 2 devices. Targets (issue 29): read >= 60 M
+// events/s at <= 8 bytes per event.
 #include <time.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "../common/bench_args.h"
 #include "memscope/format/native_format.h"
 #include "trace_generator.h"
 
@@ -69,13 +72,6 @@ bool sameEvents(const std::vector<Event>& a, const std::vector<Event>& b) {
     return true;
 }
 
-int usage() {
-    std::fprintf(stderr,
-                 "usage: memscope-bench-native [--events N] [--seed S] [--devices D] [--file PATH] "
-                 "[--keep]\n");
-    return 2;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -84,22 +80,31 @@ int main(int argc, char** argv) {
                         ("memscope-bench-" + std::to_string(::getpid()) + ".memscope"))
                            .string();
     bool keep = false;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        const bool has_value = i + 1 < argc;
-        if (arg == "--events" && has_value) {
-            options.events = std::strtoull(argv[++i], nullptr, 10);
-        } else if (arg == "--seed" && has_value) {
-            options.seed = std::strtoull(argv[++i], nullptr, 10);
-        } else if (arg == "--devices" && has_value) {
-            options.devices = std::atoi(argv[++i]);
-        } else if (arg == "--file" && has_value) {
-            path = argv[++i];
-        } else if (arg == "--keep") {
+    static const char kUsage[] =
+        "usage: memscope-bench-native [--events N] [--seed S] [--devices D] [--file PATH] "
+        "[--keep]";
+    static const char kHelp[] =
+        "Generates a trace (memscope_trace_generator), writes it in the native format, reads it\n"
+        "back (best of 3) and through the background writer, and prints bytes per event, write\n"
+        "and read events per second and peak RSS.\n"
+        "  --events N    events to generate, 1..10000000000 (default 10000000)\n"
+        "  --seed S      generator seed (default 1)\n"
+        "  --devices D   devices, 1..64 (default 2)\n"
+        "  --file PATH   where to write (default a temporary file, removed unless --keep)\n"
+        "  --keep        keep the file\n"
+        "Targets (issue 29): read >= 60 M events/s, <= 8 bytes per event.\n";
+    bench::Args args(argc, argv, kUsage, kHelp);
+    while (args.more()) {
+        if (args.option("--events", options.events, uint64_t(1), uint64_t(10'000'000'000ull)))
+            continue;
+        if (args.option("--seed", options.seed, uint64_t(0), UINT64_MAX)) continue;
+        if (args.option("--devices", options.devices, 1, 64)) continue;
+        if (args.option("--file", path)) continue;
+        if (args.flag("--keep")) {
             keep = true;
-        } else {
-            return usage();
+            continue;
         }
+        args.unknown();
     }
 
     auto start = Clock::now();

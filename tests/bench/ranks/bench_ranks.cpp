@@ -9,6 +9,7 @@
 // that its peak RSS is its own. Prints ranks, input size, wall time, time per
 // rank, peak RSS and RSS over input; the one-run path for the smallest count.
 // Target (issue 28): 64 x 50 MB in <= 15 s and <= 1 GB RSS on 2 cores.
+// Smallest (the CI smoke test): --ranks 2 --mb 8 --distinct 1 --digests 4.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "../common/bench_args.h"
 #include "memscope/builtin_plugins.h"
 #include "memscope/open/digest_file.h"
 #include "memscope/open/open_ranks.h"
@@ -41,15 +43,19 @@ double seconds(std::chrono::steady_clock::time_point since) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
-int usage(int code) {
-    std::fprintf(code ? stderr : stdout,
-                 "usage: memscope-bench-ranks [--ranks N,N,...] [--mb SIZE] [--distinct K] "
-                 "[--digests N] [--dir DIR]\n"
-                 "Opens folders of N generated snapshot ranks (default 8,64,256 of 50 MB) with "
-                 "openRanks,\nand the smallest with openRun, then a folder of N digests (default "
-                 "1024), printing\nwall time and peak RSS.\n");
-    return code;
-}
+constexpr char kUsage[] =
+    "usage: memscope-bench-ranks [--ranks N,N,...] [--mb SIZE] [--distinct K] [--digests N] "
+    "[--dir DIR]";
+constexpr char kHelp[] =
+    "Opens folders of N generated snapshot ranks (default 8,64,256 of 50 MB) with openRanks,\n"
+    "and the smallest with openRun, then a folder of N digests (default 1024), printing\n"
+    "wall time and peak RSS.\n"
+    "  --ranks N,N,...  rank counts, each 1..100000\n"
+    "  --mb SIZE        size of each generated snapshot, 1..4096 MB (default 50)\n"
+    "  --distinct K     distinct snapshots (seeds 1..K), 1..1024 (default 8)\n"
+    "  --digests N      digests to open, 0..100000 (default 1024; 0: none)\n"
+    "  --dir DIR        work folder (default $TMPDIR/memscope-bench-ranks)\n"
+    "Target (issue 28): 64 ranks x 50 MB in <= 15 s and <= 1 GB RSS; 1,024 digests in <= 10 s.\n";
 
 // One measurement, in this process: "ranks MB s s/rank RSS RSS/input".
 int child(const std::string& folder, const std::string& mode) {
@@ -99,31 +105,26 @@ int main(int argc, char** argv) {
     std::vector<int> counts = {8, 64, 256};
     int mb = 50, distinct = 8, digests = 1024;
     std::string dir = (fs::temp_directory_path() / "memscope-bench-ranks").string();
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-        if (a == "--help" || a == "-h") return usage(0);
-        if (a == "--child") {
-            const std::string folder = value(), mode = value();
-            return child(folder, mode);
+    // The bench runs itself with --child FOLDER MODE for each measurement.
+    if (argc == 4 && std::string(argv[1]) == "--child") return child(argv[2], argv[3]);
+    bench::Args args(argc, argv, kUsage, kHelp);
+    while (args.more()) {
+        std::string list;
+        if (args.option("--ranks", list)) {
+            counts = parseList(list);
+            if (counts.empty())
+                args.fail("--ranks: '" + list + "' is not a list of counts 1..100000 (N,N,...)");
+            continue;
         }
-        if (a == "--ranks") {
-            counts = parseList(value());
-        } else if (a == "--mb") {
-            mb = std::atoi(value().c_str());
-        } else if (a == "--distinct") {
-            distinct = std::atoi(value().c_str());
-        } else if (a == "--digests") {
-            digests = std::atoi(value().c_str());
-        } else if (a == "--dir") {
-            dir = value();
-        } else {
-            std::fprintf(stderr, "memscope-bench-ranks: unknown argument %s\n", a.c_str());
-            return usage(1);
+        if (args.option("--mb", mb, 1, 4096)) continue;
+        if (args.option("--distinct", distinct, 1, 1024)) continue;
+        if (args.option("--digests", digests, 0, 100000)) continue;
+        if (args.option("--dir", dir)) {
+            if (dir.empty()) args.fail("--dir: empty");
+            continue;
         }
+        args.unknown();
     }
-    if (counts.empty() || mb <= 0 || mb > 4096 || distinct <= 0 || digests < 0 || dir.empty())
-        return usage(1);
 
     const std::string self = fs::canonical("/proc/self/exe").string();
     const std::string gen = (fs::path(self).parent_path() / "memscope-gen-snapshot").string();

@@ -1,16 +1,28 @@
 // Writes a large, realistic memory snapshot pickle laid out the way CPython's
 // pickle.dump writes torch's: one dict per trace entry, a fresh frames list per
 // entry whose frame dicts are shared through the memo (deep stacks with common
-// prefixes), thousands of segments with blocks, allocator settings.
-//   memscope-gen-snapshot OUT [--mb SIZE_MB] [--seed N]
+// prefixes), segments with blocks, allocator settings.
+//   memscope-gen-snapshot OUT [--mb SIZE_MB] [--seed N] [--shape steady|churn]
+// Shapes:
+//   steady (default): up to 20,000 live allocations of 512 B..16 MiB, 600
+//     stacks 30..110 deep, 4000 segments; the same bytes for the same seed as
+//     before --shape existed.
+//   churn: many short-lived allocations, few live at once (about 4000 at the
+//     peak), 300 stacks 25..66 deep, 200 segments; at --mb 1024 about 1.5 M
+//     allocations (each freed: alloc, free_requested, free_completed), about
+//     4.6 M trace entries.
+// Prints the entries, allocations, peak live and distinct stacks written.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
+#include "../common/bench_args.h"
 #include "pickle_writer.h"
 
 namespace {
@@ -24,6 +36,7 @@ struct Gen {
     std::unordered_map<std::string, uint32_t> keys;
     std::vector<uint32_t> frame_memo;  // frame index -> memo id (UINT32_MAX = not yet)
     std::vector<std::vector<uint32_t>> stacks;  // frame indexes, innermost first
+    std::vector<bool> stack_used;               // in the device trace
 
     void key(const std::string& k) {
         auto it = keys.find(k);
@@ -57,76 +70,32 @@ struct Gen {
         }
         b.finish();
     }
-};
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    if (argc < 2) {
-        std::fprintf(stderr, "usage: %s OUT [--mb SIZE_MB] [--seed N]\n", argv[0]);
-        return 1;
-    }
-    uint64_t target_mb = 1024;
-    uint64_t seed = 42;
-    for (int i = 2; i + 1 < argc; i += 2) {
-        if (!std::strcmp(argv[i], "--mb")) target_mb = std::strtoull(argv[i + 1], nullptr, 10);
-        else if (!std::strcmp(argv[i], "--seed")) seed = std::strtoull(argv[i + 1], nullptr, 10);
-    }
-    std::FILE* out = std::fopen(argv[1], "wb");
-    if (!out) {
-        std::perror(argv[1]);
-        return 1;
-    }
-    std::setvbuf(out, nullptr, _IOFBF, 1 << 20);
-    Writer w(out);
-    Gen g{w, std::mt19937_64(seed), {}, {}, {}};
-
-    // 3000 distinct frames; 600 stacks 30..110 deep grown from shared prefixes
-    // (a training loop: the outer frames are the same, the inner ones vary).
-    constexpr uint32_t kFrames = 3000, kStacks = 600;
-    g.frame_memo.assign(kFrames, UINT32_MAX);
-    std::vector<uint32_t> outer(40);
-    for (uint32_t i = 0; i < outer.size(); ++i) outer[i] = i;
-    for (uint32_t s = 0; s < kStacks; ++s) {
-        std::vector<uint32_t> st;
-        const uint32_t inner = 10 + uint32_t(g.rng() % 70);
-        for (uint32_t i = 0; i < inner; ++i) st.push_back(40 + uint32_t(g.rng() % (kFrames - 40)));
-        const uint32_t keep = 20 + uint32_t(g.rng() % 21);
-        st.insert(st.end(), outer.end() - keep, outer.end());
-        g.stacks.push_back(std::move(st));
-    }
-
-    w.begin();
-    w.emptyDict();
-    w.memoize();
-    Batcher top(w, true);
-
-    // Segments: thousands, each tiled by a few blocks.
-    top.item();
-    g.key("segments");
-    w.emptyList();
-    w.memoize();
-    {
+    // Segments, each tiled by four blocks (steady: 4000 of them, as always).
+    void segments(int count) {
+        key("segments");
+        w.emptyList();
+        w.memoize();
         Batcher segs(w, false);
         uint64_t addr = 0x7f0000000000ull;
-        for (int s = 0; s < 4000; ++s) {
+        for (int s = 0; s < count; ++s) {
             segs.item();
-            const uint64_t total = (2ull << 20) * (1 + g.rng() % 16);
+            const uint64_t total = (2ull << 20) * (1 + rng() % 16);
             w.emptyDict();
             w.memoize();
             w.mark();
-            g.key("device"); w.integer(0);
-            g.key("address"); w.unsignedInteger(addr);
-            g.key("total_size"); w.unsignedInteger(total);
-            g.key("allocated_size"); w.unsignedInteger(total / 2);
-            g.key("active_size"); w.unsignedInteger(total / 2);
-            g.key("requested_size"); w.unsignedInteger(total / 2);
-            g.key("stream"); w.integer(0);
-            g.key("segment_type"); g.key("large");
-            g.key("segment_pool_id"); w.integer(0); w.integer(0); w.tuple2();
-            g.key("is_expandable"); w.boolean(false);
-            g.key("frames"); w.emptyList(); w.memoize();
-            g.key("blocks");
+            key("device"); w.integer(0);
+            key("address"); w.unsignedInteger(addr);
+            key("total_size"); w.unsignedInteger(total);
+            key("allocated_size"); w.unsignedInteger(total / 2);
+            key("active_size"); w.unsignedInteger(total / 2);
+            key("requested_size"); w.unsignedInteger(total / 2);
+            key("stream"); w.integer(0);
+            key("segment_type"); key("large");
+            key("segment_pool_id"); w.integer(0); w.integer(0); w.tuple2();
+            key("is_expandable"); w.boolean(false);
+            key("frames"); w.emptyList(); w.memoize();
+            key("blocks");
             w.emptyList();
             w.memoize();
             Batcher blocks(w, false);
@@ -136,13 +105,13 @@ int main(int argc, char** argv) {
                 w.emptyDict();
                 w.memoize();
                 w.mark();
-                g.key("address"); w.unsignedInteger(b);
-                g.key("size"); w.unsignedInteger(total / 4);
-                g.key("requested_size"); w.unsignedInteger(total / 4 - 512);
-                g.key("state"); g.key(k % 2 ? "inactive" : "active_allocated");
-                g.key("frames");
+                key("address"); w.unsignedInteger(b);
+                key("size"); w.unsignedInteger(total / 4);
+                key("requested_size"); w.unsignedInteger(total / 4 - 512);
+                key("state"); key(k % 2 ? "inactive" : "active_allocated");
+                key("frames");
                 if (k % 2) { w.emptyList(); w.memoize(); }
-                else g.frames(g.stacks[g.rng() % kStacks]);
+                else frames(stacks[rng() % stacks.size()]);
                 w.setItems();
                 b += total / 4;
             }
@@ -154,6 +123,203 @@ int main(int argc, char** argv) {
         segs.finish();
     }
 
+    // One trace entry; `stack` indexes `stacks`.
+    void entry(Batcher& list, const char* action, uint64_t a, uint64_t size, uint64_t time_us,
+               size_t stack) {
+        list.item();
+        w.emptyDict();
+        w.memoize();
+        w.mark();
+        key("action"); key(action);
+        key("addr"); w.unsignedInteger(a);
+        key("size"); w.unsignedInteger(size);
+        key("stream"); w.integer(0);
+        key("time_us"); w.unsignedInteger(time_us);
+        key("frames"); frames(stacks[stack]);
+        key("compile_context"); key("N/A");
+        key("user_metadata"); key("");
+        w.setItems();
+        w.boundary();
+        stack_used[stack] = true;
+    }
+};
+
+struct Written {
+    uint64_t entries = 0, allocations = 0, freed = 0, peak_live = 0;
+};
+
+// Today's shape: a random walk between 64 and 20,000 live allocations.
+Written steadyTrace(Gen& g, Batcher& list, std::FILE* out, uint64_t target) {
+    Written n;
+    std::vector<std::pair<uint64_t, uint64_t>> live;
+    uint64_t next_addr = 0x7f8000000000ull, time_us = 1754641328380304ull;
+    while (true) {
+        if ((n.entries & 4095) == 0 && uint64_t(std::ftell(out)) >= target) break;
+        const bool alloc = live.size() < 64 || (live.size() < 20000 && g.rng() % 2 == 0);
+        uint64_t a, size;
+        const char* action;
+        if (alloc) {
+            size = 512ull << (g.rng() % 16);
+            a = next_addr;
+            next_addr += size;
+            live.emplace_back(a, size);
+            action = "alloc";
+            ++n.allocations;
+            n.peak_live = std::max<uint64_t>(n.peak_live, live.size());
+        } else {
+            const size_t i = size_t(g.rng() % live.size());
+            std::tie(a, size) = live[i];
+            live[i] = live.back();
+            live.pop_back();
+            action = "free_completed";
+            ++n.freed;
+        }
+        // free_requested then free_completed, as the caching allocator records them
+        for (int pass = alloc ? 1 : 0; pass < 2; ++pass) {
+            time_us += 1 + g.rng() % 50;
+            const size_t stack = size_t(g.rng() % g.stacks.size());
+            g.entry(list, pass == 0 ? "free_requested" : action, a, size, time_us, stack);
+            ++n.entries;
+        }
+    }
+    return n;
+}
+
+// Many short-lived allocations, few live at once: iterations that build up to
+// a high-water mark (1500..3900 live, 4000 in every eighth) and drain back to
+// about 100, most frees taking one of the latest allocations (temporaries).
+// Freed addresses are reused by size, as the caching allocator does; every
+// allocation is freed before the trace ends.
+Written churnTrace(Gen& g, Batcher& list, std::FILE* out, uint64_t target) {
+    Written n;
+    struct Live {
+        uint64_t addr, size;
+        uint32_t stack;
+    };
+    std::vector<Live> live;
+    std::unordered_map<uint64_t, std::vector<uint64_t>> cached;  // size -> freed addresses
+    uint64_t next_addr = 0x7f8000000000ull, time_us = 1754641328380304ull;
+    // Sites: a skewed choice, a few hot ones (the per-layer temporaries).
+    const size_t sites = g.stacks.size();
+    auto site = [&]() -> uint32_t {
+        const uint64_t r = g.rng();
+        return uint32_t(r % 4 ? (r >> 8) % std::min<size_t>(sites, 40) : (r >> 8) % sites);
+    };
+    bool rising = true;
+    uint64_t iteration = 0, high = 4000;
+    auto free_one = [&](size_t i) {
+        const Live l = live[i];
+        live[i] = live.back();
+        live.pop_back();
+        time_us += 1 + g.rng() % 20;
+        g.entry(list, "free_requested", l.addr, l.size, time_us, l.stack);
+        time_us += 1 + g.rng() % 5;
+        g.entry(list, "free_completed", l.addr, l.size, time_us, l.stack);
+        cached[l.size].push_back(l.addr);
+        n.entries += 2;
+        ++n.freed;
+    };
+    while (true) {
+        if ((n.entries & 4095) < 3 && uint64_t(std::ftell(out)) >= target) break;
+        if (rising && live.size() >= high) rising = false;
+        if (!rising && live.size() <= 100) {
+            rising = true;
+            ++iteration;
+            high = iteration % 8 == 0 ? 4000 : 1500 + g.rng() % 2400;
+        }
+        // Rising: 3 allocations to 2 frees; draining: the reverse.
+        const bool alloc = live.empty() || (g.rng() % 5 < (rising ? 3u : 2u));
+        if (alloc) {
+            const uint64_t size = 512ull << (g.rng() % 12);
+            uint64_t a;
+            auto& reuse = cached[size];
+            if (!reuse.empty()) {
+                a = reuse.back();
+                reuse.pop_back();
+            } else {
+                a = next_addr;
+                next_addr += size;
+            }
+            const uint32_t stack = site();
+            time_us += 1 + g.rng() % 20;
+            g.entry(list, "alloc", a, size, time_us, stack);
+            live.push_back({a, size, stack});
+            ++n.entries;
+            ++n.allocations;
+            n.peak_live = std::max<uint64_t>(n.peak_live, live.size());
+        } else {
+            // Mostly one of the 16 latest (a temporary), else any live one.
+            const size_t k = live.size();
+            free_one(g.rng() % 4 ? k - 1 - size_t(g.rng() % std::min<size_t>(k, 16))
+                                 : size_t(g.rng() % k));
+        }
+    }
+    while (!live.empty()) free_one(live.size() - 1);
+    return n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    static const char kUsage[] =
+        "usage: memscope-gen-snapshot OUT [--mb SIZE_MB] [--seed N] [--shape steady|churn]";
+    static const char kHelp[] =
+        "Writes a PyTorch memory snapshot pickle of about SIZE_MB (default 1024) to OUT.\n"
+        "  --mb SIZE_MB    target file size, 1..65536 (the trace grows until it is reached)\n"
+        "  --seed N        random seed (default 42): the same seed, the same bytes\n"
+        "  --shape steady  (default) up to 20,000 live allocations, 600 stacks, 4000 segments\n"
+        "  --shape churn   many short-lived allocations, about 4000 live at the peak, 300\n"
+        "                  stacks, 200 segments (at --mb 1024: about 1.5 M allocations)\n"
+        "Prints the trace entries, allocations, peak live allocations and distinct stacks.\n"
+        "Note: steady puts about 4 MB of segments first; below --mb 5 it has no entries.\n";
+    memscope::bench::Args args(argc, argv, kUsage, kHelp);
+    uint64_t target_mb = 1024;
+    uint64_t seed = 42;
+    std::string path, shape = "steady";
+    while (args.more()) {
+        if (args.option("--mb", target_mb, uint64_t(1), uint64_t(65536))) continue;
+        if (args.option("--seed", seed, uint64_t(0), UINT64_MAX)) continue;
+        if (args.choice("--shape", shape, "steady|churn")) continue;
+        if (path.empty() && args.positional(path)) continue;
+        args.unknown();
+    }
+    if (path.empty()) args.fail("missing OUT (the file to write)");
+    const bool churn = shape == "churn";
+    std::FILE* out = std::fopen(path.c_str(), "wb");
+    if (!out) {
+        std::perror(path.c_str());
+        return 1;
+    }
+    std::setvbuf(out, nullptr, _IOFBF, 1 << 20);
+    Writer w(out);
+    Gen g{w, std::mt19937_64(seed), {}, {}, {}, {}};
+
+    // Steady: 3000 distinct frames; 600 stacks 30..110 deep grown from shared
+    // prefixes (a training loop: the outer frames are the same, the inner ones
+    // vary). Churn: 1500 frames, 300 stacks 25..66 deep.
+    const uint32_t kFrames = churn ? 1500 : 3000, kStacks = churn ? 300 : 600;
+    const int kSegments = churn ? 200 : 4000;
+    g.frame_memo.assign(kFrames, UINT32_MAX);
+    std::vector<uint32_t> outer(40);
+    for (uint32_t i = 0; i < outer.size(); ++i) outer[i] = i;
+    for (uint32_t s = 0; s < kStacks; ++s) {
+        std::vector<uint32_t> st;
+        const uint32_t inner = churn ? 10 + uint32_t(g.rng() % 22) : 10 + uint32_t(g.rng() % 70);
+        for (uint32_t i = 0; i < inner; ++i) st.push_back(40 + uint32_t(g.rng() % (kFrames - 40)));
+        const uint32_t keep = churn ? 15 + uint32_t(g.rng() % 21) : 20 + uint32_t(g.rng() % 21);
+        st.insert(st.end(), outer.end() - keep, outer.end());
+        g.stacks.push_back(std::move(st));
+    }
+    g.stack_used.assign(kStacks, false);
+
+    w.begin();
+    w.emptyDict();
+    w.memoize();
+    Batcher top(w, true);
+
+    top.item();
+    g.segments(kSegments);
+
     // One device trace with entries until the file reaches the target size.
     top.item();
     g.key("device_traces");
@@ -163,49 +329,11 @@ int main(int argc, char** argv) {
     devices.item();
     w.emptyList();
     w.memoize();
-    uint64_t entries = 0;
+    Written n;
     {
         Batcher list(w, false);
-        std::vector<std::pair<uint64_t, uint64_t>> live;
-        uint64_t next_addr = 0x7f8000000000ull, time_us = 1754641328380304ull;
-        const uint64_t target = target_mb << 20;
-        while (true) {
-            if ((entries & 4095) == 0 && uint64_t(std::ftell(out)) >= target) break;
-            const bool alloc = live.size() < 64 || (live.size() < 20000 && g.rng() % 2 == 0);
-            uint64_t a, size;
-            const char* action;
-            if (alloc) {
-                size = 512ull << (g.rng() % 16);
-                a = next_addr;
-                next_addr += size;
-                live.emplace_back(a, size);
-                action = "alloc";
-            } else {
-                const size_t i = size_t(g.rng() % live.size());
-                std::tie(a, size) = live[i];
-                live[i] = live.back();
-                live.pop_back();
-                action = "free_completed";
-            }
-            // free_requested then free_completed, as the caching allocator records them
-            for (int pass = alloc ? 1 : 0; pass < 2; ++pass) {
-                list.item();
-                w.emptyDict();
-                w.memoize();
-                w.mark();
-                g.key("action"); g.key(pass == 0 ? "free_requested" : action);
-                g.key("addr"); w.unsignedInteger(a);
-                g.key("size"); w.unsignedInteger(size);
-                g.key("stream"); w.integer(0);
-                g.key("time_us"); w.unsignedInteger(time_us += 1 + g.rng() % 50);
-                g.key("frames"); g.frames(g.stacks[g.rng() % kStacks]);
-                g.key("compile_context"); g.key("N/A");
-                g.key("user_metadata"); g.key("");
-                w.setItems();
-                w.boundary();
-                ++entries;
-            }
-        }
+        n = churn ? churnTrace(g, list, out, target_mb << 20)
+                  : steadyTrace(g, list, out, target_mb << 20);
         list.finish();
     }
     devices.finish();
@@ -226,7 +354,15 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "write failed\n");
         return 1;
     }
-    std::printf("wrote %s: %llu trace entries, 4000 segments, %u frames in %u stacks\n", argv[1],
-                (unsigned long long)entries, kFrames, kStacks);
+    size_t used = 0;
+    for (bool u : g.stack_used) used += u ? 1 : 0;
+    std::printf("wrote %s: %llu trace entries, %d segments, %u frames in %u stacks\n", path.c_str(),
+                (unsigned long long)n.entries, kSegments, kFrames, kStacks);
+    std::printf("shape:        %s\n", shape.c_str());
+    std::printf("entries:      %llu\n", (unsigned long long)n.entries);
+    std::printf("allocations:  %llu (%llu freed)\n", (unsigned long long)n.allocations,
+                (unsigned long long)n.freed);
+    std::printf("peak live:    %llu allocations\n", (unsigned long long)n.peak_live);
+    std::printf("stacks:       %zu distinct in the trace\n", used);
     return 0;
 }

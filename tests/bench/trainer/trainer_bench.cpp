@@ -1,5 +1,7 @@
 // memscope-bench-trainer [--paper | --small] [--theory-only | --sweep-only |
 //                         --overhead-only | --blas-only] [--rounds N]
+// The CI smoke test runs --small --theory-only (seconds). No timing targets:
+// it prints the figures (recording overhead: the hook's cost per event).
 //
 // 1. Theory: every policy of the sweep on the theory configurations: the run
 //    table, the per-phase peaks, the memory/time frontier, and the activation
@@ -36,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/bench_args.h"
 #include "analysis.h"
 #include "config.h"
 #include "report.h"
@@ -318,29 +321,47 @@ int main(int argc, char** argv) {
         theory = sweep = cost = blas = false;
         keep = true;
     };
-    for (int i = 1; i < argc; ++i) {
-        if (!std::strcmp(argv[i], "--step-time")) return stepTime();
-        if (!std::strcmp(argv[i], "--paper"))
+    static const char kUsage[] =
+        "usage: memscope-bench-trainer [--paper|--small] "
+        "[--theory-only|--sweep-only|--overhead-only|--blas-only] [--rounds N]";
+    static const char kHelp[] =
+        "1. theory: every policy on the theory configurations, activation bytes per layer\n"
+        "   against Korthikanti et al.'s formulas; 2. sweep: the same on the trainer's presets\n"
+        "   (quick, --paper: the literature's sizes); 3. recording overhead: capture on against\n"
+        "   off, the hook's cost per event; 4. BLAS: reference against OpenBLAS step time.\n"
+        "  --small          small theory configurations (a smoke run)\n"
+        "  --paper          the paper presets for the sweep\n"
+        "  --theory-only, --sweep-only, --overhead-only, --blas-only   one part alone\n"
+        "  --rounds N       recording-overhead rounds, 1..1000 (default 21)\n";
+    bench::Args args(argc, argv, kUsage, kHelp);
+    while (args.more()) {
+        if (args.flag("--step-time")) return stepTime();  // the BLAS comparison's child
+        if (args.flag("--paper")) {
             paper_presets = true;
-        else if (!std::strcmp(argv[i], "--small"))
-            scale = small(), scale_name = "small (smoke)";
-        else if (!std::strcmp(argv[i], "--theory-only"))
-            only(theory);
-        else if (!std::strcmp(argv[i], "--sweep-only"))
-            only(sweep);
-        else if (!std::strcmp(argv[i], "--overhead-only"))
-            only(cost);
-        else if (!std::strcmp(argv[i], "--blas-only"))
-            only(blas);
-        else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc && std::atoi(argv[i + 1]) > 0)
-            g_overhead_rounds = std::atoi(argv[++i]);
-        else {
-            std::fprintf(stderr,
-                         "usage: memscope-bench-trainer [--paper|--small] "
-                         "[--theory-only|--sweep-only|--overhead-only|--blas-only] "
-                         "[--rounds N (recording overhead; default 21)]\n");
-            return 2;
+            continue;
         }
+        if (args.flag("--small")) {
+            scale = small(), scale_name = "small (smoke)";
+            continue;
+        }
+        if (args.flag("--theory-only")) {
+            only(theory);
+            continue;
+        }
+        if (args.flag("--sweep-only")) {
+            only(sweep);
+            continue;
+        }
+        if (args.flag("--overhead-only")) {
+            only(cost);
+            continue;
+        }
+        if (args.flag("--blas-only")) {
+            only(blas);
+            continue;
+        }
+        if (args.option("--rounds", g_overhead_rounds, 1, 1000)) continue;
+        args.unknown();
     }
     std::printf("memscope-bench-trainer: LibTorch %s, %s, theory configurations: %s, presets: %s\n",
                 torchVersion().c_str(), loadedBlas().c_str(), scale_name,

@@ -5,7 +5,10 @@
 // against measured: the peak, the forward/backward/optimizer peaks, the
 // forward+backward increase, recompute time and the frontier.
 //
-//   memscope-bench-whatif [--paper] [--steps N] [--dir DIR]
+//   memscope-bench-whatif [--paper | --small] [--steps N] [--dir DIR] [--cost-only]
+// --small (the CI smoke test): mlp only, 2 steps, the default sweep, and the
+// cost on a run of 10 steps (about 200,000 events) instead of 200.
+// Exits 1 when a run fails, 2 on a bad argument.
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -14,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/bench_args.h"
 #include "config.h"
 #include "memscope/analysis/whatif.h"
 #include "memscope/format/native_format.h"
@@ -87,10 +91,10 @@ Trace largeRun(int steps, int layers, int per_layer) {
 }
 
 // Opening a large layered run against predicting every default policy from it.
-void cost(const std::string& dir) {
+void cost(const std::string& dir, int steps = 200) {
     const std::string path = dir + "/large-full.memscope";
     std::filesystem::create_directories(dir);
-    if (!writeNativeTrace(largeRun(200, 24, 400), path)) return;
+    if (!writeNativeTrace(largeRun(steps, 24, 400), path)) return;
     const auto t0 = std::chrono::steady_clock::now();
     auto trace = importNativeTrace(path);
     if (!trace) return;
@@ -118,37 +122,55 @@ int main(int argc, char** argv) {
     bool paper = false;
     int steps = 4;
     std::string dir = (std::filesystem::temp_directory_path() / "memscope-bench-whatif").string();
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (a == "--paper") {
+    bool small = false, cost_only = false;
+    static const char kUsage[] =
+        "usage: memscope-bench-whatif [--paper | --small] [--steps N] [--dir DIR] [--cost-only]";
+    static const char kHelp[] =
+        "The what-if simulator against the trainer's measured runs: quick mlp and gpt, every\n"
+        "layer-set policy and opt-in-bwd, alone and composed, predicted from the full-save run\n"
+        "and measured; last, the cost of predicting from a large layered run (about 4 million\n"
+        "events) against opening it.\n"
+        "  --paper       also the literature's MLP (full and block, 2 steps)\n"
+        "  --small       mlp only, 2 steps, the cost on about 200,000 events (a smoke run)\n"
+        "  --steps N     training steps per run, 2..100 (default 4)\n"
+        "  --dir DIR     work folder (default $TMPDIR/memscope-bench-whatif)\n"
+        "  --cost-only   only the cost of predicting\n";
+    bench::Args args(argc, argv, kUsage, kHelp);
+    while (args.more()) {
+        if (args.flag("--paper")) {
             paper = true;
-        } else if (a == "--steps" && i + 1 < argc) {
-            steps = std::max(2, std::atoi(argv[++i]));
-        } else if (a == "--cost-only") {
-            cost(dir + "/cost");
-            return 0;
-        } else if (a == "--dir" && i + 1 < argc) {
-            dir = argv[++i];
-        } else {
-            std::printf(
-                "usage: %s [--paper] [--steps N] [--dir DIR] [--cost-only]\n"
-                "  the what-if simulator against the trainer's measured runs: quick mlp and gpt,\n"
-                "  every layer-set policy and opt-in-bwd, alone and composed; --paper adds the\n"
-                "  literature's MLP (full and block, 2 steps); last, the cost of predicting\n"
-                "  from a large layered run (about 4 million events) against opening it\n",
-                argv[0]);
-            return a == "--help" || a == "-h" ? 0 : 1;
+            continue;
         }
+        if (args.flag("--small")) {
+            small = true;
+            continue;
+        }
+        if (args.flag("--cost-only")) {
+            cost_only = true;
+            continue;
+        }
+        if (args.option("--steps", steps, 2, 100)) continue;
+        if (args.option("--dir", dir)) continue;
+        args.unknown();
+    }
+    if (small) steps = 2;
+    const int cost_steps = small ? 10 : 200;
+    if (cost_only) {
+        cost(dir + "/cost", cost_steps);
+        return 0;
     }
     int failures = 0;
     for (trainer::ModelKind kind : {trainer::ModelKind::Mlp, trainer::ModelKind::Gpt}) {
+        if (small && kind == trainer::ModelKind::Gpt) continue;
         trainer::TrainConfig config;
         config.steps = steps;
         config.threads = 1;
         config.model = *trainer::preset(kind, "quick");
         // The test's sweep, and more compositions with opt-in-bwd.
         std::vector<std::string> list = whatif_truth::sweepPolicies(kind);
-        for (const char* p : {"segments:2+opt-in-bwd", "selective+opt-in-bwd"}) list.push_back(p);
+        if (!small)
+            for (const char* p : {"segments:2+opt-in-bwd", "selective+opt-in-bwd"})
+                list.push_back(p);
         if (kind == trainer::ModelKind::Gpt)
             for (const char* p : {"save:attention+opt-in-bwd", "save:matmul,attention+opt-in-bwd"})
                 list.push_back(p);
@@ -180,6 +202,6 @@ int main(int argc, char** argv) {
                 r.increaseError() * 100);
         }
     }
-    cost(dir + "/cost");
+    cost(dir + "/cost", cost_steps);
     return failures ? 1 : 0;
 }

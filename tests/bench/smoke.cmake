@@ -1,0 +1,30 @@
+# One benchmark smoke run (ctest -L bench-smoke): runs CMD (its arguments
+# joined with "@@"), then checks the exit code against RC (default 0) and that
+# the output (stdout and stderr) matches every regex of EXPECT (joined with
+# "@@"). RC may list several codes ("0,1"). No timings are asserted.
+#   cmake -DCMD=prog@@arg... [-DRC=2] [-DEXPECT=re@@re...] -P smoke.cmake
+cmake_minimum_required(VERSION 3.25)
+if(NOT DEFINED CMD)
+  message(FATAL_ERROR "smoke.cmake: CMD is not set")
+endif()
+if(NOT DEFINED RC)
+  set(RC 0)
+endif()
+string(REPLACE "@@" ";" command "${CMD}")
+execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}")
+if(err)
+  message("stderr:\n${err}")
+endif()
+string(REPLACE "," ";" rcs "${RC}")
+if(NOT "${rc}" IN_LIST rcs)
+  message(FATAL_ERROR "exit code ${rc}, expected ${RC}: ${command}")
+endif()
+if(DEFINED EXPECT AND NOT EXPECT STREQUAL "")
+  string(REPLACE "@@" ";" expects "${EXPECT}")
+  foreach(re IN LISTS expects)
+    if(NOT "${out}${err}" MATCHES "${re}")
+      message(FATAL_ERROR "the output does not match '${re}'")
+    endif()
+  endforeach()
+endif()

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "allocator/allocator_view.h"
+#include "common/category_colors.h"
 #include "gui_test_traces.h"
 #include "inspect/inspector_view.h"
 #include "inspect/models.h"
@@ -117,6 +118,23 @@ private slots:
         QVERIFY(high.contains(QStringLiteral("gradient")));
         // Above the stack: only the head line.
         QVERIFY(!view_->plot()->hoverTextAt(sx(25), 450).contains(QStringLiteral("category")));
+    }
+
+    void categoryBandsDrawnWhereTheirBytesAre() {
+        // By category the band layer rasters the stack: at t = 25, activation
+        // (A, 100 B) at the bottom, gradient (B, 300 B) above it, nothing
+        // above the 400 B total. The hover reads the same heights.
+        view_->setStackMode(StackMode::ByCategory);
+        TimelinePlot* plot = view_->plot();
+        plot->setFixedYMax(500);  // the stack, not the reserved line, fills the plot
+        plot->renderNow();
+        const QImage img = plot->grab().toImage();
+        const QRgb activation = categoryColor(Category::Activation).rgb();
+        const QRgb gradient = categoryColor(Category::Gradient).rgb();
+        QCOMPARE(QColor(img.pixel(plot->coordToPixel(sx(25), 50))).rgb(), activation);
+        QCOMPARE(QColor(img.pixel(plot->coordToPixel(sx(25), 250))).rgb(), gradient);
+        QVERIFY(QColor(img.pixel(plot->coordToPixel(sx(25), 450))).rgb() != gradient);
+        plot->setFixedYMax(0);
     }
 
     void hoverByMouse() {
@@ -311,9 +329,9 @@ private slots:
         const LayoutColumn* c = columnAt(l, 25);
         QVERIFY(c);
         QCOMPARE(int(c->last - c->first), 2);
-        QCOMPARE(l.segments[c->first].top, uint64_t(100));
-        QCOMPARE(l.segments[c->first + 1].top, uint64_t(400));
-        QVERIFY(l.segments[c->first].site != l.segments[c->first + 1].site);
+        QCOMPARE(l.drawnSegments()[c->first].top, uint64_t(100));
+        QCOMPARE(l.drawnSegments()[c->first + 1].top, uint64_t(400));
+        QVERIFY(l.drawnSegments()[c->first].site != l.drawnSegments()[c->first + 1].site);
         // Hover text is headed by the allocation's user frame.
         const QString high = view_->plot()->hoverTextAt(sx(25), 250);
         QVERIFY2(high.contains(QStringLiteral("0x2000")), qPrintable(high));

@@ -22,15 +22,15 @@ namespace {
 // A run part from a trace and its timeline, with what the by-allocation view
 // and the out-of-memory banner need computed here on the loader thread.
 RunPart toPart(std::shared_ptr<const Trace> trace, std::shared_ptr<const Timeline> timeline,
-               const QString& path) {
+               const QString& path, const std::atomic<bool>* cancel = nullptr) {
     RunPart part;
     part.trace = std::move(trace);
     part.timeline = std::move(timeline);
     part.path = path;
     part.modules = std::make_shared<const ModuleAttribution>(*part.trace);
     for (const DeviceTimeline& d : part.timeline->devices()) {
-        part.allocations.push_back(
-            std::make_shared<const AllocationIndex>(AllocationIndex::build(*part.trace, d)));
+        part.allocations.push_back(std::make_shared<const AllocationIndex>(
+            AllocationIndex::build(*part.trace, d, AllocationIndex::Detail::WithPyramid, cancel)));
         // Fails only on a timeline that does not match its trace: no report then.
         auto ooms = oomReports(*part.trace, d);
         part.ooms.push_back(ooms ? std::move(*ooms) : std::vector<OomReport>{});
@@ -38,8 +38,8 @@ RunPart toPart(std::shared_ptr<const Trace> trace, std::shared_ptr<const Timelin
     return part;
 }
 
-RunPart toPart(OpenedTrace opened, const QString& path) {
-    RunPart part = toPart(std::move(opened.trace), std::move(opened.timeline), path);
+RunPart toPart(OpenedTrace opened, const QString& path, const std::atomic<bool>* cancel) {
+    RunPart part = toPart(std::move(opened.trace), std::move(opened.timeline), path, cancel);
     part.format = QString::fromStdString(opened.format);
     part.warnings = std::move(opened.warnings);
     return part;
@@ -66,7 +66,8 @@ Result<RunPtr> makeRun(Trace trace, const QString& path, const TaskContext& ctx)
     auto run = std::make_shared<Run>();
     run->name = toQString(name);
     run->paths << path;
-    run->parts.push_back(toPart(std::move(*opened), path));
+    run->parts.push_back(toPart(std::move(*opened), path, ctx.cancel));
+    if (ctx.cancelled()) return cancelledError();
     return RunPtr(std::move(run));
 }
 
@@ -98,7 +99,8 @@ Result<RunPtr> loadRun(const QString& path, const TaskContext& ctx) {
                                ? QFileInfo(partPath).completeBaseName().toStdString()
                                : part.trace->metadata.name));
         run->paths << partPath;
-        run->parts.push_back(toPart(std::move(part), partPath));
+        run->parts.push_back(toPart(std::move(part), partPath, ctx.cancel));
+        if (ctx.cancelled()) return cancelledError();
     }
     std::vector<std::string> names;
     for (const RunPart& part : run->parts) names.push_back(part.trace->metadata.name);

@@ -1,8 +1,10 @@
 #include "run_view/allocation_layer.h"
 
-#include <QElapsedTimer>
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
+#include <span>
 
 #include "common/category_colors.h"
 
@@ -22,8 +24,7 @@ QRgb mix(QRgb a, QRgb b, int percentOfB) {
 
 }  // namespace
 
-AllocationLayer::AllocationLayer(QCustomPlot* plot, QCPAxisRect* rect)
-    : QCPLayerable(plot), rect_(rect) {}
+AllocationLayer::AllocationLayer(QCustomPlot* plot, QCPAxisRect* rect) : RasterLayer(plot, rect) {}
 
 void AllocationLayer::setSource(const AllocationSites* sites, const AxisMap& map) {
     sites_ = sites;
@@ -44,38 +45,30 @@ void AllocationLayer::setSource(const AllocationSites* sites, const AxisMap& map
     interval_.reset();
     site_.reset();
     emphasis_.clear();
-    dirty_ = true;
+    markDirty();
 }
 
 void AllocationLayer::setLayout(AllocationLayout layout) {
     layout_ = std::move(layout);
-    dirty_ = true;
+    markDirty();
 }
 
 void AllocationLayer::setColors(QColor background, QColor highlight) {
     background_ = background.rgb();
     highlight_ = highlight.rgb();
-    dirty_ = true;
+    markDirty();
 }
 
 void AllocationLayer::setHighlight(std::optional<uint32_t> interval, std::optional<uint32_t> site) {
     if (interval == interval_ && site == site_) return;
     interval_ = interval;
     site_ = site;
-    dirty_ = true;
+    markDirty();
 }
 
 void AllocationLayer::setEmphasis(std::vector<bool> intervals) {
     emphasis_ = std::move(intervals);
-    dirty_ = true;
-}
-
-void AllocationLayer::applyDefaultAntialiasingHint(QCPPainter* painter) const {
-    painter->setAntialiasing(false);
-}
-
-QRect AllocationLayer::clipRect() const {
-    return rect_->rect();
+    markDirty();
 }
 
 QRgb AllocationLayer::colorOf(const LayoutSegment& s) const {
@@ -95,31 +88,32 @@ QRgb AllocationLayer::colorOf(const LayoutSegment& s) const {
     return site_ && s.site != *site_ ? mix(c, background_, 55) : c;
 }
 
-void AllocationLayer::raster(const QRect& area) {
-    QElapsedTimer timer;
-    timer.start();
-    if (image_.size() != area.size())
-        image_ = QImage(area.size(), QImage::Format_ARGB32_Premultiplied);
-    image_.fill(Qt::transparent);
-    imageRect_ = area;
-    QCPAxis* xa = rect_->axis(QCPAxis::atBottom);
-    QCPAxis* ya = rect_->axis(QCPAxis::atLeft);
-    xRange_ = xa->range();
-    yRange_ = ya->range();
-    const int w = image_.width(), h = image_.height();
-    if (w <= 0 || h <= 0 || layout_.columns.empty()) return;
+void AllocationLayer::rasterInto(QImage& image, const QRect& area, const QCPAxis& xa,
+                                 const QCPAxis& ya) {
+    const int w = image.width(), h = image.height();
     auto column = [&](int64_t x) {
-        const double px = xa->coordToPixel(map_.forward(x)) - area.left();
+        const double px = xa.coordToPixel(map_.forward(x)) - area.left();
         return int(std::clamp(std::lround(px), 0l, long(w)));
     };
     // Bytes to rows: the axis is linear, so two points give the mapping.
-    const double y0 = ya->coordToPixel(0) - area.top();
-    const double perByte = ya->coordToPixel(1e12) - area.top() - y0;
-    auto row = [&](uint64_t bytes) {
-        const double py = y0 + double(bytes) / 1e12 * perByte;
-        return int(std::clamp(std::lround(py), 0l, long(h)));
-    };
+    const double y0 = ya.coordToPixel(0) - area.top();
+    const double perByte = (ya.coordToPixel(1e12) - area.top() - y0) / 1e12;
+    if (!(perByte < 0)) return;  // a flat or upside-down axis: nothing sensible to draw
+    // Each pixel row shows the segment holding the height at the row's
+    // centre, what rounding both edges of every segment would give, read
+    // with integer compares: a column of a thousand thin segments costs its
+    // rows, not a float conversion per segment. centre[r] < 0: below zero.
+    std::vector<int64_t> centre(static_cast<size_t>(h));
+    for (int r = 0; r < h; ++r) {
+        const double bytes = (double(r) + 0.5 - y0) / perByte;
+        centre[size_t(r)] = bytes < 0 ? -1 : bytes >= 9.2e18 ? INT64_MAX : int64_t(bytes);
+    }
     const auto& cols = layout_.columns;
+    const std::span<const LayoutSegment> segments = layout_.drawnSegments();
+    // One detach, then plain pointer arithmetic: scanLine() per row checks
+    // for a shared image every time.
+    QRgb* const pixels = reinterpret_cast<QRgb*>(image.bits());
+    const size_t stride = size_t(image.bytesPerLine()) / sizeof(QRgb);
     for (size_t k = 0; k < cols.size();) {
         // Columns that share their segments are one span of pixels.
         size_t end = k + 1;
@@ -128,28 +122,29 @@ void AllocationLayer::raster(const QRect& area) {
             ++end;
         const int a = column(cols[k].x0);
         const int b = std::max(std::min(a + 1, w), column(cols[end - 1].x1));
-        for (uint32_t i = cols[k].first; i < cols[k].last && a < b; ++i) {
-            const LayoutSegment& s = layout_.segments[i];
-            const int top = row(s.top), bottom = row(s.bottom);
-            const QRgb color = colorOf(s);
-            for (int r = top; r < bottom; ++r) {
-                auto* line = reinterpret_cast<QRgb*>(image_.scanLine(r));
-                std::fill(line + a, line + b, color);
+        const uint32_t last = std::min<uint32_t>(cols[k].last, uint32_t(segments.size()));
+        uint32_t i = cols[k].first;
+        uint32_t coloured = UINT32_MAX;  // the segment `color` is for
+        QRgb color = 0;
+        // Bottom row up; the segments rise with it.
+        for (int r = h - 1; r >= 0 && i < last && a < b; --r) {
+            const int64_t at = centre[size_t(r)];
+            if (at < 0) continue;
+            while (i < last && int64_t(std::min<uint64_t>(segments[i].top, INT64_MAX)) <= at) ++i;
+            if (i == last) break;  // above the column's total
+            if (int64_t(std::min<uint64_t>(segments[i].bottom, INT64_MAX)) > at) continue;
+            if (coloured != i) {
+                color = colorOf(segments[i]);
+                coloured = i;
             }
+            QRgb* line = pixels + size_t(r) * stride;
+            if (b == a + 1)
+                line[a] = color;  // a pixel-wide column: one store
+            else
+                std::fill(line + a, line + b, color);
         }
         k = end;
     }
-    rasterMs_ = double(timer.nsecsElapsed()) / 1e6;
-}
-
-void AllocationLayer::draw(QCPPainter* painter) {
-    const QRect area = rect_->rect();
-    if (dirty_ || area != imageRect_ || rect_->axis(QCPAxis::atBottom)->range() != xRange_ ||
-        rect_->axis(QCPAxis::atLeft)->range() != yRange_) {
-        raster(area);
-        dirty_ = false;
-    }
-    if (!layout_.columns.empty()) painter->drawImage(imageRect_.topLeft(), image_);
 }
 
 }  // namespace memscope::gui

@@ -5,18 +5,16 @@
 // Colours come from the allocation site; a highlighted site keeps its colours
 // and the rest fade, the highlighted allocation takes the palette's highlight.
 
-#include <qcustomplot.h>
-
-#include <QImage>
 #include <optional>
 #include <vector>
 
 #include "memscope/analysis/alignment.h"
 #include "memscope/analysis/allocation_layout.h"
+#include "run_view/raster_layer.h"
 
 namespace memscope::gui {
 
-class AllocationLayer : public QCPLayerable {
+class AllocationLayer : public RasterLayer {
 public:
     AllocationLayer(QCustomPlot* plot, QCPAxisRect* rect);
 
@@ -32,18 +30,13 @@ public:
     // Merged thin allocations belong to no one interval and fade too.
     void setEmphasis(std::vector<bool> intervals);
 
-    double lastRasterMs() const { return rasterMs_; }
-
 protected:
-    void applyDefaultAntialiasingHint(QCPPainter* painter) const override;
-    void draw(QCPPainter* painter) override;
-    QRect clipRect() const override;
+    void rasterInto(QImage& image, const QRect& area, const QCPAxis& x, const QCPAxis& y) override;
+    bool hasContent() const override { return !layout_.columns.empty(); }
 
 private:
-    void raster(const QRect& area);
     QRgb colorOf(const LayoutSegment& s) const;
 
-    QCPAxisRect* rect_;
     const AllocationSites* sites_ = nullptr;
     AxisMap map_;
     AllocationLayout layout_;
@@ -52,12 +45,6 @@ private:
     std::optional<uint32_t> interval_;
     std::optional<uint32_t> site_;
     std::vector<bool> emphasis_;
-    // The image and what it was drawn for.
-    QImage image_;
-    QRect imageRect_;
-    QCPRange xRange_, yRange_;
-    bool dirty_ = true;
-    double rasterMs_ = 0;
 };
 
 }  // namespace memscope::gui

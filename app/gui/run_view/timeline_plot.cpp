@@ -17,6 +17,7 @@
 #include "memscope/base/units.h"
 #include "memscope/inference/frames.h"
 #include "run_view/allocation_layer.h"
+#include "run_view/band_layer.h"
 #include "run_view/zoom_state.h"
 
 namespace memscope::gui {
@@ -73,6 +74,7 @@ struct TimelinePlot::Parts {
     QCPItemText* message = nullptr;          // over the plot: what a mode cannot show
     std::vector<QCPAbstractItem*> oomItems;  // a line and a label per OOM
     AllocationLayer* allocations = nullptr;  // by allocation, instead of the band graphs
+    BandLayer* bandLayer = nullptr;          // draws the bands; their graphs only carry the legend
 };
 
 TimelinePlot::TimelinePlot(QWidget* parent) : QWidget(parent), p_(std::make_unique<Parts>()) {
@@ -115,6 +117,7 @@ TimelinePlot::TimelinePlot(QWidget* parent) : QWidget(parent), p_(std::make_uniq
     p_->predicted->setName(QStringLiteral("predicted (hatched)"));
     p_->predicted->setLayer(QStringLiteral("reserved"));
     p_->predicted->setVisible(false);
+    p_->bandLayer = new BandLayer(plot_, p_->main);
     p_->allocations = new AllocationLayer(plot_, p_->main);
     p_->allocations->setVisible(false);
     auto makeLine = [this](Qt::PenStyle style) {
@@ -499,12 +502,9 @@ void TimelinePlot::rebuild(bool replot) {
             continue;
         }
         const Band& b = bands_.bands[channel ? k : n - 1 - k];
-        const size_t from = std::min(b.begin, bands_.xs.size()),
-                     to = std::min(b.end, bands_.xs.size());
-        QVector<QCPGraphData> data(qsizetype(to - from));
-        for (size_t i = from; i < to; ++i)
-            data[qsizetype(i - from)] = QCPGraphData(bands_.xs[i], b.ys[i]);
-        g->data()->set(data, true);
+        // The band layer draws the band; the graph, without data, names it
+        // in the legend.
+        g->data()->clear();
         // Inferred categories and modules: paler and hatched, in the plot and the legend.
         QColor color = b.color;
         if (fadedBand(b)) color = fade(color);
@@ -516,6 +516,14 @@ void TimelinePlot::rebuild(bool replot) {
         g->setName(b.label);
         g->setVisible(true);
     }
+    std::vector<BandLayer::Style> styles;
+    styles.reserve(n);
+    for (const Band& b : bands_.bands) {
+        QColor color = fadedBand(b) ? fade(b.color) : b.color;
+        if (b.inferred) color = color.lighter(115);
+        styles.push_back({color.rgb(), b.inferred});
+    }
+    p_->bandLayer->setBands(&bands_, std::move(styles));
     // Legend: top band first, as stacked.
     for (size_t k = 0; k < n; ++k) {
         QCPGraph* g = p_->bandGraphs[channel ? n - 1 - k : k];

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "memscope/analysis/allocation_order.h"
+#include "memscope/analysis/layout_pyramid.h"
 
 namespace memscope {
 
@@ -264,7 +265,14 @@ private:
 
 }  // namespace
 
-AllocationIndex AllocationIndex::build(const Trace& trace, const DeviceTimeline& timeline) {
+size_t AllocationIndex::memoryBytes() const {
+    return sites.memoryBytes() + ends.memoryBytes() + sizes.capacity() * sizeof(uint64_t) +
+           (starts.capacity() + start_blocks.capacity()) * sizeof(int64_t) +
+           (pyramid ? pyramid->memoryBytes() : 0);
+}
+
+AllocationIndex AllocationIndex::build(const Trace& trace, const DeviceTimeline& timeline,
+                                       Detail detail, const std::atomic<bool>* cancel) {
     AllocationIndex index;
     index.sites = AllocationSites::build(trace, timeline);
     index.ends = IntervalEnds::build(timeline);
@@ -276,6 +284,13 @@ AllocationIndex AllocationIndex::build(const Trace& trace, const DeviceTimeline&
     }
     for (size_t i = 0; i < index.starts.size(); i += AllocationIndex::kStartBlock)
         index.start_blocks.push_back(index.starts[i]);
+    if (detail == Detail::WithPyramid) {
+        PyramidOptions options;
+        options.cancel = cancel;
+        auto pyramid =
+            std::make_shared<const LayoutPyramid>(buildLayoutPyramid(timeline, index, options));
+        if (!pyramid->empty()) index.pyramid = std::move(pyramid);
+    }
     return index;
 }
 
@@ -308,6 +323,16 @@ AllocationLayout layoutAllocations(const DeviceTimeline& tl, const AllocationInd
                                  std::lower_bound(index.starts.begin(), index.starts.end(), lo));
     out.column_width = std::max<size_t>({1, (wanted * liveEstimate + budget - 1) / budget,
                                          (startsIn + startBudget - 1) / startBudget});
+    // Read from the pyramid when it is at least as fine as the sweep would
+    // be: a frame then costs the pixels, not the allocations.
+    if (index.pyramid) {
+        LayoutRequest r = req;
+        r.lo = lo;
+        r.hi = hi;
+        r.columns = wanted;
+        if (auto read = layoutFromPyramid(tl, *index.pyramid, r, double(out.column_width)))
+            return std::move(*read);
+    }
     const size_t count = (wanted + out.column_width - 1) / out.column_width;
     out.columns = columnsFor(tl, lo, hi, count);
 
@@ -334,21 +359,34 @@ AllocationLayout layoutAllocations(const DeviceTimeline& tl, const AllocationInd
 }
 
 std::vector<uint32_t> mostDrawnSites(const AllocationLayout& layout, size_t count) {
-    std::vector<long double> area;
     const auto& cols = layout.columns;
+    const std::span<const LayoutSegment> segments = layout.drawnSegments();
+    // Columns sharing their segments are one group, weighed once by its width.
+    std::vector<std::pair<size_t, size_t>> groups;  // columns [first, end)
+    size_t total = 0;
     for (size_t k = 0; k < cols.size();) {
-        // Columns sharing their segments are weighed once, by their width.
         size_t end = k + 1;
         while (end < cols.size() && cols[end].first == cols[k].first &&
                cols[end].last == cols[k].last)
             ++end;
-        const long double width = (long double)cols[end - 1].x1 - (long double)cols[k].x0;
-        for (uint32_t i = cols[k].first; i < cols[k].last && i < layout.segments.size(); ++i) {
-            const LayoutSegment& s = layout.segments[i];
-            if (s.site >= area.size()) area.resize(size_t(s.site) + 1, 0);
-            area[s.site] += (long double)(s.top - s.bottom) * width;
-        }
+        groups.emplace_back(k, end);
+        total += cols[k].last - cols[k].first;
         k = end;
+    }
+    // A legend needs the large sites, not every byte: past kLegendSegments
+    // segments, one group in `stride` stands for the window it opens.
+    constexpr size_t kLegendSegments = 200'000;
+    const size_t stride = std::max<size_t>(1, (total + kLegendSegments - 1) / kLegendSegments);
+    std::vector<double> area;  // bytes x run-x: doubles keep the order of sites
+    for (size_t g = 0; g < groups.size(); g += stride) {
+        const size_t first = groups[g].first;
+        const size_t windowEnd = groups[std::min(groups.size(), g + stride) - 1].second;
+        const double width = double(cols[windowEnd - 1].x1) - double(cols[first].x0);
+        for (uint32_t i = cols[first].first; i < cols[first].last && i < segments.size(); ++i) {
+            const LayoutSegment& s = segments[i];
+            if (s.site >= area.size()) area.resize(size_t(s.site) + 1, 0);
+            area[s.site] += double(s.top - s.bottom) * width;
+        }
     }
     std::vector<uint32_t> sites;
     for (uint32_t s = 0; s < area.size(); ++s)
@@ -372,8 +410,10 @@ const LayoutColumn* columnAt(const AllocationLayout& layout, int64_t x) {
 const LayoutSegment* segmentAt(const AllocationLayout& layout, int64_t x, double bytes) {
     const LayoutColumn* c = columnAt(layout, x);
     if (!c || !(bytes >= 0)) return nullptr;
-    const auto begin = layout.segments.begin() + c->first;
-    const auto end = layout.segments.begin() + c->last;
+    const std::span<const LayoutSegment> segments = layout.drawnSegments();
+    if (c->last > segments.size() || c->first > c->last) return nullptr;
+    const auto begin = segments.begin() + c->first;
+    const auto end = segments.begin() + c->last;
     const auto it = std::upper_bound(
         begin, end, bytes, [](double v, const LayoutSegment& s) { return v < double(s.top); });
     if (it == end || bytes < double(it->bottom)) return nullptr;

@@ -11,6 +11,10 @@
 
 #include <zstd.h>
 
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -249,6 +253,21 @@ bool decodeJobs(const std::vector<EventJob>& jobs, std::span<Event> events, cons
     return !failed.load();
 }
 
+// Reserves the events and asks for transparent huge pages on them: a 10 M
+// event trace is 400 MB, a hundred thousand 4 KiB page faults when resize
+// first writes it, which was a third of the read; in 2 MiB pages, 200.
+void reserveInHugePages(std::vector<Event>& events, size_t count) {
+    events.reserve(count);
+#ifdef __linux__
+    constexpr uintptr_t kHuge = 2u << 20;
+    const auto begin = reinterpret_cast<uintptr_t>(events.data());
+    const uintptr_t end = begin + count * sizeof(Event);
+    const uintptr_t first = (begin + kHuge - 1) & ~(kHuge - 1);
+    if (end > first + kHuge)
+        madvise(reinterpret_cast<void*>(first), (end - first) & ~(kHuge - 1), MADV_HUGEPAGE);
+#endif
+}
+
 }  // namespace
 
 ReadOutcome readChunks(const unsigned char* data, size_t size, const TaskContext& ctx, Trace& trace,
@@ -269,6 +288,7 @@ ReadOutcome readChunks(const unsigned char* data, size_t size, const TaskContext
     if (plausible && declared >= kParallelMinEvents && std::thread::hardware_concurrency() > 1) {
         ChunkScan scan(data, size, ctx, report, /*defer_events=*/true);
         if (scan.run(trace) == ReadOutcome::Cancelled) return ReadOutcome::Cancelled;
+        reserveInHugePages(trace.events, scan.event_count);
         trace.events.resize(scan.event_count);
         bool cancelled = false;
         const bool ok = decodeJobs(scan.jobs, trace.events, ctx, size, cancelled);

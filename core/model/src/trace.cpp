@@ -15,9 +15,11 @@ size_t mix(size_t h, uint64_t v) {
 }
 
 size_t hashFrames(std::span<const FrameId> frames) {
-    size_t h = frames.size();
-    for (FrameId f : frames) h = mix(h, f.value);
-    return h;
+    // One multiply per frame (a snapshot's stacks are dozens deep and every
+    // trace entry brings one), the full mix once at the end.
+    uint64_t h = frames.size();
+    for (FrameId f : frames) h = (((h << 5) | (h >> 59)) ^ f.value) * 0x9e3779b97f4a7c15ull;
+    return mix(h, frames.size());
 }
 
 }  // namespace
@@ -86,19 +88,36 @@ const Frame& Trace::frame(FrameId id) const {
     return id.value >= 1 && id.value <= frames_.size() ? frames_[id.value - 1] : kEmpty;
 }
 
+void Trace::growStackSlots() {
+    std::vector<uint64_t> old = std::move(stack_slots_);
+    stack_slots_.assign(std::max<size_t>(64, old.size() * 2), 0);
+    const size_t mask = stack_slots_.size() - 1;
+    for (uint64_t slot : old) {
+        if (!slot) continue;
+        size_t at = size_t(slot >> 32) & mask;
+        while (stack_slots_[at]) at = (at + 1) & mask;
+        stack_slots_[at] = slot;
+    }
+}
+
 StackId Trace::internStack(std::span<const FrameId> frames) {
     if (frames.empty()) return StackId(0);
-    const size_t h = hashFrames(frames);
-    auto [first, last] = stack_index_.equal_range(h);
-    for (auto it = first; it != last; ++it) {
-        const auto existing = stack(StackId(it->second));
+    if (2 * (stack_slot_count_ + 1) > stack_slots_.size()) growStackSlots();
+    const auto tag = uint32_t(hashFrames(frames) >> 32);
+    const size_t mask = stack_slots_.size() - 1;
+    size_t at = size_t(tag) & mask;
+    for (; stack_slots_[at]; at = (at + 1) & mask) {
+        const uint64_t slot = stack_slots_[at];
+        if (uint32_t(slot >> 32) != tag) continue;
+        const auto existing = stack(StackId(uint32_t(slot) - 1));
         if (std::equal(existing.begin(), existing.end(), frames.begin(), frames.end()))
-            return StackId(it->second);
+            return StackId(uint32_t(slot) - 1);
     }
     const auto id = uint32_t(stack_offsets_.size() - 1);
     stack_frames_.insert(stack_frames_.end(), frames.begin(), frames.end());
     stack_offsets_.push_back(uint32_t(stack_frames_.size()));
-    stack_index_.emplace(h, id);
+    stack_slots_[at] = (uint64_t(tag) << 32) | (uint64_t(id) + 1);
+    ++stack_slot_count_;
     return StackId(id);
 }
 

@@ -14,11 +14,18 @@
 // at the short-lived rest, so the cost of a frame is about the columns times
 // the allocations live in them, never the whole trace.
 //
+// A view no finer than the device's layout pyramid (layout_pyramid.h, built
+// at load when the index is built WithPyramid) is read from it instead, in
+// time bounded by the pixels whatever the allocations.
+//
 // Drawing and the hit test share this layout (allocationAt below), so what is
 // under the mouse is what is drawn there.
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "memscope/analysis/allocation_sites.h"
@@ -26,6 +33,8 @@
 #include "memscope/timeline/timeline.h"
 
 namespace memscope {
+
+struct LayoutPyramid;
 
 // What the layout needs of a device beyond its timeline, built once when a
 // trace is opened.
@@ -40,11 +49,16 @@ struct AllocationIndex {
     // few cache misses.
     static constexpr size_t kStartBlock = 64;
     std::vector<int64_t> start_blocks;
-    static AllocationIndex build(const Trace& trace, const DeviceTimeline& timeline);
-    size_t memoryBytes() const {
-        return sites.memoryBytes() + ends.memoryBytes() + sizes.capacity() * sizeof(uint64_t) +
-               (starts.capacity() + start_blocks.capacity()) * sizeof(int64_t);
-    }
+    // The whole device's layout at a fixed resolution (layout_pyramid.h),
+    // for the views that are not finer than it; null: every layout sweeps.
+    std::shared_ptr<const LayoutPyramid> pyramid;
+
+    enum class Detail { SweepOnly, WithPyramid };
+    // With `cancel` set during the pyramid's build, the index has no pyramid.
+    static AllocationIndex build(const Trace& trace, const DeviceTimeline& timeline,
+                                 Detail detail = Detail::SweepOnly,
+                                 const std::atomic<bool>* cancel = nullptr);
+    size_t memoryBytes() const;
 };
 
 struct LayoutRequest {
@@ -82,7 +96,15 @@ struct LayoutColumn {
 
 struct AllocationLayout {
     std::vector<LayoutColumn> columns;  // ascending, contiguous
+    // The segments the columns index: the layout's own (a sweep), or a
+    // pyramid's read in place (shared_segments set), so a frame read from
+    // the pyramid copies no segment.
     std::vector<LayoutSegment> segments;
+    std::shared_ptr<const std::vector<LayoutSegment>> shared_segments;
+    std::span<const LayoutSegment> drawnSegments() const {
+        return shared_segments ? std::span<const LayoutSegment>(*shared_segments)
+                               : std::span<const LayoutSegment>(segments);
+    }
     uint64_t max_total = 0;
     size_t column_width = 1;  // request columns per layout column (>1: coarsened)
     size_t work = 0;          // allocations visited: what a frame cost

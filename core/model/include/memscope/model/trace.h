@@ -224,8 +224,14 @@ private:
     std::vector<Frame> frames_;
     std::unordered_map<Frame, uint32_t, FrameHash> frame_index_;
     std::vector<FrameId> stack_frames_;
-    std::vector<uint32_t> stack_offsets_{0, 0};              // stack n = [off[n], off[n+1])
-    std::unordered_multimap<size_t, uint32_t> stack_index_;  // hash -> stack id
+    std::vector<uint32_t> stack_offsets_{0, 0};  // stack n = [off[n], off[n+1])
+    // Open addressing, linear probing, at most half full: each slot holds a
+    // stack's 32-bit hash tag (high half) and its id + 1 (low half; 0 =
+    // empty). One probe is one cache line, where a node-based multimap cost
+    // three misses per lookup on a snapshot's millions of entries.
+    std::vector<uint64_t> stack_slots_;
+    size_t stack_slot_count_ = 0;
+    void growStackSlots();
     std::unordered_map<uint64_t, uint32_t> stream_index_{{0, 0}};
 };
 

@@ -99,7 +99,11 @@ def main():
             print("rank %d: peak %.2f MiB in %s, step %s" % (r["rank"], r["peak_bytes"] / 2**20,
                                                             r["peak_phase"], r["peak_step"]))
         low, high = ranks[0]["peak_bytes"], ranks[1]["peak_bytes"]
-        if not high > low * 1.1:
+        # Each rank's peak moves by about 2 MiB from run to run (when gloo's
+        # buffers and the caching allocator's blocks come and go: rank 0
+        # 12.8-14.9 MiB, rank 1 16.1-18.1 MiB over repeated runs), so the
+        # margin is 5%, not 10%: twice the batch is still always above.
+        if not high > low * 1.05:
             fail("rank 1 (twice the batch) peaks at %d B, not clearly above rank 0's %d B"
                  % (high, low))
         imbalance = run["imbalance"]

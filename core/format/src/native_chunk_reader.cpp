@@ -1,12 +1,13 @@
 // The chunk reader. Events chunks are about 95% of a file's bytes and of its
 // decoding time, and they are independent of each other (every chunk restarts
 // its deltas), so they are decoded in parallel: a first pass checks every
-// chunk, applies the small table chunks in order and notes where each events
-// chunk's events go; worker threads then decompress and decode the events
-// chunks straight into their place. Only a chunk that passes its checksum but
-// does not decode (a buggy or hostile writer) can fail in the second pass;
-// then the whole read is redone one chunk after the other, which stops at
-// exactly that chunk, as the recovery rule says.
+// chunk's bounds and sizes, the table chunks' checksums, applies the small
+// table chunks in order and notes where each events chunk's events go;
+// worker threads then check each events chunk's checksum, decompress and
+// decode it straight into its place. An events chunk that fails there (a
+// damaged file, or a buggy or hostile writer) sends the whole read down the
+// chunk-by-chunk path, which stops at exactly that chunk, as the recovery
+// rule says.
 #include "native_chunk_reader.h"
 
 #include <zstd.h>
@@ -56,6 +57,12 @@ std::string hex(uint64_t v) {
     char buf[24];
     std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
     return buf;
+}
+
+// Whether the chunk at `chunk` (header, then payload) has the checksum its
+// header declares: over the header's first 16 bytes and the stored payload.
+bool checksumMatches(const unsigned char* chunk, const ChunkHeader& h) {
+    return crc32c(chunk + kChunkHeaderSize, h.stored_size, crc32c(chunk, 16)) == h.crc;
 }
 
 // Gives a chunk's raw payload, decompressing into its own buffer when needed.
@@ -136,8 +143,12 @@ private:
             return "chunk declares " + std::to_string(h.stored_size) + " bytes, " +
                    std::to_string(body_left) + " left (file truncated)";
         const unsigned char* stored = data_ + offset + kChunkHeaderSize;
-        const uint32_t crc = crc32c(stored, h.stored_size, crc32c(data_ + offset, 16));
-        if (crc != h.crc) return "checksum mismatch (corrupt data)";
+        // An events chunk decoded in parallel is checked by its worker (the
+        // checksum is a pass over 95% of the file's bytes): one that fails
+        // there sends the whole read down the chunk-by-chunk path, which
+        // stops at it.
+        if (!(defer_ && h.type == ChunkType::Events) && !checksumMatches(data_ + offset, h))
+            return "checksum mismatch (corrupt data)";
         if (h.flags & ~kFlagZstd) return "unknown chunk flags " + std::to_string(h.flags);
         if (h.raw_size > kMaxRawChunkBytes) return "chunk too large";
         // Charged before anything is decompressed or reserved.
@@ -222,6 +233,10 @@ bool decodeJobs(const std::vector<EventJob>& jobs, std::span<Event> events, cons
             // An exception must not leave a thread (std::terminate): a job that
             // throws (bad_alloc) fails, and the chunk-by-chunk pass reports it.
             try {
+                if (!checksumMatches(job.stored - kChunkHeaderSize, job.header)) {
+                    failed = true;
+                    break;
+                }
                 std::span<const unsigned char> payload;
                 std::string problem = decompressor.open(job.header, job.stored, payload);
                 if (problem.empty())

@@ -839,6 +839,27 @@ TEST(NativeFormat, LargeFilesDecodeInParallelAndStillStopAtABadChunk) {
     EXPECT_EQ(report.problem, "");
     expectSameTrace(big, *whole);
 
+    // Chunk 7 of the events damaged (its checksum no longer matches): the
+    // workers check events checksums, and the read still stops exactly there.
+    {
+        Bytes damaged = file;
+        size_t nth = 0;
+        for (const ChunkInfo& c : chunksOf(damaged)) {
+            if (c.type != 10 || ++nth != 7) continue;
+            damaged[c.offset + 20 + 5] ^= std::byte(0x5a);
+            auto cut = readBytes(damaged, damaged.size(), &report);
+            ASSERT_TRUE(cut) << cut.message();
+            EXPECT_EQ(cut->events.size(), 6u * 4096);
+            EXPECT_NE(report.problem.find("checksum mismatch"), std::string::npos)
+                << report.problem;
+            EXPECT_EQ(report.bytes_lost, damaged.size() - c.offset);
+            EXPECT_TRUE(cut->attributes.empty());
+            expectSameEvents(big.events, cut->events, cut->events.size());
+            break;
+        }
+        EXPECT_EQ(nth, 7u);
+    }
+
     // Chunk 10 of the events: valid checksum, undecodable payload.
     size_t seen = 0;
     for (const ChunkInfo& c : chunksOf(file)) {

@@ -24,10 +24,6 @@ std::string number(double v) {
     return buf;
 }
 
-std::string signedBytes(int64_t v) {
-    return (v > 0 ? "+" : "") + formatBytes(v);
-}
-
 }  // namespace
 
 std::string_view toString(AlignMode mode) {
@@ -166,7 +162,7 @@ std::string CompareTable::cell(size_t r, CompareColumn column) const {
         case CompareColumnKind::PeakDelta: {
             if (is_baseline) return "—";
             if (!row.delta.peak_bytes) return "";
-            return signedBytes(*row.delta.peak_bytes) + " (" +
+            return formatSignedBytes(*row.delta.peak_bytes) + " (" +
                    (row.delta.peak_ratio >= 1 ? "+" : "") +
                    fixed((row.delta.peak_ratio - 1.0) * 100.0, 1) + "%)";
         }

@@ -18,10 +18,6 @@ std::string percent(int64_t delta, int64_t base) {
     return buf;
 }
 
-std::string signedBytes(int64_t b) {
-    return (b > 0 ? "+" : "") + formatBytes(b);
-}
-
 }  // namespace
 
 RankComparison compareRanks(const RankRun& base, const RankRun& other) {
@@ -68,14 +64,14 @@ std::string rankComparisonText(const RankComparison& c) {
         const std::string base = r.base_bytes ? formatBytes(*r.base_bytes) : "-";
         const std::string other = r.other_bytes ? formatBytes(*r.other_bytes) : "-";
         const std::string delta =
-            r.delta() ? signedBytes(*r.delta()) + percent(*r.delta(), *r.base_bytes) : "";
+            r.delta() ? formatSignedBytes(*r.delta()) + percent(*r.delta(), *r.base_bytes) : "";
         std::snprintf(line, sizeof line, "  %-10s %12s %12s  %s\n", r.name.c_str(), base.c_str(),
                       other.c_str(), delta.c_str());
         out += line;
     }
     out += "  worst rank: " + c.base_worst + " " + formatBytes(c.base_worst_bytes) + " -> " +
            c.other_worst + " " + formatBytes(c.other_worst_bytes) + ", " +
-           signedBytes(c.worstDelta()) + percent(c.worstDelta(), c.base_worst_bytes) + "\n";
+           formatSignedBytes(c.worstDelta()) + percent(c.worstDelta(), c.base_worst_bytes) + "\n";
     return out;
 }
 

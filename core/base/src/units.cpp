@@ -51,6 +51,10 @@ Error badSize(std::string_view text, const char* why) {
 
 }  // namespace
 
+std::string formatSignedBytes(int64_t bytes) {
+    return (bytes > 0 ? "+" : "") + formatBytes(bytes);
+}
+
 Result<int64_t> parseByteSize(std::string_view text) {
     while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
         text.remove_prefix(1);

@@ -22,6 +22,13 @@ TEST(Units, FormatBytesThreeSignificantDigits) {
     EXPECT_EQ(formatBytes(INT64_MIN).front(), '-');  // no overflow on the most negative value
 }
 
+TEST(Units, FormatSignedBytesMarksGrowth) {
+    EXPECT_EQ(formatSignedBytes(1536), "+1.50 KiB");
+    EXPECT_EQ(formatSignedBytes(-1536), "-1.50 KiB");
+    EXPECT_EQ(formatSignedBytes(0), "0 B");
+    EXPECT_EQ(formatSignedBytes(INT64_MIN), formatBytes(INT64_MIN));
+}
+
 TEST(Units, NanosToMicrosRoundsAndNeverOverflows) {
     EXPECT_EQ(nanosToMicrosFloor(1999), 1);
     EXPECT_EQ(nanosToMicrosCeil(1001), 2);

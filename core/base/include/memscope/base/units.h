@@ -29,6 +29,8 @@ constexpr int64_t addSaturating(int64_t a, int64_t b) {
 
 // Binary units, three significant digits: "512 B", "1.50 GiB", "-12.0 MiB", "640 MiB".
 std::string formatBytes(int64_t bytes);
+// A change of bytes: formatBytes with a '+' before a positive one ("+1.50 GiB").
+std::string formatSignedBytes(int64_t bytes);
 
 // Plain bytes ("1048576"), or a number with a unit: B, KB/MB/GB/TB (powers of
 // 1000), KiB/MiB/GiB/TiB and K/M/G/T (powers of 1024); case-insensitive, a

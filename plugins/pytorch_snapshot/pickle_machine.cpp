@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "pickle_opcodes.h"
+#include "projected_reserve.h"
 
 namespace memscope::pickle {
 namespace {
@@ -14,6 +15,13 @@ constexpr uint64_t kReportEvery = 16ull << 20;
 uint64_t readLE(const uint8_t* p, int n) {
     uint64_t v = 0;
     for (int i = n - 1; i >= 0; --i) v = (v << 8) | p[i];
+    return v;
+}
+
+uint32_t le32(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, sizeof v);
+    if constexpr (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__) v = __builtin_bswap32(v);
     return v;
 }
 
@@ -155,6 +163,69 @@ bool Machine::memoPut(uint64_t index) {
     return true;
 }
 
+// Most of a snapshot's opcodes are memo references in a row (the frames of a
+// stack, the keys of an entry): one loop reads the whole run, without the
+// per-opcode bookkeeping of run().
+bool Machine::memoGetRun(uint8_t op) {
+    const uint8_t* const data = data_;
+    const Value* const memo = memo_.data();
+    const uint64_t memo_size = memo_.size();
+    uint64_t pos = pos_;
+    uint64_t op_at = op_offset_;
+    // The stack grows in chunks; `limit` is the chunk's end or the stack's limit.
+    constexpr size_t kChunk = 4096;
+    auto room = [&] {
+        return limits_.max_stack - std::min<uint64_t>(limits_.max_stack, stack_.size());
+    };
+    Value* out = stack_.reserveFor(kChunk);
+    Value* limit = out + std::min<uint64_t>(room(), kChunk);
+    bool ok = true;
+    for (;;) {
+        uint64_t index;
+        if (op == BINGET) {
+            if (pos >= size_) {
+                ok = false;
+                break;
+            }
+            index = data[pos++];
+        } else {
+            if (size_ - pos < 4) {
+                ok = false;
+                break;
+            }
+            index = le32(data + pos);
+            pos += 4;
+        }
+        if (index >= memo_size || memo[index].tag == Tag::Unset) {
+            stack_.setEnd(out);
+            pos_ = pos;
+            op_offset_ = op_at;
+            return memoMissing(index);
+        }
+        if (out == limit) {
+            // The chunk is full: past the limit, or grow and go on.
+            stack_.setEnd(out);
+            if (stack_.size() >= limits_.max_stack) {
+                pos_ = pos;
+                op_offset_ = op_at;
+                return fail("stack deeper than the limit");
+            }
+            out = stack_.reserveFor(kChunk);
+            limit = out + std::min<uint64_t>(room(), kChunk);
+        }
+        *out++ = memo[index];
+        if (pos >= size_) break;
+        op = data[pos];
+        if (op != BINGET && op != LONG_BINGET) break;
+        op_at = pos++;
+    }
+    stack_.setEnd(out);
+    pos_ = pos;
+    op_offset_ = op_at;
+    if (!ok) return need(op == BINGET ? 1 : 4);
+    return true;
+}
+
 bool Machine::memoMissing(uint64_t index) {
     return fail("memo index " + std::to_string(index) + " was never stored");
 }
@@ -172,8 +243,9 @@ bool Machine::appendAll(uint32_t list, size_t from) {
         for (size_t k = from; k < stack_.size() && plain; ++k) plain = stack_[k].tag != Tag::Ref;
         if (plain && n > 0) {
             bool consumed = false;
-            if (!handler_.onPlainBatch(*this, list, std::span<const Value>(stack_).subspan(from),
-                                       consumed))
+            if (!handler_.onPlainBatch(
+                    *this, list, std::span<const Value>(stack_.data() + from, stack_.size() - from),
+                    consumed))
                 return false;
             if (consumed) {
                 stack_.resize(from);
@@ -249,6 +321,8 @@ Result<Value> Machine::run(const TaskContext& ctx, const std::function<void(uint
             if (ctx.cancelled()) return cancelledError();
             ctx.report(pos_, size_);
             if (consumed) consumed(pos_);
+            reserveProjected(memo_, pos_, size_, limits_.max_memo);
+            handler_.onProgress(pos_, size_);
             next_report = pos_ + kReportEvery;
         }
         op_offset_ = pos_;
@@ -322,12 +396,8 @@ bool Machine::step(uint8_t op) {
             pos_ += 4;
             return memoPut(readLE(data_ + pos_ - 4, 4));
         case BINGET:
-            if (!need(1)) return false;
-            return memoGet(data_[pos_++]);
         case LONG_BINGET:
-            if (!need(4)) return false;
-            pos_ += 4;
-            return memoGet(readLE(data_ + pos_ - 4, 4));
+            return memoGetRun(op);
         case NONE:
             return push(Value{Tag::None, 0, 0});
         case NEWTRUE:

@@ -18,39 +18,10 @@
 
 #include "memscope/base/result.h"
 #include "memscope/open/plugin.h"
+#include "pickle_value.h"
+#include "value_stack.h"
 
 namespace memscope::pickle {
-
-enum class Tag : uint8_t {
-    None,
-    Bool,
-    Int,
-    UInt,
-    Float,
-    Str,
-    Bytes,
-    Ref,    // a container: bits = index, aux = generation
-    Frame,  // a frame dict already interned: bits = FrameId
-    Stack,  // a frames list already interned: bits = StackId
-    Dead,   // an object that was consumed and freed
-    Unset,  // memo slot never written (never on the stack)
-    Entry,  // a trace entry dict already converted: bits = event index
-};
-
-struct Value {
-    Tag tag = Tag::None;
-    uint32_t aux = 0;   // Str/Bytes: length; Ref: generation
-    uint64_t bits = 0;  // Int/UInt/Bool: the value; Float: IEEE bits; Str/Bytes: input offset
-
-    bool isInt() const { return tag == Tag::Int || tag == Tag::UInt || tag == Tag::Bool; }
-    // Integers as the unsigned 64-bit pattern: the C++ pickler writes addresses as
-    // signed, so a negative value maps back to the pointer it was.
-    uint64_t asU64() const { return bits; }
-    int64_t asI64() const { return int64_t(bits); }
-    bool isNegative() const { return tag == Tag::Int && int64_t(bits) < 0; }
-    double asDouble() const;
-};
-static_assert(sizeof(Value) == 16);
 
 enum class Kind : uint8_t { List, Dict, Tuple, Set };
 
@@ -96,6 +67,9 @@ public:
         return true;
     }
     virtual void unfold(Machine& m, uint32_t list) { (void)m, (void)list; }
+    // Every few MB: `reached` of `total` input bytes are read (to reserve
+    // what the rest will need, see projected_reserve.h).
+    virtual void onProgress(uint64_t reached, uint64_t total) { (void)reached, (void)total; }
 };
 
 class Machine {
@@ -127,7 +101,7 @@ private:
     bool step(uint8_t op);
     bool needSlow(uint64_t n);
     bool need(uint64_t n) { return size_ - pos_ >= n || needSlow(n); }
-    bool push(Value v) {
+    [[gnu::always_inline]] bool push(Value v) {
         if (stack_.size() >= limits_.max_stack) return fail("stack deeper than the limit");
         stack_.push_back(v);
         return true;
@@ -151,12 +125,8 @@ private:
     bool appendAll(uint32_t list, size_t from);
     void unfold(uint32_t list);
     bool memoPut(uint64_t index);
-    bool memoGet(uint64_t index) {
-        if (index >= memo_.size() || memo_[size_t(index)].tag == Tag::Unset)
-            return memoMissing(index);
-        return push(memo_[size_t(index)]);
-    }
     bool memoMissing(uint64_t index);
+    bool memoGetRun(uint8_t op);
     bool pushString(Tag tag, uint64_t length);
     bool pushLong(uint64_t nbytes);
     bool buildTuple(size_t from);
@@ -172,7 +142,7 @@ private:
     bool stopped_ = false;
     std::string error_;
 
-    std::vector<Value> stack_;
+    ValueStack stack_;
     std::vector<size_t> marks_;
     std::vector<Value> memo_;
     std::vector<Container> containers_;

@@ -16,6 +16,7 @@
 #include "memscope/base/json_text.h"
 #include "memscope/plugins/pytorch_snapshot.h"
 #include "module_annotations.h"
+#include "projected_reserve.h"
 
 namespace memscope::pytorch_snapshot {
 
@@ -335,16 +336,24 @@ bool SnapshotMapper::onPlainBatch(Machine& m, uint32_t list, std::span<const Val
         frame_buf_.push_back(FrameId(uint32_t(v.bits)));
     }
     Container& c = m.at(list);
-    c.replacement = Value{Tag::Stack, 0, trace_.internStack(frame_buf_).value};
+    c.replacement = Value{Tag::Stack, 0, stacks_.submit(frame_buf_).value};
     c.folded = true;
     consumed = true;
     return true;
 }
 
+void SnapshotMapper::onProgress(uint64_t reached, uint64_t total) {
+    // An entry is at least a dozen bytes of pickle.
+    const uint64_t cap = total / 12 + 1024;
+    pickle::reserveProjected(trace_.events, reached, total, cap);
+    pickle::reserveProjected(has_time_, reached, total, cap);
+}
+
 void SnapshotMapper::unfold(Machine& m, uint32_t list) {
     Container& c = m.at(list);
     if (c.replacement.tag != Tag::Stack) return;
-    for (FrameId f : trace_.stack(StackId(uint32_t(c.replacement.bits))))
+    stacks_.drain();  // rare: a frames list appended to again
+    for (FrameId f : trace_.stack(stacks_.resolve(StackId(uint32_t(c.replacement.bits)))))
         c.items.push_back(Value{Tag::Frame, 0, f.value});
     c.replacement = Value{};
 }
@@ -386,7 +395,7 @@ StackId SnapshotMapper::stackOf(Machine& m, const Value& frames) {
         }
         if (f.tag == Tag::Frame) frame_buf_.push_back(FrameId(uint32_t(f.bits)));
     }
-    const StackId id = trace_.internStack(frame_buf_);
+    const StackId id = stacks_.submit(frame_buf_);
     c = m.deref(frames);
     c->replacement = Value{Tag::Stack, 0, id.value};
     return id;
@@ -904,6 +913,7 @@ Result<void> SnapshotMapper::finish(Machine& m, const Value& root, const TaskCon
         if (no_state && trace_.allocator_state && trace_.allocator_state->segments.empty())
             trace_.allocator_state.reset();
     }
+    stacks_.remap();  // every stack id stored so far is provisional
     finishEvents();
     if (cancelled_) return cancelledError();
     buildPhases();

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "deferred_stacks.h"
 #include "memscope/base/task_context.h"
 #include "memscope/model/trace.h"
 #include "module_annotations.h"
@@ -27,6 +28,7 @@ public:
     bool onPlainBatch(pickle::Machine& m, uint32_t list, std::span<const pickle::Value> items,
                       bool& consumed) override;
     void unfold(pickle::Machine& m, uint32_t list) override;
+    void onProgress(uint64_t reached, uint64_t total) override;
 
     // After the machine stopped: places events on devices, sets the allocator
     // state, annotations and metadata from the top-level value. Polls
@@ -75,6 +77,7 @@ private:
     }
 
     Trace& trace_;
+    DeferredStacks stacks_{trace_};
     std::vector<EventSink> event_sinks_;
     std::vector<SegmentSink> segment_sinks_;
     std::vector<uint32_t> pending_release_;

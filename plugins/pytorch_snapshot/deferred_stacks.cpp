@@ -1,0 +1,101 @@
+#include "deferred_stacks.h"
+
+namespace memscope::pytorch_snapshot {
+
+DeferredStacks::DeferredStacks(Trace& trace) : trace_(trace), worker_([this] { work(); }) {}
+
+DeferredStacks::~DeferredStacks() {
+    {
+        std::lock_guard lock(mutex_);
+        stop_ = true;
+        queue_.clear();
+    }
+    wake_worker_.notify_all();
+    if (worker_.joinable()) worker_.join();
+}
+
+StackId DeferredStacks::submit(std::span<const FrameId> frames) {
+    if (frames.empty()) return StackId(0);
+    if (remapped_) return trace_.internStack(frames);
+    current_.frames.insert(current_.frames.end(), frames.begin(), frames.end());
+    current_.lengths.push_back(uint32_t(frames.size()));
+    ++submitted_;
+    if (current_.frames.size() >= kBatchFrames) flush();
+    return StackId(submitted_);
+}
+
+void DeferredStacks::flush() {
+    if (current_.lengths.empty()) return;
+    Batch next;
+    {
+        std::unique_lock lock(mutex_);
+        // The worker is far faster than the machine; the bound only keeps a
+        // stalled one from holding the whole input's frames.
+        wake_producer_.wait(lock, [&] { return queue_.size() < kMaxQueued; });
+        queue_.push_back(std::move(current_));
+        if (!spare_.empty()) {
+            next = std::move(spare_.back());
+            spare_.pop_back();
+        }
+    }
+    wake_worker_.notify_one();
+    next.frames.clear();
+    next.lengths.clear();
+    current_ = std::move(next);
+}
+
+void DeferredStacks::work() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        wake_worker_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (stop_) return;
+        Batch batch = std::move(queue_.front());
+        queue_.pop_front();
+        busy_ = true;
+        lock.unlock();
+        wake_producer_.notify_one();
+        size_t at = 0;
+        for (uint32_t n : batch.lengths) {
+            interned_.push_back(
+                trace_.internStack(std::span<const FrameId>(batch.frames).subspan(at, n)).value);
+            at += n;
+        }
+        lock.lock();
+        busy_ = false;
+        spare_.push_back(std::move(batch));
+        wake_producer_.notify_all();
+    }
+}
+
+void DeferredStacks::drain() {
+    if (remapped_) return;
+    flush();
+    std::unique_lock lock(mutex_);
+    wake_producer_.wait(lock, [&] { return queue_.empty() && !busy_; });
+}
+
+StackId DeferredStacks::resolve(StackId provisional) const {
+    if (remapped_ || provisional.value == 0 || provisional.value > interned_.size())
+        return provisional;
+    return StackId(interned_[provisional.value - 1]);
+}
+
+void DeferredStacks::remap() {
+    if (remapped_) return;
+    drain();
+    {
+        std::lock_guard lock(mutex_);
+        stop_ = true;
+    }
+    wake_worker_.notify_all();
+    worker_.join();
+    for (Event& e : trace_.events) e.stack = resolve(e.stack);
+    if (trace_.allocator_state) {
+        for (Segment& s : trace_.allocator_state->segments) s.stack = resolve(s.stack);
+        for (Block& b : trace_.allocator_state->blocks) b.stack = resolve(b.stack);
+    }
+    remapped_ = true;
+    std::vector<uint32_t>().swap(interned_);
+}
+
+}  // namespace memscope::pytorch_snapshot

@@ -1,0 +1,276 @@
+// The import's fast paths against the plain ones they replace: memo-reference
+// runs read in one loop, stacks interned on a second thread under provisional
+// ids, vectors reserved for the projected input. Each must give the same trace
+// and the same errors as the straightforward path would.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include "deferred_stacks.h"
+#include "memscope/plugins/pytorch_snapshot.h"
+#include "pickle_machine.h"
+#include "pickle_writer.h"
+#include "projected_reserve.h"
+#include "test_util.h"
+
+namespace memscope {
+namespace {
+
+std::vector<FrameId> randomStack(std::mt19937& rng, uint32_t frames) {
+    std::vector<FrameId> s(1 + rng() % 40);
+    for (FrameId& f : s) f = FrameId(uint32_t(rng() % frames));
+    return s;
+}
+
+TEST(DeferredStacks, RemapGivesTheIdsDirectInterningGives) {
+    // Enough lists for many batches, with repeats so that interning dedupes.
+    std::mt19937 rng(7);
+    std::vector<std::vector<FrameId>> lists;
+    for (int i = 0; i < 3000; ++i) lists.push_back(randomStack(rng, 50));
+    for (int i = 0; i < 20000; ++i) lists.push_back(lists[rng() % lists.size()]);
+    lists.push_back({});
+
+    Trace direct;
+    std::vector<StackId> expected;
+    for (const auto& l : lists) expected.push_back(direct.internStack(l));
+
+    Trace trace;
+    std::vector<StackId> provisional;
+    {
+        pytorch_snapshot::DeferredStacks stacks(trace);
+        for (const auto& l : lists) {
+            provisional.push_back(stacks.submit(l));
+            trace.events.push_back(Event{});
+            trace.events.back().stack = provisional.back();
+        }
+        trace.allocator_state.emplace();
+        trace.allocator_state->segments.push_back(Segment{});
+        trace.allocator_state->segments[0].stack = provisional[5];
+        trace.allocator_state->blocks.push_back(Block{});
+        trace.allocator_state->blocks[0].stack = provisional[7];
+        stacks.remap();
+        EXPECT_TRUE(stacks.remapped());
+        // After the remap, submit interns at once.
+        EXPECT_EQ(stacks.submit(lists[3]), expected[3]);
+    }
+    ASSERT_EQ(trace.stackCount(), direct.stackCount());
+    for (size_t i = 0; i < lists.size(); ++i) {
+        ASSERT_EQ(trace.events[i].stack, expected[i]) << i;
+        const auto got = trace.stack(trace.events[i].stack);
+        ASSERT_TRUE(std::equal(got.begin(), got.end(), lists[i].begin(), lists[i].end())) << i;
+    }
+    EXPECT_EQ(trace.allocator_state->segments[0].stack, expected[5]);
+    EXPECT_EQ(trace.allocator_state->blocks[0].stack, expected[7]);
+    EXPECT_EQ(provisional.back(), StackId(0));  // no frames: the empty stack, at once
+}
+
+TEST(DeferredStacks, DrainLetsTheCallerReadWhatWasSubmitted) {
+    Trace trace;
+    pytorch_snapshot::DeferredStacks stacks(trace);
+    const std::vector<FrameId> a{FrameId(1), FrameId(2)}, b{FrameId(3)};
+    const StackId pa = stacks.submit(a);
+    stacks.drain();
+    const auto got = trace.stack(stacks.resolve(pa));
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), a.begin(), a.end()));
+    const StackId pb = stacks.submit(b);
+    const StackId pa2 = stacks.submit(a);
+    EXPECT_NE(pa, pa2);  // provisional ids are per submission...
+    stacks.drain();
+    EXPECT_EQ(stacks.resolve(pa), stacks.resolve(pa2));  // ...interned ones per stack
+    EXPECT_NE(stacks.resolve(pa), stacks.resolve(pb));
+}
+
+TEST(DeferredStacks, DestroyedMidWayWithoutRemapStops) {
+    // An import that fails or is cancelled drops the worker with work queued.
+    Trace trace;
+    std::mt19937 rng(3);
+    auto stacks = std::make_unique<pytorch_snapshot::DeferredStacks>(trace);
+    for (int i = 0; i < 50000; ++i) stacks->submit(randomStack(rng, 1000));
+    stacks.reset();
+    SUCCEED();
+}
+
+TEST(ProjectedReserve, GrowsForTheRestOfTheInputOnly) {
+    std::vector<int> v(100);
+    pickle::reserveProjected(v, 10, 1000, 1u << 20);  // 100 so far at 1%: 10,000 in all
+    EXPECT_GE(v.capacity(), 10000u);
+    EXPECT_LE(v.capacity(), 12500u);
+    const size_t before = v.capacity();
+    pickle::reserveProjected(v, 20, 1000, 1u << 20);  // the rate fell: no change
+    EXPECT_EQ(v.capacity(), before);
+    std::vector<int> capped(100);
+    pickle::reserveProjected(capped, 1, 1000000, 5000);  // projects 100 M, capped
+    EXPECT_LE(capped.capacity(), 5000u);
+    std::vector<int> empty;
+    pickle::reserveProjected(empty, 10, 1000, 1u << 20);
+    EXPECT_EQ(empty.capacity(), 0u);
+}
+
+// A handler that keeps everything: the machine alone.
+struct KeepAll final : pickle::Handler {
+    bool onAppend(pickle::Machine&, uint32_t, pickle::Value&, bool&) override { return true; }
+    void onBatchEnd(pickle::Machine&) override {}
+};
+
+std::vector<std::byte> bytesOf(std::initializer_list<int> ops) {
+    std::vector<std::byte> b;
+    for (int o : ops) b.push_back(std::byte(uint8_t(o)));
+    return b;
+}
+
+void appendGet(std::vector<std::byte>& b, uint32_t index, bool long_form) {
+    if (!long_form) {
+        b.push_back(std::byte{'h'});
+        b.push_back(std::byte(uint8_t(index)));
+        return;
+    }
+    b.push_back(std::byte{'j'});
+    for (int i = 0; i < 4; ++i) b.push_back(std::byte(uint8_t(index >> (8 * i))));
+}
+
+Result<pickle::Value> runMachine(const std::vector<std::byte>& b, pickle::Limits limits = {}) {
+    KeepAll h;
+    pickle::Machine m(b, h, limits);
+    return m.run(TaskContext{});
+}
+
+TEST(MemoReferenceRuns, LongRunsCrossTheStackChunksInOrder) {
+    // PROTO 4, EMPTY_LIST, 3 ints memoized (0..2), MARK, 10,000 references, APPENDS, STOP.
+    auto b =
+        bytesOf({0x80, 4, ']', 'K', 10, 0x94, '0', 'K', 11, 0x94, '0', 'K', 12, 0x94, '0', '('});
+    for (int i = 0; i < 10000; ++i) appendGet(b, uint32_t(i % 3), i % 2 == 1);
+    b.push_back(std::byte{'e'});
+    b.push_back(std::byte{'.'});
+    KeepAll h;
+    pickle::Machine m(b, h);
+    auto root = m.run(TaskContext{});
+    ASSERT_TRUE(root.ok()) << root.message();
+    pickle::Container* list = m.deref(*root);
+    ASSERT_NE(list, nullptr);
+    ASSERT_EQ(list->items.size(), 10000u);
+    for (size_t i = 0; i < list->items.size(); ++i) ASSERT_EQ(list->items[i].bits, 10 + i % 3) << i;
+}
+
+TEST(MemoReferenceRuns, AnUnsetSlotInARunNamesItsIndexAndOffset) {
+    auto b = bytesOf({0x80, 4, 'K', 1, 0x94, '('});  // memo 0 = 1; MARK at offset 5
+    appendGet(b, 0, false);                          // offset 6
+    appendGet(b, 0, true);                           // offset 8
+    appendGet(b, 9, true);                           // offset 13: never stored
+    b.push_back(std::byte{'.'});
+    auto r = runMachine(b);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.message().find("memo index 9 was never stored"), std::string::npos) << r.message();
+    EXPECT_NE(r.message().find("offset 13"), std::string::npos) << r.message();
+}
+
+TEST(MemoReferenceRuns, ATruncatedReferenceEndingARunIsTruncation) {
+    auto b = bytesOf({0x80, 4, 'K', 1, 0x94, '('});
+    appendGet(b, 0, false);
+    b.push_back(std::byte{'j'});  // offset 8: LONG_BINGET with 2 of its 4 bytes
+    b.push_back(std::byte{0});
+    b.push_back(std::byte{0});
+    auto r = runMachine(b);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.message().find("truncated"), std::string::npos) << r.message();
+    EXPECT_NE(r.message().find("LONG_BINGET"), std::string::npos) << r.message();
+    EXPECT_NE(r.message().find("offset 8"), std::string::npos) << r.message();
+}
+
+TEST(MemoReferenceRuns, ARunDeeperThanTheStackLimitStopsThere) {
+    auto b = bytesOf({0x80, 4, 'K', 1, 0x94});
+    for (int i = 0; i < 9000; ++i) appendGet(b, 0, false);
+    b.push_back(std::byte{'.'});
+    pickle::Limits limits;
+    limits.max_stack = 5000;
+    auto r = runMachine(b, limits);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.message().find("stack deeper than the limit"), std::string::npos) << r.message();
+    // The int under them counts: reference 4,999 (0-based, at 5 + 2 x 4,999) is one too many.
+    EXPECT_NE(r.message().find("offset " + std::to_string(5 + 2 * 4999)), std::string::npos)
+        << r.message();
+}
+
+TEST(SnapshotImportFastPaths, ManyStacksAcrossBatchesKeepTheirFrames) {
+    // A snapshot whose frames lists span many of the interner's batches:
+    // every entry's stack must come back with its own frames, in order.
+    const auto path = std::filesystem::temp_directory_path() / "memscope_fast_paths.pickle";
+    std::mt19937 rng(11);
+    constexpr int kFrames = 300, kEntries = 6000;
+    std::vector<std::vector<int>> stacks;
+    {
+        std::FILE* f = std::fopen(path.c_str(), "wb");
+        ASSERT_NE(f, nullptr);
+        pickle::Writer w(f);
+        w.begin();
+        w.emptyDict();
+        w.mark();
+        w.string("segments");
+        w.emptyList();
+        w.string("device_traces");
+        w.emptyList();
+        w.mark();
+        w.emptyList();
+        std::vector<uint32_t> frame_memo;
+        w.mark();
+        for (int e = 0; e < kEntries; ++e) {
+            if (e % 500 == 499) {
+                w.appends();
+                w.mark();
+            }
+            auto& s = stacks.emplace_back(1 + rng() % 30);
+            for (int& fr : s) fr = int(rng() % kFrames);
+            w.emptyDict();
+            w.mark();
+            w.string("action");
+            w.string("alloc");
+            w.string("addr");
+            w.integer(4096 * (e + 1));
+            w.string("size");
+            w.integer(512);
+            w.string("frames");
+            w.emptyList();
+            w.mark();
+            for (int fr : s) {
+                if (size_t(fr) < frame_memo.size() && frame_memo[size_t(fr)]) {
+                    w.get(frame_memo[size_t(fr)] - 1);
+                    continue;
+                }
+                w.emptyDict();
+                const uint32_t id = w.memoize();
+                w.mark();
+                w.string("filename");
+                w.string("f" + std::to_string(fr) + ".py");
+                w.string("name");
+                w.string("fn");
+                w.string("line");
+                w.integer(fr);
+                w.setItems();
+                if (frame_memo.size() <= size_t(fr)) frame_memo.resize(size_t(fr) + 1, 0);
+                frame_memo[size_t(fr)] = id + 1;
+            }
+            w.appends();
+            w.setItems();
+        }
+        w.appends();
+        w.appends();
+        w.setItems();
+        w.end();
+        ASSERT_TRUE(w.status().ok());
+        std::fclose(f);
+    }
+    auto t = pytorch_snapshot::importFile(path.string());
+    std::filesystem::remove(path);
+    ASSERT_TRUE(t.ok()) << t.message();
+    ASSERT_EQ(t->events.size(), size_t(kEntries));
+    for (int e = 0; e < kEntries; ++e) {
+        const auto frames = t->stack(t->events[size_t(e)].stack);
+        ASSERT_EQ(frames.size(), stacks[size_t(e)].size()) << e;
+        for (size_t k = 0; k < frames.size(); ++k)
+            ASSERT_EQ(t->frame(frames[k]).line, uint32_t(stacks[size_t(e)][k])) << e << " " << k;
+    }
+}
+
+}  // namespace
+}  // namespace memscope

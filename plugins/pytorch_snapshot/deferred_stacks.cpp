@@ -1,5 +1,7 @@
 #include "deferred_stacks.h"
 
+#include <algorithm>
+
 namespace memscope::pytorch_snapshot {
 
 DeferredStacks::DeferredStacks(Trace& trace) : trace_(trace), worker_([this] { work(); }) {}
@@ -16,9 +18,25 @@ DeferredStacks::~DeferredStacks() {
 
 StackId DeferredStacks::submit(std::span<const FrameId> frames) {
     if (frames.empty()) return StackId(0);
-    if (remapped_) return trace_.internStack(frames);
-    current_.frames.insert(current_.frames.end(), frames.begin(), frames.end());
-    current_.lengths.push_back(uint32_t(frames.size()));
+    std::copy(frames.begin(), frames.end(), append(frames.size()));
+    return commit(frames.size());
+}
+
+FrameId* DeferredStacks::append(size_t n) {
+    const size_t at = current_.frames.size();
+    current_.frames.resize(at + n);
+    return current_.frames.data() + at;
+}
+
+StackId DeferredStacks::commit(size_t n) {
+    if (remapped_) {
+        const std::span<const FrameId> frames(current_.frames.data() + current_.frames.size() - n,
+                                              n);
+        const StackId id = trace_.internStack(frames);
+        current_.frames.resize(current_.frames.size() - n);
+        return id;
+    }
+    current_.lengths.push_back(uint32_t(n));
     ++submitted_;
     if (current_.frames.size() >= kBatchFrames) flush();
     return StackId(submitted_);

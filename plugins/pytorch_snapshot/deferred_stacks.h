@@ -31,6 +31,10 @@ public:
     // A provisional id for these frames (StackId 0 for none); after remap(),
     // the trace's own id, interned at once.
     StackId submit(std::span<const FrameId> frames);
+    // The same without a copy in between: the caller writes `n` frame ids
+    // (n > 0) where append() points, then commit() gives the id.
+    FrameId* append(size_t n);
+    StackId commit(size_t n);
     // Waits until every submitted list is interned. Until the next submit the
     // caller may read the trace's stacks and resolve().
     void drain();

@@ -327,16 +327,16 @@ bool SnapshotMapper::onAppend(Machine& m, uint32_t list, Value& item, bool& keep
 }
 
 // A frames list written by CPython is one batch of memo references to frame
-// dicts already interned: intern the stack now, without storing the items.
+// dicts already interned: the stack goes to the interner now, written straight
+// into its batch, and the items are never stored.
 bool SnapshotMapper::onPlainBatch(Machine& m, uint32_t list, std::span<const Value> items,
                                   bool& consumed) {
-    frame_buf_.clear();
-    for (const Value& v : items) {
+    for (const Value& v : items)
         if (v.tag != Tag::Frame) return true;
-        frame_buf_.push_back(FrameId(uint32_t(v.bits)));
-    }
+    FrameId* out = stacks_.append(items.size());
+    for (const Value& v : items) *out++ = FrameId(uint32_t(v.bits));
     Container& c = m.at(list);
-    c.replacement = Value{Tag::Stack, 0, stacks_.submit(frame_buf_).value};
+    c.replacement = Value{Tag::Stack, 0, stacks_.commit(items.size()).value};
     c.folded = true;
     consumed = true;
     return true;

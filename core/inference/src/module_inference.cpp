@@ -56,9 +56,13 @@ public:
         for (uint64_t i = 0; i < trace_.events.size(); ++i)
             if (trace_.events[i].kind == EventKind::Alloc && !trace_.events[i].stack.isNull())
                 allocs.push_back(i);
-        std::stable_sort(allocs.begin(), allocs.end(), [&](uint64_t a, uint64_t b) {
+        auto earlier = [&](uint64_t a, uint64_t b) {
             return trace_.events[a].time < trace_.events[b].time;
-        });
+        };
+        // One device's events are in time order already: checking is a pass,
+        // sorting 1.5 M allocations was a fifth of inference.
+        if (!std::is_sorted(allocs.begin(), allocs.end(), earlier))
+            std::stable_sort(allocs.begin(), allocs.end(), earlier);
         for (size_t k = 0; k < allocs.size(); ++k) {
             if ((k & 0xfff) == 0 && ctx.cancelled()) return;
             const Event& e = trace_.events[allocs[k]];

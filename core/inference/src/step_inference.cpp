@@ -36,6 +36,24 @@ struct KeyAt {
     bool operator<(const KeyAt& o) const { return key != o.key ? key < o.key : at < o.at; }
 };
 
+// Sorts by (key, at) as std::sort would, in two passes over the keys and a
+// sort of each small bucket: the hashes are uniform, so 65,536 buckets by the
+// top 16 bits hold a few dozen keys each, sorted in cache. The plain sort of a
+// 1 GB snapshot's 4.5 M windows was the largest part of inference.
+void sortKeys(std::vector<KeyAt>& keys) {
+    constexpr int kBits = 16;
+    std::vector<uint32_t> start((size_t(1) << kBits) + 1, 0);
+    for (const KeyAt& k : keys) ++start[(k.key >> (64 - kBits)) + 1];
+    for (size_t b = 1; b < start.size(); ++b) start[b] += start[b - 1];
+    std::vector<KeyAt> sorted(keys.size());
+    std::vector<uint32_t> next(start.begin(), start.end() - 1);
+    for (const KeyAt& k : keys) sorted[next[k.key >> (64 - kBits)]++] = k;
+    for (size_t b = 0; b + 1 < start.size(); ++b)
+        if (start[b + 1] - start[b] > 1)
+            std::sort(sorted.begin() + start[b], sorted.begin() + start[b + 1]);
+    keys = std::move(sorted);
+}
+
 }  // namespace
 
 std::vector<Window> findRepeatedSteps(const Trace& trace, const std::vector<uint64_t>& order,
@@ -62,7 +80,7 @@ std::vector<Window> findRepeatedSteps(const Trace& trace, const std::vector<uint
         }
     }
     if (ctx.cancelled()) return {};
-    std::sort(keys.begin(), keys.end());
+    sortKeys(keys);
     if (ctx.cancelled()) return {};
 
     // Keys that recur evenly across most of the trace, grouped by how often.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "saturating.h"
+
 namespace memscope {
 namespace {
 
@@ -15,6 +17,12 @@ constexpr size_t kFan = 8;
 void StepSeries::reserve(size_t n) {
     x_.reserve(n);
     y_.reserve(n);
+}
+
+void StepSeries::shiftBefore(int64_t by) {
+    if (by == 0) return;
+    detail::addSat(initial, by);
+    for (int64_t& y : y_) detail::addSat(y, by);
 }
 
 void StepSeries::append(int64_t x, int64_t y) {

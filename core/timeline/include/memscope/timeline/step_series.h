@@ -21,6 +21,8 @@ public:
 
     void reserve(size_t n);
     void append(int64_t x, int64_t y);  // x must not decrease
+    // Adds `by` to `initial` and every y, saturating; before finalize().
+    void shiftBefore(int64_t by);
     // Call once after the last append: builds the min/max pyramid.
     void finalize();
 

@@ -195,7 +195,7 @@ TEST(MemoReferenceRuns, ARunDeeperThanTheStackLimitStopsThere) {
 TEST(SnapshotImportFastPaths, ManyStacksAcrossBatchesKeepTheirFrames) {
     // A snapshot whose frames lists span many of the interner's batches:
     // every entry's stack must come back with its own frames, in order.
-    const auto path = std::filesystem::temp_directory_path() / "memscope_fast_paths.pickle";
+    const auto path = test::tempPath("memscope_fast_paths.pickle");
     std::mt19937 rng(11);
     constexpr int kFrames = 300, kEntries = 6000;
     std::vector<std::vector<int>> stacks;

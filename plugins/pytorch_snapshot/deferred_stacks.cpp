@@ -1,10 +1,11 @@
 #include "deferred_stacks.h"
 
 #include <algorithm>
+#include <system_error>
 
 namespace memscope::pytorch_snapshot {
 
-DeferredStacks::DeferredStacks(Trace& trace) : trace_(trace), worker_([this] { work(); }) {}
+DeferredStacks::DeferredStacks(Trace& trace) : trace_(trace) {}
 
 DeferredStacks::~DeferredStacks() {
     {
@@ -14,6 +15,29 @@ DeferredStacks::~DeferredStacks() {
     }
     wake_worker_.notify_all();
     if (worker_.joinable()) worker_.join();
+}
+
+void DeferredStacks::internHere(Batch& batch) {
+    size_t at = 0;
+    for (uint32_t n : batch.lengths) {
+        interned_.push_back(
+            trace_.internStack(std::span<const FrameId>(batch.frames).subspan(at, n)).value);
+        at += n;
+    }
+    batch.frames.clear();
+    batch.lengths.clear();
+}
+
+bool DeferredStacks::startWorker() {
+    if (worker_.joinable()) return true;
+    if (no_thread_) return false;
+    try {
+        worker_ = std::thread([this] { work(); });
+        return true;
+    } catch (const std::system_error&) {
+        no_thread_ = true;  // no thread to be had: intern on the caller's
+        return false;
+    }
 }
 
 StackId DeferredStacks::submit(std::span<const FrameId> frames) {
@@ -44,6 +68,8 @@ StackId DeferredStacks::commit(size_t n) {
 
 void DeferredStacks::flush() {
     if (current_.lengths.empty()) return;
+    // The worker starts with the first full batch: a small file never needs it.
+    if (!startWorker()) return internHere(current_);
     Batch next;
     {
         std::unique_lock lock(mutex_);
@@ -72,12 +98,7 @@ void DeferredStacks::work() {
         busy_ = true;
         lock.unlock();
         wake_producer_.notify_one();
-        size_t at = 0;
-        for (uint32_t n : batch.lengths) {
-            interned_.push_back(
-                trace_.internStack(std::span<const FrameId>(batch.frames).subspan(at, n)).value);
-            at += n;
-        }
+        internHere(batch);
         lock.lock();
         busy_ = false;
         spare_.push_back(std::move(batch));
@@ -87,6 +108,7 @@ void DeferredStacks::work() {
 
 void DeferredStacks::drain() {
     if (remapped_) return;
+    if (!worker_.joinable()) return internHere(current_);
     flush();
     std::unique_lock lock(mutex_);
     wake_producer_.wait(lock, [&] { return queue_.empty() && !busy_; });
@@ -106,7 +128,7 @@ void DeferredStacks::remap() {
         stop_ = true;
     }
     wake_worker_.notify_all();
-    worker_.join();
+    if (worker_.joinable()) worker_.join();
     for (Event& e : trace_.events) e.stack = resolve(e.stack);
     if (trace_.allocator_state) {
         for (Segment& s : trace_.allocator_state->segments) s.stack = resolve(s.stack);

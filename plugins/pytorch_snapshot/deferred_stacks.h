@@ -8,6 +8,9 @@
 //
 // Only the worker touches the trace's stack tables until drain() or remap();
 // the mapper's thread must not read them before (Trace::stack, stackCount).
+// The worker starts with the first full batch (32 K frames), so a small file
+// is interned on the caller's thread; so is everything where no thread can
+// be started.
 
 #include <condition_variable>
 #include <cstdint>
@@ -53,6 +56,8 @@ private:
     };
     void flush();
     void work();
+    void internHere(Batch& batch);  // interns and empties it, on the calling thread
+    bool startWorker();             // false: no thread could be started
     static constexpr size_t kBatchFrames = 1u << 15;
     static constexpr size_t kMaxQueued = 8;
 
@@ -67,6 +72,7 @@ private:
     std::vector<Batch> spare_;  // emptied batches, kept for their capacity
     bool busy_ = false;         // the worker holds a batch
     bool stop_ = false;
+    bool no_thread_ = false;          // starting the worker failed: everything is interned here
     std::vector<uint32_t> interned_;  // provisional - 1 -> the trace's id (worker-written)
     std::thread worker_;
 };

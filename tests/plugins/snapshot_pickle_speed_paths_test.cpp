@@ -66,9 +66,15 @@ TEST(DeferredStacks, RemapGivesTheIdsDirectInterningGives) {
     EXPECT_EQ(provisional.back(), StackId(0));  // no frames: the empty stack, at once
 }
 
-TEST(DeferredStacks, DrainLetsTheCallerReadWhatWasSubmitted) {
+// Small inputs intern on the caller's thread; past one batch a worker does.
+void checkDrain(size_t frames_before) {
     Trace trace;
     pytorch_snapshot::DeferredStacks stacks(trace);
+    std::vector<FrameId> filler(20);
+    for (size_t i = 0; i * filler.size() < frames_before; ++i) {
+        for (size_t k = 0; k < filler.size(); ++k) filler[k] = FrameId(uint32_t(1000 + i + k));
+        stacks.submit(filler);
+    }
     const std::vector<FrameId> a{FrameId(1), FrameId(2)}, b{FrameId(3)};
     const StackId pa = stacks.submit(a);
     stacks.drain();
@@ -80,6 +86,12 @@ TEST(DeferredStacks, DrainLetsTheCallerReadWhatWasSubmitted) {
     stacks.drain();
     EXPECT_EQ(stacks.resolve(pa), stacks.resolve(pa2));  // ...interned ones per stack
     EXPECT_NE(stacks.resolve(pa), stacks.resolve(pb));
+    EXPECT_EQ(trace.stack(stacks.resolve(pb)).size(), 1u);
+}
+
+TEST(DeferredStacks, DrainLetsTheCallerReadWhatWasSubmitted) {
+    checkDrain(0);        // no worker
+    checkDrain(100'000);  // a worker, started by the first full batch
 }
 
 TEST(DeferredStacks, DestroyedMidWayWithoutRemapStops) {

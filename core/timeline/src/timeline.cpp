@@ -60,8 +60,6 @@ public:
     }
 
 private:
-    // One pass: pair allocs with frees by address, record relative values (the
-    // ghosts' starting bytes are only known at the end and added afterwards).
     // Sizes every growing vector once, from a count of what the walk will
     // add: doubling them touched twice their size in fresh pages and copied
     // them a dozen times, a third of the build on a 1 GB snapshot. A free
@@ -90,6 +88,8 @@ private:
             tl_.live_by_category[c].reserve(2 * by_cat[c] + (by_cat[c] ? frees / 16 : 0));
     }
 
+    // One pass: pair allocs with frees by address, record relative values (the
+    // ghosts' starting bytes are only known at the end and added afterwards).
     void walkEvents(const TaskContext& ctx, uint64_t& done, uint64_t total) {
         const auto& events = trace_.events;
         reserveByCount();

@@ -37,7 +37,6 @@ public:
         if (capacity_ - size_ < n) grow(size_ + n);
         return data_.get() + size_;
     }
-    size_t capacity() const { return capacity_; }
     // After writing through reserveFor()'s pointer: the new end.
     void setEnd(const Value* end) { size_ = size_t(end - data_.get()); }
 

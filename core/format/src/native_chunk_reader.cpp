@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <exception>
 #include <memory>
 #include <system_error>
 #include <thread>
@@ -63,6 +64,10 @@ std::string hex(uint64_t v) {
 // header declares: over the header's first 16 bytes and the stored payload.
 bool checksumMatches(const unsigned char* chunk, const ChunkHeader& h) {
     return crc32c(chunk + kChunkHeaderSize, h.stored_size, crc32c(chunk, 16)) == h.crc;
+}
+
+EventCoding codingOf(const ChunkHeader& h) {
+    return (h.flags & kFlagRecentAllocs) ? EventCoding::RecentAllocs : EventCoding::Deltas;
 }
 
 // Gives a chunk's raw payload, decompressing into its own buffer when needed.
@@ -149,7 +154,9 @@ private:
         // stops at it.
         if (!(defer_ && h.type == ChunkType::Events) && !checksumMatches(data_ + offset, h))
             return "checksum mismatch (corrupt data)";
-        if (h.flags & ~kFlagZstd) return "unknown chunk flags " + std::to_string(h.flags);
+        const uint8_t known =
+            h.type == ChunkType::Events ? kFlagZstd | kFlagRecentAllocs : kFlagZstd;
+        if (h.flags & ~known) return "unknown chunk flags " + std::to_string(h.flags);
         if (h.raw_size > kMaxRawChunkBytes) return "chunk too large";
         // Charged before anything is decompressed or reserved.
         raw_total_ += h.raw_size;
@@ -195,7 +202,8 @@ private:
         std::span<const unsigned char> payload;
         std::string problem = decompressor_.open(h, stored, payload);
         if (problem.empty())
-            problem = decodeEvents(payload, h.count, event_count, limits, trace.events);
+            problem =
+                decodeEvents(payload, h.count, event_count, limits, codingOf(h), trace.events);
         if (problem.empty()) event_count += h.count;
         return problem;
     }
@@ -241,6 +249,7 @@ bool decodeJobs(const std::vector<EventJob>& jobs, std::span<Event> events, cons
                 std::string problem = decompressor.open(job.header, job.stored, payload);
                 if (problem.empty())
                     problem = decodeEvents(payload, job.header.count, job.first, job.limits,
+                                           codingOf(job.header),
                                            events.subspan(job.first, job.header.count));
                 if (!problem.empty()) failed = true;
             } catch (...) {
@@ -301,10 +310,35 @@ ReadOutcome readChunks(const unsigned char* data, size_t size, const TaskContext
         declared <= size / 2 && declared <= scaled(kItemFloor, kItemsPerFileByte, size);
 
     if (plausible && declared >= kParallelMinEvents && std::thread::hardware_concurrency() > 1) {
+        // The events vector is allocated and zero-filled (page faults, a
+        // fifth of the read) on another thread while this one scans, which
+        // never touches it: sized as declared, cut to what the scan accepted.
+        std::vector<Event> events;
+        std::exception_ptr allocation_failure;  // bad_alloc, rethrown here as before
+        const auto allocate = [&] {
+            try {
+                reserveInHugePages(events, declared);
+                // In slices, so that a cancel is not kept waiting on the page faults.
+                constexpr size_t kSlice = size_t{1} << 16;
+                while (events.size() < declared && !ctx.cancelled())
+                    events.resize(std::min<size_t>(events.size() + kSlice, declared));
+            } catch (...) {
+                allocation_failure = std::current_exception();
+            }
+        };
+        std::jthread allocator;  // joins on the way out if the scan throws
+        try {
+            allocator = std::jthread(allocate);
+        } catch (const std::system_error&) {
+            allocate();
+        }
         ChunkScan scan(data, size, ctx, report, /*defer_events=*/true);
-        if (scan.run(trace) == ReadOutcome::Cancelled) return ReadOutcome::Cancelled;
-        reserveInHugePages(trace.events, scan.event_count);
-        trace.events.resize(scan.event_count);
+        const ReadOutcome scanned = scan.run(trace);
+        if (allocator.joinable()) allocator.join();
+        if (allocation_failure) std::rethrow_exception(allocation_failure);
+        if (scanned == ReadOutcome::Cancelled || ctx.cancelled()) return ReadOutcome::Cancelled;
+        events.resize(scan.event_count);  // the scan stops where the pre-pass did, or sooner
+        trace.events = std::move(events);
         bool cancelled = false;
         const bool ok = decodeJobs(scan.jobs, trace.events, ctx, size, cancelled);
         if (cancelled) return ReadOutcome::Cancelled;

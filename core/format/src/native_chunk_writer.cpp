@@ -68,16 +68,16 @@ void ChunkWriter::write(const PendingTables& pending, std::span<const Event> eve
         const size_t n = std::min<size_t>(events_per_chunk_, events.size() - i);
         raw_.clear();
         encoder_.encode(events.subspan(i, n), first_event + i, raw_);
-        emit(ChunkType::Events, static_cast<uint32_t>(n), raw_);
+        emit(ChunkType::Events, static_cast<uint32_t>(n), raw_, kFlagRecentAllocs);
         if (yield_between_chunks_) sched_yield();
     }
     encodeUpdates(pending, emit_fn);
 }
 
-void ChunkWriter::emit(ChunkType type, uint32_t count, std::vector<unsigned char>& raw) {
+void ChunkWriter::emit(ChunkType type, uint32_t count, std::vector<unsigned char>& raw,
+                       uint8_t flags) {
     if (!error_.empty() || fd_ < 0) return;
     std::span<const unsigned char> stored(raw);
-    uint8_t flags = 0;
     if (raw.size() >= kMinCompressBytes && compressor_->ctx) {
         // Only grows: resizing a vector up zero-fills, on every chunk.
         const size_t bound = ZSTD_compressBound(raw.size());
@@ -86,7 +86,7 @@ void ChunkWriter::emit(ChunkType type, uint32_t count, std::vector<unsigned char
                                            raw.size(), kZstdLevel);
         if (!ZSTD_isError(n) && n < raw.size()) {
             stored = std::span<const unsigned char>(packed_.data(), n);
-            flags = kFlagZstd;
+            flags |= kFlagZstd;
         }
     }
     ChunkHeader h;

@@ -44,7 +44,8 @@ public:
 
 private:
     ChunkWriter(int fd, std::string path, uint32_t events_per_chunk);
-    void emit(ChunkType type, uint32_t count, std::vector<unsigned char>& raw);
+    // `flags` are the payload's own (the coding); emit adds kFlagZstd.
+    void emit(ChunkType type, uint32_t count, std::vector<unsigned char>& raw, uint8_t flags = 0);
     Result<void> writeOut();
 
     int fd_ = -1;

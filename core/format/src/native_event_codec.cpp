@@ -4,9 +4,13 @@
 //   six columns, each a varint byte length then one varint per event (two for escapes):
 //     tag      palette index
 //     time     zigzag((time - previous event's time) / time_unit)
-//     address  delta d to the previous address of the event's context:
-//              (zigzag(d / 512) << 1) when d is a multiple of 512, else
-//              (zigzag(d) << 1 | 1), or 1 then zigzag(d) when that would overflow
+//     address  delta d to the previous address of the event's context, or k,
+//              the lane's k-th latest alloc (0 = newest, k < 16), whose size
+//              becomes the context's previous size: zigzag(d / 512) << 2 when d
+//              is a multiple of 512, else zigzag(d) << 2 | 1; k << 2 | 2; or 1
+//              then zigzag(d) when that would overflow. Chunks without flag 2
+//              (before 1.4) have no k and one mode bit: zigzag(d / 512) << 1,
+//              zigzag(d) << 1 | 1, or the same escape.
 //     size     0 = the context's previous size; (size / 512) << 2 | 1;
 //              size << 2 | 2; or 3 then the size
 //     stack    0 = the context's previous stack, else id + 1
@@ -15,7 +19,10 @@
 // follow each other: a free_completed usually repeats its free_requested's
 // address, size and stack, and devices interleaved in time would otherwise
 // make every delta jump between address spaces. time_unit is the chunk's
-// common divisor of time deltas (1000 for microsecond sources).
+// common divisor of time deltas (1000 for microsecond sources). Most
+// allocations are temporaries freed a few allocations later, so a free that
+// names its allocation costs a byte where a delta to the previous free's
+// address (a random jump) and its size cost five.
 //
 // Decoding avoids data-dependent branches (prefix varints give their length
 // without a loop, choices are made with selects): at 20+ million events per
@@ -52,6 +59,16 @@ constexpr uint8_t slotOf(EventKind kind) {
 
 constexpr uint64_t kAlign = 512;  // the caching allocator's rounding
 constexpr uint64_t kPayloadLimit = uint64_t{1} << 62;
+
+// A lane's latest allocations, newest at head - 1. References reach
+// kRecentWindow back; the ring is twice that so that the decoder can write
+// every event at head (no branch on the kind) into a slot no reference reaches.
+constexpr uint32_t kRecentWindow = 16;
+constexpr uint32_t kRecentRing = 32;
+struct RecentAlloc {
+    uint64_t address = 0;
+    uint64_t size = 0;
+};
 
 uint64_t paletteKey(const Event& e) {
     return static_cast<uint64_t>(static_cast<uint8_t>(e.kind)) |
@@ -195,6 +212,8 @@ void EventEncoder::encode(std::span<const Event> events, uint64_t first_index,
     ContextMap contexts;
     std::vector<uint64_t> prev_address, prev_size;
     std::vector<uint32_t> prev_stack, prev_phase;
+    std::vector<RecentAlloc> recent;
+    std::vector<uint32_t> recent_head;
     uint64_t prev_time = 0;
     for (const Event& e : events) {
         const uint32_t tag = paletteIndex(paletteKey(e));
@@ -204,6 +223,8 @@ void EventEncoder::encode(std::span<const Event> events, uint64_t first_index,
             prev_size.resize(contexts.ctxCount());
             prev_stack.resize(contexts.ctxCount());
             prev_phase.resize(contexts.laneCount());
+            recent.resize(contexts.laneCount() * kRecentRing);
+            recent_head.resize(contexts.laneCount());
         }
         const uint32_t ctx = contexts.ctx(tag);
         const uint32_t lane = contexts.lane(tag);
@@ -217,10 +238,26 @@ void EventEncoder::encode(std::span<const Event> events, uint64_t first_index,
         prev_time = time;
 
         const auto da = static_cast<int64_t>(e.address - prev_address[ctx]);
-        if (da % static_cast<int64_t>(kAlign) == 0) {
-            cursor[kAddress] = putVarint(cursor[kAddress], zigzag(da / int64_t{kAlign}) << 1);
-        } else if (zigzag(da) < (uint64_t{1} << 63)) {
-            cursor[kAddress] = putVarint(cursor[kAddress], zigzag(da) << 1 | 1);
+        // A delta of 0 (a free_completed after its free_requested) is already
+        // one byte of zeros, which zstd removes; only a jump is worth a reference.
+        RecentAlloc* const ring = &recent[size_t{lane} * kRecentRing];
+        uint32_t hit = kRecentWindow;
+        if (da != 0 && slotOf(e.kind) == 1) {
+            for (uint32_t k = 0; k < kRecentWindow; ++k) {
+                if (ring[(recent_head[lane] - 1 - k) % kRecentRing].address == e.address) {
+                    hit = k;
+                    break;
+                }
+            }
+        }
+        if (hit < kRecentWindow) {
+            cursor[kAddress] = putVarint(cursor[kAddress], uint64_t{hit} << 2 | 2);
+            // The size is then coded against the allocation's.
+            prev_size[ctx] = ring[(recent_head[lane] - 1 - hit) % kRecentRing].size;
+        } else if (da % static_cast<int64_t>(kAlign) == 0) {
+            cursor[kAddress] = putVarint(cursor[kAddress], zigzag(da / int64_t{kAlign}) << 2);
+        } else if (zigzag(da) < kPayloadLimit) {
+            cursor[kAddress] = putVarint(cursor[kAddress], zigzag(da) << 2 | 1);
         } else {
             cursor[kAddress] = putVarint(cursor[kAddress], 1);
             cursor[kAddress] = putVarint(cursor[kAddress], zigzag(da));
@@ -249,6 +286,9 @@ void EventEncoder::encode(std::span<const Event> events, uint64_t first_index,
         cursor[kPhase] =
             putVarint(cursor[kPhase], zigzag(int64_t{e.phase.value} - int64_t{prev_phase[lane]}));
         prev_phase[lane] = e.phase.value;
+
+        if (e.kind == EventKind::Alloc)
+            ring[recent_head[lane]++ % kRecentRing] = {e.address, e.size};
     }
 
     ByteWriter w(out);
@@ -270,79 +310,48 @@ void EventEncoder::encode(std::span<const Event> events, uint64_t first_index,
 }
 
 std::string decodeEvents(std::span<const unsigned char> payload, uint32_t count,
-                         uint64_t first_index, const EventLimits& limits, std::vector<Event>& out) {
+                         uint64_t first_index, const EventLimits& limits, EventCoding coding,
+                         std::vector<Event>& out) {
     if (count > kMaxEventsPerChunk) return "too many events in one chunk";
     const size_t base = out.size();
     out.resize(base + count);
-    std::string error =
-        decodeEvents(payload, count, first_index, limits, std::span<Event>(out).subspan(base));
+    std::string error = decodeEvents(payload, count, first_index, limits, coding,
+                                     std::span<Event>(out).subspan(base));
     if (!error.empty()) out.resize(base);
     return error;
 }
 
-std::string decodeEvents(std::span<const unsigned char> payload, uint32_t count,
-                         uint64_t first_index, const EventLimits& limits, std::span<Event> out) {
-    if (out.size() != count) return "event buffer does not match the count";
-    ByteReader r(payload.data(), payload.data() + payload.size());
-    const uint64_t first = r.varint();
-    const uint64_t n = r.varint();
-    const uint64_t unit = r.varint();
-    if (r.failed()) return "events header cut short";
-    if (first != first_index)
-        return "events chunk starts at event " + std::to_string(first) + ", expected " +
-               std::to_string(first_index);
-    if (n != count) return "event count differs from the chunk header";
-    if (n > kMaxEventsPerChunk) return "too many events in one chunk";
-    if (unit == 0) return "zero time unit";
+namespace {
 
-    // Per palette entry, everything an event needs from it.
-    struct PaletteEntry {
-        EventKind kind;
-        Category category;
-        int16_t device;
-        uint32_t stream;
-        uint32_t ctx;
-        uint32_t lane;
-    };
-    const uint64_t palette_size = r.varintAtMost(n);
-    if (r.failed()) return "bad event palette size";
-    std::vector<PaletteEntry> palette;
-    palette.reserve(palette_size);
-    ContextMap contexts;
-    for (uint64_t i = 0; i < palette_size; ++i) {
-        const uint8_t kind = r.byte();
-        const uint8_t category = r.byte();
-        const int64_t device = r.svarint();
-        const uint64_t stream = r.varint();
-        if (r.failed()) return "event palette cut short";
-        if (kind >= kEventKindCount) return "unknown event kind " + std::to_string(kind);
-        if (category >= kCategoryCount) return "unknown category " + std::to_string(category);
-        // -1 is the host; nothing below it exists, and consumers index by device.
-        if (device < -1 || device > INT16_MAX) return "device out of range";
-        if (stream >= limits.stream_count) return "event refers to an unknown stream";
-        contexts.add(static_cast<EventKind>(kind), static_cast<int16_t>(device));
-        palette.push_back({static_cast<EventKind>(kind), static_cast<Category>(category),
-                           static_cast<int16_t>(device), static_cast<uint32_t>(stream),
-                           contexts.ctx(i), contexts.lane(i)});
-    }
+// Per palette entry, everything an event needs from it.
+struct PaletteEntry {
+    EventKind kind;
+    Category category;
+    int16_t device;
+    uint32_t stream;
+    uint32_t ctx;
+    uint32_t lane;
+    uint32_t is_alloc;  // 1 for an alloc: it advances its lane's recent ring
+};
 
-    ColumnReader col[kColumnCount];
-    for (auto& c : col) {
-        ByteReader sub = r.sub(r.varint());
-        c.p = sub.position();
-        c.end = c.p + sub.remaining();
-    }
-    if (r.failed()) return "event columns cut short";
-    // Bytes after the last column are allowed: a later minor version may add columns.
-
+// The per-event loop, one instantiation per coding so that Deltas chunks pay
+// nothing for the ring. Returns the first error, or null.
+template <EventCoding kCoding>
+const char* decodeColumns(ColumnReader (&col)[kColumnCount],
+                          const std::vector<PaletteEntry>& palette, const ContextMap& contexts,
+                          uint64_t unit, const EventLimits& limits, std::span<Event> out) {
+    constexpr bool kByRecent = kCoding == EventCoding::RecentAllocs;
     std::vector<uint64_t> prev_address(contexts.ctxCount()), prev_size(contexts.ctxCount());
     std::vector<uint32_t> prev_stack(contexts.ctxCount());
     std::vector<uint64_t> prev_phase(contexts.laneCount());
+    std::vector<RecentAlloc> recent(kByRecent ? contexts.laneCount() * kRecentRing : 0);
+    std::vector<uint32_t> recent_head(kByRecent ? contexts.laneCount() : 0);
     uint64_t prev_time = 0;
     const char* error = nullptr;
+    const uint64_t palette_size = palette.size();
 
     Event* events = out.data();
-    for (uint64_t i = 0; i < n; ++i) {
+    for (size_t i = 0; i < out.size(); ++i) {
         const uint64_t tag = col[kTag].next();
         if (tag >= palette_size) [[unlikely]] {
             error = "event palette index out of range";
@@ -359,16 +368,29 @@ std::string decodeEvents(std::span<const unsigned char> payload, uint32_t count,
         e.time = static_cast<int64_t>(prev_time);
 
         uint64_t& address = prev_address[entry.ctx];
+        uint64_t& size = prev_size[entry.ctx];
         const uint64_t address_code = col[kAddress].next();
         if (address_code == 1) [[unlikely]] {
             address += static_cast<uint64_t>(unzigzag(col[kAddress].next()));
-        } else {
+        } else if constexpr (!kByRecent) {
             const auto delta = static_cast<uint64_t>(unzigzag(address_code >> 1));
             address += (address_code & 1) ? delta : delta * kAlign;
+        } else {
+            const uint64_t mode = address_code & 3;
+            const auto delta = static_cast<uint64_t>(unzigzag(address_code >> 2));
+            const uint64_t k = address_code >> 2;
+            if (mode == 3 || (mode == 2 && k >= kRecentWindow)) [[unlikely]]
+                error = "bad address code";
+            // Masked: a bad k has already failed the chunk, and must not read
+            // outside the ring on the way.
+            const RecentAlloc& named =
+                recent[size_t{entry.lane} * kRecentRing +
+                       ((recent_head[entry.lane] - 1 - static_cast<uint32_t>(k)) % kRecentRing)];
+            address = mode == 2 ? named.address : address + (mode == 1 ? delta : delta * kAlign);
+            size = mode == 2 ? named.size : size;
         }
         e.address = address;
 
-        uint64_t& size = prev_size[entry.ctx];
         const uint64_t size_code = col[kSize].next();
         const uint64_t mode = size_code & 3;
         if (mode == 3) [[unlikely]] {
@@ -400,9 +422,75 @@ std::string decodeEvents(std::span<const unsigned char> payload, uint32_t count,
             break;
         }
         e.phase = PhaseId(static_cast<uint32_t>(phase));
+
+        if constexpr (kByRecent) {
+            // Every event is written at head, which only an alloc moves past:
+            // the slot at head is beyond the reach of any reference.
+            uint32_t& head = recent_head[entry.lane];
+            recent[size_t{entry.lane} * kRecentRing + head % kRecentRing] = {address, size};
+            head += entry.is_alloc;
+        }
         if (error) [[unlikely]]
             break;
     }
+    return error;
+}
+
+}  // namespace
+
+std::string decodeEvents(std::span<const unsigned char> payload, uint32_t count,
+                         uint64_t first_index, const EventLimits& limits, EventCoding coding,
+                         std::span<Event> out) {
+    if (out.size() != count) return "event buffer does not match the count";
+    ByteReader r(payload.data(), payload.data() + payload.size());
+    const uint64_t first = r.varint();
+    const uint64_t n = r.varint();
+    const uint64_t unit = r.varint();
+    if (r.failed()) return "events header cut short";
+    if (first != first_index)
+        return "events chunk starts at event " + std::to_string(first) + ", expected " +
+               std::to_string(first_index);
+    if (n != count) return "event count differs from the chunk header";
+    if (n > kMaxEventsPerChunk) return "too many events in one chunk";
+    if (unit == 0) return "zero time unit";
+
+    const uint64_t palette_size = r.varintAtMost(n);
+    if (r.failed()) return "bad event palette size";
+    std::vector<PaletteEntry> palette;
+    palette.reserve(palette_size);
+    ContextMap contexts;
+    for (uint64_t i = 0; i < palette_size; ++i) {
+        const uint8_t kind = r.byte();
+        const uint8_t category = r.byte();
+        const int64_t device = r.svarint();
+        const uint64_t stream = r.varint();
+        if (r.failed()) return "event palette cut short";
+        if (kind >= kEventKindCount) return "unknown event kind " + std::to_string(kind);
+        if (category >= kCategoryCount) return "unknown category " + std::to_string(category);
+        // -1 is the host; nothing below it exists, and consumers index by device.
+        if (device < -1 || device > INT16_MAX) return "device out of range";
+        if (stream >= limits.stream_count) return "event refers to an unknown stream";
+        const auto event_kind = static_cast<EventKind>(kind);
+        contexts.add(event_kind, static_cast<int16_t>(device));
+        palette.push_back({event_kind, static_cast<Category>(category),
+                           static_cast<int16_t>(device), static_cast<uint32_t>(stream),
+                           contexts.ctx(i), contexts.lane(i),
+                           event_kind == EventKind::Alloc ? 1u : 0u});
+    }
+
+    ColumnReader col[kColumnCount];
+    for (auto& c : col) {
+        ByteReader sub = r.sub(r.varint());
+        c.p = sub.position();
+        c.end = c.p + sub.remaining();
+    }
+    if (r.failed()) return "event columns cut short";
+    // Bytes after the last column are allowed: a later minor version may add columns.
+
+    const char* error =
+        coding == EventCoding::RecentAllocs
+            ? decodeColumns<EventCoding::RecentAllocs>(col, palette, contexts, unit, limits, out)
+            : decodeColumns<EventCoding::Deltas>(col, palette, contexts, unit, limits, out);
     if (!error) {
         for (const auto& c : col) {
             if (!c.ok)

@@ -11,10 +11,17 @@
 
 namespace memscope::native {
 
+// How an events chunk's address column is coded (the chunk's flags say which).
+enum class EventCoding : uint8_t {
+    Deltas,        // 1.0: every address is a delta to its context's previous one
+    RecentAllocs,  // 1.4: a free may instead name one of its device's last 16 allocations
+};
+
 // Keeps its scratch buffers between chunks, so one per writer.
 class EventEncoder {
 public:
-    // Appends the raw (uncompressed) payload for `events` to `out`.
+    // Appends the raw (uncompressed) payload for `events` to `out`, in the
+    // RecentAllocs coding (Deltas is only read, from files before 1.4).
     void encode(std::span<const Event> events, uint64_t first_index,
                 std::vector<unsigned char>& out);
 
@@ -38,10 +45,12 @@ struct EventLimits {
 // the chunk starts at event `first_index` and holds `count` events. Returns
 // the reason on failure (`out` then holds garbage), an empty string on success.
 std::string decodeEvents(std::span<const unsigned char> payload, uint32_t count,
-                         uint64_t first_index, const EventLimits& limits, std::span<Event> out);
+                         uint64_t first_index, const EventLimits& limits, EventCoding coding,
+                         std::span<Event> out);
 
 // Same, appending to `out`, which is left as it was on failure.
 std::string decodeEvents(std::span<const unsigned char> payload, uint32_t count,
-                         uint64_t first_index, const EventLimits& limits, std::vector<Event>& out);
+                         uint64_t first_index, const EventLimits& limits, EventCoding coding,
+                         std::vector<Event>& out);
 
 }  // namespace memscope::native

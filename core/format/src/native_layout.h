@@ -12,7 +12,9 @@ inline constexpr size_t kFileHeaderSize = 16;
 // A reader refuses another major version; a higher minor only adds chunk types
 // or trailing fields that older readers skip.
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 3;  // 1: run metrics; 2: modules, module scopes; 3: prediction
+// Minor versions: 1 run metrics; 2 modules, module scopes; 3 prediction;
+// 4 events chunks with recent-allocation references.
+inline constexpr uint16_t kVersionMinor = 4;
 
 // Chunk header: u8 type, u8 flags, u16 reserved (0), u32 count, u32 stored size,
 // u32 raw size, u32 CRC32C over the first 16 header bytes and the stored payload.
@@ -38,6 +40,10 @@ enum class ChunkType : uint8_t {
 };
 
 inline constexpr uint8_t kFlagZstd = 1;  // payload is one zstd frame of raw size bytes
+// Events chunks only: a free's address may name one of its device's last 16
+// allocations (FORMAT.md, "10 events"). A flag rather than a new chunk type,
+// so that a 1.3 reader refuses such a chunk instead of skipping its events.
+inline constexpr uint8_t kFlagRecentAllocs = 2;
 
 // Bounds every allocation a declared size can cause. The writer stays far below
 // them (tables are split at kTargetChunkBytes, events at kMaxEventsPerChunk).

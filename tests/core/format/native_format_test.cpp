@@ -455,6 +455,119 @@ TEST(NativeFormat, HandWrittenFileDecodesAsDocumented) {
     expectSameEvents(std::vector<Event>(std::begin(want), std::end(want)), t->events, 4);
 }
 
+TEST(NativeFormat, HandWrittenRecentAllocsChunkDecodesAsDocumented) {
+    // Flag 2 (1.4): a free names one of its device's latest allocations, and
+    // takes its size as the previous size.
+    const auto column = [](std::initializer_list<std::vector<uint8_t>> values) {
+        const std::vector<uint8_t> bytes = cat(values);
+        return cat({pv(bytes.size()), bytes});
+    };
+    const auto payload = [&](uint64_t second_free_code) {
+        return cat({
+            cat({pv(0), pv(6), pv(1)}),  // first index, count, time unit
+            // palette: alloc, free_requested, free_completed; parameters on device 0
+            cat({pv(3), {0, 0}, pv(0), pv(0), {1, 0}, pv(0), pv(0), {2, 0}, pv(0), pv(0)}),
+            column({pv(0), pv(0), pv(0), pv(1), pv(1), pv(2)}),  // tag
+            column({pv(2), pv(2), pv(2), pv(2), pv(2), pv(2)}),  // time: +1 each
+            // address: +16*512, +32*512, +8*512, then the newest alloc (k 0),
+            // the second newest (k 1 or as given), and a repeat of the free (delta 0)
+            column({pv(16 << 3), pv(32 << 3), pv(8 << 3), pv(0 << 2 | 2), pv(second_free_code),
+                    pv(0)}),
+            // size: 2*512, 3*512, 1*512, then the named allocation's size, 100,
+            // and the previous size
+            column(
+                {pv(2 << 2 | 1), pv(3 << 2 | 1), pv(1 << 2 | 1), pv(0), pv(100 << 2 | 2), pv(0)}),
+            column({pv(0), pv(0), pv(0), pv(0), pv(0), pv(0)}),  // stack
+            column({pv(0), pv(0), pv(0), pv(0), pv(0), pv(0)}),  // phase
+        });
+    };
+    const uint64_t a = 16 * 512, b = a + 32 * 512, c = b + 8 * 512;
+    Bytes file = fileHeader(1, 4);
+    appendChunk(file, 10, 6, payload(1 << 2 | 2), /*flags=*/2);
+    NativeReadReport report;
+    auto t = readBytes(file, file.size(), &report);
+    ASSERT_TRUE(t) << t.message();
+    EXPECT_EQ(report.problem, "");
+    const Event want[] = {
+        makeEvent(1, EventKind::Alloc, a, 1024, {}, {}, 0, 0, Category::Parameter),
+        makeEvent(2, EventKind::Alloc, b, 1536, {}, {}, 0, 0, Category::Parameter),
+        makeEvent(3, EventKind::Alloc, c, 512, {}, {}, 0, 0, Category::Parameter),
+        makeEvent(4, EventKind::FreeRequested, c, 512, {}, {}, 0, 0, Category::Parameter),
+        makeEvent(5, EventKind::FreeRequested, b, 100, {}, {}, 0, 0, Category::Parameter),
+        makeEvent(6, EventKind::FreeCompleted, b, 100, {}, {}, 0, 0, Category::Parameter),
+    };
+    ASSERT_EQ(t->events.size(), 6u);
+    expectSameEvents(std::vector<Event>(std::begin(want), std::end(want)), t->events, 6);
+
+    // Without the flag the same bytes are deltas: 2 is +1*512, no reference.
+    Bytes plain = fileHeader(1, 4);
+    appendChunk(plain, 10, 6, payload(1 << 2 | 2));
+    auto deltas = readBytes(plain, plain.size(), &report);
+    ASSERT_TRUE(deltas) << deltas.message();
+    ASSERT_EQ(deltas->events.size(), 6u);
+    EXPECT_NE(deltas->events[3].address, c);
+
+    // A reference past the window, a reserved mode, or the flag on a table
+    // chunk stop the read at that chunk.
+    for (const uint64_t bad : {uint64_t{16} << 2 | 2, uint64_t{3}}) {
+        Bytes broken = fileHeader(1, 4);
+        appendChunk(broken, 10, 6, payload(bad), /*flags=*/2);
+        auto r = readBytes(broken, broken.size(), &report);
+        ASSERT_TRUE(r) << r.message();
+        EXPECT_TRUE(r->events.empty());
+        EXPECT_NE(report.problem.find("bad address code"), std::string::npos) << report.problem;
+    }
+    Bytes flagged = fileHeader(1, 4);
+    appendChunk(flagged, 2, 1, cat({pv(1), {'x'}}), /*flags=*/2);
+    auto r = readBytes(flagged, flagged.size(), &report);
+    ASSERT_TRUE(r) << r.message();
+    EXPECT_NE(report.problem.find("unknown chunk flags 2"), std::string::npos) << report.problem;
+}
+
+TEST(NativeFormat, FreesOfRecentAllocationsAreNamedNotDeltaCoded) {
+    // The writer's side of flag 2. Two traces of the same allocations, about
+    // 64 live at a time: in one each free takes one of the 4 newest (a
+    // temporary), in the other the oldest, which no 16-allocation window
+    // reaches. Both round-trip; the named frees make the first far smaller.
+    const auto build = [](bool newest) {
+        Trace t;
+        std::mt19937_64 rng(7);
+        std::vector<std::pair<uint64_t, uint64_t>> live;
+        int64_t time = 0;
+        uint64_t next = 0x7f0000000000ull;
+        for (int i = 0; i < 60000; ++i) {
+            if (live.size() < 64 || rng() % 2) {
+                const uint64_t size = 512 * (1 + rng() % 4096);
+                live.emplace_back(next, size);
+                t.events.push_back(makeEvent(time += 1000, EventKind::Alloc, next, size, {}, {}, 0,
+                                             0, Category::Temporary));
+                next += size + 512 * (rng() % 64);
+            } else {
+                const size_t k = newest ? live.size() - 1 - rng() % 4 : 0;
+                const auto [address, size] = live[k];
+                live.erase(live.begin() + std::ptrdiff_t(k));
+                for (EventKind kind : {EventKind::FreeRequested, EventKind::FreeCompleted})
+                    t.events.push_back(makeEvent(time += 1000, kind, address, size, {}, {}, 0, 0,
+                                                 Category::Temporary));
+            }
+        }
+        return t;
+    };
+    TempDir dir;
+    uintmax_t newest_bytes = 0, oldest_bytes = 0;
+    for (const bool newest : {true, false}) {
+        const Trace original = build(newest);
+        const std::string path = dir.file(newest ? "newest" : "oldest");
+        ASSERT_TRUE(writeNativeTrace(original, path));
+        auto loaded = readNativeTrace(path);
+        ASSERT_TRUE(loaded) << loaded.message();
+        expectSameEvents(original.events, loaded->events, original.events.size());
+        (newest ? newest_bytes : oldest_bytes) = fs::file_size(path);
+    }
+    EXPECT_LT(double(newest_bytes), 0.85 * double(oldest_bytes))
+        << newest_bytes << " vs " << oldest_bytes;
+}
+
 TEST(NativeFormat, RoundTripsEveryField) {
     TempDir dir;
     const Trace original = sampleTrace();
@@ -776,7 +889,10 @@ TEST(NativeFormat, RandomPayloadsWithValidChecksumsFailCleanly) {
         std::vector<uint8_t> payload(rng() % 64);
         for (auto& byte : payload) byte = uint8_t(rng() % 4 == 0 ? rng() % 3 : rng());
         const auto type = uint8_t(1 + rng() % 11);
-        appendChunk(file, type, rng() % 4 == 0 ? uint32_t(rng()) : uint32_t(rng() % 8), payload);
+        // Events chunks in both codings.
+        const uint8_t flags = type == 10 && rng() % 2 ? 2 : 0;
+        appendChunk(file, type, rng() % 4 == 0 ? uint32_t(rng()) : uint32_t(rng() % 8), payload,
+                    flags);
         NativeReadReport report;
         auto t = readBytes(file, file.size(), &report);
         ASSERT_TRUE(t) << t.message();
@@ -793,7 +909,7 @@ TEST(NativeFormat, MutatedPayloadsWithValidChecksumsLoadOrStopCleanly) {
     const Bytes base = readFile(dir.file("m"));
     std::vector<ChunkInfo> plain;
     for (const ChunkInfo& c : chunksOf(base))
-        if (std::to_integer<uint8_t>(base[c.offset + 1]) == 0 && c.end > c.offset + 20)
+        if ((std::to_integer<uint8_t>(base[c.offset + 1]) & 1) == 0 && c.end > c.offset + 20)
             plain.push_back(c);
     ASSERT_GT(plain.size(), 20u);
     std::mt19937 rng(5);

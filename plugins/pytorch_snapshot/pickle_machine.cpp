@@ -47,7 +47,8 @@ Machine::Machine(std::span<const std::byte> input, Handler& handler, Limits limi
     : data_(reinterpret_cast<const uint8_t*>(input.data())),
       size_(input.size()),
       handler_(handler),
-      limits_(limits) {}
+      limits_(limits),
+      cache_runs_(handler.cachesPlainBatches()) {}
 
 bool Machine::fail(std::string message) {
     if (error_.empty())
@@ -157,6 +158,9 @@ bool Machine::memoPut(uint64_t index) {
                         std::to_string(memo_.size()) + " slots): not a pickle Python writes");
         memo_.resize(size_t(index) + 1, Value{Tag::Unset, 0, 0});
     }
+    // Equal bytes no longer mean equal values once a slot is written again
+    // (CPython never does).
+    if (index < memo_.size() && memo_[size_t(index)].tag != Tag::Unset) run_cache_.clear();
     const Value& v = stack_.back();
     memo_[size_t(index)] = v;
     if (Container* c = deref(v)) c->memo = int64_t(index);
@@ -226,6 +230,48 @@ bool Machine::memoGetRun(uint8_t op) {
     return true;
 }
 
+// Right after a MARK: when a run of memo references and an APPENDS follow,
+// and the list below the MARK would take them as one plain batch, a batch of
+// the same bytes folded before gives the list its replacement at once. A
+// miss is remembered for appendAll to cache. Anything else (a FRAME inside
+// the run, a truncated run, a limit the batch would reach) takes the
+// ordinary path, which gives the ordinary errors.
+void Machine::foldCachedRun() {
+    if (stack_.empty() || !run_cache_.enabled()) return;
+    Container* list = deref(stack_.back());
+    if (!list || list->kind != Kind::List || list->folded || !list->items.empty()) return;
+    if (size_ - pos_ <= MemoRunCache::kPrefix) return;
+    const uint8_t* const at = data_ + pos_;
+    const uint64_t hash = MemoRunCache::hashPrefix(at);
+    // A hit is the same bytes as a run that was checked when it was stored:
+    // the same opcodes, and an APPENDS after them.
+    if (const auto hit = run_cache_.find(at, size_ - pos_, hash, APPENDS); hit.replacement) {
+        // What the ordinary path would refuse goes there (for its error).
+        if (stack_.size() + hit.values <= limits_.max_stack &&
+            live_items_ + hit.values <= limits_.max_live_items) {
+            list->replacement = *hit.replacement;
+            list->folded = true;
+            marks_.pop_back();
+            pos_ += hit.length + 1;  // past the APPENDS
+            handler_.onBatchEnd(*this);
+            return;
+        }
+    }
+    uint64_t p = pos_, n = 0;
+    for (;; ++n) {
+        if (p >= size_) return;
+        const uint8_t op = data_[p];
+        if (op == BINGET)
+            p += 2;
+        else if (op == LONG_BINGET)
+            p += 5;
+        else
+            break;
+    }
+    if (data_[p] == APPENDS && p - pos_ >= MemoRunCache::kPrefix)
+        pending_run_ = PendingRun{pos_, p, n, hash, true};
+}
+
 bool Machine::memoMissing(uint64_t index) {
     return fail("memo index " + std::to_string(index) + " was never stored");
 }
@@ -234,6 +280,9 @@ bool Machine::memoMissing(uint64_t index) {
 // they go straight in; only containers are shown to the handler.
 bool Machine::appendAll(uint32_t list, size_t from) {
     const size_t n = stack_.size() - from;
+    // This APPENDS ends the run foldCachedRun() saw: the batch is exactly it.
+    const bool cacheable = pending_run_.active && pending_run_.end == op_offset_;
+    pending_run_.active = false;
     live_items_ += n;
     if (live_items_ > limits_.max_live_items) return fail("more live objects than the limit");
     live_items_ -= n;
@@ -248,6 +297,11 @@ bool Machine::appendAll(uint32_t list, size_t from) {
                     consumed))
                 return false;
             if (consumed) {
+                if (cacheable)
+                    run_cache_.insert(
+                        std::span<const uint8_t>(data_ + pending_run_.start,
+                                                 pending_run_.end - pending_run_.start),
+                        pending_run_.values, pending_run_.hash, containers_[list].replacement);
                 stack_.resize(from);
                 handler_.onBatchEnd(*this);
                 return true;
@@ -365,6 +419,9 @@ bool Machine::step(uint8_t op) {
             if (marks_.size() >= limits_.max_marks)
                 return fail("MARKs nested deeper than the limit");
             marks_.push_back(stack_.size());
+            if (cache_runs_ && pos_ < size_ &&
+                (data_[pos_] == BINGET || data_[pos_] == LONG_BINGET))
+                foldCachedRun();
             return true;
         case POP:
             if (!marks_.empty() && marks_.back() == stack_.size()) {

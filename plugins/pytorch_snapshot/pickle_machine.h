@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "memo_run_cache.h"
 #include "memscope/base/result.h"
 #include "memscope/open/plugin.h"
 #include "pickle_value.h"
@@ -67,6 +68,11 @@ public:
         return true;
     }
     virtual void unfold(Machine& m, uint32_t list) { (void)m, (void)list; }
+    // True when what onPlainBatch folds a batch into depends only on the
+    // batch's values. The machine may then fold a later batch of the same
+    // memo references (MARK, BINGET..., APPENDS with the same bytes) into
+    // the same replacement without showing it to the handler again.
+    virtual bool cachesPlainBatches() const { return false; }
     // Every few MB: `reached` of `total` input bytes are read (to reserve
     // what the rest will need, see projected_reserve.h).
     virtual void onProgress(uint64_t reached, uint64_t total) { (void)reached, (void)total; }
@@ -127,6 +133,7 @@ private:
     bool memoPut(uint64_t index);
     bool memoMissing(uint64_t index);
     bool memoGetRun(uint8_t op);
+    void foldCachedRun();
     bool pushString(Tag tag, uint64_t length);
     bool pushLong(uint64_t nbytes);
     bool buildTuple(size_t from);
@@ -151,6 +158,16 @@ private:
     uint64_t live_items_ = 0;
     uint64_t memo_gaps_ = 0;  // slots skipped by memo stores so far
     uint64_t ops_ = 0;
+
+    // Batches of memo references folded before (see Handler::cachesPlainBatches).
+    MemoRunCache run_cache_;
+    bool cache_runs_ = false;
+    // The run after the latest MARK that missed the cache: cached when the
+    // APPENDS at `end` folds it.
+    struct PendingRun {
+        uint64_t start = 0, end = 0, values = 0, hash = 0;
+        bool active = false;
+    } pending_run_;
 };
 
 }  // namespace memscope::pickle

@@ -28,6 +28,8 @@ public:
     bool onPlainBatch(pickle::Machine& m, uint32_t list, std::span<const pickle::Value> items,
                       bool& consumed) override;
     void unfold(pickle::Machine& m, uint32_t list) override;
+    // A frames list folds into the stack of its frames, whichever list it is.
+    bool cachesPlainBatches() const override { return true; }
     void onProgress(uint64_t reached, uint64_t total) override;
 
     // After the machine stopped: places events on devices, sets the allocator

@@ -71,15 +71,22 @@ void AllocationLayer::setEmphasis(std::vector<bool> intervals) {
     markDirty();
 }
 
+inline QRgb AllocationLayer::plainColorOf(const LayoutSegment& s) const {
+    const size_t base = size_t(s.site) * kShades;
+    if (base + kShades > siteColors_.size()) [[unlikely]]
+        return 0xffa0a0a0;
+    // An allocation's shade follows from its index, so it keeps it while the
+    // view moves; aggregates take the site's plain colour. The top two bits
+    // of a multiplicative hash, 0..3, folded onto the three shades.
+    static constexpr uint8_t kShadeOf[4] = {0, 1, 2, 0};
+    const size_t shade =
+        s.interval < 0 ? 0 : kShadeOf[(uint64_t(s.interval) * 0x9E3779B97F4A7C15ull) >> 62];
+    return siteColors_[base + shade];
+}
+
 QRgb AllocationLayer::colorOf(const LayoutSegment& s) const {
     if (interval_ && s.interval == int64_t(*interval_)) return highlight_;
-    const size_t base = size_t(s.site) * kShades;
-    if (base + kShades > siteColors_.size()) return 0xffa0a0a0;
-    // An allocation's shade follows from its index, so it keeps it while the
-    // view moves; aggregates take the site's plain colour.
-    const size_t shade =
-        s.interval < 0 ? 0 : size_t((uint64_t(s.interval) * 0x9E3779B97F4A7C15ull) >> 62) % kShades;
-    const QRgb c = siteColors_[base + shade];
+    const QRgb c = plainColorOf(s);
     if (!emphasis_.empty()) {
         const bool kept = s.interval >= 0 && size_t(s.interval) < emphasis_.size() &&
                           emphasis_[size_t(s.interval)];
@@ -110,6 +117,9 @@ void AllocationLayer::rasterInto(QImage& image, const QRect& area, const QCPAxis
     }
     const auto& cols = layout_.columns;
     const std::span<const LayoutSegment> segments = layout_.drawnSegments();
+    // Nothing highlighted (every frame of a pan or zoom): the site's shade
+    // alone, inline.
+    const bool plain = !interval_ && !site_ && emphasis_.empty();
     // One detach, then plain pointer arithmetic: scanLine() per row checks
     // for a shared image every time.
     QRgb* const pixels = reinterpret_cast<QRgb*>(image.bits());
@@ -134,7 +144,7 @@ void AllocationLayer::rasterInto(QImage& image, const QRect& area, const QCPAxis
             if (i == last) break;  // above the column's total
             if (int64_t(std::min<uint64_t>(segments[i].bottom, INT64_MAX)) > at) continue;
             if (coloured != i) {
-                color = colorOf(segments[i]);
+                color = plain ? plainColorOf(segments[i]) : colorOf(segments[i]);
                 coloured = i;
             }
             QRgb* line = pixels + size_t(r) * stride;

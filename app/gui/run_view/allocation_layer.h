@@ -36,6 +36,7 @@ protected:
 
 private:
     QRgb colorOf(const LayoutSegment& s) const;
+    [[gnu::always_inline]] QRgb plainColorOf(const LayoutSegment& s) const;  // no highlight, emphasis
 
     const AllocationSites* sites_ = nullptr;
     AxisMap map_;

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "category_inference.h"
+#include "memscope/base/parallel_for.h"
 #include "memscope/model/phases.h"
 #include "memscope/timeline/events_by_device.h"
 #include "pre_trace_sets.h"
@@ -165,30 +166,45 @@ InferenceReport inferMissingLabels(Trace& trace, const TaskContext& ctx) {
     const std::vector<int16_t> devices = trace.devices();
     const auto orders = detail::eventsByDevice(trace, devices);
     if (ctx.cancelled()) return report;
-    const Lifetimes lives = pairLifetimes(trace, orders);
 
-    if (!hasTrainingPhases(trace) && !orders.empty()) {
-        // The busiest device carries the steps; on a trace of several devices
-        // the phases found apply to that device.
-        size_t busiest = 0, most = 0, with_events = 0;
+    // The busiest device carries the steps; on a trace of several devices
+    // the phases found apply to that device.
+    const bool find_steps = !hasTrainingPhases(trace) && !orders.empty();
+    size_t busiest = 0, with_events = 0;
+    if (find_steps) {
+        size_t most = 0;
         for (size_t d = 0; d < orders.size(); ++d) {
             const size_t n = allocCount(trace, orders[d]);
             with_events += n > 0;
             if (n > most) most = n, busiest = d;
         }
-        const std::vector<uint64_t>& order = orders[busiest];
+    }
+    static const std::vector<uint64_t> kNoOrder;
+    const std::vector<uint64_t>& order = find_steps ? orders[busiest] : kNoOrder;
+    // The optimizer's own ranges anchor the steps where PyTorch wrote them;
+    // else the trace's repetition; else, where frames show a backward, the
+    // trace is one step.
+    std::vector<detail::StepWindow> windows;
+    if (find_steps) windows = detail::stepsFromOptimizerRanges(trace, order, devices[busiest]);
+    // The search for repetition and the pairing of lifetimes read the trace
+    // alone: on two cores, side by side (a fifth of a large file's inference).
+    const bool search_repetition = find_steps && windows.empty();
+    Lifetimes lives;
+    std::vector<detail::Window> repeated;
+    parallelFor(search_repetition ? 2 : 1, 2, [&](size_t part) {
+        if (part == 0)
+            lives = pairLifetimes(trace, orders);
+        else
+            repeated = detail::findRepeatedSteps(trace, order, ctx);
+    });
+
+    if (find_steps) {
         detail::TrainingActivity frames_only(trace);
-        // The optimizer's own ranges anchor the steps where PyTorch wrote
-        // them; else the trace's repetition; else, where frames show a
-        // backward, the trace is one step.
-        std::vector<detail::StepWindow> windows =
-            detail::stepsFromOptimizerRanges(trace, order, devices[busiest]);
         std::string from = "the optimizer's recorded steps";
-        if (windows.empty()) {
-            const auto steps = detail::findRepeatedSteps(trace, order, ctx);
+        if (search_repetition) {
             from = "repetition";
-            if (steps.size() >= 2) {
-                windows = detail::unanchored(steps);
+            if (repeated.size() >= 2) {
+                windows = detail::unanchored(repeated);
             } else if (!ctx.cancelled() && framesShowBackward(trace, order, frames_only)) {
                 windows = detail::unanchored({{0, order.size()}});
                 from = "one step's stack frames";

@@ -47,8 +47,6 @@ public:
     void clear();
 
     size_t entries() const { return entries_; }
-    uint64_t hits() const { return hits_; }
-    uint64_t lookups() const { return lookups_; }
 
     static constexpr size_t kMaxBytes = 32u << 20;
     // After this many lookups, fewer than one hit in kMinHitShare turns it off.

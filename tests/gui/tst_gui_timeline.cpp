@@ -14,6 +14,7 @@
 #include "inspect/models.h"
 #include "inspect/search_panel.h"
 #include "loading/run_loader.h"
+#include "run_view/overview_strip.h"
 #include "run_view/phase_bands.h"
 #include "run_view/run_view.h"
 #include "run_view/timeline_plot.h"
@@ -62,6 +63,91 @@ private slots:
         QCOMPARE(phasesAt(d, map, 4260), QStringLiteral("run"));
         QCOMPARE(phasesAt(d, map, 20000), QString());
         QCOMPARE(int(d.firstReaching(1, 4200)), 42);  // 42 earlier passes skipped
+    }
+
+    // The loader builds each device's phase strip (not the first paint): a
+    // step logged after the passes it holds, phases of another device left
+    // out, each row by start, inferred phases named so.
+    void phaseBandsAreBuiltWithTheRun() {
+        Trace t = guitest::makeSimpleTrace();
+        auto phase = [&](const char* name, PhaseKind kind, int16_t device, int64_t start,
+                         int64_t end, bool inferred = false) {
+            Phase p;
+            p.name = t.internString(name);
+            p.kind = kind;
+            p.device = device;
+            p.start = start;
+            p.end = end;
+            p.inferred = inferred;
+            t.addPhase(p);
+        };
+        phase("forward 1", PhaseKind::Forward, 0, 60, 70);
+        phase("backward 1", PhaseKind::Backward, -1, 70, 80, true);
+        phase("step 1", PhaseKind::Step, -1, 60, 85);  // logged when it closed
+        phase("elsewhere", PhaseKind::Forward, 1, 61, 62);
+        auto r = makeRun(std::move(t), QStringLiteral("bands.memscope"));
+        QVERIFY2(r.ok(), r.ok() ? "" : r.message().c_str());
+        const DeviceRef ref = (*r)->busiestDevice();
+        const std::shared_ptr<const PhaseBandData> d = (*r)->phaseBands(ref);
+        QVERIFY(d);
+        QCOMPARE(int(d->items.size()), 6);  // 3 of makeSimpleTrace, 3 here
+        for (const auto& row : d->rows)
+            for (size_t k = 1; k < row.size(); ++k)
+                QVERIFY(d->items[row[k - 1]].start <= d->items[row[k]].start);
+        QCOMPARE(int(d->rows[0].size()), 2);  // step 0, step 1
+        QCOMPARE(d->nameOf(d->items[d->rows[0][1]]), QStringLiteral("step 1"));
+        const AxisMap map = AxisMap::linear(0, 1.0);
+        QCOMPARE(phasesAt(*d, map, 75), QStringLiteral("step 1 / backward 1 (inferred)"));
+        QVERIFY(!(*r)->phaseBands(DeviceRef{0, 99}));
+    }
+
+    // The overview draws each pixel column's range: a spike one event long
+    // in a long, low run still reaches the top of its column.
+    void overviewShowsAOneEventSpike() {
+        Trace t;
+        auto event = [&](int64_t time, EventKind kind, uint64_t address, uint64_t size) {
+            Event e;
+            e.time = time;
+            e.kind = kind;
+            e.address = address;
+            e.size = size;
+            t.events.push_back(e);
+        };
+        for (int i = 0; i < 20000; ++i) {
+            event(10 * i, EventKind::Alloc, 0x1000, 100);
+            event(10 * i + 5, EventKind::FreeCompleted, 0x1000, 100);
+        }
+        // The spike, three fifths of the way along: 1 MB for 1 ns of 200 us.
+        event(120002, EventKind::Alloc, 0x9000, 1 << 20);
+        event(120003, EventKind::FreeCompleted, 0x9000, 1 << 20);
+        std::stable_sort(t.events.begin(), t.events.end(),
+                         [](const Event& a, const Event& b) { return a.time < b.time; });
+        auto r = makeRun(std::move(t), QStringLiteral("spike.memscope"));
+        QVERIFY2(r.ok(), r.ok() ? "" : r.message().c_str());
+        RunView view(*r);
+        view.resize(1000, 600);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        auto* strip = view.findChild<OverviewStrip*>();
+        QVERIFY(strip);
+        // The brush (the visible range) over the first twentieth only.
+        ZoomState* zoom = view.zoom();
+        zoom->setRange(zoom->begin(), zoom->begin() + (zoom->end() - zoom->begin()) / 20);
+        const QImage image = strip->grab().toImage();
+        const QColor base = strip->palette().color(QPalette::Base);
+        // Columns whose top fifth holds the curve: only those at the spike.
+        std::vector<int> tall;
+        for (int x = image.width() / 10; x < image.width(); ++x)
+            for (int y = 2; y < image.height() / 5 + 3; ++y)
+                if (image.pixelColor(x, y) != base &&
+                    image.pixelColor(x, y) != strip->palette().color(QPalette::Window)) {
+                    tall.push_back(x);
+                    break;
+                }
+        QVERIFY2(!tall.empty(), "the spike is not drawn");
+        QVERIFY2(tall.size() <= 3, qPrintable(QStringLiteral("%1 tall columns").arg(tall.size())));
+        const double at = double(tall.front()) / image.width();
+        QVERIFY2(std::abs(at - 0.6) < 0.02, qPrintable(QString::number(at)));
     }
 
     // A hostile trace whose events span more than 2^63 ns used to draw an

@@ -53,6 +53,13 @@ const AllocationIndex* Run::allocationIndex(DeviceRef ref) const {
     return s[size_t(ref.device_index)].get();
 }
 
+std::shared_ptr<const PhaseBandData> Run::phaseBands(DeviceRef ref) const {
+    if (ref.part < 0 || size_t(ref.part) >= parts.size()) return nullptr;
+    const auto& s = parts[size_t(ref.part)].phase_bands;
+    if (ref.device_index < 0 || size_t(ref.device_index) >= s.size()) return nullptr;
+    return s[size_t(ref.device_index)];
+}
+
 std::span<const OomReport> Run::ooms(DeviceRef ref) const {
     if (ref.part < 0 || size_t(ref.part) >= parts.size()) return {};
     const auto& s = parts[size_t(ref.part)].ooms;

@@ -10,6 +10,7 @@
 #include "memscope/builtin_plugins.h"
 #include "memscope/open/open_ranks.h"
 #include "memscope/open/open_run.h"
+#include "run_view/phase_bands.h"
 
 namespace memscope::gui {
 
@@ -34,6 +35,8 @@ RunPart toPart(std::shared_ptr<const Trace> trace, std::shared_ptr<const Timelin
         // Fails only on a timeline that does not match its trace: no report then.
         auto ooms = oomReports(*part.trace, d);
         part.ooms.push_back(ooms ? std::move(*ooms) : std::vector<OomReport>{});
+        part.phase_bands.push_back(
+            std::make_shared<const PhaseBandData>(buildPhaseBands(*part.trace, d.device)));
     }
     return part;
 }

@@ -100,7 +100,7 @@ TimelinePlot::TimelinePlot(QWidget* parent) : QWidget(parent), p_(std::make_uniq
     p_->phaseRect->setMarginGroup(QCP::msLeft | QCP::msRight, group);
     new PhaseLayer(plot_, p_->phaseRect, [this](QPainter& painter, const QRectF& area) {
         if (zoom_)
-            paintPhaseBands(painter, area, phases_, map_, zoom_->begin(), zoom_->end(), palette());
+            paintPhaseBands(painter, area, *phases_, map_, zoom_->begin(), zoom_->end(), palette());
     });
 
     p_->reserved =
@@ -186,7 +186,11 @@ void TimelinePlot::setSource(RunPtr run, DeviceRef ref, const AxisMap& map, cons
     p_->allocations->setSource(index ? &index->sites : nullptr, map_);
     const Trace* trace = run_ ? run_->trace(ref_) : nullptr;
     const DeviceTimeline* tl = timeline();
-    phases_ = trace && tl ? buildPhaseBands(*trace, tl->device) : PhaseBandData{};
+    // Built on the loader thread; a run made some other way builds it here.
+    phases_ = run_ ? run_->phaseBands(ref_) : nullptr;
+    if (!phases_)
+        phases_ = std::make_shared<const PhaseBandData>(
+            trace && tl ? buildPhaseBands(*trace, tl->device) : PhaseBandData{});
     p_->main->axis(QCPAxis::atBottom)->setLabel(xLabel);
     if (tl) {
         p_->peak->position->setAxes(p_->main->axis(QCPAxis::atBottom),
@@ -680,7 +684,7 @@ void TimelinePlot::updateHover() {
     zoom_->setCursor(c.x());
     emit cursorMoved(map_.inverse(c.x()));
     QString text = hoverTextAt(c.x(), c.y());
-    const QString phases = phasesAt(phases_, map_, c.x());
+    const QString phases = phasesAt(*phases_, map_, c.x());
     if (!phases.isEmpty()) text += QStringLiteral("\nin: ") + phases;
     emit hoverChanged(text);
 }

@@ -122,7 +122,8 @@ private:
     RunPtr run_;
     DeviceRef ref_;
     AxisMap map_;
-    PhaseBandData phases_;
+    // Never null: the run's (built on the loader thread), or an empty one.
+    std::shared_ptr<const PhaseBandData> phases_ = std::make_shared<const PhaseBandData>();
     BandSet bands_;
     ZoomState* zoom_ = nullptr;
     StackMode mode_ = StackMode::ByCategory;

@@ -5,21 +5,58 @@
 
 #include "common/category_colors.h"
 #include "common/format.h"
+#include "memscope/base/parallel_for.h"
 #include "memscope/base/units.h"
 
 namespace memscope::gui {
 
 namespace {
 
-void addReserved(BandSet& out, const DeviceTimeline& tl, const AxisMap& map, int64_t lo, int64_t hi,
-                 size_t n) {
-    if (tl.reserved.empty() && tl.reserved.initial == 0) return;
-    for (const SeriesPoint& p : tl.reserved.levelOfDetail(lo, hi, n)) {
+void addReserved(BandSet& out, const std::vector<SeriesPoint>& lod, const AxisMap& map) {
+    for (const SeriesPoint& p : lod) {
         out.reserved_x.push_back(map.forward(p.x));
         out.reserved_y.push_back(double(p.y));
         out.y_max = std::max(out.y_max, double(p.y));
     }
 }
+
+// The reductions a frame needs, computed before any is used: they only read
+// the timeline, so on a large trace they run on every core (a zoomed-out
+// frame of a 10 M event trace reduces ten series of millions of points, a
+// third of the frame on one core).
+class Reductions {
+public:
+    Reductions(int64_t lo, int64_t hi) : lo_(lo), hi_(hi) {}
+    // Returns the index of the series' reduction to `points` points.
+    size_t add(const StepSeries& series, size_t points) {
+        jobs_.push_back({&series, points, {}});
+        work_ += series.size();
+        return jobs_.size() - 1;
+    }
+    void run() {
+        // Below this many points in all, a thread costs more than it saves.
+        constexpr size_t kParallelPoints = 200'000;
+        const auto reduce = [this](size_t i) {
+            jobs_[i].lod = jobs_[i].series->levelOfDetail(lo_, hi_, jobs_[i].points);
+        };
+        if (work_ >= kParallelPoints) {
+            parallelFor(jobs_.size(), 0, reduce);
+        } else {
+            for (size_t i = 0; i < jobs_.size(); ++i) reduce(i);
+        }
+    }
+    const std::vector<SeriesPoint>& operator[](size_t i) const { return jobs_[i].lod; }
+
+private:
+    struct Job {
+        const StepSeries* series;
+        size_t points;
+        std::vector<SeriesPoint> lod;
+    };
+    int64_t lo_, hi_;
+    std::vector<Job> jobs_;
+    size_t work_ = 0;
+};
 
 }  // namespace
 
@@ -53,9 +90,9 @@ QColor moduleBandColor(const ModuleStackGroup& g, size_t shown) {
 // each group's series reduced to about n/2 points, sampled at the total's
 // columns, capped by the total, the top edge the exact total.
 void addModuleBands(BandSet& out, const ModuleStack& stack, const std::vector<int64_t>& src,
-                    const std::vector<double>& total, int64_t lo, int64_t hi, size_t n) {
+                    const std::vector<double>& total, const Reductions& reduced,
+                    size_t first_group) {
     std::vector<double> acc(src.size(), 0.0), value;
-    const size_t nGroup = std::max<size_t>(n / 2, 4);
     size_t shown = 0;
     for (size_t k = 0; k < stack.groups.size(); ++k) {
         const ModuleStackGroup& g = stack.groups[k];
@@ -67,7 +104,7 @@ void addModuleBands(BandSet& out, const ModuleStack& stack, const std::vector<in
             b.inferred = true;
             b.label += QStringLiteral(" (inferred)");
         }
-        sampleInto(g.live.levelOfDetail(lo, hi, nGroup), src, value);
+        sampleInto(reduced[first_group + k], src, value);
         b.ys.resize(src.size());
         for (size_t i = 0; i < src.size(); ++i) {
             acc[i] = std::min(acc[i] + value[i], total[i]);
@@ -88,7 +125,26 @@ BandSet computeBands(const DeviceTimeline& tl, const AxisMap& map, const BandReq
     // Everything below comes from levelOfDetail: its cost depends on n, not on
     // the trace size. The total is exact at its points; the bands inside it
     // use coarser reductions, fine at pixel scale, and never exceed the total.
-    const std::vector<SeriesPoint> lod = tl.live.levelOfDetail(lo, hi, n);
+    const size_t nBand = std::max<size_t>(n / 2, 4);
+    Reductions reduced(lo, hi);
+    const size_t totalJob = reduced.add(tl.live, n);
+    const bool hasReserved = !(tl.reserved.empty() && tl.reserved.initial == 0);
+    const size_t reservedJob = hasReserved ? reduced.add(tl.reserved, n) : 0;
+    const size_t firstBandJob = totalJob + 1 + (hasReserved ? 1 : 0);
+    std::vector<Category> categories;  // those with a band, bottom first
+    if (req.modules) {
+        for (const ModuleStackGroup& g : req.modules->groups) reduced.add(g.live, nBand);
+    } else if (req.mode == StackMode::ByCategory) {
+        for (Category c : kAllCategories) {
+            const StepSeries& s = tl.live_by_category[size_t(index(c))];
+            if (s.empty() && s.initial == 0) continue;  // never used: no band, no legend entry
+            categories.push_back(c);
+            reduced.add(s, nBand);
+        }
+    }
+    reduced.run();
+
+    const std::vector<SeriesPoint>& lod = reduced[totalJob];
     std::vector<int64_t> src;  // run-x of every column
     src.reserve(lod.size());
     for (const SeriesPoint& p : lod) src.push_back(p.x);
@@ -100,13 +156,11 @@ BandSet computeBands(const DeviceTimeline& tl, const AxisMap& map, const BandReq
     out.total = total;  // a predicted run's hatching covers it, whatever is stacked
 
     if (req.modules) {
-        addModuleBands(out, *req.modules, src, total, lo, hi, n);
+        addModuleBands(out, *req.modules, src, total, reduced, firstBandJob);
     } else if (req.mode == StackMode::ByCategory) {
         std::vector<double> acc(src.size(), 0.0), value;
-        const size_t nCat = std::max<size_t>(n / 2, 4);
-        for (Category c : kAllCategories) {
-            const StepSeries& s = tl.live_by_category[size_t(index(c))];
-            if (s.empty() && s.initial == 0) continue;  // never used: no band, no legend entry
+        for (size_t j = 0; j < categories.size(); ++j) {
+            const Category c = categories[j];
             const CategorySources sources = tl.category_sources[size_t(index(c))];
             Band b{categoryLabel(c), categoryColor(c), index(c), {}};
             if (sources.inferred) {
@@ -114,7 +168,7 @@ BandSet computeBands(const DeviceTimeline& tl, const AxisMap& map, const BandReq
                 b.label += sources.recorded ? QStringLiteral(" (partly inferred)")
                                             : QStringLiteral(" (inferred)");
             }
-            sampleInto(s.levelOfDetail(lo, hi, nCat), src, value);
+            sampleInto(reduced[firstBandJob + j], src, value);
             b.ys.resize(src.size());
             for (size_t k = 0; k < src.size(); ++k) {
                 acc[k] = std::min(acc[k] + value[k], total[k]);
@@ -134,7 +188,7 @@ BandSet computeBands(const DeviceTimeline& tl, const AxisMap& map, const BandReq
     for (const Band& b : out.bands)
         for (size_t k = b.begin; k < std::min(b.end, b.ys.size()); ++k)
             out.y_max = std::max(out.y_max, b.ys[k]);
-    addReserved(out, tl, map, lo, hi, n);
+    if (hasReserved) addReserved(out, reduced[reservedJob], map);
     return out;
 }
 

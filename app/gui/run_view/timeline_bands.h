@@ -52,4 +52,9 @@ struct BandRequest {
 
 BandSet computeBands(const DeviceTimeline& tl, const AxisMap& map, const BandRequest& request);
 
+// The value in force at each of `xs` (ascending) of a step function given by
+// level-of-detail points: how a band's reduction is read at the total's columns.
+void sampleInto(const std::vector<SeriesPoint>& lod, const std::vector<int64_t>& xs,
+                std::vector<double>& out);
+
 }  // namespace memscope::gui

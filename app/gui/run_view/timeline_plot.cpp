@@ -85,6 +85,12 @@ TimelinePlot::TimelinePlot(QWidget* parent) : QWidget(parent), p_(std::make_uniq
     plot_->setNoAntialiasingOnDrag(true);
     plot_->setPlottingHint(QCP::phCacheLabels, true);
     plot_->setPlottingHint(QCP::phFastPolylines, true);
+    // One paint buffer, not two: QCustomPlot gives its (empty, here) overlay
+    // layer a buffer of its own, and every frame clears each buffer and
+    // blends it onto the widget, whole-plot pixel passes that were a fifth of
+    // a frame whatever the trace.
+    if (QCPLayer* overlay = plot_->layer(QStringLiteral("overlay")))
+        overlay->setMode(QCPLayer::lmLogical);
     rubber_ = new QRubberBand(QRubberBand::Rectangle, plot_);
 
     p_->main = plot_->axisRect();

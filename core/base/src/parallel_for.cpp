@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -22,7 +23,12 @@ void parallelFor(size_t n, unsigned threads, const std::function<void(size_t)>& 
     std::vector<std::thread> pool;
     const unsigned count = workerCount(threads, n);
     pool.reserve(count - 1);
-    for (unsigned t = 1; t < count; ++t) pool.emplace_back(work);
+    try {
+        for (unsigned t = 1; t < count; ++t) pool.emplace_back(work);
+    } catch (const std::system_error&) {
+        // Fewer threads than asked for (a process at its limit): those
+        // started, and this one, take every item all the same.
+    }
     work();
     for (std::thread& t : pool) t.join();
 }

@@ -15,7 +15,9 @@ unsigned workerCount(unsigned requested, size_t n);
 
 // Calls fn(i) for every i in [0, n), on workerCount(threads, n) threads (the
 // calling thread is one of them). Items start in index order; fn must be
-// safe to call concurrently for different i. Returns when all have run.
+// safe to call concurrently for different i. Returns when all have run; a
+// thread that cannot be started leaves its share to the others (never throws
+// for that). Also used per frame by the GUI's reductions.
 void parallelFor(size_t n, unsigned threads, const std::function<void(size_t)>& fn);
 
 }  // namespace memscope

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <limits>
+#include <thread>
 #include <utility>
 
 #include "memscope/analysis/allocation_order.h"
 #include "memscope/analysis/layout_pyramid.h"
+#include "memscope/base/parallel_for.h"
 
 namespace memscope {
 
@@ -336,25 +338,57 @@ AllocationLayout layoutAllocations(const DeviceTimeline& tl, const AllocationInd
     const size_t count = (wanted + out.column_width - 1) / out.column_width;
     out.columns = columnsFor(tl, lo, hi, count);
 
-    LiveSweep sweep(tl, index, out.columns.front().sample);
-    ColumnBuilder builder(out.segments, req.min_band_bytes);
-    for (size_t k = 0; k < out.columns.size(); ++k) {
-        LayoutColumn& c = out.columns[k];
-        const bool changed = k == 0 || sweep.advance(c.sample);
-        if (!changed) {
-            // The same live set: the same segments.
-            c.first = out.columns[k - 1].first;
-            c.last = out.columns[k - 1].last;
-            c.total = out.columns[k - 1].total;
-            continue;
+    // Columns [from, to) into `segments`, numbered from 0 there: a sweep of
+    // its own from the first column's sample. Returns the sweep's work.
+    const auto sweepColumns = [&](size_t from, size_t to, std::vector<LayoutSegment>& segments) {
+        LiveSweep sweep(tl, index, out.columns[from].sample);
+        ColumnBuilder builder(segments, req.min_band_bytes);
+        for (size_t k = from; k < to; ++k) {
+            LayoutColumn& c = out.columns[k];
+            const bool changed = k == from || sweep.advance(c.sample);
+            if (!changed) {
+                // The same live set: the same segments.
+                c.first = out.columns[k - 1].first;
+                c.last = out.columns[k - 1].last;
+                c.total = out.columns[k - 1].total;
+                continue;
+            }
+            c.first = uint32_t(segments.size());
+            c.total = builder.build(sweep.live(), sweep.takeFirstChanged());
+            c.last = uint32_t(segments.size());
         }
-        c.first = uint32_t(out.segments.size());
-        c.total = builder.build(sweep.live(), sweep.takeFirstChanged());
-        c.last = uint32_t(out.segments.size());
-        out.max_total = std::max(out.max_total, c.total);
+        return sweep.work();
+    };
+    // A sweep that visits many allocations (zoomed in on heavy churn, below
+    // the pyramid's resolution) runs as two, on the left and right halves of
+    // the columns: the right one starts from the live set at its first
+    // column, as the whole sweep starts from the range's first. Same columns
+    // and segments; the right half's first column is built rather than
+    // carried over.
+    constexpr size_t kParallelWork = 200'000;
+    const size_t expectedWork = std::min(count * liveEstimate, budget) + startsIn;
+    if (expectedWork >= kParallelWork && count >= 64 && std::thread::hardware_concurrency() > 1) {
+        const size_t middle = count / 2;
+        std::vector<LayoutSegment> right;
+        size_t works[2] = {0, 0};
+        parallelFor(2, 2, [&](size_t half) {
+            works[half] = half == 0 ? sweepColumns(0, middle, out.segments)
+                                    : sweepColumns(middle, count, right);
+        });
+        const auto offset = uint32_t(out.segments.size());
+        out.segments.insert(out.segments.end(), right.begin(), right.end());
+        for (size_t k = middle; k < count; ++k) {
+            out.columns[k].first += offset;
+            out.columns[k].last += offset;
+        }
+        out.work = works[0] + works[1];
+    } else {
+        out.work = sweepColumns(0, count, out.segments);
     }
-    out.work = sweep.work();
-    for (const LayoutColumn& c : out.columns) out.work += c.last - c.first;
+    for (const LayoutColumn& c : out.columns) {
+        out.max_total = std::max(out.max_total, c.total);
+        out.work += c.last - c.first;
+    }
     return out;
 }
 

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -40,6 +42,62 @@ TEST(AllocationLayout, OneSegmentPerAllocationInAllocationOrder) {
             EXPECT_EQ(s.site, f.sites.siteOf(order[k]));
         }
     }
+}
+
+// Enough churn that the sweep runs as two halves on two threads: the columns
+// of the right half, the first included, hold what a single sweep gives.
+TEST(AllocationLayout, ASweepInTwoHalvesDrawsEveryColumnAsOne) {
+    // 250,000 allocations from three sites, each freed eight allocations later.
+    Trace t;
+    std::vector<StackId> stacks;
+    for (uint32_t s = 0; s < 3; ++s) {
+        const FrameId frame = t.internFrame({t.internString("layer" + std::to_string(s)),
+                                             t.internString("/home/me/model.py"), s + 1});
+        stacks.push_back(t.internStack(std::span(&frame, 1)));
+    }
+    std::mt19937_64 rng(12);
+    constexpr int kAllocations = 250000, kLifetime = 8;
+    std::vector<Event> allocs;
+    for (int i = 0; i < kAllocations; ++i) {
+        Event e;
+        e.time = 1000 + int64_t(i) * 10;
+        e.kind = EventKind::Alloc;
+        e.address = 0x10000 + 0x100000 * uint64_t(i % 16);
+        e.size = uint64_t(512) << (rng() % 8);
+        e.stack = stacks[rng() % stacks.size()];
+        allocs.push_back(e);
+    }
+    for (int i = 0; i < kAllocations + kLifetime; ++i) {
+        if (i < kAllocations) t.events.push_back(allocs[size_t(i)]);
+        if (i >= kLifetime) {
+            Event f = allocs[size_t(i - kLifetime)];
+            f.time = 1000 + int64_t(i) * 10 + 5;
+            f.kind = EventKind::FreeCompleted;
+            t.events.push_back(f);
+        }
+    }
+    const AllocationFixture f(std::move(t));
+    ASSERT_EQ(f.tl->intervals.size(), size_t(kAllocations));  // past the threshold for two halves
+    const AllocationLayout l = f.layout(1, 400);
+    ASSERT_GE(l.columns.size(), 64u);
+    uint64_t maxTotal = 0;
+    for (const LayoutColumn& c : l.columns) {
+        const std::vector<uint32_t> order = stackedAt(*f.tl, StackMode::ByAllocation, {}, c.sample);
+        ASSERT_EQ(size_t(c.last - c.first), order.size());
+        ASSERT_LE(c.last, l.segments.size());
+        uint64_t bottom = 0;
+        for (size_t k = 0; k < order.size(); ++k) {
+            const LayoutSegment& s = l.segments[c.first + k];
+            ASSERT_EQ(s.interval, int64_t(order[k]));
+            ASSERT_EQ(s.bottom, bottom);
+            bottom += f.tl->intervals[order[k]].size;
+            ASSERT_EQ(s.top, bottom);
+        }
+        EXPECT_EQ(c.total, bottom);
+        maxTotal = std::max(maxTotal, c.total);
+    }
+    EXPECT_EQ(l.max_total, maxTotal);
+    EXPECT_GE(l.work, l.segments.size());
 }
 
 TEST(AllocationLayout, EveryByteAccountedAndTheEnvelopeKept) {

@@ -6,6 +6,7 @@
 #include <QWheelEvent>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "memscope/base/units.h"
 #include "run_view/zoom_state.h"
@@ -77,7 +78,8 @@ void OverviewStrip::renderCurve() {
     // 40-50 ms of the first paint on a jagged trace (the rasterizer's work
     // grows with the edges crossing each scanline); this costs a pass over
     // the points and a few rectangles per column, and never hides a spike.
-    constexpr double kNone = -1.0;
+    // NaN: no point reaches the column (before the first one).
+    constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
     std::vector<double> low(size_t(columns), kNone), high(size_t(columns), kNone);
     const auto columnOf = [&](double x) {
         return std::clamp(int(std::floor(xToPixel(x) - a.left())), 0, columns - 1);
@@ -87,8 +89,8 @@ void OverviewStrip::renderCurve() {
         const int c0 = columnOf(points_[i].first);
         const int c1 = i + 1 < points_.size() ? columnOf(points_[i + 1].first) : columns - 1;
         for (auto c = size_t(c0); c <= size_t(c1); ++c) {
-            low[c] = low[c] == kNone ? y : std::min(low[c], y);
-            high[c] = std::max(high[c], y);
+            low[c] = std::isnan(low[c]) ? y : std::min(low[c], y);
+            high[c] = std::isnan(high[c]) ? y : std::max(high[c], y);
         }
     }
     const double base = a.bottom();
@@ -99,9 +101,9 @@ void OverviewStrip::renderCurve() {
     light.setAlpha(40);
     double previous = base;
     for (int c = 0; c < columns; ++c) {
-        if (high[size_t(c)] == kNone) {
+        if (std::isnan(high[size_t(c)])) {
             previous = base;
-            continue;  // before the first point: nothing held yet
+            continue;
         }
         const double x = a.left() + c;
         const double top = py(high[size_t(c)]), floor = py(low[size_t(c)]);

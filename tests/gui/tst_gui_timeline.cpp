@@ -23,6 +23,31 @@
 using namespace memscope;
 using namespace memscope::gui;
 
+namespace {
+
+void addEvent(Trace& t, int64_t time, EventKind kind, uint64_t address, uint64_t size) {
+    Event e;
+    e.time = time;
+    e.kind = kind;
+    e.address = address;
+    e.size = size;
+    t.events.push_back(e);
+}
+
+void addPhase(Trace& t, const char* name, PhaseKind kind, int64_t start, int64_t end,
+              int16_t device = -1, bool inferred = false) {
+    Phase p;
+    p.name = t.internString(name);
+    p.kind = kind;
+    p.device = device;
+    p.start = start;
+    p.end = end;
+    p.inferred = inferred;
+    t.addPhase(p);
+}
+
+}  // namespace
+
 class TimelineTest : public QObject {
     Q_OBJECT
 private:
@@ -45,18 +70,11 @@ private slots:
 
     void phasesUnderTheCursorIgnoreEarlierAndLongPhases() {
         Trace t;
-        auto phase = [&](const char* name, PhaseKind kind, int64_t start, int64_t end) {
-            Phase p;
-            p.name = t.internString(name);
-            p.kind = kind;
-            p.start = start;
-            p.end = end;
-            t.addPhase(p);
-        };
-        phase("run", PhaseKind::Step, 0, 10000);  // long: must not hide the later ones
+        addPhase(t, "run", PhaseKind::Step, 0, 10000);  // long: must not hide the later ones
         for (int i = 0; i < 100; ++i)
-            phase(i == 42 ? "forward 42" : "forward", PhaseKind::Forward, i * 100, i * 100 + 50);
-        phase("block 3", PhaseKind::Block, 4210, 4220);
+            addPhase(t, i == 42 ? "forward 42" : "forward", PhaseKind::Forward, i * 100,
+                     i * 100 + 50);
+        addPhase(t, "block 3", PhaseKind::Block, 4210, 4220);
         const PhaseBandData d = buildPhaseBands(t, 0);
         const AxisMap map = AxisMap::linear(0, 1.0);
         QCOMPARE(phasesAt(d, map, 4215), QStringLiteral("run / forward 42 / block 3"));
@@ -70,21 +88,10 @@ private slots:
     // out, each row by start, inferred phases named so.
     void phaseBandsAreBuiltWithTheRun() {
         Trace t = guitest::makeSimpleTrace();
-        auto phase = [&](const char* name, PhaseKind kind, int16_t device, int64_t start,
-                         int64_t end, bool inferred = false) {
-            Phase p;
-            p.name = t.internString(name);
-            p.kind = kind;
-            p.device = device;
-            p.start = start;
-            p.end = end;
-            p.inferred = inferred;
-            t.addPhase(p);
-        };
-        phase("forward 1", PhaseKind::Forward, 0, 60, 70);
-        phase("backward 1", PhaseKind::Backward, -1, 70, 80, true);
-        phase("step 1", PhaseKind::Step, -1, 60, 85);  // logged when it closed
-        phase("elsewhere", PhaseKind::Forward, 1, 61, 62);
+        addPhase(t, "forward 1", PhaseKind::Forward, 60, 70, 0);
+        addPhase(t, "backward 1", PhaseKind::Backward, 70, 80, -1, /*inferred=*/true);
+        addPhase(t, "step 1", PhaseKind::Step, 60, 85);  // logged when it closed
+        addPhase(t, "elsewhere", PhaseKind::Forward, 61, 62, 1);
         auto r = makeRun(std::move(t), QStringLiteral("bands.memscope"));
         QVERIFY2(r.ok(), r.ok() ? "" : r.message().c_str());
         const DeviceRef ref = (*r)->busiestDevice();
@@ -105,21 +112,13 @@ private slots:
     // in a long, low run still reaches the top of its column.
     void overviewShowsAOneEventSpike() {
         Trace t;
-        auto event = [&](int64_t time, EventKind kind, uint64_t address, uint64_t size) {
-            Event e;
-            e.time = time;
-            e.kind = kind;
-            e.address = address;
-            e.size = size;
-            t.events.push_back(e);
-        };
         for (int i = 0; i < 20000; ++i) {
-            event(10 * i, EventKind::Alloc, 0x1000, 100);
-            event(10 * i + 5, EventKind::FreeCompleted, 0x1000, 100);
+            addEvent(t, 10 * i, EventKind::Alloc, 0x1000, 100);
+            addEvent(t, 10 * i + 5, EventKind::FreeCompleted, 0x1000, 100);
         }
         // The spike, three fifths of the way along: 1 MB for 1 ns of 200 us.
-        event(120002, EventKind::Alloc, 0x9000, 1 << 20);
-        event(120003, EventKind::FreeCompleted, 0x9000, 1 << 20);
+        addEvent(t, 120002, EventKind::Alloc, 0x9000, 1 << 20);
+        addEvent(t, 120003, EventKind::FreeCompleted, 0x9000, 1 << 20);
         std::stable_sort(t.events.begin(), t.events.end(),
                          [](const Event& a, const Event& b) { return a.time < b.time; });
         auto r = makeRun(std::move(t), QStringLiteral("spike.memscope"));
@@ -156,17 +155,9 @@ private slots:
     void spanPastInt64RangeIsDrawn() {
         Trace t;
         t.metadata.name = "huge span";
-        auto add = [&](int64_t time, EventKind kind, uint64_t address, uint64_t size) {
-            Event e;
-            e.time = time;
-            e.kind = kind;
-            e.address = address;
-            e.size = size;
-            t.events.push_back(e);
-        };
-        add(INT64_MIN + 10, EventKind::Alloc, 0x1000, 100);
-        add(0, EventKind::Alloc, 0x2000, 200);
-        add(INT64_MAX - 10, EventKind::FreeCompleted, 0x1000, 100);
+        addEvent(t, INT64_MIN + 10, EventKind::Alloc, 0x1000, 100);
+        addEvent(t, 0, EventKind::Alloc, 0x2000, 200);
+        addEvent(t, INT64_MAX - 10, EventKind::FreeCompleted, 0x1000, 100);
         auto r = makeRun(std::move(t), QStringLiteral("huge.memscope"));
         QVERIFY2(r.ok(), r.ok() ? "" : r.message().c_str());
         RunView view(*r);

@@ -97,12 +97,11 @@ private slots:
         const DeviceRef ref = (*r)->busiestDevice();
         const std::shared_ptr<const PhaseBandData> d = (*r)->phaseBands(ref);
         QVERIFY(d);
-        QCOMPARE(int(d->items.size()), 6);  // 3 of makeSimpleTrace, 3 here
+        QCOMPARE(int(d->itemCount()), 6);  // 3 of makeSimpleTrace, 3 here
         for (const auto& row : d->rows)
-            for (size_t k = 1; k < row.size(); ++k)
-                QVERIFY(d->items[row[k - 1]].start <= d->items[row[k]].start);
+            for (size_t k = 1; k < row.size(); ++k) QVERIFY(row[k - 1].start <= row[k].start);
         QCOMPARE(int(d->rows[0].size()), 2);  // step 0, step 1
-        QCOMPARE(d->nameOf(d->items[d->rows[0][1]]), QStringLiteral("step 1"));
+        QCOMPARE(d->nameOf(d->rows[0][1]), QStringLiteral("step 1"));
         const AxisMap map = AxisMap::linear(0, 1.0);
         QCOMPARE(phasesAt(*d, map, 75), QStringLiteral("step 1 / backward 1 (inferred)"));
         QVERIFY(!(*r)->phaseBands(DeviceRef{0, 99}));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "memscope/analysis/compare.h"
+#include "memscope/base/first_reaching.h"
 #include "memscope/model/trace.h"
 
 namespace memscope::gui {
@@ -29,18 +30,24 @@ struct PhaseBandItem {
 };
 
 struct PhaseBandData {
-    static constexpr int kRows = 4;    // step, pass, block/recompute, ranges+annotations
-    std::vector<PhaseBandItem> items;  // in the trace's order
-    std::vector<QString> names;        // each distinct label once
-    // Per row: its items (indexes into items, by start) and the running maximum
-    // of their ends, so painting and hovering start at the first item that can
-    // reach the view instead of walking every phase before it.
-    std::array<std::vector<uint32_t>, kRows> rows;
-    std::array<std::vector<int64_t>, kRows> row_max_end;
-    bool empty() const { return items.empty(); }
+    static constexpr int kRows = 4;  // step, pass, block/recompute, ranges+annotations
+    std::vector<QString> names;      // each distinct label once
+    // Per row: its items by start, side by side in memory (a frame visits a
+    // few per pixel column, and scattered they were a cache miss each), and a
+    // search over their ends, so painting and hovering start at the first
+    // item that can reach the view, and painting steps over the items hidden
+    // under pixels already painted, instead of walking every phase.
+    std::array<std::vector<PhaseBandItem>, kRows> rows;
+    std::array<FirstReaching, kRows> row_reach;
+    size_t itemCount() const;
+    bool empty() const { return itemCount() == 0; }
     const QString& nameOf(const PhaseBandItem& item) const { return names[item.name]; }
-    // The first position in rows[row] whose item may end at or after x.
-    size_t firstReaching(int row, int64_t x) const;
+    // The first position in rows[row] whose item ends at or after x.
+    size_t firstReaching(int row, int64_t x) const { return nextReaching(row, 0, x); }
+    // The same, from position `from` on.
+    size_t nextReaching(int row, size_t from, int64_t x) const {
+        return row_reach[size_t(row)].find(from, x);
+    }
 };
 
 PhaseBandData buildPhaseBands(const Trace& trace, int16_t device);

@@ -84,7 +84,7 @@ TimelinePlot::TimelinePlot(QWidget* parent) : QWidget(parent), p_(std::make_uniq
     layout->addWidget(plot_);
     plot_->setNoAntialiasingOnDrag(true);
     plot_->setPlottingHint(QCP::phCacheLabels, true);
-    plot_->setPlottingHint(QCP::phFastPolylines, true);
+    plot_->setPlottingHint(QCP::phFastPolylines, false);
     // One paint buffer, not two: QCustomPlot gives its (empty, here) overlay
     // layer a buffer of its own, and every frame clears each buffer and
     // blends it onto the widget, whole-plot pixel passes that were a fifth of
@@ -564,9 +564,13 @@ void TimelinePlot::rebuild(bool replot) {
 void TimelinePlot::applyPalette() {
     const QPalette pal = palette();
     applyPlotPalette(plot_, pal);
-    QPen reservedPen(reservedColor(pal), 1.5);
-    reservedPen.setCosmetic(true);  // the raster engine's fast path
+    // One pixel, cosmetic and aliased: the raster engine's fast line path
+    // takes only pens at most a pixel wide. At 1.5 px every frame stroked the
+    // step line as polygons, a tenth of a zoomed-out frame.
+    QPen reservedPen(reservedColor(pal), 1);
+    reservedPen.setCosmetic(true);
     p_->reserved->setPen(reservedPen);
+    p_->reserved->setAntialiased(false);
     QColor hatch = pal.color(QPalette::WindowText);
     hatch.setAlpha(140);
     p_->predicted->setBrush(QBrush(hatch, Qt::BDiagPattern));

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <thread>
 #include <utility>
 
 #include "memscope/analysis/allocation_order.h"
@@ -367,7 +366,7 @@ AllocationLayout layoutAllocations(const DeviceTimeline& tl, const AllocationInd
     // carried over.
     constexpr size_t kParallelWork = 200'000;
     const size_t expectedWork = std::min(count * liveEstimate, budget) + startsIn;
-    if (expectedWork >= kParallelWork && count >= 64 && std::thread::hardware_concurrency() > 1) {
+    if (expectedWork >= kParallelWork && count >= 64 && hardwareThreads() > 1) {
         const size_t middle = count / 2;
         std::vector<LayoutSegment> right;
         size_t works[2] = {0, 0};
@@ -408,8 +407,9 @@ std::vector<uint32_t> mostDrawnSites(const AllocationLayout& layout, size_t coun
         k = end;
     }
     // A legend needs the large sites, not every byte: past kLegendSegments
-    // segments, one group in `stride` stands for the window it opens.
-    constexpr size_t kLegendSegments = 200'000;
+    // segments, one group in `stride` stands for the window it opens. (At
+    // 200,000 this read 6 MB of segments per frame, a millisecond and more.)
+    constexpr size_t kLegendSegments = 64'000;
     const size_t stride = std::max<size_t>(1, (total + kLegendSegments - 1) / kLegendSegments);
     std::vector<double> area;  // bytes x run-x: doubles keep the order of sites
     for (size_t g = 0; g < groups.size(); g += stride) {

@@ -8,6 +8,8 @@
 #include <system_error>
 #include <thread>
 
+#include "memscope/base/parallel_for.h"
+
 namespace memscope {
 
 namespace {
@@ -126,7 +128,7 @@ LayoutPyramid buildLayoutPyramid(const DeviceTimeline& tl, const AllocationIndex
             }
         }
     };
-    unsigned threads = options.threads ? options.threads : std::thread::hardware_concurrency();
+    unsigned threads = options.threads ? options.threads : hardwareThreads();
     threads = unsigned(std::clamp<size_t>(threads, 1, std::max<size_t>(tasks, 1)));
     {
         std::vector<std::jthread> pool;

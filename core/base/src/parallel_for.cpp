@@ -8,8 +8,13 @@
 
 namespace memscope {
 
+unsigned hardwareThreads() {
+    static const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+    return threads;
+}
+
 unsigned workerCount(unsigned requested, size_t n) {
-    unsigned threads = requested ? requested : std::max(1u, std::thread::hardware_concurrency());
+    unsigned threads = requested ? requested : hardwareThreads();
     if (n < threads) threads = unsigned(std::max<size_t>(n, 1));
     return threads;
 }

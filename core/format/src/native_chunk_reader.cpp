@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "memscope/base/parallel_for.h"
 #include "native_crc32c.h"
 #include "native_event_codec.h"
 #include "native_layout.h"
@@ -263,7 +264,7 @@ bool decodeJobs(const std::vector<EventJob>& jobs, std::span<Event> events, cons
             }
         }
     };
-    const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+    const unsigned hardware = hardwareThreads();
     const size_t helpers = std::min<size_t>({hardware, kMaxThreads, jobs.size()}) - 1;
     std::vector<std::thread> threads;
     try {
@@ -309,7 +310,7 @@ ReadOutcome readChunks(const unsigned char* data, size_t size, const TaskContext
     const bool plausible =
         declared <= size / 2 && declared <= scaled(kItemFloor, kItemsPerFileByte, size);
 
-    if (plausible && declared >= kParallelMinEvents && std::thread::hardware_concurrency() > 1) {
+    if (plausible && declared >= kParallelMinEvents && hardwareThreads() > 1) {
         // The events vector is allocated and zero-filled (page faults, a
         // fifth of the read) on another thread while this one scans, which
         // never touches it: sized as declared, cut to what the scan accepted.

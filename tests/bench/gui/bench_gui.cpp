@@ -25,6 +25,7 @@
 #include "../common/bench_args.h"
 #include "loading/run_loader.h"
 #include "memscope/analysis/layout_pyramid.h"
+#include "run_view/phase_bands.h"
 #include "run_view/run_view.h"
 #include "run_view/timeline_plot.h"
 #include "run_view/zoom_state.h"
@@ -86,7 +87,7 @@ memscope::Trace generate(uint64_t events) {
 struct Frames {
     double median = 0, worst = 0, mean = 0;
     double build = 0;  // mean ms of the band reduction alone (the rest is drawing)
-    double plot = 0;   // mean ms until the timeline plot is drawn (the rest: overview, window paint)
+    double plot = 0;  // mean ms until the timeline plot is drawn (the rest: overview, window paint)
 };
 
 enum class Script { Mixed, ZoomedOut, ZoomedIn };
@@ -113,11 +114,22 @@ void step(memscope::gui::ZoomState* z, Script script, int i, std::mt19937& rng) 
     const double w = z->end() - z->begin();
     const double c = z->begin() + w * std::uniform_real_distribution<double>(0.2, 0.8)(rng);
     switch (i % 5) {
-    case 0:
-    case 1: z->zoomBy(0.6, c); break;          // zoom in
-    case 2: z->panBy(i % 2 ? 0.3 : -0.3); break;  // pan
-    case 3: z->zoomBy(1.4, c); break;            // zoom out
-    case 4: if (i % 20 == 4) z->reset(); else z->panBy(-0.15); break;
+        case 0:
+        case 1:  // zoom in
+            z->zoomBy(0.6, c);
+            break;
+        case 2:  // pan
+            z->panBy(i % 2 ? 0.3 : -0.3);
+            break;
+        case 3:  // zoom out
+            z->zoomBy(1.4, c);
+            break;
+        case 4:  // pan back, now and then the whole trace
+            if (i % 20 == 4)
+                z->reset();
+            else
+                z->panBy(-0.15);
+            break;
     }
 }
 
@@ -132,7 +144,7 @@ Frames script(memscope::gui::RunView& view, int steps, Script kind = Script::Mix
         QElapsedTimer t;
         t.start();
         step(z, kind, i, rng);
-        view.plot()->renderNow();        // rebuild from levelOfDetail + immediate replot
+        view.plot()->renderNow();  // rebuild from levelOfDetail + immediate replot
         plotMs += double(t.nsecsElapsed()) / 1e6 / steps;
         QCoreApplication::processEvents();  // overview brush, queued paints
         ms.push_back(double(t.nsecsElapsed()) / 1e6);
@@ -217,17 +229,20 @@ int main(int argc, char** argv) {
         const memscope::DeviceTimeline* tl = r.timeline(ref);
         const memscope::Trace* tr = r.trace(ref);
         if (tl && tr)
-            std::printf("busiest device: %zu events in the trace, %zu allocations, %zu live at the peak, %zu sites\n",
-                        tr->events.size(), tl->intervals.size(), tl->peak.live_intervals.size(),
-                        r.allocationIndex(ref) ? r.allocationIndex(ref)->sites.siteCount() : size_t(0));
+            std::printf(
+                "busiest device: %zu events in the trace, %zu allocations, %zu live at the peak, "
+                "%zu sites\n",
+                tr->events.size(), tl->intervals.size(), tl->peak.live_intervals.size(),
+                r.allocationIndex(ref) ? r.allocationIndex(ref)->sites.siteCount() : size_t(0));
         const memscope::AllocationIndex* index = r.allocationIndex(ref);
         if (index && index->pyramid)
-            std::printf("layout index built in %.3f s (%.1f MiB): %zu columns, %zu segments, bands "
-                        ">= %llu bytes\n",
-                        index->pyramid->build_seconds,
-                        double(index->pyramid->memoryBytes()) / (1024.0 * 1024.0),
-                        index->pyramid->columns.size(), index->pyramid->segments->size(),
-                        (unsigned long long)index->pyramid->min_band_bytes);
+            std::printf(
+                "layout index built in %.3f s (%.1f MiB): %zu columns, %zu segments, bands "
+                ">= %llu bytes\n",
+                index->pyramid->build_seconds,
+                double(index->pyramid->memoryBytes()) / (1024.0 * 1024.0),
+                index->pyramid->columns.size(), index->pyramid->segments->size(),
+                (unsigned long long)index->pyramid->min_band_bytes);
     }
     const double rssModel = rssMiB();
 
@@ -250,13 +265,15 @@ int main(int argc, char** argv) {
         QObject::connect(p, &QCustomPlot::afterReplot, [&replots, &replotTimer, p] {
             ++replots;
             if (qEnvironmentVariableIsSet("MEMSCOPE_BENCH_TRACE_REPLOTS"))
-                std::printf("replot %dx%d %.2f ms\n", p->width(), p->height(), double(replotTimer.nsecsElapsed()) / 1e6);
+                std::printf("replot %dx%d %.2f ms\n", p->width(), p->height(),
+                            double(replotTimer.nsecsElapsed()) / 1e6);
         });
     }
     if (qEnvironmentVariableIsSet("MEMSCOPE_BENCH_TRACE_REPLOTS"))
         for (QCustomPlot* p : view.findChildren<QCustomPlot*>())
-            std::printf("plot %dx%d: %d graphs, %d items, first graph %d points\n", p->width(), p->height(), p->graphCount(),
-                        p->itemCount(), p->graphCount() ? p->graph(0)->dataCount() : 0);
+            std::printf("plot %dx%d: %d graphs, %d items, first graph %d points\n", p->width(),
+                        p->height(), p->graphCount(), p->itemCount(),
+                        p->graphCount() ? p->graph(0)->dataCount() : 0);
     const Frames byCategory = script(view, 100);
     std::printf("replots per frame (all plots of the view): %.2f\n", replots / 100.0);
     const Frames categoryOut = script(view, 100, Script::ZoomedOut);
@@ -329,16 +346,39 @@ int main(int argc, char** argv) {
             answered += text.isEmpty() ? 0 : 1;
         }
         std::sort(hoverMs.begin(), hoverMs.end());
-        std::printf("hover, by allocation, 200 points (%zu over an allocation): median %.2f ms, "
-                    "worst %.2f ms\n",
-                    answered, hoverMs[hoverMs.size() / 2], hoverMs.back());
+        std::printf(
+            "hover, by allocation, 200 points (%zu over an allocation): median %.2f ms, "
+            "worst %.2f ms\n",
+            answered, hoverMs[hoverMs.size() / 2], hoverMs.back());
+    }
+
+    // The phase strip alone, zoomed out over the whole run: its cost follows
+    // the pixels, not the phases (a search over ends steps over what a
+    // painted pixel already shows).
+    double stripMs = 0;
+    size_t stripPhases = 0;
+    if (const auto bands = (*run)->phaseBands(view.device())) {
+        stripPhases = bands->itemCount();
+        QImage strip(1600, 52, QImage::Format_ARGB32_Premultiplied);
+        std::vector<double> ms;
+        for (int i = 0; i < 20; ++i) {
+            QPainter painter(&strip);
+            QElapsedTimer t;
+            t.start();
+            memscope::gui::paintPhaseBands(painter, QRectF(0, 0, 1600, 52), *bands,
+                                           view.plot()->axisMap(), view.zoom()->begin(),
+                                           view.zoom()->end(), view.palette());
+            ms.push_back(double(t.nsecsElapsed()) / 1e6);
+        }
+        std::sort(ms.begin(), ms.end());
+        stripMs = ms[ms.size() / 2];
     }
 
     const double core = rssModel - rssStart, gui = rssGui - rssModel;
     std::printf("first paint after load: %.1f ms (target <= 1000 ms)\n", firstPaint);
     std::printf("frame times of 100 steps, ms (target: median and worst <= 16 ms):\n");
-    std::printf("  %-10s %-12s %8s %8s %8s %10s %10s\n", "script", "mode", "median", "worst", "mean",
-                "reduction", "plot drawn");
+    std::printf("  %-10s %-12s %8s %8s %8s %10s %10s\n", "script", "mode", "median", "worst",
+                "mean", "reduction", "plot drawn");
     auto row = [](const char* scriptName, const char* mode, const Frames& f) {
         std::printf("  %-10s %-12s %8.2f %8.2f %8.2f %10.2f %10.2f\n", scriptName, mode, f.median,
                     f.worst, f.mean, f.build, f.plot);
@@ -349,18 +389,22 @@ int main(int argc, char** argv) {
     row("zoomed out", "allocation", allocationOut);
     row("zoomed in", "category", categoryIn);
     row("zoomed in", "allocation", allocationIn);
-    std::printf("by allocation, zoomed out: %zu columns (%zu px each), %zu segments, %zu allocations "
-                "drawn as bands of their own, %zu allocations visited, raster %.2f ms\n",
-                columnsOut, widthOut, segmentsOut, drawnOut, workOut, rasterOut);
+    std::printf(
+        "by allocation, zoomed out: %zu columns (%zu px each), %zu segments, %zu allocations "
+        "drawn as bands of their own, %zu allocations visited, raster %.2f ms\n",
+        columnsOut, widthOut, segmentsOut, drawnOut, workOut, rasterOut);
     std::printf("core layout alone over the whole trace: %.2f ms (median of 20)\n", layoutAloneMs);
-    std::printf("memory: core model %.0f MiB, GUI on top %.0f MiB (%.2fx, target <= 1x)\n", core, gui,
-                core > 0 ? gui / core : 0.0);
+    std::printf("phase strip alone, zoomed out, 1600 px: %zu phases, %.2f ms (median of 20)\n",
+                stripPhases, stripMs);
+    std::printf("memory: core model %.0f MiB, GUI on top %.0f MiB (%.2fx, target <= 1x)\n", core,
+                gui, core > 0 ? gui / core : 0.0);
     const double peak = peakRssMiB();
     if (!file.isEmpty()) {
         const double fileMiB = double(QFileInfo(file).size()) / (1024.0 * 1024.0);
-        std::printf("peak resident memory of the whole process: %.0f MiB for a %.0f MiB file "
-                    "(%.2fx, target <= 1.5x)\n",
-                    peak, fileMiB, fileMiB > 0 ? peak / fileMiB : 0.0);
+        std::printf(
+            "peak resident memory of the whole process: %.0f MiB for a %.0f MiB file "
+            "(%.2fx, target <= 1.5x)\n",
+            peak, fileMiB, fileMiB > 0 ? peak / fileMiB : 0.0);
     } else {
         std::printf("peak resident memory of the whole process: %.0f MiB\n", peak);
     }

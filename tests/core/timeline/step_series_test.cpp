@@ -99,3 +99,38 @@ TEST(StepSeries, EmptySeries) {
     EXPECT_EQ(lod[0], (SeriesPoint{0, 42}));
     EXPECT_EQ(lod[1], (SeriesPoint{100, 42}));
 }
+
+// Each bucket is exactly the points with x in (its left edge, its right
+// edge]: an end found one point off would move an extreme into the next
+// bucket, which the envelope tests above do not see.
+TEST(StepSeries, BucketsHoldExactlyThePointsBetweenTheirEdges) {
+    for (uint32_t seed : {1u, 2u, 3u}) {
+        const StepSeries s = randomWalk(200000, seed);
+        const int64_t x0 = s.xs()[1000], x1 = s.xs()[150000];
+        const size_t budget = 602;  // 300 buckets of about 500 points
+        const auto lod = s.levelOfDetail(x0, x1, budget);
+        std::vector<SeriesPoint> want{{x0, s.valueAt(x0)}};
+        const size_t buckets = (budget - 2) / 2;
+        const long double width = ((long double)x1 - (long double)x0) / (long double)buckets;
+        size_t i = size_t(std::upper_bound(s.xs().begin(), s.xs().end(), x0) - s.xs().begin());
+        for (size_t b = 0; b < buckets; ++b) {
+            const int64_t edge =
+                b + 1 == buckets ? x1 : int64_t((long double)x0 + (long double)(b + 1) * width);
+            size_t lo = i, hi = i;  // first min, first max
+            for (; i < s.size() && s.xs()[i] <= edge; ++i) {
+                if (s.ys()[i] < s.ys()[lo]) lo = i;
+                if (s.ys()[i] > s.ys()[hi]) hi = i;
+            }
+            if (i == lo && i == hi) continue;  // an empty bucket
+            for (size_t k : {std::min(lo, hi), std::max(lo, hi)}) {
+                const SeriesPoint p{s.xs()[k], s.ys()[k]};
+                if (k == std::max(lo, hi) && lo == hi) break;
+                if (!(want.size() > 1 && want.back() == p)) want.push_back(p);
+            }
+        }
+        if (want.back().x < x1 || want.back().y != s.valueAt(x1))
+            want.push_back({x1, s.valueAt(x1)});
+        ASSERT_EQ(lod.size(), want.size()) << "seed " << seed;
+        for (size_t k = 0; k < want.size(); ++k) ASSERT_EQ(lod[k], want[k]) << "point " << k;
+    }
+}

@@ -9,6 +9,11 @@
 
 namespace memscope {
 
+// The machine's hardware threads (at least 1), read once:
+// std::thread::hardware_concurrency reads sysfs on every call, a few system
+// calls that the GUI's per-frame reductions were paying each frame.
+unsigned hardwareThreads();
+
 // The number of worker threads for `n` items: `requested`, or the machine's
 // hardware threads when 0; never more than n, at least 1.
 unsigned workerCount(unsigned requested, size_t n);

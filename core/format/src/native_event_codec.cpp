@@ -119,6 +119,18 @@ private:
     std::vector<uint32_t> ctx_, lane_, ctx_keys_, lane_keys_;
 };
 
+// One prefix varint at p, p advanced past it; p must have 9 readable bytes.
+inline uint64_t readVarintUnchecked(const unsigned char*& p) {
+    const uint64_t x = loadLE64(p);
+    if (x & 0xff) [[likely]] {
+        const int n = __builtin_ctzll(x) + 1;  // 1..8 bytes
+        p += n;
+        return (x & ((uint64_t{2} << (8 * n - 1)) - 1)) >> n;
+    }
+    p += 9;
+    return loadLE64(p - 8);
+}
+
 // A varint column being read: while 9 bytes remain, one unchecked load per
 // varint; the column's tail takes the checked path.
 struct ColumnReader {
@@ -127,16 +139,8 @@ struct ColumnReader {
     bool ok = true;
 
     uint64_t next() {
-        if (end - p >= 9) [[likely]] {
-            const uint64_t x = loadLE64(p);
-            if (x & 0xff) [[likely]] {
-                const int n = __builtin_ctzll(x) + 1;  // 1..8 bytes
-                p += n;
-                return (x & ((uint64_t{2} << (8 * n - 1)) - 1)) >> n;
-            }
-            p += 9;
-            return loadLE64(p - 8);
-        }
+        if (end - p >= 9) [[likely]]
+            return readVarintUnchecked(p);
         return slow();
     }
 
@@ -334,89 +338,131 @@ struct PaletteEntry {
     uint32_t is_alloc;  // 1 for an alloc: it advances its lane's recent ring
 };
 
-// The per-event loop, one instantiation per coding so that Deltas chunks pay
-// nothing for the ring. Returns the first error, or null.
-template <EventCoding kCoding>
-const char* decodeColumns(ColumnReader (&col)[kColumnCount],
-                          const std::vector<PaletteEntry>& palette, const ContextMap& contexts,
-                          uint64_t unit, const EventLimits& limits, std::span<Event> out) {
-    constexpr bool kByRecent = kCoding == EventCoding::RecentAllocs;
-    std::vector<uint64_t> prev_address(contexts.ctxCount()), prev_size(contexts.ctxCount());
-    std::vector<uint32_t> prev_stack(contexts.ctxCount());
-    std::vector<uint64_t> prev_phase(contexts.laneCount());
-    std::vector<RecentAlloc> recent(kByRecent ? contexts.laneCount() * kRecentRing : 0);
-    std::vector<uint32_t> recent_head(kByRecent ? contexts.laneCount() : 0);
+// What an event is coded against: each context's previous address, size and
+// stack, each lane's previous phase and latest allocations, the previous time.
+struct DecodeState {
+    DecodeState(const ContextMap& contexts, bool by_recent)
+        : prev_address(contexts.ctxCount()),
+          prev_size(contexts.ctxCount()),
+          prev_stack(contexts.ctxCount()),
+          prev_phase(contexts.laneCount()),
+          recent(by_recent ? contexts.laneCount() * kRecentRing : 0),
+          recent_head(by_recent ? contexts.laneCount() : 0) {}
+    std::vector<uint64_t> prev_address, prev_size;
+    std::vector<uint32_t> prev_stack;
+    std::vector<uint64_t> prev_phase;
+    std::vector<RecentAlloc> recent;
+    std::vector<uint32_t> recent_head;
     uint64_t prev_time = 0;
-    const char* error = nullptr;
-    const uint64_t palette_size = palette.size();
+};
 
-    Event* events = out.data();
-    for (size_t i = 0; i < out.size(); ++i) {
-        const uint64_t tag = col[kTag].next();
+// The columns read without bound checks: the caller has made sure that every
+// event of the block leaves 9 readable bytes in every column. Local pointers,
+// so that they live in registers across the loop.
+struct UncheckedColumns {
+    const unsigned char* p[kColumnCount];
+    uint64_t next(int c) { return readVarintUnchecked(p[c]); }
+};
+
+struct CheckedColumns {
+    ColumnReader (&col)[kColumnCount];
+    uint64_t next(int c) { return col[c].next(); }
+};
+
+// At most this many bytes per event in each column (a varint is at most 9
+// bytes; address and size may add an escaped payload).
+constexpr int kMaxEventBytes[kColumnCount] = {9, 9, 18, 18, 9, 9};
+
+// Events [begin, end) of `out`. Choices that depend on the data (the address
+// and size modes, a repeated stack) are masks and selects, not branches: they
+// change from event to event, and a mispredicted branch costs more than the
+// rest of the event. Returns the first error, or null.
+template <EventCoding kCoding, class Columns>
+[[gnu::always_inline]] inline const char* decodeRange(Columns& col,
+                                                      const std::vector<PaletteEntry>& palette,
+                                                      uint64_t unit, const EventLimits& limits,
+                                                      DecodeState& st, Event* out, size_t begin,
+                                                      size_t end) {
+    constexpr bool kByRecent = kCoding == EventCoding::RecentAllocs;
+    constexpr int kAlignShift = 9;
+    static_assert(kAlign == uint64_t{1} << kAlignShift);
+    const uint64_t palette_size = palette.size();
+    uint64_t prev_time = st.prev_time;
+    const char* error = nullptr;
+    for (size_t i = begin; i < end; ++i) {
+        const uint64_t tag = col.next(kTag);
         if (tag >= palette_size) [[unlikely]] {
             error = "event palette index out of range";
             break;
         }
         const PaletteEntry& entry = palette[tag];
-        Event& e = events[i];
+        Event& e = out[i];
         e.kind = entry.kind;
         e.category = entry.category;
         e.device = entry.device;
         e.stream = entry.stream;
 
-        prev_time += static_cast<uint64_t>(unzigzag(col[kTime].next())) * unit;
+        prev_time += static_cast<uint64_t>(unzigzag(col.next(kTime))) * unit;
         e.time = static_cast<int64_t>(prev_time);
 
-        uint64_t& address = prev_address[entry.ctx];
-        uint64_t& size = prev_size[entry.ctx];
-        const uint64_t address_code = col[kAddress].next();
+        uint64_t address = st.prev_address[entry.ctx];
+        uint64_t size = st.prev_size[entry.ctx];
+        bool bad_address = false;
+        const uint64_t address_code = col.next(kAddress);
         if (address_code == 1) [[unlikely]] {
-            address += static_cast<uint64_t>(unzigzag(col[kAddress].next()));
+            address += static_cast<uint64_t>(unzigzag(col.next(kAddress)));
         } else if constexpr (!kByRecent) {
             const auto delta = static_cast<uint64_t>(unzigzag(address_code >> 1));
-            address += (address_code & 1) ? delta : delta * kAlign;
+            address += delta << ((address_code & 1) ? 0 : kAlignShift);
         } else {
             const uint64_t mode = address_code & 3;
-            const auto delta = static_cast<uint64_t>(unzigzag(address_code >> 2));
             const uint64_t k = address_code >> 2;
-            if (mode == 3 || (mode == 2 && k >= kRecentWindow)) [[unlikely]]
-                error = "bad address code";
+            const auto delta = static_cast<uint64_t>(unzigzag(k));
+            bad_address = (mode == 3) | ((mode == 2) & (k >= kRecentWindow));
             // Masked: a bad k has already failed the chunk, and must not read
             // outside the ring on the way.
             const RecentAlloc& named =
-                recent[size_t{entry.lane} * kRecentRing +
-                       ((recent_head[entry.lane] - 1 - static_cast<uint32_t>(k)) % kRecentRing)];
-            address = mode == 2 ? named.address : address + (mode == 1 ? delta : delta * kAlign);
-            size = mode == 2 ? named.size : size;
+                st.recent[size_t{entry.lane} * kRecentRing +
+                          ((st.recent_head[entry.lane] - 1 - static_cast<uint32_t>(k)) %
+                           kRecentRing)];
+            const uint64_t stepped = address + (delta << (mode == 1 ? 0 : kAlignShift));
+            const uint64_t by_name = 0 - uint64_t{mode == 2};
+            address = (named.address & by_name) | (stepped & ~by_name);
+            size = (named.size & by_name) | (size & ~by_name);
         }
+        st.prev_address[entry.ctx] = address;
         e.address = address;
 
-        const uint64_t size_code = col[kSize].next();
-        const uint64_t mode = size_code & 3;
-        if (mode == 3) [[unlikely]] {
-            if (size_code != 3) error = "bad size code";
-            size = col[kSize].next();
+        bool bad_size = false;
+        const uint64_t size_code = col.next(kSize);
+        const uint64_t size_mode = size_code & 3;
+        if (size_mode == 3) [[unlikely]] {
+            bad_size = size_code != 3;
+            size = col.next(kSize);
         } else {
-            const uint64_t value = mode == 1 ? (size_code >> 2) * kAlign : size_code >> 2;
-            if (mode == 0 && size_code != 0) [[unlikely]]
-                error = "bad size code";
-            size = mode == 0 ? size : value;
+            const uint64_t value = (size_code >> 2) << (size_mode == 1 ? kAlignShift : 0);
+            bad_size = (size_mode == 0) & (size_code != 0);
+            const uint64_t coded = 0 - uint64_t{size_mode != 0};
+            size = (value & coded) | (size & ~coded);
         }
+        st.prev_size[entry.ctx] = size;
         e.size = size;
 
-        uint32_t& stack = prev_stack[entry.ctx];
-        const uint64_t stack_code = col[kStack].next();
+        const uint64_t stack_code = col.next(kStack);
         if (stack_code > limits.stack_count) [[unlikely]] {
             error = "event refers to an unknown stack";
             break;
         }
-        stack = stack_code == 0 ? stack : static_cast<uint32_t>(stack_code - 1);
+        const uint32_t previous_stack = st.prev_stack[entry.ctx];
+        const uint32_t stack =
+            stack_code == 0 ? previous_stack : static_cast<uint32_t>(stack_code - 1);
+        st.prev_stack[entry.ctx] = stack;
         e.stack = StackId(stack);
 
         // Unsigned so that a hostile delta wraps instead of overflowing; a
         // negative phase becomes huge and fails the same check.
-        uint64_t& phase = prev_phase[entry.lane];
-        phase += static_cast<uint64_t>(unzigzag(col[kPhase].next()));
+        uint64_t& phase = st.prev_phase[entry.lane];
+        phase += static_cast<uint64_t>(unzigzag(col.next(kPhase)));
         if (phase > limits.phase_count) [[unlikely]] {
             error = "event refers to an unknown phase";
             break;
@@ -426,14 +472,44 @@ const char* decodeColumns(ColumnReader (&col)[kColumnCount],
         if constexpr (kByRecent) {
             // Every event is written at head, which only an alloc moves past:
             // the slot at head is beyond the reach of any reference.
-            uint32_t& head = recent_head[entry.lane];
-            recent[size_t{entry.lane} * kRecentRing + head % kRecentRing] = {address, size};
+            uint32_t& head = st.recent_head[entry.lane];
+            st.recent[size_t{entry.lane} * kRecentRing + head % kRecentRing] = {address, size};
             head += entry.is_alloc;
         }
-        if (error) [[unlikely]]
+        if (bad_address | bad_size) [[unlikely]] {
+            error = bad_size ? "bad size code" : "bad address code";
             break;
+        }
     }
+    st.prev_time = prev_time;
     return error;
+}
+
+// The whole chunk: blocks of events that cannot run past any column's end
+// are read without bound checks, the last few events of the chunk with them.
+template <EventCoding kCoding>
+const char* decodeColumns(ColumnReader (&col)[kColumnCount],
+                          const std::vector<PaletteEntry>& palette, const ContextMap& contexts,
+                          uint64_t unit, const EventLimits& limits, std::span<Event> out) {
+    DecodeState st(contexts, kCoding == EventCoding::RecentAllocs);
+    size_t done = 0;
+    for (;;) {
+        size_t block = out.size() - done;
+        for (int c = 0; c < kColumnCount; ++c) {
+            const auto left = static_cast<size_t>(col[c].end - col[c].p);
+            block = std::min(block, left < 9 ? 0 : (left - 9) / size_t(kMaxEventBytes[c]));
+        }
+        if (block < 16) break;  // the tail, checked
+        UncheckedColumns fast;
+        for (int c = 0; c < kColumnCount; ++c) fast.p[c] = col[c].p;
+        const char* error =
+            decodeRange<kCoding>(fast, palette, unit, limits, st, out.data(), done, done + block);
+        for (int c = 0; c < kColumnCount; ++c) col[c].p = fast.p[c];
+        if (error) return error;
+        done += block;
+    }
+    CheckedColumns checked{col};
+    return decodeRange<kCoding>(checked, palette, unit, limits, st, out.data(), done, out.size());
 }
 
 }  // namespace

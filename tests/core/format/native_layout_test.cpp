@@ -186,3 +186,82 @@ TEST(NativeFormat, DevicesBelowTheHostStopTheRead) {
     EXPECT_TRUE(t->events.empty());
     EXPECT_NE(report.problem.find("device out of range"), std::string::npos) << report.problem;
 }
+
+// A chunk long enough that most events are read in unchecked blocks: an
+// error in the middle of a block (not in the checked tail) must stop the read
+// with its own message, and a clean chunk decodes to the documented events.
+TEST(NativeFormat, ErrorsInsideALongChunkStopTheRead) {
+    constexpr size_t kEvents = 2000, kBad = 1001;  // kBad: a free, deep inside a block
+    enum Fault { kNone, kReservedMode, kPastWindow, kSizeMode, kSizeEscape, kStack, kPhase, kTag };
+    const auto payload = [&](Fault fault) {
+        std::vector<uint8_t> tag, time, address, size, stack, phase;
+        const auto put = [](std::vector<uint8_t>& col, uint64_t v) {
+            const std::vector<uint8_t> b = pv(v);
+            col.insert(col.end(), b.begin(), b.end());
+        };
+        for (size_t i = 0; i < kEvents; ++i) {
+            const bool alloc = i % 2 == 0;
+            const bool bad = i == kBad;
+            put(tag, bad && fault == kTag ? 7 : alloc ? 0 : 1);
+            put(time, 2);  // +1
+            if (alloc)
+                put(address, uint64_t{2} << 2);  // +1 * 512 (zigzag 2), mode 0
+            else if (bad && fault == kReservedMode)
+                put(address, 3);
+            else if (bad && fault == kPastWindow)
+                put(address, uint64_t{16} << 2 | 2);
+            else
+                put(address, 0 << 2 | 2);  // the newest alloc
+            if (bad && fault == kSizeMode) {
+                put(size, 4);  // mode 0 with a payload
+            } else if (bad && fault == kSizeEscape) {
+                put(size, 7);  // escape mode, but not the escape code
+                put(size, 99);
+            } else {
+                put(size, alloc ? uint64_t{(i % 7) + 1} << 2 | 1 : 0);
+            }
+            put(stack, bad && fault == kStack ? 5 : 0);
+            put(phase, bad && fault == kPhase ? 2 : 0);
+        }
+        const auto column = [](const std::vector<uint8_t>& bytes) {
+            return cat({pv(bytes.size()), bytes});
+        };
+        return cat({cat({pv(0), pv(kEvents), pv(1)}),
+                    cat({pv(2), {0, 0}, pv(0), pv(0), {1, 0}, pv(0), pv(0)}), column(tag),
+                    column(time), column(address), column(size), column(stack), column(phase)});
+    };
+    NativeReadReport report;
+    {
+        Bytes file = fileHeader(1, 4);
+        appendChunk(file, 10, kEvents, payload(kNone), /*flags=*/2);
+        auto t = readBytes(file, file.size(), &report);
+        ASSERT_TRUE(t) << t.message();
+        EXPECT_EQ(report.problem, "");
+        ASSERT_EQ(t->events.size(), kEvents);
+        for (size_t i = 0; i < kEvents; ++i) {
+            const Event& e = t->events[i];
+            const uint64_t address = 512 * (i / 2 + 1), size = 512 * ((i - i % 2) % 7 + 1);
+            ASSERT_EQ(e.time, int64_t(i + 1)) << i;
+            ASSERT_EQ(e.address, address) << i;  // a free names its alloc
+            ASSERT_EQ(e.size, size) << i;
+            ASSERT_EQ(e.kind, i % 2 ? EventKind::FreeRequested : EventKind::Alloc) << i;
+        }
+    }
+    const std::pair<Fault, const char*> faults[] = {
+        {kReservedMode, "bad address code"},
+        {kPastWindow, "bad address code"},
+        {kSizeMode, "bad size code"},
+        {kSizeEscape, "bad size code"},
+        {kStack, "unknown stack"},
+        {kPhase, "unknown phase"},
+        {kTag, "palette index out of range"},
+    };
+    for (const auto& [fault, message] : faults) {
+        Bytes file = fileHeader(1, 4);
+        appendChunk(file, 10, kEvents, payload(fault), /*flags=*/2);
+        auto t = readBytes(file, file.size(), &report);
+        ASSERT_TRUE(t) << t.message();
+        EXPECT_TRUE(t->events.empty()) << message;
+        EXPECT_NE(report.problem.find(message), std::string::npos) << report.problem;
+    }
+}

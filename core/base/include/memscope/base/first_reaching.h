@@ -1,6 +1,6 @@
 #pragma once
 // "The first item at or after position k whose end reaches x", over items in
-// start order (phases of one strip row, allocations by start): an implicit
+// start order (the phases of one row of the GUI's phase strip): an implicit
 // max tree over their ends, so the query is O(log n) from any position.
 // A view zoomed out over 180,000 phases asks it once per painted pixel and
 // steps over the phases that would fall under pixels already painted,

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <random>
+#include <thread>
 
 #include "memscope/builtin_plugins.h"
 #include "memscope/open/plugin_registry.h"
@@ -264,6 +266,43 @@ TEST(NativeFormat, ProgressAndCancel) {
     ASSERT_TRUE(readNativeTrace(dir.file("c"), progress));
     EXPECT_EQ(last_total, fs::file_size(dir.file("c")));
     EXPECT_EQ(last_done, last_total);
+}
+
+// The parallel path constructs the events array on a second thread while it
+// scans, then decodes on both: a cancel at any moment (during the scan, while
+// the array is built, while chunks decode) ends the read as cancelled or lets
+// it finish whole, never half, and never leaves a thread waiting.
+TEST(NativeFormat, LargeFilesCancelAtAnyMoment) {
+    Trace big;
+    for (uint64_t i = 0; i < 600000; ++i)
+        big.events.push_back(makeEvent(int64_t(i) * 1000,
+                                       i % 2 ? EventKind::FreeCompleted : EventKind::Alloc,
+                                       0x7f0000000000ull + (i / 2 % 977) * 512, 512, StackId(),
+                                       PhaseId(), 0, 0, Category::Activation));
+    TempDir dir;
+    ASSERT_TRUE(writeNativeTrace(big, dir.file("big"), {.events_per_chunk = 4096}));
+    // From another thread, at moments spread over a read (about 15 ms here).
+    int cancelled = 0, whole = 0;
+    for (int delay_us = 0; delay_us < 40000; delay_us += 2000) {
+        std::atomic<bool> cancel{false};
+        TaskContext ctx;
+        ctx.cancel = &cancel;
+        std::thread canceller([&] {
+            std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+            cancel = true;
+        });
+        auto t = readNativeTrace(dir.file("big"), ctx);
+        canceller.join();
+        if (t) {
+            ++whole;
+            ASSERT_EQ(t->events.size(), big.events.size()) << "after " << delay_us << " us";
+            expectSameEvents(big.events, t->events, big.events.size());
+        } else {
+            ++cancelled;
+            EXPECT_NE(t.message().find("cancelled"), std::string::npos) << t.message();
+        }
+    }
+    EXPECT_GT(cancelled, 0);
 }
 
 TEST(NativePlugin, FoundByProbingAndReportsLoss) {

@@ -566,7 +566,7 @@ void TimelinePlot::applyPalette() {
     applyPlotPalette(plot_, pal);
     // One pixel, cosmetic and aliased: the raster engine's fast line path
     // takes only pens at most a pixel wide. At 1.5 px every frame stroked the
-    // step line as polygons, a tenth of a zoomed-out frame.
+    // step line as polygons, a tenth of the frames' profile samples.
     QPen reservedPen(reservedColor(pal), 1);
     reservedPen.setCosmetic(true);
     p_->reserved->setPen(reservedPen);

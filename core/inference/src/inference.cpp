@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "category_inference.h"
+#include "memscope/base/address_map.h"
 #include "memscope/base/parallel_for.h"
 #include "memscope/model/phases.h"
 #include "memscope/timeline/events_by_device.h"
@@ -33,24 +33,23 @@ Lifetimes pairLifetimes(const Trace& trace, const std::vector<std::vector<uint64
     Lifetimes out;
     out.free_of.assign(trace.events.size(), kNoEvent);
     out.ghost_free.assign(trace.events.size(), 0);
-    std::unordered_map<uint64_t, uint64_t> open;
+    AddressMap<uint64_t> open;
     for (const auto& order : orders) {
         open.clear();
         for (uint64_t ti : order) {
             const Event& e = trace.events[ti];
             if (e.kind == EventKind::Alloc) {
-                open[e.address] = ti;
+                open.put(e.address, ti);
             } else if (e.kind == EventKind::FreeCompleted) {
-                if (auto it = open.find(e.address); it != open.end()) {
-                    out.free_of[it->second] = ti;
-                    open.erase(it);
-                } else {
+                if (uint64_t alloc; open.take(e.address, alloc))
+                    out.free_of[alloc] = ti;
+                else
                     out.ghost_free[ti] = 1;
-                }
             }
         }
-        for (const auto& [address, ti] : open)
+        open.forEach([&](uint64_t address, uint64_t ti) {
             out.open_at_end.insert(deviceKey(trace.events[ti].device, address));
+        });
     }
     return out;
 }

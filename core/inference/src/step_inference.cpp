@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <memory>
+#include <span>
 
+#include "memscope/base/parallel_for.h"
 #include "memscope/model/phases.h"
 #include "memscope/timeline/timeline.h"
 #include "training_activity.h"
@@ -36,23 +39,77 @@ struct KeyAt {
     bool operator<(const KeyAt& o) const { return key != o.key ? key < o.key : at < o.at; }
 };
 
-// Sorts by (key, at) as std::sort would, in two passes over the keys and a
-// sort of each small bucket: the hashes are uniform, so 65,536 buckets by the
-// top 16 bits hold a few dozen keys each, sorted in cache. The plain sort of a
-// 1 GB snapshot's 4.5 M windows was the largest part of inference.
-void sortKeys(std::vector<KeyAt>& keys) {
-    constexpr int kBits = 16;
-    std::vector<uint32_t> start((size_t(1) << kBits) + 1, 0);
-    for (const KeyAt& k : keys) ++start[(k.key >> (64 - kBits)) + 1];
-    for (size_t b = 1; b < start.size(); ++b) start[b] += start[b - 1];
-    std::vector<KeyAt> sorted(keys.size());
-    std::vector<uint32_t> next(start.begin(), start.end() - 1);
-    for (const KeyAt& k : keys) sorted[next[k.key >> (64 - kBits)]++] = k;
-    for (size_t b = 0; b + 1 < start.size(); ++b)
-        if (start[b + 1] - start[b] > 1)
-            std::sort(sorted.begin() + start[b], sorted.begin() + start[b + 1]);
-    keys = std::move(sorted);
+// The key of every window of kWindow events, by position: the rolling hash
+// of their tokens. A window's key depends on its own events only (the
+// rolling update is exact in modular arithmetic), so the positions are cut
+// into one range per thread, each starting its own hash.
+std::unique_ptr<KeyAt[]> windowKeys(const Trace& trace, const std::vector<uint64_t>& order,
+                                    size_t windows, unsigned threads) {
+    uint64_t top = 1;
+    for (size_t j = 1; j < kWindow; ++j) top *= kPrime;
+    // Not value-initialized: every key is written below, on the threads
+    // that then own their pages.
+    std::unique_ptr<KeyAt[]> keys(new KeyAt[windows]);
+    parallelFor(threads, threads, [&](size_t part) {
+        const size_t begin = windows * part / threads, end = windows * (part + 1) / threads;
+        uint64_t h = 0;
+        uint64_t tokens[kWindow] = {};
+        for (size_t i = begin; i < end + kWindow - 1; ++i) {
+            const uint64_t t = token(trace.events[order[i]]);
+            if (i >= begin + kWindow) h -= tokens[i % kWindow] * top;
+            tokens[i % kWindow] = t;
+            h = h * kPrime + t;
+            if (i + 1 >= begin + kWindow) keys[i + 1 - kWindow] = {h, uint32_t(i + 1 - kWindow)};
+        }
+    });
+    return keys;
 }
+
+// Sorts by (key, at) as std::sort would: the keys are scattered into 65,536
+// buckets by their top 16 bits (the hashes are uniform, so each holds a few
+// dozen) and each bucket is sorted in cache. Every step runs on `threads`
+// threads: a range of the keys each for the counting and the scatter (each
+// thread's share of a bucket follows the earlier threads', so the scatter
+// keeps position order), a range of buckets each for the sorts. The
+// single-threaded sort of a 1 GB snapshot's 4.5 M windows was the longest
+// part of inference, while the other core had finished pairing lifetimes.
+std::unique_ptr<KeyAt[]> sortedKeys(const KeyAt* keys, size_t n, unsigned threads) {
+    constexpr int kBits = 16;
+    constexpr size_t kBuckets = size_t(1) << kBits;
+    const auto bucketOf = [](const KeyAt& k) { return size_t(k.key >> (64 - kBits)); };
+    std::vector<std::vector<uint32_t>> counts(threads, std::vector<uint32_t>(kBuckets, 0));
+    parallelFor(threads, threads, [&](size_t part) {
+        for (size_t i = n * part / threads; i < n * (part + 1) / threads; ++i)
+            ++counts[part][bucketOf(keys[i])];
+    });
+    // counts[part][b] becomes where that thread's keys of bucket b go.
+    std::vector<uint32_t> bucket_start(kBuckets + 1, 0);
+    uint32_t at = 0;
+    for (size_t b = 0; b < kBuckets; ++b) {
+        bucket_start[b] = at;
+        for (unsigned part = 0; part < threads; ++part) {
+            const uint32_t c = counts[part][b];
+            counts[part][b] = at;
+            at += c;
+        }
+    }
+    bucket_start[kBuckets] = at;
+    std::unique_ptr<KeyAt[]> sorted(new KeyAt[n]);
+    parallelFor(threads, threads, [&](size_t part) {
+        std::vector<uint32_t>& next = counts[part];
+        for (size_t i = n * part / threads; i < n * (part + 1) / threads; ++i)
+            sorted[next[bucketOf(keys[i])]++] = keys[i];
+    });
+    parallelFor(threads, threads, [&](size_t part) {
+        for (size_t b = kBuckets * part / threads; b < kBuckets * (part + 1) / threads; ++b)
+            if (bucket_start[b + 1] - bucket_start[b] > 1)
+                std::sort(sorted.get() + bucket_start[b], sorted.get() + bucket_start[b + 1]);
+    });
+    return sorted;
+}
+
+// Below this many windows one thread does it faster than two start.
+constexpr size_t kParallelWindows = size_t(1) << 18;
 
 }  // namespace
 
@@ -60,28 +117,14 @@ std::vector<Window> findRepeatedSteps(const Trace& trace, const std::vector<uint
                                       const TaskContext& ctx) {
     const size_t n = order.size();
     if (n < 4 * kWindow || n > UINT32_MAX) return {};
-    // Rolling hash of each window of kWindow events.
-    uint64_t top = 1;
-    for (size_t j = 1; j < kWindow; ++j) top *= kPrime;
-    std::vector<KeyAt> keys;
-    keys.reserve(n - kWindow + 1);
-    std::vector<uint64_t> key_at;  // by position, for scoring a segmentation
-    key_at.reserve(n - kWindow + 1);
-    uint64_t h = 0;
-    std::vector<uint64_t> tokens(kWindow);
-    for (size_t i = 0; i < n; ++i) {
-        const uint64_t t = token(trace.events[order[i]]);
-        if (i >= kWindow) h -= tokens[i % kWindow] * top;
-        tokens[i % kWindow] = t;
-        h = h * kPrime + t;
-        if (i + 1 >= kWindow) {
-            keys.push_back({h, uint32_t(i + 1 - kWindow)});
-            key_at.push_back(h);
-        }
-    }
+    const size_t windows = n - kWindow + 1;
+    const unsigned threads = windows >= kParallelWindows ? std::min(hardwareThreads(), 8u) : 1;
+    // By position, for scoring a segmentation; sorted by key, for grouping.
+    const std::unique_ptr<KeyAt[]> key_at = windowKeys(trace, order, windows, threads);
     if (ctx.cancelled()) return {};
-    sortKeys(keys);
+    const std::unique_ptr<KeyAt[]> sorted = sortedKeys(key_at.get(), windows, threads);
     if (ctx.cancelled()) return {};
+    const std::span<const KeyAt> keys(sorted.get(), windows);
 
     // Keys that recur evenly across most of the trace, grouped by how often.
     struct Group {
@@ -138,8 +181,8 @@ std::vector<Window> findRepeatedSteps(const Trace& trace, const std::vector<uint
         size_t matched = 0;
         for (size_t k = 0; k + 1 < steps.size(); ++k) {
             const size_t shift = steps[k + 1].begin - steps[k].begin;
-            for (size_t p = steps[k].begin; p < steps[k].end && p + shift < key_at.size(); ++p)
-                matched += key_at[p] == key_at[p + shift];
+            for (size_t p = steps[k].begin; p < steps[k].end && p + shift < windows; ++p)
+                matched += key_at[p].key == key_at[p + shift].key;
         }
         return matched;
     };

@@ -4,21 +4,37 @@
 
 namespace memscope::detail {
 
+// Counted first, then filled into vectors of their final size: grown by
+// push_back, the indexes of a 1 GB snapshot's 4.6 million events touched
+// twice their size in fresh pages and were copied a dozen times. Whether a
+// device's events are already in time order (nearly always) is noted on the
+// way, instead of in a second pass over the events.
 std::vector<std::vector<uint64_t>> eventsByDevice(const Trace& trace,
                                                   const std::vector<int16_t>& devices) {
     std::vector<int> slot(size_t(1) << 16, -1);
     for (size_t i = 0; i < devices.size(); ++i) slot[size_t(uint16_t(devices[i]))] = int(i);
-    std::vector<std::vector<uint64_t>> out(devices.size());
-    for (uint64_t i = 0; i < trace.events.size(); ++i) {
-        const int s = slot[size_t(uint16_t(trace.events[i].device))];
-        if (s >= 0) out[size_t(s)].push_back(i);
+    std::vector<size_t> counts(devices.size(), 0);
+    for (const Event& e : trace.events) {
+        const int s = slot[size_t(uint16_t(e.device))];
+        if (s >= 0) ++counts[size_t(s)];
     }
-    for (auto& indexes : out) {
-        auto byTime = [&](uint64_t a, uint64_t b) {
+    std::vector<std::vector<uint64_t>> out(devices.size());
+    for (size_t d = 0; d < devices.size(); ++d) out[d].reserve(counts[d]);
+    std::vector<int64_t> last(devices.size(), INT64_MIN);
+    std::vector<char> in_order(devices.size(), 1);
+    for (uint64_t i = 0; i < trace.events.size(); ++i) {
+        const Event& e = trace.events[i];
+        const int s = slot[size_t(uint16_t(e.device))];
+        if (s < 0) continue;
+        out[size_t(s)].push_back(i);
+        in_order[size_t(s)] &= e.time >= last[size_t(s)];
+        last[size_t(s)] = e.time;
+    }
+    for (size_t d = 0; d < devices.size(); ++d) {
+        if (in_order[d]) continue;
+        std::stable_sort(out[d].begin(), out[d].end(), [&](uint64_t a, uint64_t b) {
             return trace.events[a].time < trace.events[b].time;
-        };
-        if (!std::is_sorted(indexes.begin(), indexes.end(), byTime))
-            std::stable_sort(indexes.begin(), indexes.end(), byTime);
+        });
     }
     return out;
 }

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "memscope/base/address_map.h"
 #include "memscope/timeline/events_by_device.h"
 #include "phase_peak_tracker.h"
 #include "saturating.h"
@@ -115,7 +116,7 @@ private:
                     addSat(live, clampSize(e.size));
                     addSat(byCat[index(cat)], clampSize(e.size));
                     // A second alloc at a live address replaces it, as memory_viz does.
-                    open_[e.address] = uint32_t(allocs_.size());
+                    open_.put(e.address, uint32_t(allocs_.size()));
                     allocs_.push_back(AllocationInterval{e.time, tl_.end, e.address, e.size, ti,
                                                          kNoEvent, e.stack, e.phase, cat,
                                                          inferred});
@@ -128,14 +129,13 @@ private:
                 case EventKind::FreeCompleted: {
                     Category cat = trace_.categoryOf(ti);
                     int64_t size = clampSize(e.size);
-                    if (auto it = open_.find(e.address); it != open_.end()) {
-                        AllocationInterval& a = allocs_[it->second];
+                    if (uint32_t at; open_.take(e.address, at)) {
+                        AllocationInterval& a = allocs_[at];
                         a.end = e.time;
                         a.free_event = ti;
-                        allocSpans_[it->second].freed = int64_t(local);
+                        allocSpans_[at].freed = int64_t(local);
                         cat = a.category;
                         size = clampSize(a.size);
-                        open_.erase(it);
                     } else {
                         const bool inferred = trace_.categoryInferred(ti);
                         ghosts_.push_back(AllocationInterval{tl_.start, e.time, e.address, e.size,
@@ -182,7 +182,7 @@ private:
                 const size_t bi = size_t(s.first_block) + k;
                 if (bi >= state.blocks.size()) break;
                 const Block& b = state.blocks[bi];
-                if (b.state != BlockState::ActiveAllocated || open_.count(b.address)) continue;
+                if (b.state != BlockState::ActiveAllocated || open_.contains(b.address)) continue;
                 const bool guessed =
                     bi < inferred.size() && inferred[bi].rule != CategoryRule::Recorded;
                 const Category cat = guessed ? inferred[bi].category : Category::Unknown;
@@ -284,7 +284,7 @@ private:
     const Trace& trace_;
     const TimelineOptions& options_;
     DeviceTimeline tl_;
-    std::unordered_map<uint64_t, uint32_t> open_;  // address -> index into allocs_
+    AddressMap<uint32_t> open_;  // address -> index into allocs_
     std::vector<AllocationInterval> allocs_;
     std::vector<AllocationInterval> ghosts_;
     std::array<int64_t, kCategoryCount> initialByCat_{};

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -93,6 +94,41 @@ TEST(Inference, FindsTheStepsOfARepeatingLoopAndMarksThemInferred) {
     EXPECT_EQ(kinds[size_t(PhaseKind::Backward)], 4);
     EXPECT_EQ(kinds[size_t(PhaseKind::Optimizer)], 4);
     EXPECT_EQ(stepSource(l.trace), StepSource::Inferred);
+}
+
+// 40 steps of 600 layers: 390,000 events, past the size at which the search
+// for repetition hashes and sorts its windows on every core. Each step must
+// still come out whole: one input allocated in each, and every step between
+// the first (which creates the optimizer state) and the last (which ends at
+// the trace's end) as long as the next.
+TEST(Inference, FindsTheStepsOfALongLoopOnEveryCore) {
+    constexpr int kSteps = 40;
+    Loop l = trainingLoop(kSteps, 600);
+    ASSERT_GT(l.trace.events.size(), 300000u);
+    const InferenceReport r = inferMissingLabels(l.trace);
+    EXPECT_EQ(r.steps, size_t(kSteps));
+    std::vector<const Phase*> steps;
+    for (const Phase& p : l.trace.phases)
+        if (p.kind == PhaseKind::Step) steps.push_back(&p);
+    ASSERT_EQ(steps.size(), size_t(kSteps));
+    std::sort(steps.begin(), steps.end(),
+              [](const Phase* a, const Phase* b) { return a->start < b->start; });
+    std::vector<int64_t> inputs;
+    for (size_t i = 0; i < l.trace.events.size(); ++i)
+        if (l.truth[i] == Category::Input && l.trace.events[i].kind == EventKind::Alloc)
+            inputs.push_back(l.trace.events[i].time);
+    ASSERT_EQ(inputs.size(), size_t(kSteps));
+    for (size_t k = 0; k < steps.size(); ++k) {
+        EXPECT_TRUE(steps[k]->inferred);
+        const auto in = std::count_if(inputs.begin(), inputs.end(), [&](int64_t t) {
+            return t >= steps[k]->start && t < steps[k]->end;
+        });
+        EXPECT_EQ(in, 1) << "step " << k;
+        if (k >= 1 && k + 2 < steps.size()) {
+            EXPECT_EQ(steps[k]->end - steps[k]->start, steps[k + 1]->end - steps[k + 1]->start)
+                << "step " << k;
+        }
+    }
 }
 
 TEST(Inference, LabelsTheLoopsAllocationsByTheirLifetimes) {

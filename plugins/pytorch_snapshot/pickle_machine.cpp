@@ -375,7 +375,7 @@ Result<Value> Machine::run(const TaskContext& ctx, const std::function<void(uint
             if (ctx.cancelled()) return cancelledError();
             ctx.report(pos_, size_);
             if (consumed) consumed(pos_);
-            reserveProjected(memo_, pos_, size_, limits_.max_memo);
+            reserveProjected(memo_, pos_, size_, limits_.max_memo, &memo_warmer_);
             handler_.onProgress(pos_, size_);
             next_report = pos_ + kReportEvery;
         }

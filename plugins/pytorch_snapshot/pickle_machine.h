@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "memo_run_cache.h"
+#include "memscope/base/page_warmer.h"
 #include "memscope/base/result.h"
 #include "memscope/open/plugin.h"
 #include "pickle_value.h"
@@ -152,6 +153,7 @@ private:
     ValueStack stack_;
     std::vector<size_t> marks_;
     std::vector<Value> memo_;
+    PageWarmer memo_warmer_;  // declared after memo_: stops before it is freed
     std::vector<Container> containers_;
     std::vector<uint32_t> free_;
     uint64_t live_containers_ = 0;

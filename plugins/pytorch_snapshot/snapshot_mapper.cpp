@@ -345,7 +345,7 @@ bool SnapshotMapper::onPlainBatch(Machine& m, uint32_t list, std::span<const Val
 void SnapshotMapper::onProgress(uint64_t reached, uint64_t total) {
     // An entry is at least a dozen bytes of pickle.
     const uint64_t cap = total / 12 + 1024;
-    pickle::reserveProjected(trace_.events, reached, total, cap);
+    pickle::reserveProjected(trace_.events, reached, total, cap, &events_warmer_);
     pickle::reserveProjected(has_time_, reached, total, cap);
 }
 
@@ -851,6 +851,7 @@ void SnapshotMapper::finishEvents() {
 
 Result<void> SnapshotMapper::finish(Machine& m, const Value& root, const TaskContext& ctx) {
     ctx_ = &ctx;
+    events_warmer_.stop();  // the stream is read: what it filled is faulted in
     if (ctx.cancelled()) return cancelledError();
     Container* r = m.deref(root);
     if (!r || r->kind == Kind::Tuple || r->kind == Kind::Set)

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "deferred_stacks.h"
+#include "memscope/base/page_warmer.h"
 #include "memscope/base/task_context.h"
 #include "memscope/model/trace.h"
 #include "module_annotations.h"
@@ -85,6 +86,7 @@ private:
     std::vector<uint32_t> pending_release_;
     std::vector<FrameId> frame_buf_;
     std::vector<uint8_t> has_time_;         // per event: time_us was present
+    PageWarmer events_warmer_;              // ahead of trace_.events' writer
     std::vector<ModuleMark> module_marks_;  // external_annotations of module scopes
     uint64_t events_without_time_ = 0;
     uint64_t events_with_time_ = 0;

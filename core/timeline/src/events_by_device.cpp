@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "memscope/base/page_warmer.h"
+
 namespace memscope::detail {
 
 // Counted first, then filled into vectors of their final size: grown by
@@ -19,7 +21,13 @@ std::vector<std::vector<uint64_t>> eventsByDevice(const Trace& trace,
         if (s >= 0) ++counts[size_t(s)];
     }
     std::vector<std::vector<uint64_t>> out(devices.size());
-    for (size_t d = 0; d < devices.size(); ++d) out[d].reserve(counts[d]);
+    std::vector<std::span<const std::byte>> room;
+    for (size_t d = 0; d < devices.size(); ++d) {
+        out[d].reserve(counts[d]);
+        room.push_back(PageWarmer::unfilled(out[d], counts[d]));
+    }
+    PageWarmer warmer;  // faults the indexes' pages in on another core
+    warmer.warm(std::move(room));
     std::vector<int64_t> last(devices.size(), INT64_MIN);
     std::vector<char> in_order(devices.size(), 1);
     for (uint64_t i = 0; i < trace.events.size(); ++i) {
@@ -30,6 +38,7 @@ std::vector<std::vector<uint64_t>> eventsByDevice(const Trace& trace,
         in_order[size_t(s)] &= e.time >= last[size_t(s)];
         last[size_t(s)] = e.time;
     }
+    warmer.stop();
     for (size_t d = 0; d < devices.size(); ++d) {
         if (in_order[d]) continue;
         std::stable_sort(out[d].begin(), out[d].end(), [&](uint64_t a, uint64_t b) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "memscope/base/page_warmer.h"
 #include "saturating.h"
 
 namespace memscope {
@@ -17,6 +18,11 @@ constexpr size_t kFan = 8;
 void StepSeries::reserve(size_t n) {
     x_.reserve(n);
     y_.reserve(n);
+}
+
+void StepSeries::unfilled(std::vector<std::span<const std::byte>>& out) const {
+    out.push_back(PageWarmer::unfilled(x_, x_.capacity()));
+    out.push_back(PageWarmer::unfilled(y_, y_.capacity()));
 }
 
 void StepSeries::shiftBefore(int64_t by) {

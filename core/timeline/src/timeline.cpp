@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "memscope/base/address_map.h"
+#include "memscope/base/page_warmer.h"
 #include "memscope/timeline/events_by_device.h"
 #include "phase_peak_tracker.h"
 #include "saturating.h"
@@ -87,6 +88,13 @@ private:
         // A free counts in its alloc's category; a ghost's free may not.
         for (int c = 0; c < kCategoryCount; ++c)
             tl_.live_by_category[c].reserve(2 * by_cat[c] + (by_cat[c] ? frees / 16 : 0));
+        // Faulted in on the other core while the walk fills them; the
+        // ghosts' slack is left out (most traces have none).
+        std::vector<std::span<const std::byte>> room{
+            PageWarmer::unfilled(allocs_, allocs), PageWarmer::unfilled(allocSpans_, allocs)};
+        tl_.live.unfilled(room);
+        for (const StepSeries& s : tl_.live_by_category) s.unfilled(room);
+        warmer_.warm(std::move(room));
     }
 
     // One pass: pair allocs with frees by address, record relative values (the
@@ -169,6 +177,7 @@ private:
             }
         }
         reservedDelta_ = reservedDelta;
+        warmer_.stop();  // before the merge moves allocs_
     }
 
     // Blocks active at the end that the trace never allocated were live all along.
@@ -302,6 +311,7 @@ private:
     int64_t peakLocal_ = -1;
     int64_t reservedDelta_ = 0;
     detail::PhasePeakTracker tracker_;
+    PageWarmer warmer_;  // last: stops before the vectors it warms are freed
 };
 
 }  // namespace

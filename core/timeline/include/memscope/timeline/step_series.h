@@ -2,6 +2,7 @@
 // A step function sampled at change points (x ascending), and the one tested
 // level-of-detail reduction every view draws from.
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -20,6 +21,8 @@ public:
     int64_t initial = 0;
 
     void reserve(size_t n);
+    // The reserved room not appended to yet, for a PageWarmer.
+    void unfilled(std::vector<std::span<const std::byte>>& out) const;
     void append(int64_t x, int64_t y);  // x must not decrease
     // Adds `by` to `initial` and every y, saturating; before finalize().
     void shiftBefore(int64_t by);

@@ -43,13 +43,13 @@ struct KeyAt {
 // of their tokens. A window's key depends on its own events only (the
 // rolling update is exact in modular arithmetic), so the positions are cut
 // into one range per thread, each starting its own hash.
-std::unique_ptr<KeyAt[]> windowKeys(const Trace& trace, const std::vector<uint64_t>& order,
-                                    size_t windows, unsigned threads) {
+std::unique_ptr<uint64_t[]> windowKeys(const Trace& trace, const std::vector<uint64_t>& order,
+                                       size_t windows, unsigned threads) {
     uint64_t top = 1;
     for (size_t j = 1; j < kWindow; ++j) top *= kPrime;
     // Not value-initialized: every key is written below, on the threads
     // that then own their pages.
-    std::unique_ptr<KeyAt[]> keys(new KeyAt[windows]);
+    std::unique_ptr<uint64_t[]> keys(new uint64_t[windows]);
     parallelFor(threads, threads, [&](size_t part) {
         const size_t begin = windows * part / threads, end = windows * (part + 1) / threads;
         uint64_t h = 0;
@@ -59,24 +59,24 @@ std::unique_ptr<KeyAt[]> windowKeys(const Trace& trace, const std::vector<uint64
             if (i >= begin + kWindow) h -= tokens[i % kWindow] * top;
             tokens[i % kWindow] = t;
             h = h * kPrime + t;
-            if (i + 1 >= begin + kWindow) keys[i + 1 - kWindow] = {h, uint32_t(i + 1 - kWindow)};
+            if (i + 1 >= begin + kWindow) keys[i + 1 - kWindow] = h;
         }
     });
     return keys;
 }
 
-// Sorts by (key, at) as std::sort would: the keys are scattered into 65,536
-// buckets by their top 16 bits (the hashes are uniform, so each holds a few
-// dozen) and each bucket is sorted in cache. Every step runs on `threads`
-// threads: a range of the keys each for the counting and the scatter (each
-// thread's share of a bucket follows the earlier threads', so the scatter
-// keeps position order), a range of buckets each for the sorts. The
-// single-threaded sort of a 1 GB snapshot's 4.5 M windows was the longest
+// The windows as (key, position), sorted as std::sort would: scattered into
+// 65,536 buckets by their keys' top 16 bits (the hashes are uniform, so each
+// holds a few dozen), then each bucket sorted in cache. Every step runs on
+// `threads` threads: a range of the keys each for the counting and the
+// scatter (each thread's share of a bucket follows the earlier threads', so
+// the scatter keeps position order), a range of buckets each for the sorts.
+// The single-threaded sort of a 1 GB snapshot's 4.5 M windows was the longest
 // part of inference, while the other core had finished pairing lifetimes.
-std::unique_ptr<KeyAt[]> sortedKeys(const KeyAt* keys, size_t n, unsigned threads) {
+std::unique_ptr<KeyAt[]> sortedKeys(const uint64_t* keys, size_t n, unsigned threads) {
     constexpr int kBits = 16;
     constexpr size_t kBuckets = size_t(1) << kBits;
-    const auto bucketOf = [](const KeyAt& k) { return size_t(k.key >> (64 - kBits)); };
+    const auto bucketOf = [](uint64_t key) { return size_t(key >> (64 - kBits)); };
     std::vector<std::vector<uint32_t>> counts(threads, std::vector<uint32_t>(kBuckets, 0));
     parallelFor(threads, threads, [&](size_t part) {
         for (size_t i = n * part / threads; i < n * (part + 1) / threads; ++i)
@@ -98,7 +98,7 @@ std::unique_ptr<KeyAt[]> sortedKeys(const KeyAt* keys, size_t n, unsigned thread
     parallelFor(threads, threads, [&](size_t part) {
         std::vector<uint32_t>& next = counts[part];
         for (size_t i = n * part / threads; i < n * (part + 1) / threads; ++i)
-            sorted[next[bucketOf(keys[i])]++] = keys[i];
+            sorted[next[bucketOf(keys[i])]++] = {keys[i], uint32_t(i)};
     });
     parallelFor(threads, threads, [&](size_t part) {
         for (size_t b = kBuckets * part / threads; b < kBuckets * (part + 1) / threads; ++b)
@@ -120,7 +120,7 @@ std::vector<Window> findRepeatedSteps(const Trace& trace, const std::vector<uint
     const size_t windows = n - kWindow + 1;
     const unsigned threads = windows >= kParallelWindows ? std::min(hardwareThreads(), 8u) : 1;
     // By position, for scoring a segmentation; sorted by key, for grouping.
-    const std::unique_ptr<KeyAt[]> key_at = windowKeys(trace, order, windows, threads);
+    const std::unique_ptr<uint64_t[]> key_at = windowKeys(trace, order, windows, threads);
     if (ctx.cancelled()) return {};
     const std::unique_ptr<KeyAt[]> sorted = sortedKeys(key_at.get(), windows, threads);
     if (ctx.cancelled()) return {};
@@ -182,7 +182,7 @@ std::vector<Window> findRepeatedSteps(const Trace& trace, const std::vector<uint
         for (size_t k = 0; k + 1 < steps.size(); ++k) {
             const size_t shift = steps[k + 1].begin - steps[k].begin;
             for (size_t p = steps[k].begin; p < steps[k].end && p + shift < windows; ++p)
-                matched += key_at[p].key == key_at[p + shift].key;
+                matched += key_at[p] == key_at[p + shift];
         }
         return matched;
     };

@@ -1,12 +1,12 @@
 // The chunk reader. Events chunks are about 95% of a file's bytes and of its
 // decoding time, and they are independent of each other (every chunk restarts
-// its deltas), so they are decoded in parallel: a first pass checks every
-// chunk's bounds and sizes, the table chunks' checksums, applies the small
-// table chunks in order and notes where each events chunk's events go;
-// worker threads then check each events chunk's checksum, decompress and
-// decode it straight into its place. An events chunk that fails there (a
-// damaged file, or a buggy or hostile writer) sends the whole read down the
-// chunk-by-chunk path, which stops at exactly that chunk, as the recovery
+// its deltas), so they are decoded in parallel: a pass over the chunks checks
+// every chunk's bounds and sizes and the table chunks' checksums, applies the
+// small table chunks in order and hands each events chunk, with where its
+// events go, to worker threads that meanwhile check its checksum, decompress
+// it and decode it straight into its place. An events chunk that fails there
+// (a damaged file, or a buggy or hostile writer) sends the whole read down
+// the chunk-by-chunk path, which stops at exactly that chunk, as the recovery
 // rule says.
 #include "native_chunk_reader.h"
 
@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -108,12 +109,66 @@ struct EventJob {
     EventLimits limits;
 };
 
-// The first pass (and, with defer_events false, the whole read).
+// A waiting thread's turn: a yield while the wait is short, then short sleeps,
+// so that a thread that waits long (on a machine with fewer cores than
+// threads) does not take the time of the thread it waits for.
+void backOff(unsigned& spins) {
+    if (++spins < 256)
+        std::this_thread::yield();
+    else
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
+
+// The events chunks the scan has reached, handed to the decoding threads as
+// it goes: a slot per events chunk the pre-pass saw (the scan walks the same
+// chain and sees no more), written once, then published by the count.
+class JobBoard {
+public:
+    explicit JobBoard(size_t capacity) : jobs_(capacity) {}
+
+    // The scan's side. False when the board is full (not for a chain the
+    // pre-pass walked).
+    bool publish(const EventJob& job) {
+        const size_t n = published_.load(std::memory_order_relaxed);
+        if (n == jobs_.size()) return false;
+        jobs_[n] = job;
+        published_.store(n + 1, std::memory_order_release);
+        return true;
+    }
+    void close() { closed_.store(true, std::memory_order_release); }
+
+    // The decoders' side: job i once published; null once the scan has
+    // closed the board without reaching it, or while `give_up` says so.
+    template <class GiveUp>
+    const EventJob* wait(size_t i, GiveUp give_up) const {
+        for (unsigned spins = 0;;) {
+            const bool closed = closed_.load(std::memory_order_acquire);
+            if (i < published_.load(std::memory_order_acquire)) return &jobs_[i];
+            if (closed || give_up()) return nullptr;
+            backOff(spins);
+        }
+    }
+    size_t capacity() const { return jobs_.size(); }
+
+private:
+    std::vector<EventJob> jobs_;
+    std::atomic<size_t> published_{0};
+    std::atomic<bool> closed_{false};
+};
+
+// The pass over the chunks (and, without a board, the whole read).
 class ChunkScan {
 public:
+    // With a board, events chunks are left to the decoding threads: the
+    // scan checks their headers and publishes them there.
     ChunkScan(const unsigned char* data, size_t size, const TaskContext& ctx,
-              NativeReadReport& report, bool defer_events)
-        : data_(data), size_(size), ctx_(ctx), report_(report), defer_(defer_events) {}
+              NativeReadReport& report, JobBoard* board)
+        : data_(data),
+          size_(size),
+          ctx_(ctx),
+          report_(report),
+          board_(board),
+          defer_(board != nullptr) {}
 
     ReadOutcome run(Trace& trace) {
         size_t offset = kFileHeaderSize;
@@ -135,7 +190,6 @@ public:
         return ReadOutcome::Done;
     }
 
-    std::vector<EventJob> jobs;
     uint64_t event_count = 0;  // events in the chunks read so far
 
 private:
@@ -196,7 +250,8 @@ private:
             // Checked again by the decoder; here so that the events vector's
             // size stays bounded by what the chunks can hold.
             if (h.count > kMaxEventsPerChunk) return "too many events in one chunk";
-            jobs.push_back({h, stored, event_count, limits});
+            if (!board_->publish({h, stored, event_count, limits}))
+                return "more events chunks than the file's chunk headers declare";
             event_count += h.count;
             return {};
         }
@@ -213,70 +268,13 @@ private:
     size_t size_;
     const TaskContext& ctx_;
     NativeReadReport& report_;
+    JobBoard* board_;
     bool defer_;
     Decompressor decompressor_;
     uint64_t raw_total_ = 0, items_total_ = 0;
     const uint64_t raw_budget_ = scaled(kRawFloor, kRawPerFileByte, size_);
     const uint64_t item_budget_ = scaled(kItemFloor, kItemsPerFileByte, size_);
 };
-
-// Decodes the jobs into `events` on up to kMaxThreads threads (this one
-// included, which alone reports progress). False if a job failed.
-bool decodeJobs(const std::vector<EventJob>& jobs, std::span<Event> events, const TaskContext& ctx,
-                size_t file_size, bool& cancelled) {
-    std::atomic<size_t> next{0};
-    std::atomic<bool> failed{false};
-    std::atomic<bool> stop{false};
-    std::atomic<uint64_t> done_bytes{0};
-    const auto work = [&](bool reports) {
-        Decompressor decompressor;
-        uint64_t next_progress = kProgressBytes;
-        while (!failed.load(std::memory_order_relaxed) && !stop.load(std::memory_order_relaxed)) {
-            const size_t i = next.fetch_add(1);
-            if (i >= jobs.size()) break;
-            if (ctx.cancelled()) {
-                stop = true;
-                break;
-            }
-            const EventJob& job = jobs[i];
-            // An exception must not leave a thread (std::terminate): a job that
-            // throws (bad_alloc) fails, and the chunk-by-chunk pass reports it.
-            try {
-                if (!checksumMatches(job.stored - kChunkHeaderSize, job.header)) {
-                    failed = true;
-                    break;
-                }
-                std::span<const unsigned char> payload;
-                std::string problem = decompressor.open(job.header, job.stored, payload);
-                if (problem.empty())
-                    problem = decodeEvents(payload, job.header.count, job.first, job.limits,
-                                           codingOf(job.header),
-                                           events.subspan(job.first, job.header.count));
-                if (!problem.empty()) failed = true;
-            } catch (...) {
-                failed = true;
-            }
-            const uint64_t done =
-                done_bytes.fetch_add(job.header.stored_size) + job.header.stored_size;
-            if (reports && done >= next_progress) {
-                ctx.report(done, file_size);
-                next_progress = done + kProgressBytes;
-            }
-        }
-    };
-    const unsigned hardware = hardwareThreads();
-    const size_t helpers = std::min<size_t>({hardware, kMaxThreads, jobs.size()}) - 1;
-    std::vector<std::thread> threads;
-    try {
-        for (size_t t = 0; t < helpers; ++t) threads.emplace_back(work, false);
-    } catch (const std::system_error&) {
-        // Fewer threads than wished: the ones running (and this one) do it all.
-    }
-    work(true);
-    for (auto& t : threads) t.join();
-    cancelled = stop.load();
-    return !failed.load();
-}
 
 // Reserves the events and asks for transparent huge pages on them: a 10 M
 // event trace is 400 MB, a hundred thousand 4 KiB page faults when resize
@@ -293,6 +291,165 @@ void reserveInHugePages(std::vector<Event>& events, size_t count) {
 #endif
 }
 
+// The parallel read. This thread scans the chunks: it applies the table
+// chunks in order and publishes each events chunk, with the limits that the
+// tables before it set, to the board. Helper threads decode the published
+// chunks meanwhile, and this thread joins them when the scan is done. The
+// first helper first value-initializes the events vector in slices (its page
+// faults are a fifth of the read); a chunk is decoded once its slice is.
+class ParallelRead {
+public:
+    ParallelRead(const unsigned char* data, size_t size, const TaskContext& ctx,
+                 NativeReadReport& report, size_t events_chunks, uint64_t declared)
+        : data_(data),
+          size_(size),
+          ctx_(ctx),
+          report_(report),
+          board_(events_chunks),
+          declared_(declared) {}
+
+    // Done, Cancelled, or Failed when an events chunk does not decode (the
+    // caller then reads chunk by chunk, which stops at it). Throws what the
+    // scan or the allocation threw (bad_alloc), after joining the helpers.
+    enum class Outcome { Done, Cancelled, Failed };
+    Outcome run(Trace& trace) {
+        reserveInHugePages(events_, declared_);
+        base_ = events_.data();
+        const size_t wanted =
+            std::min<size_t>({hardwareThreads(), kMaxThreads, board_.capacity()}) - 1;
+        std::vector<std::thread> helpers;
+        // Joins the helpers on the way out by an exception (a throwing scan).
+        struct Joiner {
+            ParallelRead& read;
+            std::vector<std::thread>& threads;
+            ~Joiner() {
+                read.board_.close();
+                read.give_up_.store(true);
+                for (auto& t : threads) t.join();
+            }
+        };
+        try {
+            for (size_t t = 0; t < wanted; ++t) helpers.emplace_back([this, t] { helper(t == 0); });
+        } catch (const std::system_error&) {
+            // Fewer threads than wished: the ones running (and this one) do it all.
+        }
+        if (helpers.empty()) allocate();
+        ReadOutcome scanned;
+        uint64_t event_count;
+        {
+            Joiner joiner{*this, helpers};
+            ChunkScan scan(data_, size_, ctx_, report_, &board_);
+            try {
+                scanned = scan.run(trace);
+            } catch (...) {
+                give_up_.store(true);  // the helpers stop at their next chunk
+                throw;
+            }
+            event_count = scan.event_count;
+            board_.close();
+            decode(true);
+            // The helpers finish the chunks they hold; the joiner, which
+            // would make them give up, is left nothing to join.
+            for (auto& t : helpers) t.join();
+            helpers.clear();
+        }
+        if (allocation_failure_) std::rethrow_exception(allocation_failure_);
+        if (scanned == ReadOutcome::Cancelled || ctx_.cancelled() || stop_.load())
+            return Outcome::Cancelled;
+        if (failed_.load()) return Outcome::Failed;
+        events_.resize(event_count);  // the scan stops where the pre-pass did, or sooner
+        trace.events = std::move(events_);
+        return Outcome::Done;
+    }
+
+private:
+    void helper(bool allocates) {
+        if (allocates) allocate();
+        decode(false);
+    }
+
+    // Value-initializes the events in slices, publishing how far it got.
+    void allocate() {
+        try {
+            constexpr size_t kSlice = size_t{1} << 16;
+            while (events_.size() < declared_ && !ctx_.cancelled() && !give_up_.load()) {
+                events_.resize(std::min<size_t>(events_.size() + kSlice, declared_));
+                ready_.store(events_.size(), std::memory_order_release);
+            }
+        } catch (...) {
+            allocation_failure_ = std::current_exception();
+            give_up_.store(true);
+        }
+        allocated_.store(true, std::memory_order_release);
+    }
+
+    // Whether events [0, end) are initialized; waits while the allocation
+    // goes on. False when it stopped short (cancelled, failed).
+    bool waitReady(uint64_t end) const {
+        for (unsigned spins = 0;;) {
+            const bool finished = allocated_.load(std::memory_order_acquire);
+            if (ready_.load(std::memory_order_acquire) >= end) return true;
+            if (finished || give_up_.load()) return false;
+            backOff(spins);
+        }
+    }
+
+    // Decodes published jobs until there are none left. Only this thread
+    // (reports) calls the progress callback.
+    void decode(bool reports) {
+        Decompressor decompressor;
+        uint64_t next_progress = kProgressBytes;
+        const auto give_up = [this] {
+            if (ctx_.cancelled()) stop_.store(true);
+            return give_up_.load() || failed_.load() || stop_.load();
+        };
+        for (;;) {
+            const EventJob* job = board_.wait(next_.fetch_add(1), give_up);
+            if (!job || give_up()) return;
+            if (!waitReady(job->first + job->header.count)) return;
+            // An exception must not leave a thread (std::terminate): a job that
+            // throws (bad_alloc) fails, and the chunk-by-chunk pass reports it.
+            try {
+                std::string problem;
+                if (!checksumMatches(job->stored - kChunkHeaderSize, job->header))
+                    problem = "checksum mismatch";
+                std::span<const unsigned char> payload;
+                if (problem.empty()) problem = decompressor.open(job->header, job->stored, payload);
+                if (problem.empty())
+                    problem = decodeEvents(payload, job->header.count, job->first, job->limits,
+                                           codingOf(job->header),
+                                           std::span<Event>(base_ + job->first, job->header.count));
+                if (!problem.empty()) failed_.store(true);
+            } catch (...) {
+                failed_.store(true);
+            }
+            const uint64_t done =
+                done_bytes_.fetch_add(job->header.stored_size) + job->header.stored_size;
+            if (reports && done >= next_progress) {
+                ctx_.report(done, size_);
+                next_progress = done + kProgressBytes;
+            }
+        }
+    }
+
+    const unsigned char* data_;
+    size_t size_;
+    const TaskContext& ctx_;
+    NativeReadReport& report_;
+    JobBoard board_;
+    uint64_t declared_;
+    std::vector<Event> events_;
+    Event* base_ = nullptr;  // events_.data(), fixed by the reservation
+    std::atomic<uint64_t> ready_{0};
+    std::atomic<bool> allocated_{false};
+    std::exception_ptr allocation_failure_;
+    std::atomic<size_t> next_{0};
+    std::atomic<bool> failed_{false};
+    std::atomic<bool> stop_{false};     // cancelled
+    std::atomic<bool> give_up_{false};  // the scan threw, or the allocation failed
+    std::atomic<uint64_t> done_bytes_{0};
+};
+
 }  // namespace
 
 ReadOutcome readChunks(const unsigned char* data, size_t size, const TaskContext& ctx, Trace& trace,
@@ -301,58 +458,41 @@ ReadOutcome readChunks(const unsigned char* data, size_t size, const TaskContext
     // parallel path, which is only taken while that number is plausible for
     // the file's size (so lying headers cannot make it allocate much).
     uint64_t declared = 0;
+    uint64_t declared_phases = 0;
+    size_t events_chunks = 0;
     for (size_t offset = kFileHeaderSize; size - offset >= kChunkHeaderSize;) {
         const ChunkHeader h = unpackChunkHeader(data + offset);
         if (h.stored_size > size - offset - kChunkHeaderSize) break;
-        if (h.type == ChunkType::Events) declared += h.count;
+        if (h.type == ChunkType::Events) {
+            declared += h.count;
+            ++events_chunks;
+        }
+        if (h.type == ChunkType::Phases) declared_phases += h.count;
         offset += kChunkHeaderSize + h.stored_size;
     }
+    // Phases in one vector of their final size: growing it chunk by chunk
+    // faulted in every abandoned copy. A phase takes at least 8 raw bytes.
+    if (declared_phases <= size / 8) trace.phases.reserve(declared_phases);
     const bool plausible =
         declared <= size / 2 && declared <= scaled(kItemFloor, kItemsPerFileByte, size);
 
     if (plausible && declared >= kParallelMinEvents && hardwareThreads() > 1) {
-        // The events vector is allocated and zero-filled (page faults, a
-        // fifth of the read) on another thread while this one scans, which
-        // never touches it: sized as declared, cut to what the scan accepted.
-        std::vector<Event> events;
-        std::exception_ptr allocation_failure;  // bad_alloc, rethrown here as before
-        const auto allocate = [&] {
-            try {
-                reserveInHugePages(events, declared);
-                // In slices, so that a cancel is not kept waiting on the page faults.
-                constexpr size_t kSlice = size_t{1} << 16;
-                while (events.size() < declared && !ctx.cancelled())
-                    events.resize(std::min<size_t>(events.size() + kSlice, declared));
-            } catch (...) {
-                allocation_failure = std::current_exception();
-            }
-        };
-        std::jthread allocator;  // joins on the way out if the scan throws
-        try {
-            allocator = std::jthread(allocate);
-        } catch (const std::system_error&) {
-            allocate();
-        }
-        ChunkScan scan(data, size, ctx, report, /*defer_events=*/true);
-        const ReadOutcome scanned = scan.run(trace);
-        if (allocator.joinable()) allocator.join();
-        if (allocation_failure) std::rethrow_exception(allocation_failure);
-        if (scanned == ReadOutcome::Cancelled || ctx.cancelled()) return ReadOutcome::Cancelled;
-        events.resize(scan.event_count);  // the scan stops where the pre-pass did, or sooner
-        trace.events = std::move(events);
-        bool cancelled = false;
-        const bool ok = decodeJobs(scan.jobs, trace.events, ctx, size, cancelled);
-        if (cancelled) return ReadOutcome::Cancelled;
-        if (ok) {
-            ctx.report(size, size);
-            return ReadOutcome::Done;
+        ParallelRead read(data, size, ctx, report, events_chunks, declared);
+        switch (read.run(trace)) {
+            case ParallelRead::Outcome::Done:
+                ctx.report(size, size);
+                return ReadOutcome::Done;
+            case ParallelRead::Outcome::Cancelled:
+                return ReadOutcome::Cancelled;
+            case ParallelRead::Outcome::Failed:
+                break;
         }
         trace = Trace();  // a chunk that does not decode: start over, one by one
         report.chunks_read = 0;
         report.problem.clear();
     }
     if (plausible) trace.events.reserve(declared);
-    ChunkScan scan(data, size, ctx, report, /*defer_events=*/false);
+    ChunkScan scan(data, size, ctx, report, /*board=*/nullptr);
     const ReadOutcome outcome = scan.run(trace);
     if (outcome == ReadOutcome::Done) ctx.report(size, size);
     return outcome;

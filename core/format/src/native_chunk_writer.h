@@ -45,7 +45,9 @@ public:
 private:
     ChunkWriter(int fd, std::string path, uint32_t events_per_chunk);
     // `flags` are the payload's own (the coding); emit adds kFlagZstd.
-    void emit(ChunkType type, uint32_t count, std::vector<unsigned char>& raw, uint8_t flags = 0);
+    void emit(ChunkType type, uint32_t count, std::vector<unsigned char>& raw, uint8_t flags = 0,
+              std::span<const size_t> sections = {});
+    size_t compressSections(std::span<const unsigned char> raw, std::span<const size_t> sections);
     Result<void> writeOut();
 
     int fd_ = -1;

@@ -39,6 +39,8 @@ namespace memscope::native {
 namespace {
 
 enum Column { kTag, kTime, kAddress, kSize, kStack, kPhase, kColumnCount };
+static_assert(kColumnCount ==
+              std::tuple_size_v<std::remove_cvref_t<decltype(EventEncoder().columnStarts())>>);
 
 constexpr uint8_t slotOf(EventKind kind) {
     switch (kind) {
@@ -123,9 +125,9 @@ private:
 inline uint64_t readVarintUnchecked(const unsigned char*& p) {
     const uint64_t x = loadLE64(p);
     if (x & 0xff) [[likely]] {
-        const int n = __builtin_ctzll(x) + 1;  // 1..8 bytes
-        p += n;
-        return (x & ((uint64_t{2} << (8 * n - 1)) - 1)) >> n;
+        const unsigned t = static_cast<unsigned>(__builtin_ctzll(x));  // n - 1
+        p += t + 1;
+        return (x & kVarintMask[t]) >> (t + 1);
     }
     p += 9;
     return loadLE64(p - 8);
@@ -308,6 +310,7 @@ void EventEncoder::encode(std::span<const Event> events, uint64_t first_index,
     }
     for (int c = 0; c < kColumnCount; ++c) {
         const size_t len = static_cast<size_t>(cursor[c] - columns_[c].data());
+        column_starts_[c] = out.size();
         w.varint(len);
         w.bytes(columns_[c].data(), len);
     }
@@ -327,7 +330,24 @@ std::string decodeEvents(std::span<const unsigned char> payload, uint32_t count,
 
 namespace {
 
-// Per palette entry, everything an event needs from it.
+// What an event is coded against, per context: the previous address, size
+// and stack.
+struct ContextState {
+    uint64_t address = 0;
+    uint64_t size = 0;
+    uint32_t stack = 0;
+};
+
+// Per lane: the previous phase and the latest allocations.
+struct LaneState {
+    uint64_t phase = 0;
+    uint32_t head = 0;
+    RecentAlloc recent[kRecentRing];
+};
+
+// Per palette entry, everything an event needs from it. The entry points at
+// its context's and lane's state, so that the decoding loop keeps no base
+// pointers and indexes nothing: it has more live values than registers.
 struct PaletteEntry {
     EventKind kind;
     Category category;
@@ -336,23 +356,24 @@ struct PaletteEntry {
     uint32_t ctx;
     uint32_t lane;
     uint32_t is_alloc;  // 1 for an alloc: it advances its lane's recent ring
+    ContextState* ctx_state = nullptr;
+    LaneState* lane_state = nullptr;
 };
 
-// What an event is coded against: each context's previous address, size and
-// stack, each lane's previous phase and latest allocations, the previous time.
+// The decoding state of a chunk; it points the palette's entries at it.
 struct DecodeState {
-    DecodeState(const ContextMap& contexts, bool by_recent)
-        : prev_address(contexts.ctxCount()),
-          prev_size(contexts.ctxCount()),
-          prev_stack(contexts.ctxCount()),
-          prev_phase(contexts.laneCount()),
-          recent(by_recent ? contexts.laneCount() * kRecentRing : 0),
-          recent_head(by_recent ? contexts.laneCount() : 0) {}
-    std::vector<uint64_t> prev_address, prev_size;
-    std::vector<uint32_t> prev_stack;
-    std::vector<uint64_t> prev_phase;
-    std::vector<RecentAlloc> recent;
-    std::vector<uint32_t> recent_head;
+    DecodeState(const ContextMap& contexts, std::vector<PaletteEntry>& palette)
+        : contexts(contexts.ctxCount()), lanes(contexts.laneCount()) {
+        for (PaletteEntry& e : palette) {
+            e.ctx_state = &this->contexts[e.ctx];
+            e.lane_state = &lanes[e.lane];
+        }
+    }
+    DecodeState(const DecodeState&) = delete;
+    DecodeState& operator=(const DecodeState&) = delete;
+
+    std::vector<ContextState> contexts;
+    std::vector<LaneState> lanes;
     uint64_t prev_time = 0;
 };
 
@@ -389,14 +410,15 @@ template <EventCoding kCoding, class Columns>
     const uint64_t palette_size = palette.size();
     uint64_t prev_time = st.prev_time;
     const char* error = nullptr;
-    for (size_t i = begin; i < end; ++i) {
+    Event* const last = out + end;
+    for (Event* ep = out + begin; ep != last; ++ep) {
         const uint64_t tag = col.next(kTag);
         if (tag >= palette_size) [[unlikely]] {
             error = "event palette index out of range";
             break;
         }
         const PaletteEntry& entry = palette[tag];
-        Event& e = out[i];
+        Event& e = *ep;
         e.kind = entry.kind;
         e.category = entry.category;
         e.device = entry.device;
@@ -405,8 +427,10 @@ template <EventCoding kCoding, class Columns>
         prev_time += static_cast<uint64_t>(unzigzag(col.next(kTime))) * unit;
         e.time = static_cast<int64_t>(prev_time);
 
-        uint64_t address = st.prev_address[entry.ctx];
-        uint64_t size = st.prev_size[entry.ctx];
+        ContextState& cs = *entry.ctx_state;
+        LaneState& ls = *entry.lane_state;
+        uint64_t address = cs.address;
+        uint64_t size = cs.size;
         bool bad_address = false;
         const uint64_t address_code = col.next(kAddress);
         if (address_code == 1) [[unlikely]] {
@@ -422,15 +446,13 @@ template <EventCoding kCoding, class Columns>
             // Masked: a bad k has already failed the chunk, and must not read
             // outside the ring on the way.
             const RecentAlloc& named =
-                st.recent[size_t{entry.lane} * kRecentRing +
-                          ((st.recent_head[entry.lane] - 1 - static_cast<uint32_t>(k)) %
-                           kRecentRing)];
+                ls.recent[(ls.head - 1 - static_cast<uint32_t>(k)) % kRecentRing];
             const uint64_t stepped = address + (delta << (mode == 1 ? 0 : kAlignShift));
             const uint64_t by_name = 0 - uint64_t{mode == 2};
             address = (named.address & by_name) | (stepped & ~by_name);
             size = (named.size & by_name) | (size & ~by_name);
         }
-        st.prev_address[entry.ctx] = address;
+        cs.address = address;
         e.address = address;
 
         bool bad_size = false;
@@ -445,7 +467,7 @@ template <EventCoding kCoding, class Columns>
             const uint64_t coded = 0 - uint64_t{size_mode != 0};
             size = (value & coded) | (size & ~coded);
         }
-        st.prev_size[entry.ctx] = size;
+        cs.size = size;
         e.size = size;
 
         const uint64_t stack_code = col.next(kStack);
@@ -453,15 +475,15 @@ template <EventCoding kCoding, class Columns>
             error = "event refers to an unknown stack";
             break;
         }
-        const uint32_t previous_stack = st.prev_stack[entry.ctx];
+        const uint32_t previous_stack = cs.stack;
         const uint32_t stack =
             stack_code == 0 ? previous_stack : static_cast<uint32_t>(stack_code - 1);
-        st.prev_stack[entry.ctx] = stack;
+        cs.stack = stack;
         e.stack = StackId(stack);
 
         // Unsigned so that a hostile delta wraps instead of overflowing; a
         // negative phase becomes huge and fails the same check.
-        uint64_t& phase = st.prev_phase[entry.lane];
+        uint64_t& phase = ls.phase;
         phase += static_cast<uint64_t>(unzigzag(col.next(kPhase)));
         if (phase > limits.phase_count) [[unlikely]] {
             error = "event refers to an unknown phase";
@@ -472,9 +494,8 @@ template <EventCoding kCoding, class Columns>
         if constexpr (kByRecent) {
             // Every event is written at head, which only an alloc moves past:
             // the slot at head is beyond the reach of any reference.
-            uint32_t& head = st.recent_head[entry.lane];
-            st.recent[size_t{entry.lane} * kRecentRing + head % kRecentRing] = {address, size};
-            head += entry.is_alloc;
+            ls.recent[ls.head % kRecentRing] = {address, size};
+            ls.head += entry.is_alloc;
         }
         if (bad_address | bad_size) [[unlikely]] {
             error = bad_size ? "bad size code" : "bad address code";
@@ -488,10 +509,10 @@ template <EventCoding kCoding, class Columns>
 // The whole chunk: blocks of events that cannot run past any column's end
 // are read without bound checks, the last few events of the chunk with them.
 template <EventCoding kCoding>
-const char* decodeColumns(ColumnReader (&col)[kColumnCount],
-                          const std::vector<PaletteEntry>& palette, const ContextMap& contexts,
-                          uint64_t unit, const EventLimits& limits, std::span<Event> out) {
-    DecodeState st(contexts, kCoding == EventCoding::RecentAllocs);
+const char* decodeColumns(ColumnReader (&col)[kColumnCount], std::vector<PaletteEntry>& palette,
+                          const ContextMap& contexts, uint64_t unit, const EventLimits& limits,
+                          std::span<Event> out) {
+    DecodeState st(contexts, palette);
     size_t done = 0;
     for (;;) {
         size_t block = out.size() - done;

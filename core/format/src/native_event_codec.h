@@ -2,6 +2,7 @@
 // Encoding of an events chunk: a palette of (kind, category, device, stream)
 // and six delta/varint columns (docs/FORMAT.md, "Events").
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -25,10 +26,15 @@ public:
     void encode(std::span<const Event> events, uint64_t first_index,
                 std::vector<unsigned char>& out);
 
+    // Where, in the last encode's `out`, each of the six columns (its length
+    // prefix) starts: a writer compresses them apart.
+    const std::array<size_t, 6>& columnStarts() const { return column_starts_; }
+
 private:
     uint32_t paletteIndex(uint64_t key);
 
     std::vector<unsigned char> columns_[6];
+    std::array<size_t, 6> column_starts_{};
     std::vector<uint64_t> palette_;    // keys in first-use order
     std::vector<uint64_t> slot_keys_;  // open-addressing table: key + 1, 0 = empty
     std::vector<uint32_t> slot_values_;

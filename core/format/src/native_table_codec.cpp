@@ -146,10 +146,17 @@ std::string decodePhases(uint32_t count, ByteReader& r, Trace& trace) {
     if (auto e = checkFirst(r, trace.phases.size() + 1, "phases"); !e.empty()) return e;
     if (!plausibleCount(count, r)) return "phases count larger than the chunk";
     const uint64_t strings = trace.strings.size();
-    std::vector<Phase> phases;
-    phases.reserve(count);
+    // Straight into the trace (a copy through a chunk's own vector was most
+    // of the time: fresh pages twice), cut back if the chunk fails.
+    const size_t before = trace.phases.size();
+    if (trace.phases.capacity() - before < count)
+        trace.phases.reserve(std::max<size_t>(before + count, 2 * trace.phases.capacity()));
+    const auto fail = [&](const char* why) {
+        trace.phases.resize(before);
+        return std::string(why);
+    };
     for (uint32_t i = 0; i < count; ++i) {
-        const uint64_t own_id = trace.phases.size() + 1 + i;
+        const uint64_t own_id = before + 1 + i;
         const uint64_t name = r.varint();
         const uint8_t kind = r.byte();
         const uint64_t parent = r.varint();
@@ -158,13 +165,13 @@ std::string decodePhases(uint32_t count, ByteReader& r, Trace& trace) {
         const int64_t device = r.svarint();
         const auto start = static_cast<uint64_t>(r.svarint());
         const auto length = static_cast<uint64_t>(r.svarint());
-        if (r.failed()) return "phases chunk cut short";
-        if (name >= strings) return "phase refers to an unknown string";
-        if (kind > static_cast<uint8_t>(PhaseKind::Range)) return "unknown phase kind";
-        if (parent >= own_id) return "phase parent is not an earlier phase";
+        if (r.failed()) return fail("phases chunk cut short");
+        if (name >= strings) return fail("phase refers to an unknown string");
+        if (kind > static_cast<uint8_t>(PhaseKind::Range)) return fail("unknown phase kind");
+        if (parent >= own_id) return fail("phase parent is not an earlier phase");
         if (!fitsInt32(step) || !fitsInt32(block) || !fitsInt16(device))
-            return "phase field out of range";
-        Phase p;
+            return fail("phase field out of range");
+        Phase& p = trace.phases.emplace_back();
         p.name = StringId(static_cast<uint32_t>(name));
         p.kind = static_cast<PhaseKind>(kind);
         p.parent = PhaseId(static_cast<uint32_t>(parent));
@@ -173,9 +180,7 @@ std::string decodePhases(uint32_t count, ByteReader& r, Trace& trace) {
         p.device = static_cast<int16_t>(device);
         p.start = static_cast<int64_t>(start);
         p.end = static_cast<int64_t>(start + length);  // wraps, as the writer's subtraction did
-        phases.push_back(p);
     }
-    for (const Phase& p : phases) trace.addPhase(p);
     return {};
 }
 

@@ -3,6 +3,10 @@
 // modules) decoded field by field, and values the document forbids.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+#include <set>
+
 #include "native_test_util.h"
 
 using namespace memscope;
@@ -14,6 +18,37 @@ TEST(NativeFormat, ReferenceChecksumAndVarintsMatchTheDocument) {
     EXPECT_EQ(pv(127), (std::vector<uint8_t>{0xff}));
     EXPECT_EQ(pv(300), (std::vector<uint8_t>{0xb2, 0x04}));
     EXPECT_EQ(pv(~0ull), (std::vector<uint8_t>{0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}));
+}
+
+TEST(NativeFormat, EveryChunkChecksumIsTheDocumentedCrcWhateverItsLength) {
+    // The writer's and the reader's CRC are one function, so a round trip
+    // cannot catch it wrong: the bitwise reference checks what it wrote.
+    // Payloads of many lengths, most far longer than the 12 KiB the
+    // interleaved CRC works in, each ending anywhere within its 8-byte words.
+    Trace t;
+    std::mt19937_64 rng(11);  // noise: payloads about as long as the events' bytes
+    int64_t time = 0;
+    for (uint64_t i = 0; i < 120000; ++i)
+        t.events.push_back(makeEvent(time += int64_t(rng() % 1000000), EventKind::Alloc,
+                                     0x7f0000000000ull + rng() % (1ull << 36), 1 + rng() % 100000,
+                                     StackId(), PhaseId(), 0, 0, Category::Activation));
+    TempDir dir;
+    std::vector<size_t> lengths;
+    for (uint32_t per_chunk : {1000u, 1777u, 9001u, 60013u}) {
+        ASSERT_TRUE(writeNativeTrace(t, dir.file("c"), {.events_per_chunk = per_chunk}));
+        const Bytes file = readFile(dir.file("c"));
+        for (const ChunkInfo& c : chunksOf(file)) {
+            const uint32_t stored = getLE32(file, c.offset + 8);
+            uint32_t crc = referenceCrc32c(file.data() + c.offset, 16);
+            crc = referenceCrc32c(file.data() + c.offset + 20, stored, crc);
+            EXPECT_EQ(getLE32(file, c.offset + 16), crc) << "chunk at " << c.offset;
+            lengths.push_back(stored);
+        }
+    }
+    EXPECT_GT(*std::max_element(lengths.begin(), lengths.end()), 3u * 12288);
+    std::set<size_t> tails;
+    for (size_t n : lengths) tails.insert(n % 8);
+    EXPECT_GE(tails.size(), 6u);
 }
 
 TEST(NativeFormat, HandWrittenFileDecodesAsDocumented) {

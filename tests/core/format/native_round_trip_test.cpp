@@ -246,6 +246,77 @@ TEST(NativeFormat, LargeFilesDecodeInParallelAndStillStopAtABadChunk) {
     EXPECT_EQ(seen, 10u);
 }
 
+// The parallel read decodes events chunks while the scan still applies the
+// table chunks after them: every events chunk must be decoded against the
+// tables before it (stacks and phases added mid-file), and a damaged table
+// chunk must still end the read exactly there, whatever the decoders had
+// already done with the events chunks beyond it.
+TEST(NativeFormat, LargeFilesWithTablesBetweenEventsChunksReadAsWritten) {
+    TempDir dir;
+    const std::string path = dir.file("streamed");
+    Trace expected;
+    {
+        auto writer = NativeTraceWriter::create(path, {}, {.events_per_chunk = 4096});
+        ASSERT_TRUE(writer) << writer.message();
+        NativeTraceWriter& w = **writer;
+        StackId stack;
+        PhaseId phase;
+        for (uint64_t i = 0; i < 400000; ++i) {
+            if (i % 40000 == 0) {
+                // New stacks and a phase, then events that use them at once.
+                const std::string n = std::to_string(i);
+                const FrameId frame =
+                    w.internFrame({w.internString("f" + n), w.internString("x.py"), 1});
+                stack = w.internStack(std::vector<FrameId>{frame});
+                expected.internStack(std::vector<FrameId>{expected.internFrame(
+                    {expected.internString("f" + n), expected.internString("x.py"), 1})});
+                Phase p;
+                p.name = w.internString("step " + n);
+                p.start = int64_t(i) * 1000;
+                p.end = p.start + 1;
+                phase = w.addPhase(p);
+                ASSERT_TRUE(w.flush());
+            }
+            const Event e =
+                makeEvent(int64_t(i) * 1000, i % 2 ? EventKind::FreeCompleted : EventKind::Alloc,
+                          0x7f0000000000ull + (i / 2 % 977) * 512, 512, stack, phase, 0, 0,
+                          Category::Activation);
+            w.append(e);
+            expected.events.push_back(e);
+        }
+        ASSERT_TRUE(w.close());
+    }
+    Bytes file = readFile(path);
+    NativeReadReport report;
+    auto whole = readBytes(file, file.size(), &report);
+    ASSERT_TRUE(whole) << whole.message();
+    EXPECT_EQ(report.problem, "");
+    ASSERT_EQ(whole->events.size(), expected.events.size());
+    expectSameEvents(expected.events, whole->events, expected.events.size());
+    EXPECT_EQ(whole->phases.size(), 10u);
+    EXPECT_EQ(whole->stackCount(), expected.stackCount());
+
+    // The fifth stacks chunk damaged: the read keeps the events of the
+    // chunks before it (about four rounds of 40 000) and nothing after.
+    size_t nth = 0;
+    uint64_t events_before = 0;
+    for (const ChunkInfo& c : chunksOf(file)) {
+        if (c.type == 10) events_before += c.count;
+        if (c.type != 4 || ++nth != 5) continue;
+        file[c.offset + 20] ^= std::byte(0x33);
+        auto cut = readBytes(file, file.size(), &report);
+        ASSERT_TRUE(cut) << cut.message();
+        EXPECT_NE(report.problem.find("checksum mismatch"), std::string::npos) << report.problem;
+        EXPECT_EQ(report.bytes_lost, file.size() - c.offset);
+        EXPECT_GT(events_before, 150000u);
+        ASSERT_EQ(cut->events.size(), events_before);
+        expectSameEvents(expected.events, cut->events, cut->events.size());
+        EXPECT_EQ(cut->phases.size(), 4u);
+        break;
+    }
+    EXPECT_EQ(nth, 5u);
+}
+
 TEST(NativeFormat, ProgressAndCancel) {
     TempDir dir;
     ASSERT_TRUE(writeNativeTrace(sampleTrace(), dir.file("c")));

@@ -8,23 +8,52 @@
 namespace memscope::detail {
 namespace {
 
-FrameActivity classifyFrame(std::string_view fn, std::string_view file) {
-    // Python names first ("step (optim/adam.py:143)"), then C++ ones;
+// What a string says as a frame's function name or file, as bits: each string
+// is read once, however many frames name it. Files from strangers may share
+// one long string among thousands of frames (a frame per line number), and
+// matching it per frame took minutes.
+enum StringTrait : uint16_t {
+    kZeroGradFn = 1 << 0,   // zero_grad, Optimizer.zero_grad...
+    kOptimizerFn = 1 << 1,  // the optimizers' kernels and Optimizer.step
+    kStepFn = 1 << 2,       // "step"
+    kBackwardFn = 1 << 3,   // autograd's engine and backward nodes
+    kSetupFn = 1 << 4,      // Module._apply, .to, .cuda
+    kForwardFn = 1 << 5,    // forward and the module call wrappers
+    kOptimDir = 1 << 6,     // a file under torch/optim/
+    kOptimFile = 1 << 7,    // a file whose path names optim
+    kModulePy = 1 << 8,     // module.py
+    kTraitsKnown = 1 << 15,
+};
+
+uint16_t traitsOf(std::string_view s) {
+    uint16_t t = kTraitsKnown;
+    // Python names first ("step (optim/adam.py:143)"), then C++ ones.
+    if (s == "zero_grad" || startsWith(s, "Optimizer.zero_grad")) t |= kZeroGradFn;
+    if (startsWith(s, "_single_tensor_") || startsWith(s, "_multi_tensor_") ||
+        startsWith(s, "_fused_") || contains(s, "_foreach_") || startsWith(s, "Optimizer.step"))
+        t |= kOptimizerFn;
+    if (s == "step") t |= kStepFn;
+    if (s == "backward" || s == "_engine_run_backward" || s == "run_backward" ||
+        contains(s, "torch::autograd::Engine::") || contains(s, "evaluate_function") ||
+        (contains(s, "Backward") &&
+         (contains(s, "::apply") || contains(s, "Backward0") || contains(s, "Backward1"))))
+        t |= kBackwardFn;
+    if (s == "_apply" || s == "to" || s == "cuda") t |= kSetupFn;
+    if (s == "forward" || s == "_call_impl" || s == "_wrapped_call_impl") t |= kForwardFn;
+    if (contains(s, "torch/optim/")) t |= kOptimDir;
+    if (contains(s, "optim")) t |= kOptimFile;
+    if (endsWith(s, "module.py")) t |= kModulePy;
+    return t;
+}
+
+FrameActivity classifyFrame(uint16_t fn, uint16_t file) {
     // zero_grad before the optimizer's files, which define it.
-    if (fn == "zero_grad" || startsWith(fn, "Optimizer.zero_grad")) return FrameActivity::ZeroGrad;
-    if (startsWith(fn, "_single_tensor_") || startsWith(fn, "_multi_tensor_") ||
-        startsWith(fn, "_fused_") || contains(fn, "_foreach_") || contains(file, "torch/optim/") ||
-        (fn == "step" && contains(file, "optim")) || startsWith(fn, "Optimizer.step"))
+    if (fn & kZeroGradFn) return FrameActivity::ZeroGrad;
+    if ((fn & kOptimizerFn) || (file & kOptimDir) || ((fn & kStepFn) && (file & kOptimFile)))
         return FrameActivity::Optimizer;
-    if (fn == "backward" || fn == "_engine_run_backward" || fn == "run_backward" ||
-        contains(fn, "torch::autograd::Engine::") || contains(fn, "evaluate_function") ||
-        (contains(fn, "Backward") &&
-         (contains(fn, "::apply") || contains(fn, "Backward0") || contains(fn, "Backward1"))))
-        return FrameActivity::Backward;
-    if (endsWith(file, "module.py") && (fn == "_apply" || fn == "to" || fn == "cuda"))
-        return FrameActivity::ModuleSetup;
-    if (fn == "forward" || fn == "_call_impl" || fn == "_wrapped_call_impl")
-        return FrameActivity::Forward;
+    if (fn & kBackwardFn) return FrameActivity::Backward;
+    if ((file & kModulePy) && (fn & kSetupFn)) return FrameActivity::ModuleSetup;
+    if (fn & kForwardFn) return FrameActivity::Forward;
     return FrameActivity::None;
 }
 
@@ -75,6 +104,7 @@ TrainingActivity::TrainingActivity(const Trace& trace)
     : trace_(trace),
       stack_memo_(trace.stackCount() + 1, 0),
       frame_memo_(trace.frames().size() + 1, 0),
+      string_traits_(trace.strings.size() + 1, 0),
       phase_info_(trace.phases.size() + 1) {
     const size_t n = trace.phases.size();
     // Steps by start; each phase's step and innermost training stage.
@@ -160,15 +190,20 @@ FrameActivity TrainingActivity::classifyStack(StackId stack) {
         uint8_t& memo = frame_memo_[f.value];
         if (memo == 0) {
             const Frame& frame = trace_.frame(f);
-            memo = uint8_t(
-                uint8_t(classifyFrame(trace_.string(frame.function), trace_.string(frame.file))) +
-                1);
+            memo = uint8_t(uint8_t(classifyFrame(traits(frame.function), traits(frame.file))) + 1);
         }
         const auto a = static_cast<FrameActivity>(memo - 1);
         if (strength(a) < strength(best)) best = a;
         if (best == FrameActivity::ZeroGrad) break;
     }
     return best;
+}
+
+uint16_t TrainingActivity::traits(StringId id) {
+    if (id.value >= string_traits_.size()) return traitsOf(trace_.string(id));
+    uint16_t& memo = string_traits_[id.value];
+    if (memo == 0) memo = traitsOf(trace_.string(id));
+    return memo;
 }
 
 FrameActivity TrainingActivity::ofStack(StackId stack) {

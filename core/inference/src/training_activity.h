@@ -80,11 +80,13 @@ private:
         bool recompute = false;
     };
     FrameActivity classifyStack(StackId stack);
+    uint16_t traits(StringId id);  // what the string says as a function name or file
     const StageSpan* stageAt(int64_t time, int16_t device) const;
     const Trace& trace_;
-    std::vector<uint8_t> stack_memo_;    // FrameActivity + 1, 0 = not yet
-    std::vector<uint8_t> frame_memo_;    // per FrameId: FrameActivity + 1
-    std::vector<PhaseInfo> phase_info_;  // per PhaseId value
+    std::vector<uint8_t> stack_memo_;      // FrameActivity + 1, 0 = not yet
+    std::vector<uint8_t> frame_memo_;      // per FrameId: FrameActivity + 1
+    std::vector<uint16_t> string_traits_;  // per StringId, 0 = not yet read
+    std::vector<PhaseInfo> phase_info_;    // per PhaseId value
     std::vector<int64_t> step_starts_;
     std::vector<int64_t> step_forward_starts_;  // by step ordinal
     int64_t first_forward_start_ = 0;

@@ -161,9 +161,14 @@ StepSource stepSource(const Trace& trace) {
 }
 
 InferenceReport inferMissingLabels(Trace& trace, const TaskContext& ctx) {
+    return inferMissingLabels(trace, detail::deviceOrder(trace), ctx);
+}
+
+InferenceReport inferMissingLabels(Trace& trace, const detail::DeviceOrder& order_by_device,
+                                   const TaskContext& ctx) {
     InferenceReport report;
-    const std::vector<int16_t> devices = trace.devices();
-    const auto orders = detail::eventsByDevice(trace, devices);
+    const std::vector<int16_t>& devices = order_by_device.devices;
+    const auto& orders = order_by_device.events;
     if (ctx.cancelled()) return report;
 
     // The busiest device carries the steps; on a trace of several devices

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "memscope/analysis/digest_trace.h"
 #include "memscope/base/file_io.h"
@@ -94,18 +95,23 @@ Result<OpenedTrace> openTrace(Trace trace, const std::string& path, const TaskCo
     out.path = path;
     out.format = trace.metadata.source_format;
     recordedGaps(trace, out.warnings);
+    // Inference and the timeline walk the same per-device orders: made once.
+    std::optional<detail::DeviceOrder> order;
     if (options.infer && options.timeline) {
         // A digest's events have no phases to infer from: its source's
         // inferred categories travel with it.
-        if (isDigest(trace))
+        if (isDigest(trace)) {
             applyDigestInferences(trace);
-        else
-            inferMissingLabels(trace, ctx);
+        } else {
+            order = detail::deviceOrder(trace);
+            inferMissingLabels(trace, *order, ctx);
+        }
     }
     if (ctx.cancelled()) return cancelledError();
     auto shared = std::make_shared<const Trace>(std::move(trace));
     if (options.timeline) {
-        auto tl = Timeline::build(*shared, ctx, options.timeline_options);
+        auto tl = order ? Timeline::build(*shared, std::move(*order), ctx, options.timeline_options)
+                        : Timeline::build(*shared, ctx, options.timeline_options);
         if (!tl) return makeError(path + ": " + tl.message());
         out.timeline = std::move(*tl);
     }

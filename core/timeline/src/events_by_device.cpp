@@ -48,4 +48,11 @@ std::vector<std::vector<uint64_t>> eventsByDevice(const Trace& trace,
     return out;
 }
 
+DeviceOrder deviceOrder(const Trace& trace) {
+    DeviceOrder order;
+    order.devices = trace.devices();
+    order.events = eventsByDevice(trace, order.devices);
+    return order;
+}
+
 }  // namespace memscope::detail

@@ -90,8 +90,8 @@ private:
             tl_.live_by_category[c].reserve(2 * by_cat[c] + (by_cat[c] ? frees / 16 : 0));
         // Faulted in on the other core while the walk fills them; the
         // ghosts' slack is left out (most traces have none).
-        std::vector<std::span<const std::byte>> room{
-            PageWarmer::unfilled(allocs_, allocs), PageWarmer::unfilled(allocSpans_, allocs)};
+        std::vector<std::span<const std::byte>> room{PageWarmer::unfilled(allocs_, allocs),
+                                                     PageWarmer::unfilled(allocSpans_, allocs)};
         tl_.live.unfilled(room);
         for (const StepSeries& s : tl_.live_by_category) s.unfilled(room);
         warmer_.warm(std::move(room));
@@ -336,9 +336,18 @@ std::vector<uint32_t> DeviceTimeline::liveAt(int64_t x) const {
 
 Result<std::shared_ptr<const Timeline>> Timeline::build(const Trace& trace, const TaskContext& ctx,
                                                         const TimelineOptions& options) {
+    return build(trace, detail::deviceOrder(trace), ctx, options);
+}
+
+Result<std::shared_ptr<const Timeline>> Timeline::build(const Trace& trace,
+                                                        detail::DeviceOrder order,
+                                                        const TaskContext& ctx,
+                                                        const TimelineOptions& options) {
     auto timeline = std::make_shared<Timeline>();
-    const std::vector<int16_t> devices = trace.devices();
-    auto perDevice = eventsByDevice(trace, devices);
+    const std::vector<int16_t>& devices = order.devices;
+    auto& perDevice = order.events;
+    if (perDevice.size() != devices.size())
+        return makeError("device order does not match its devices");
     uint64_t done = 0;
     const uint64_t total = trace.events.size();
     for (size_t d = 0; d < devices.size(); ++d) {

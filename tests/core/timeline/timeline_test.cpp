@@ -154,6 +154,37 @@ TEST(Timeline, DevicesAreSeparateAndReservedFollowsSegments) {
     EXPECT_FALSE(s.devices.at(0).reserved_bytes.has_value());
 }
 
+// Opening a file computes the device order once for inference and the
+// timeline: built from it, the timeline is the one built from the trace; an
+// order whose lists do not match its devices is refused, not read past.
+TEST(Timeline, ABuildFromAGivenDeviceOrderIsTheSame) {
+    TraceBuilder b;
+    b.alloc(0x0, 1000, Category::Unknown, 1)
+        .alloc(0x5000, 7, Category::Activation, 0)
+        .alloc(0x9000, 64, Category::Unknown, 1)
+        .free(0x0, 1000, 1)
+        .add(EventKind::SegmentAlloc, 0x0, 2048, Category::Unknown, 2);
+    auto plain = Timeline::build(b.trace);
+    detail::DeviceOrder order = detail::deviceOrder(b.trace);
+    ASSERT_EQ(order.devices, (std::vector<int16_t>{0, 1, 2}));
+    ASSERT_EQ(order.events.size(), 3u);
+    EXPECT_EQ(order.events[1], (std::vector<uint64_t>{0, 2, 3, 4}));
+    auto given = Timeline::build(b.trace, order, {}, {});
+    ASSERT_TRUE(plain.ok() && given.ok());
+    ASSERT_EQ((*given)->devices().size(), (*plain)->devices().size());
+    for (size_t d = 0; d < (*plain)->devices().size(); ++d) {
+        const DeviceTimeline& p = (*plain)->devices()[d];
+        const DeviceTimeline& g = (*given)->devices()[d];
+        EXPECT_EQ(g.device, p.device);
+        EXPECT_EQ(g.peak.bytes, p.peak.bytes);
+        EXPECT_EQ(g.peak.trace_event, p.peak.trace_event);
+        EXPECT_EQ(g.intervals.size(), p.intervals.size());
+        EXPECT_TRUE(std::ranges::equal(g.reserved.ys(), p.reserved.ys()));
+    }
+    order.events.pop_back();
+    EXPECT_FALSE(Timeline::build(b.trace, order, {}, {}).ok());
+}
+
 TEST(Timeline, UnsortedTimesAreOrderedAndEventIndexTimeBaseHasNoClock) {
     Trace trace;
     trace.metadata.time_base = TimeBase::EventIndex;

@@ -67,6 +67,11 @@ struct InferenceReport {
 // phases), then the category of every allocation recorded as Unknown. Cancellable (returns early
 // with whatever was complete; the trace stays consistent).
 InferenceReport inferMissingLabels(Trace& trace, const TaskContext& ctx = {});
+// The same with the trace's device order computed by the caller (who passes
+// it on to Timeline::build after): inference adds phases and categories, not
+// events, so the order stays the trace's.
+InferenceReport inferMissingLabels(Trace& trace, const detail::DeviceOrder& order,
+                                   const TaskContext& ctx);
 
 // The source of a trace's steps as it stands (after inference, if any ran).
 StepSource stepSource(const Trace& trace);

@@ -34,20 +34,20 @@ struct ReplaySegment {
 };
 
 struct AllocatorSnapshotAt {
-    int64_t time = 0;         // the moment asked for (Event::time units)
-    int64_t event_index = -1; // device-local index of the last event applied; -1 = before all
-    bool backwards = false;   // replayed from the end state
-    std::vector<ReplaySegment> segments;     // by address
-    std::vector<ReplayBlock> loose_blocks;   // live blocks outside every known segment
-    uint64_t reserved_bytes = 0;             // sum of segment sizes
-    uint64_t active_bytes = 0;               // sum of blocks (inside segments and loose)
-    uint64_t largest_free_gap = 0;           // largest inactive span inside one segment
-    std::string note;  // what the replay could not know, for the view to show
+    int64_t time = 0;          // the moment asked for (Event::time units)
+    int64_t event_index = -1;  // device-local index of the last event applied; -1 = before all
+    bool backwards = false;    // replayed from the end state
+    std::vector<ReplaySegment> segments;    // by address
+    std::vector<ReplayBlock> loose_blocks;  // live blocks outside every known segment
+    uint64_t reserved_bytes = 0;            // sum of segment sizes
+    uint64_t active_bytes = 0;              // sum of blocks (inside segments and loose)
+    uint64_t largest_free_gap = 0;          // largest inactive span inside one segment
+    std::string note;                       // what the replay could not know, for the view to show
 };
 
 // State of `timeline`'s device after every event with Event::time <= time.
 // O(device events); reports progress by events and honours cancel.
-Result<AllocatorSnapshotAt> allocatorStateAt(const Trace& trace, const DeviceTimeline& timeline, int64_t time,
-                                             const TaskContext& ctx = {});
+Result<AllocatorSnapshotAt> allocatorStateAt(const Trace& trace, const DeviceTimeline& timeline,
+                                             int64_t time, const TaskContext& ctx = {});
 
 }  // namespace memscope

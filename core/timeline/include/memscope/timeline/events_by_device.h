@@ -13,4 +13,13 @@ namespace memscope::detail {
 std::vector<std::vector<uint64_t>> eventsByDevice(const Trace& trace,
                                                   const std::vector<int16_t>& devices);
 
+// The trace's devices (Trace::devices) and each one's events in time order:
+// what inference and the timeline both walk. Computed once where both run
+// (opening a file), it stays valid while only phases and categories change.
+struct DeviceOrder {
+    std::vector<int16_t> devices;
+    std::vector<std::vector<uint64_t>> events;  // one list per device
+};
+DeviceOrder deviceOrder(const Trace& trace);
+
 }  // namespace memscope::detail

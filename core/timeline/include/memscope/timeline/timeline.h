@@ -17,6 +17,7 @@
 #include "memscope/base/result.h"
 #include "memscope/base/task_context.h"
 #include "memscope/model/trace.h"
+#include "memscope/timeline/events_by_device.h"
 #include "memscope/timeline/phase_peaks.h"
 #include "memscope/timeline/step_series.h"
 
@@ -99,6 +100,12 @@ public:
     static Result<std::shared_ptr<const Timeline>> build(const Trace& trace,
                                                          const TaskContext& ctx = {},
                                                          const TimelineOptions& options = {});
+    // The same from the trace's device order, computed before (by the caller,
+    // which also gave it to inference): it must be the trace's current one.
+    static Result<std::shared_ptr<const Timeline>> build(const Trace& trace,
+                                                         detail::DeviceOrder order,
+                                                         const TaskContext& ctx,
+                                                         const TimelineOptions& options);
 
     const std::vector<DeviceTimeline>& devices() const { return devices_; }
     const DeviceTimeline* device(int16_t id) const;

@@ -27,19 +27,29 @@ ModuleScopeKind kindAround(const Trace& trace, uint32_t index) {
 
 }  // namespace
 
+namespace {
+
+// A recorded phase of a model block (or its recompute): a module.
+bool namesABlock(const Phase& p) {
+    return !p.inferred && p.block >= 0 &&
+           (p.kind == PhaseKind::Block || p.kind == PhaseKind::Recompute);
+}
+
+}  // namespace
+
+bool hasBlockPhases(const Trace& trace) {
+    return std::any_of(trace.phases.begin(), trace.phases.end(), namesABlock);
+}
+
 bool modulesFromBlockPhases(Trace& trace) {
-    auto names = [](const Phase& p) {
-        return !p.inferred && p.block >= 0 &&
-               (p.kind == PhaseKind::Block || p.kind == PhaseKind::Recompute);
-    };
-    if (std::none_of(trace.phases.begin(), trace.phases.end(), names)) return false;
+    if (!hasBlockPhases(trace)) return false;
     int64_t last = 0;
     for (const Event& e : trace.events) last = std::max(last, e.time);
     ModuleInterner interner(trace);
     std::vector<ModuleScope> scopes;
     for (uint32_t i = 0; i < trace.phases.size(); ++i) {
         const Phase p = trace.phases[i];
-        if (!names(p)) continue;
+        if (!namesABlock(p)) continue;
         ModuleScope s;
         s.module = interner.intern("model", "block " + std::to_string(p.block));
         s.start = p.start;

@@ -9,6 +9,7 @@
 #include "memscope/base/parallel_for.h"
 #include "memscope/model/phases.h"
 #include "memscope/timeline/events_by_device.h"
+#include "module_walk.h"
 #include "pre_trace_sets.h"
 #include "step_inference.h"
 #include "training_activity.h"
@@ -226,14 +227,31 @@ InferenceReport inferMissingLabels(Trace& trace, const detail::DeviceOrder& orde
     report.steps_source = stepSource(trace);
     for (const Phase& p : trace.phases) report.steps += p.kind == PhaseKind::Step;
     if (ctx.cancelled()) return report;
-    report.modules = inferModules(trace, ctx);
-    if (ctx.cancelled() || !needsCategories(trace)) return report;
-
-    detail::TrainingActivity activity(trace);
-    trace.inferred_categories =
-        detail::inferCategories(trace, lives.free_of, lives.ghost_free, activity);
-    trace.inferred_block_categories = inferBlockCategories(trace, lives, activity);
-    detail::splitPreTraceSets(trace, activity, trace.inferred_block_categories);
+    const auto categorize = [&] {
+        detail::TrainingActivity activity(trace);
+        trace.inferred_categories =
+            detail::inferCategories(trace, lives.free_of, lives.ghost_free, activity);
+        trace.inferred_block_categories = inferBlockCategories(trace, lives, activity);
+        detail::splitPreTraceSets(trace, activity, trace.inferred_block_categories);
+    };
+    const bool categories = needsCategories(trace);
+    if (categories && detail::modulesNeedFrameWalk(trace)) {
+        // The walk over every allocation's frames for modules and the
+        // categories only read the trace (the categories write their own
+        // two members): side by side on two cores, the modules written after.
+        detail::ModuleFrameWalk walk(trace);
+        parallelFor(2, 2, [&](size_t part) {
+            if (part == 0)
+                walk.run(ctx);
+            else
+                categorize();
+        });
+        report.modules = walk.apply(trace, ctx);
+    } else {
+        report.modules = inferModules(trace, ctx);
+        if (ctx.cancelled() || !categories) return report;
+        categorize();
+    }
     for (uint64_t i = 0; i < trace.events.size(); ++i) {
         if (!trace.categoryInferred(i)) continue;
         if (trace.inferred_categories[i].category == Category::Unknown)

@@ -1,6 +1,7 @@
 #include "memscope/inference/module_inference.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -8,6 +9,7 @@
 
 #include "block_modules.h"
 #include "module_levels.h"
+#include "module_walk.h"
 
 namespace memscope {
 namespace {
@@ -242,10 +244,9 @@ size_t countLayers(const Trace& trace, const std::vector<ModuleScope>& scopes) {
     return layers.size();
 }
 
-ModuleInferenceReport fromFrames(Trace& trace, const TaskContext& ctx) {
+// The scopes of a finished walk over `trace`'s frames, written into it.
+ModuleInferenceReport fromWalk(Trace& trace, const FrameWalk& walk, const TaskContext& ctx) {
     ModuleInferenceReport report;
-    FrameWalk walk(trace);
-    walk.run(ctx);
     report.capped = walk.capped();
     if (ctx.cancelled() || walk.scopes().empty()) return report;
 
@@ -301,7 +302,34 @@ ModuleInferenceReport inferModules(Trace& trace, const TaskContext& ctx) {
     if (trace.modules.source != ModuleSource::None || !trace.modules.empty())
         return countModules(trace);
     if (detail::modulesFromBlockPhases(trace)) return countModules(trace);
-    return fromFrames(trace, ctx);
+    FrameWalk walk(trace);
+    walk.run(ctx);
+    return fromWalk(trace, walk, ctx);
 }
+
+namespace detail {
+
+bool modulesNeedFrameWalk(const Trace& trace) {
+    return trace.modules.source == ModuleSource::None && trace.modules.empty() &&
+           !hasBlockPhases(trace);
+}
+
+struct ModuleFrameWalk::Impl {
+    explicit Impl(const Trace& trace) : walk(trace) {}
+    FrameWalk walk;
+};
+
+ModuleFrameWalk::ModuleFrameWalk(const Trace& trace) : impl_(std::make_unique<Impl>(trace)) {}
+ModuleFrameWalk::~ModuleFrameWalk() = default;
+
+void ModuleFrameWalk::run(const TaskContext& ctx) {
+    impl_->walk.run(ctx);
+}
+
+ModuleInferenceReport ModuleFrameWalk::apply(Trace& trace, const TaskContext& ctx) {
+    return fromWalk(trace, impl_->walk, ctx);
+}
+
+}  // namespace detail
 
 }  // namespace memscope

@@ -109,7 +109,7 @@ TEST(ModuleInference, NoFramesNoBlocksNoModules) {
 // Python frames: a loop over three blocks called from one line; a block's
 // forward allocates twice on one line (the same instance), and once more
 // further down; the next block starts back at the top (a new instance).
-TEST(ModuleInference, BlocksCalledInALoopAreNumberedInstances) {
+Trace blocksCalledInALoop() {
     Trace t;
     auto frame = [&](const std::string& fn, const std::string& file, uint32_t line) {
         return t.internFrame({t.internString(fn), t.internString(file), line});
@@ -143,6 +143,11 @@ TEST(ModuleInference, BlocksCalledInALoopAreNumberedInstances) {
         alloc(88);
         alloc(90);
     }
+    return t;
+}
+
+TEST(ModuleInference, BlocksCalledInALoopAreNumberedInstances) {
+    Trace t = blocksCalledInALoop();
     const ModuleInferenceReport report = inferModules(t);
     EXPECT_EQ(report.source, ModuleSource::Inferred);
     EXPECT_EQ(report.layers, 4u);  // the three blocks and the model around them
@@ -162,6 +167,25 @@ TEST(ModuleInference, BlocksCalledInALoopAreNumberedInstances) {
             EXPECT_EQ(s.start, 3);
             EXPECT_EQ(s.end, 6);
         }
+}
+
+// Inference walks the frames for modules beside the categories, on two
+// cores, and writes the modules after: the same modules as alone.
+TEST(ModuleInference, TheWalkBesideTheCategoriesFindsTheSameModules) {
+    Trace alone = blocksCalledInALoop();
+    inferModules(alone);
+    Trace t = blocksCalledInALoop();
+    const InferenceReport report = inferMissingLabels(t);
+    EXPECT_EQ(report.modules.source, ModuleSource::Inferred);
+    EXPECT_EQ(report.modules.layers, 4u);
+    ASSERT_EQ(t.modules.scopes.size(), alone.modules.scopes.size());
+    for (size_t i = 0; i < t.modules.scopes.size(); ++i) {
+        EXPECT_EQ(t.modules.scopes[i].start, alone.modules.scopes[i].start);
+        EXPECT_EQ(t.modules.scopes[i].end, alone.modules.scopes[i].end);
+        EXPECT_EQ(modulePath(t, t.modules.scopes[i].module),
+                  modulePath(alone, alone.modules.scopes[i].module));
+    }
+    EXPECT_EQ(t.inferred_categories.size(), t.events.size());  // the categories ran too
 }
 
 }  // namespace

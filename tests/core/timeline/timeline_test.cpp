@@ -156,7 +156,8 @@ TEST(Timeline, DevicesAreSeparateAndReservedFollowsSegments) {
 
 // Opening a file computes the device order once for inference and the
 // timeline: built from it, the timeline is the one built from the trace; an
-// order whose lists do not match its devices is refused, not read past.
+// order whose lists do not match its devices or its events is refused, not
+// read past.
 TEST(Timeline, ABuildFromAGivenDeviceOrderIsTheSame) {
     TraceBuilder b;
     b.alloc(0x0, 1000, Category::Unknown, 1)
@@ -181,6 +182,9 @@ TEST(Timeline, ABuildFromAGivenDeviceOrderIsTheSame) {
         EXPECT_EQ(g.intervals.size(), p.intervals.size());
         EXPECT_TRUE(std::ranges::equal(g.reserved.ys(), p.reserved.ys()));
     }
+    detail::DeviceOrder stale = order;
+    stale.events[1].push_back(b.trace.events.size());
+    EXPECT_FALSE(Timeline::build(b.trace, stale, {}, {}).ok());
     order.events.pop_back();
     EXPECT_FALSE(Timeline::build(b.trace, order, {}, {}).ok());
 }

@@ -23,7 +23,8 @@ constexpr int kZstdLevel = 1;
 // coding, which is most of zstd's decoding time: an events column whose bytes
 // entropy coding would shrink by less than kMinEntropyGain is compressed at
 // this level. On the benchmark's trace the time and address columns are:
-// read time fell by a fifth for 7% more bytes.
+// zstd's decoding of them fell from 50 to 10 ms per 10 M events, for 3% more
+// bytes in all (docs/FORMAT.md, "Figures").
 constexpr int kZstdPlainLevel = -1;
 constexpr double kMinEntropyGain = 0.2;
 

@@ -25,10 +25,6 @@ ModuleScopeKind kindAround(const Trace& trace, uint32_t index) {
     return ModuleScopeKind::Forward;
 }
 
-}  // namespace
-
-namespace {
-
 // A recorded phase of a model block (or its recompute): a module.
 bool namesABlock(const Phase& p) {
     return !p.inferred && p.block >= 0 &&

@@ -44,6 +44,19 @@ inline uint64_t loadLE64(const unsigned char* p) {
     return v;
 }
 
+// One varint at p, p advanced past it; p must have 9 readable bytes. One
+// 8-byte load, a count of trailing zeros and a mask: no loop.
+inline uint64_t readVarintUnchecked(const unsigned char*& p) {
+    const uint64_t x = loadLE64(p);
+    if (x & 0xff) [[likely]] {
+        const auto t = static_cast<unsigned>(__builtin_ctzll(x));  // length - 1
+        p += t + 1;
+        return (x & kVarintMask[t]) >> (t + 1);
+    }
+    p += 9;
+    return loadLE64(p - 8);
+}
+
 // Writes a varint at `p`, which must have 9 bytes of room (writes up to 8 bytes
 // past the varint's end: scratch space); returns the varint's end.
 inline unsigned char* putVarint(unsigned char* p, uint64_t v) {
@@ -94,15 +107,9 @@ public:
     const unsigned char* position() const { return p_; }
 
     uint64_t varint() {
-        // Away from the end, one 8-byte load decodes any varint but the 9-byte one.
-        if (remaining() >= 8) [[likely]] {
-            const uint64_t x = loadLE64(p_);
-            if (x & 0xff) [[likely]] {
-                const auto t = static_cast<unsigned>(__builtin_ctzll(x));  // length - 1
-                p_ += t + 1;
-                return (x & kVarintMask[t]) >> (t + 1);
-            }
-        }
+        // Away from the end, one load decodes it (readVarintUnchecked).
+        if (remaining() >= kMaxVarintBytes) [[likely]]
+            return readVarintUnchecked(p_);
         if (p_ == end_) return fail();
         const unsigned char first = *p_;
         const size_t n = first == 0 ? 9 : static_cast<size_t>(__builtin_ctz(first)) + 1;

@@ -163,19 +163,14 @@ public:
     // scan checks their headers and publishes them there.
     ChunkScan(const unsigned char* data, size_t size, const TaskContext& ctx,
               NativeReadReport& report, JobBoard* board)
-        : data_(data),
-          size_(size),
-          ctx_(ctx),
-          report_(report),
-          board_(board),
-          defer_(board != nullptr) {}
+        : data_(data), size_(size), ctx_(ctx), report_(report), board_(board) {}
 
     ReadOutcome run(Trace& trace) {
         size_t offset = kFileHeaderSize;
         uint64_t next_progress = kProgressBytes;
         while (offset < size_) {
             if (ctx_.cancelled()) return ReadOutcome::Cancelled;
-            if (!defer_ && offset >= next_progress) {
+            if (!board_ && offset >= next_progress) {
                 ctx_.report(offset, size_);
                 next_progress = offset + kProgressBytes;
             }
@@ -207,7 +202,7 @@ private:
         // checksum is a pass over 95% of the file's bytes): one that fails
         // there sends the whole read down the chunk-by-chunk path, which
         // stops at it.
-        if (!(defer_ && h.type == ChunkType::Events) && !checksumMatches(data_ + offset, h))
+        if (!(board_ && h.type == ChunkType::Events) && !checksumMatches(data_ + offset, h))
             return "checksum mismatch (corrupt data)";
         const uint8_t known =
             h.type == ChunkType::Events ? kFlagZstd | kFlagRecentAllocs : kFlagZstd;
@@ -246,7 +241,7 @@ private:
         limits.stack_count = trace.stackCount();
         limits.phase_count = trace.phases.size();
         limits.stream_count = trace.streams.size();
-        if (defer_) {
+        if (board_) {
             // Checked again by the decoder; here so that the events vector's
             // size stays bounded by what the chunks can hold.
             if (h.count > kMaxEventsPerChunk) return "too many events in one chunk";
@@ -268,8 +263,7 @@ private:
     size_t size_;
     const TaskContext& ctx_;
     NativeReadReport& report_;
-    JobBoard* board_;
-    bool defer_;
+    JobBoard* board_;  // null: events chunks decoded here, in order
     Decompressor decompressor_;
     uint64_t raw_total_ = 0, items_total_ = 0;
     const uint64_t raw_budget_ = scaled(kRawFloor, kRawPerFileByte, size_);

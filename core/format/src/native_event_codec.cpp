@@ -121,18 +121,6 @@ private:
     std::vector<uint32_t> ctx_, lane_, ctx_keys_, lane_keys_;
 };
 
-// One prefix varint at p, p advanced past it; p must have 9 readable bytes.
-inline uint64_t readVarintUnchecked(const unsigned char*& p) {
-    const uint64_t x = loadLE64(p);
-    if (x & 0xff) [[likely]] {
-        const unsigned t = static_cast<unsigned>(__builtin_ctzll(x));  // n - 1
-        p += t + 1;
-        return (x & kVarintMask[t]) >> (t + 1);
-    }
-    p += 9;
-    return loadLE64(p - 8);
-}
-
 // A varint column being read: while 9 bytes remain, one unchecked load per
 // varint; the column's tail takes the checked path.
 struct ColumnReader {

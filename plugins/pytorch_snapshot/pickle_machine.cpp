@@ -25,6 +25,30 @@ uint32_t le32(const uint8_t* p) {
     return v;
 }
 
+// BININT1, BININT2 and BININT: their argument's width, and the value.
+uint64_t binIntWidth(uint8_t op) {
+    return op == BININT1 ? 1 : op == BININT2 ? 2 : 4;
+}
+Value binInt(uint8_t op, const uint8_t* p) {
+    const uint64_t bits = readLE(p, int(binIntWidth(op)));
+    // BININT alone is signed.
+    return Value{Tag::Int, 0, op == BININT ? uint64_t(int64_t(int32_t(uint32_t(bits)))) : bits};
+}
+
+// A LONG1 of 1 to 8 bytes with 8 bytes readable after its length byte `p`
+// (a snapshot's addresses and times): read in one load.
+bool isShortLong(const uint8_t* p, uint64_t available) {
+    return available >= 9 && p[0] != 0 && p[0] <= 8;
+}
+Value shortLong(const uint8_t* p) {
+    uint64_t bits;
+    std::memcpy(&bits, p + 1, 8);
+    if constexpr (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__) bits = __builtin_bswap64(bits);
+    const unsigned drop = 64 - 8 * unsigned(p[0]);
+    // The low bytes, sign-extended from the top one (two's complement).
+    return Value{Tag::Int, 0, uint64_t(int64_t(bits << drop) >> drop)};
+}
+
 std::string hexByte(uint8_t b) {
     char buf[8];
     std::snprintf(buf, sizeof buf, "0x%02x", b);
@@ -143,6 +167,14 @@ Container* Machine::containerAt(size_t stack_index, Kind kind, const char* what)
 
 bool Machine::memoPut(uint64_t index) {
     if (stack_.empty()) return fail("memo store with an empty stack");
+    // The next slot (MEMOIZE, and how Python numbers BINPUTs): a fresh slot
+    // was never written, so no cached run can depend on it.
+    if (index == memo_.size() && index < limits_.max_memo) {
+        const Value& v = stack_.back();
+        memo_.push_back(v);
+        if (Container* c = deref(v)) c->memo = int64_t(index);
+        return true;
+    }
     if (index >= limits_.max_memo)
         return fail("memo index " + std::to_string(index) + " beyond the limit");
     if (index == memo_.size()) {
@@ -168,9 +200,13 @@ bool Machine::memoPut(uint64_t index) {
 }
 
 // Most of a snapshot's opcodes are memo references in a row (the frames of a
-// stack, the keys of an entry): one loop reads the whole run, without the
-// per-opcode bookkeeping of run().
-bool Machine::memoGetRun(uint8_t op) {
+// stack), or memo references between small integers (an entry's keys and
+// its address, size, stream and time): one loop reads the whole run,
+// without the per-opcode dispatch and bookkeeping of run(). The run starts
+// with a memo reference and ends before the first opcode it does not take,
+// which run() then reads as usual. It is bounded by the stack's limit, so
+// cancel and progress are still polled every few million values.
+bool Machine::valueRun(uint8_t op) {
     const uint8_t* const data = data_;
     const Value* const memo = memo_.data();
     const uint64_t memo_size = memo_.size();
@@ -183,28 +219,43 @@ bool Machine::memoGetRun(uint8_t op) {
     };
     Value* out = stack_.reserveFor(kChunk);
     Value* limit = out + std::min<uint64_t>(room(), kChunk);
-    bool ok = true;
+    uint64_t short_by = 0;  // > 0: the opcode at op_at needs this many bytes more than are left
     for (;;) {
-        uint64_t index;
-        if (op == BINGET) {
-            if (pos >= size_) {
-                ok = false;
-                break;
+        Value v;
+        if (op == BINGET || op == LONG_BINGET) {
+            uint64_t index;
+            if (op == BINGET) {
+                if (pos >= size_) {
+                    short_by = 1;
+                    break;
+                }
+                index = data[pos++];
+            } else {
+                if (size_ - pos < 4) {
+                    short_by = 4;
+                    break;
+                }
+                index = le32(data + pos);
+                pos += 4;
             }
-            index = data[pos++];
+            if (index >= memo_size || memo[index].tag == Tag::Unset) {
+                stack_.setEnd(out);
+                pos_ = pos;
+                op_offset_ = op_at;
+                return memoMissing(index);
+            }
+            v = memo[index];
+        } else if (op == LONG1) {  // isShortLong, checked below
+            v = shortLong(data + pos);
+            pos += 1 + data[pos];
         } else {
-            if (size_ - pos < 4) {
-                ok = false;
+            const uint64_t n = binIntWidth(op);
+            if (size_ - pos < n) {
+                short_by = n;
                 break;
             }
-            index = le32(data + pos);
-            pos += 4;
-        }
-        if (index >= memo_size || memo[index].tag == Tag::Unset) {
-            stack_.setEnd(out);
-            pos_ = pos;
-            op_offset_ = op_at;
-            return memoMissing(index);
+            v = binInt(op, data + pos);
+            pos += n;
         }
         if (out == limit) {
             // The chunk is full: past the limit, or grow and go on.
@@ -217,16 +268,19 @@ bool Machine::memoGetRun(uint8_t op) {
             out = stack_.reserveFor(kChunk);
             limit = out + std::min<uint64_t>(room(), kChunk);
         }
-        *out++ = memo[index];
+        *out++ = v;
         if (pos >= size_) break;
         op = data[pos];
-        if (op != BINGET && op != LONG_BINGET) break;
+        const bool short_long = op == LONG1 && isShortLong(data + pos + 1, size_ - pos - 1);
+        if (op != BINGET && op != LONG_BINGET && op != BININT1 && op != BININT2 && op != BININT &&
+            !short_long)
+            break;
         op_at = pos++;
     }
     stack_.setEnd(out);
     pos_ = pos;
     op_offset_ = op_at;
-    if (!ok) return need(op == BINGET ? 1 : 4);
+    if (short_by) return need(short_by);
     return true;
 }
 
@@ -385,11 +439,45 @@ Result<Value> Machine::run(const TaskContext& ctx, const std::function<void(uint
             break;
         }
         const uint8_t op = data_[pos_++];
-        if (!step(op) || !error_.empty()) break;
+        if (!stepHot(op) || !error_.empty()) break;
     }
     if (!error_.empty()) return makeError(error_);
     ctx.report(size_, size_);
     return stack_.back();
+}
+
+// The opcodes that make a snapshot's trace entries, handled without the call
+// into step(): its frame (its error paths build strings) cost more than
+// these opcodes' own work, and every entry runs six of them.
+[[gnu::always_inline]] inline bool Machine::stepHot(uint8_t op) {
+    switch (op) {
+        case BINGET:
+        case LONG_BINGET:
+            return valueRun(op);
+        case MEMOIZE:
+            return memoPut(memo_.size());
+        case BININT1:
+        case BININT2:
+        case BININT: {
+            const uint64_t n = binIntWidth(op);
+            if (!need(n)) return false;
+            pos_ += n;
+            return push(binInt(op, data_ + pos_ - n));
+        }
+        case LONG1: {
+            if (!isShortLong(data_ + pos_, size_ - pos_)) break;  // step() reads the others
+            const Value v = shortLong(data_ + pos_);
+            pos_ += 1 + data_[pos_];
+            return push(v);
+        }
+        case EMPTY_DICT:
+            return push(newContainer(Kind::Dict));
+        case EMPTY_LIST:
+            return push(newContainer(Kind::List));
+        default:
+            break;
+    }
+    return step(op);
 }
 
 bool Machine::step(uint8_t op) {
@@ -443,8 +531,6 @@ bool Machine::step(uint8_t op) {
             if (stack_.empty()) return fail("DUP on an empty stack");
             markShared(stack_.back());
             return push(stack_.back());
-        case MEMOIZE:
-            return memoPut(memo_.size());
         case BINPUT:
             if (!need(1)) return false;
             return memoPut(data_[pos_++]);
@@ -452,27 +538,12 @@ bool Machine::step(uint8_t op) {
             if (!need(4)) return false;
             pos_ += 4;
             return memoPut(readLE(data_ + pos_ - 4, 4));
-        case BINGET:
-        case LONG_BINGET:
-            return memoGetRun(op);
         case NONE:
             return push(Value{Tag::None, 0, 0});
         case NEWTRUE:
             return push(Value{Tag::Bool, 0, 1});
         case NEWFALSE:
             return push(Value{Tag::Bool, 0, 0});
-        case BININT:
-            if (!need(4)) return false;
-            pos_ += 4;
-            return push(Value{Tag::Int, 0,
-                              uint64_t(int64_t(int32_t(uint32_t(readLE(data_ + pos_ - 4, 4)))))});
-        case BININT1:
-            if (!need(1)) return false;
-            return push(Value{Tag::Int, 0, data_[pos_++]});
-        case BININT2:
-            if (!need(2)) return false;
-            pos_ += 2;
-            return push(Value{Tag::Int, 0, readLE(data_ + pos_ - 2, 2)});
         case LONG1:
             if (!need(1)) return false;
             return pushLong(data_[pos_++]);
@@ -519,10 +590,6 @@ bool Machine::step(uint8_t op) {
             pos_ += 8;
             return pushString(op == BINUNICODE8 ? Tag::Str : Tag::Bytes,
                               readLE(data_ + pos_ - 8, 8));
-        case EMPTY_LIST:
-            return push(newContainer(Kind::List));
-        case EMPTY_DICT:
-            return push(newContainer(Kind::Dict));
         case EMPTY_TUPLE:
             return push(newContainer(Kind::Tuple));
         case EMPTY_SET:

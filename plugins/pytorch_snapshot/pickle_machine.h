@@ -106,6 +106,7 @@ public:
 
 private:
     bool step(uint8_t op);
+    bool stepHot(uint8_t op);
     bool needSlow(uint64_t n);
     bool need(uint64_t n) { return size_ - pos_ >= n || needSlow(n); }
     [[gnu::always_inline]] bool push(Value v) {
@@ -133,7 +134,7 @@ private:
     void unfold(uint32_t list);
     bool memoPut(uint64_t index);
     bool memoMissing(uint64_t index);
-    bool memoGetRun(uint8_t op);
+    bool valueRun(uint8_t op);
     void foldCachedRun();
     bool pushString(Tag tag, uint64_t length);
     bool pushLong(uint64_t nbytes);

@@ -1,6 +1,7 @@
 #include "snapshot_mapper.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cinttypes>
@@ -45,6 +46,35 @@ std::optional<EventKind> kindOf(std::string_view action) {
     if (action == "snapshot") return EventKind::Snapshot;
     return std::nullopt;  // 'annotate' and unknown actions become markers
 }
+
+}  // namespace
+
+EntryKey entryKeyOf(std::string_view key) {
+    static constexpr std::pair<std::string_view, EntryKey> kKeys[] = {
+        {"action", EntryKey::Action},
+        {"addr", EntryKey::Addr},
+        {"size", EntryKey::Size},
+        {"stream", EntryKey::Stream},
+        {"time_us", EntryKey::TimeUs},
+        {"frames", EntryKey::Frames},
+        {"device_free", EntryKey::DeviceFree},
+        {"compile_context", EntryKey::CompileContext},
+        {"user_metadata", EntryKey::UserMetadata},
+        {"pool_id", EntryKey::PoolId},
+    };
+    for (const auto& [name, k] : kKeys)
+        if (key == name) return k;
+    return EntryKey::Other;
+}
+
+ActionClass actionClassOf(std::string_view action) {
+    const std::optional<EventKind> kind = kindOf(action);
+    // The action's own name is kept where the kind does not say it, so that
+    // the exporter writes back what the file had ('free', unknown actions).
+    return {kind.value_or(EventKind::Marker), (!kind && action != "annotate") || action == "free"};
+}
+
+namespace {
 
 BlockState stateOf(std::string_view s) {
     if (s == "active_allocated") return BlockState::ActiveAllocated;
@@ -299,12 +329,19 @@ bool SnapshotMapper::onAppend(Machine& m, uint32_t list, Value& item, bool& keep
         item = c->replacement;
         return true;
     }
+    // Torch writes 'action' first: a trace entry is known by its first key,
+    // read through the cache of the keys' places.
+    if (c->items.size() >= 2 && c->items[0].tag == Tag::Str &&
+        entry_keys_.of(c->items[0], m.str(c->items[0])) == EntryKey::Action) {
+        keep = false;
+        return convertEntry(m, list, uint32_t(item.bits));
+    }
     bool action = false, filename = false, name = false, segment = false;
     for (size_t i = 0; i + 1 < c->items.size(); i += 2) {
         if (c->items[i].tag != Tag::Str) continue;
         const std::string_view k = m.str(c->items[i]);
         if (k == "action") {
-            action = true;  // torch writes it first: no need to look further
+            action = true;  // other writers' entries: 'action' anywhere
             break;
         } else if (k == "filename")
             filename = true;
@@ -415,78 +452,105 @@ bool SnapshotMapper::convertEntry(Machine& m, uint32_t list, uint32_t dict) {
     auto attributeStr = [&](StringId key, const Value& v) {
         trace_.attributes.push_back(EventAttribute{trace_.events.size(), key, internStr(m, v)});
     };
-    Value frames;
-    std::string_view action;
-    bool has_action = false;
+    // The event's own fields are gathered first, the last of a key winning
+    // as in the dict Python would build, and read after the loop: a switch
+    // over every key cost a mispredicted jump per key. Keys kept as
+    // attributes are handled where they are, in the dict's order.
+    std::array<Value, kEventFields> field;
+    unsigned present = 0;  // bit i: field[i] was given
     for (size_t i = 0; i + 1 < d.items.size(); i += 2) {
         const Value& k = d.items[i];
-        const Value& v = d.items[i + 1];
         if (k.tag != Tag::Str) continue;
-        const std::string_view key = m.str(k);
-        if (key == "action") {
-            if (v.tag != Tag::Str) return m.fail("a trace entry's 'action' is not a string");
-            action = m.str(v);
-            has_action = true;
-        } else if (key == "addr") {
-            if (v.isInt())
-                ev.address = v.asU64();
-            else if (v.tag != Tag::None)
-                bad_addr = true;
-        } else if (key == "size") {
-            if (v.tag == Tag::UInt) {
-                huge_size = true;
-                continue;
-            }
-            if (!v.isInt() || v.isNegative())
-                return m.fail("a trace entry's 'size' is not a non-negative integer");
-            ev.size = v.asU64();
-        } else if (key == "stream") {
-            if (v.isInt()) ev.stream = trace_.internStream(v.asU64());
-        } else if (key == "time_us") {
-            if (v.tag == Tag::Int || v.tag == Tag::Bool) {
-                int64_t ns;
-                if (__builtin_mul_overflow(v.asI64(), int64_t(1000), &ns))
-                    return m.fail("a trace entry's 'time_us' is out of range");
-                ev.time = ns;
-                has_time = true;
-            } else if (v.tag == Tag::UInt) {
-                return m.fail("a trace entry's 'time_us' is out of range");
-            } else if (v.tag == Tag::Float) {
-                // A float clock (some writers): used where finite and in range.
-                const double ns = v.asDouble() * 1000.0;
-                if (ns > -9.2e18 && ns < 9.2e18) {
-                    ev.time = int64_t(std::llround(ns));
-                    has_time = true;
+        const EntryKey key = entry_keys_.of(k, m.str(k));
+        const Value& v = d.items[i + 1];
+        if (const unsigned f = unsigned(key); f < kEventFields) {
+            field[f] = v;
+            present |= 1u << f;
+            continue;
+        }
+        switch (key) {
+            case EntryKey::DeviceFree:
+                attribute(key_device_free_, renderJson(m, v, 1));
+                break;
+            case EntryKey::CompileContext:
+                saw_compile_context_ = true;
+                // "N/A" is PyTorch's "none"; storing it per event would cost more than the event.
+                if (v.tag == Tag::Str) {
+                    const std::string_view s = m.str(v);
+                    if (!s.empty() && s != "N/A") attributeStr(key_compile_context_, v);
+                } else if (v.tag != Tag::None) {
+                    attribute(key_compile_context_, render(v, 4));
                 }
+                break;
+            case EntryKey::UserMetadata:
+                saw_user_metadata_ = true;
+                if (v.tag == Tag::Str) {
+                    if (v.aux) attributeStr(key_user_metadata_, v);
+                } else if (v.tag != Tag::None) {
+                    attribute(key_user_metadata_, render(v, 4));
+                }
+                break;
+            case EntryKey::PoolId: {
+                const std::string s = render(v, 2);
+                if (s != "[0,0]" && s != "null") attribute(key_pool_id_, s);
+                break;
             }
-        } else if (key == "frames") {
-            frames = v;
-        } else if (key == "device_free") {
-            attribute(key_device_free_, renderJson(m, v, 1));
-        } else if (key == "compile_context") {
-            saw_compile_context_ = true;
-            // "N/A" is PyTorch's "none"; storing it per event would cost more than the event.
-            if (v.tag == Tag::Str) {
-                const std::string_view s = m.str(v);
-                if (!s.empty() && s != "N/A") attributeStr(key_compile_context_, v);
-            } else if (v.tag != Tag::None) {
-                attribute(key_compile_context_, render(v, 4));
-            }
-        } else if (key == "user_metadata") {
-            saw_user_metadata_ = true;
-            if (v.tag == Tag::Str) {
-                if (v.aux) attributeStr(key_user_metadata_, v);
-            } else if (v.tag != Tag::None) {
-                attribute(key_user_metadata_, render(v, 4));
-            }
-        } else if (key == "pool_id") {
-            const std::string s = render(v, 2);
-            if (s != "[0,0]" && s != "null") attribute(key_pool_id_, s);
-        } else {
-            attribute(internStr(m, k), render(v, 4));
+            default:
+                attribute(internStr(m, k), render(v, 4));
+                break;
         }
     }
-    if (!has_action) return m.fail("a trace entry without 'action'");
+    auto given = [&](EntryKey key) { return (present >> unsigned(key)) & 1u; };
+    auto at = [&](EntryKey key) -> const Value& { return field[size_t(key)]; };
+    if (!given(EntryKey::Action)) return m.fail("a trace entry without 'action'");
+    if (at(EntryKey::Action).tag != Tag::Str)
+        return m.fail("a trace entry's 'action' is not a string");
+    const std::string_view action = m.str(at(EntryKey::Action));
+    const ActionClass action_class = actions_.of(at(EntryKey::Action), action);
+    if (given(EntryKey::Addr)) {
+        const Value& v = at(EntryKey::Addr);
+        if (v.isInt())
+            ev.address = v.asU64();
+        else if (v.tag != Tag::None)
+            bad_addr = true;
+    }
+    if (given(EntryKey::Size)) {
+        const Value& v = at(EntryKey::Size);
+        if (v.tag == Tag::UInt)
+            huge_size = true;
+        else if (!v.isInt() || v.isNegative())
+            return m.fail("a trace entry's 'size' is not a non-negative integer");
+        else
+            ev.size = v.asU64();
+    }
+    if (given(EntryKey::Stream) && at(EntryKey::Stream).isInt()) {
+        const uint64_t stream = at(EntryKey::Stream).asU64();
+        if (stream != last_stream_ || last_stream_id_ == UINT32_MAX) {
+            last_stream_ = stream;
+            last_stream_id_ = trace_.internStream(stream);
+        }
+        ev.stream = last_stream_id_;
+    }
+    if (given(EntryKey::TimeUs)) {
+        const Value& v = at(EntryKey::TimeUs);
+        if (v.tag == Tag::Int || v.tag == Tag::Bool) {
+            int64_t ns;
+            if (__builtin_mul_overflow(v.asI64(), int64_t(1000), &ns))
+                return m.fail("a trace entry's 'time_us' is out of range");
+            ev.time = ns;
+            has_time = true;
+        } else if (v.tag == Tag::UInt) {
+            return m.fail("a trace entry's 'time_us' is out of range");
+        } else if (v.tag == Tag::Float) {
+            // A float clock (some writers): used where finite and in range.
+            const double ns = v.asDouble() * 1000.0;
+            if (ns > -9.2e18 && ns < 9.2e18) {
+                ev.time = int64_t(std::llround(ns));
+                has_time = true;
+            }
+        }
+    }
+    const Value frames = given(EntryKey::Frames) ? at(EntryKey::Frames) : Value{};
     ++entries_seen_;
     auto where = [&] {
         return "entry " + std::to_string(entries_seen_ - 1) + " ('" + std::string(action) + "')";
@@ -497,11 +561,8 @@ bool SnapshotMapper::convertEntry(Machine& m, uint32_t list, uint32_t dict) {
         return dropEntry(m, dict, bad_addr ? bad_addr_ : huge_size_, where());
     }
     if (!has_time && bad_time_.first.empty()) bad_time_.first = where();
-    const std::optional<EventKind> kind = kindOf(action);
-    ev.kind = kind.value_or(EventKind::Marker);
-    // The action's own name is kept where the kind does not say it, so that the
-    // exporter writes back what the file had ('free', unknown actions).
-    if ((!kind && action != "annotate") || action == "free") attribute(key_action_, action);
+    ev.kind = action_class.kind;
+    if (action_class.keep_name) attribute(key_action_, action);
     ev.stack = stackOf(m, frames);
 
     const uint32_t sink = sinkFor(m, list, kEventSink);

@@ -17,8 +17,37 @@
 #include "memscope/model/trace.h"
 #include "module_annotations.h"
 #include "pickle_machine.h"
+#include "string_class_cache.h"
 
 namespace memscope::pytorch_snapshot {
+
+// The keys of a trace entry the mapper reads: first those the event is made
+// of (kEventFields of them), then those kept as attributes; any other key is
+// kept as an attribute under its own name.
+enum class EntryKey : uint8_t {
+    Action,
+    Addr,
+    Size,
+    Stream,
+    TimeUs,
+    Frames,
+    DeviceFree,
+    CompileContext,
+    UserMetadata,
+    PoolId,
+    Other,
+};
+inline constexpr size_t kEventFields = size_t(EntryKey::Frames) + 1;
+EntryKey entryKeyOf(std::string_view key);
+
+// What an entry's 'action' makes of it: its kind ('annotate' and unknown
+// actions are markers), and whether the name is kept as an attribute because
+// the kind does not say it ('free', unknown actions).
+struct ActionClass {
+    EventKind kind = EventKind::Marker;
+    bool keep_name = false;
+};
+ActionClass actionClassOf(std::string_view action);
 
 class SnapshotMapper final : public pickle::Handler {
 public:
@@ -93,6 +122,11 @@ private:
     bool saw_compile_context_ = false;
     bool saw_user_metadata_ = false;
     std::string scratch_;
+    pickle::StringClassCache<EntryKey, entryKeyOf> entry_keys_;
+    pickle::StringClassCache<ActionClass, actionClassOf> actions_;
+    // The stream of the entry before: nearly every entry has the one before's.
+    uint64_t last_stream_ = 0;
+    uint32_t last_stream_id_ = UINT32_MAX;
     std::unordered_map<uint64_t, StringId> long_strings_;  // input offset -> id
     Drops bad_addr_, huge_size_, bad_time_, cut_text_, huge_segment_, huge_block_;
     uint64_t entries_seen_ = 0;

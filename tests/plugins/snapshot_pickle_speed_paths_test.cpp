@@ -204,6 +204,65 @@ TEST(MemoReferenceRuns, ARunDeeperThanTheStackLimitStopsThere) {
         << r.message();
 }
 
+// The integers between an entry's memo references are read inside the run:
+// each must come out as the opcode alone would give it, including the LONG1
+// forms the run leaves to the ordinary path (no bytes, 9 bytes, the end of
+// the input within reach).
+TEST(MemoReferenceRuns, IntegersInsideARunReadAsTheirOwnOpcodes) {
+    // PROTO 4, EMPTY_LIST, memo 0 = 7 (popped), MARK, then the run.
+    auto b = bytesOf({0x80, 4, ']', 'K', 7, 0x94, '0', '('});
+    std::vector<int64_t> expected;
+    auto get = [&](bool long_form) {
+        appendGet(b, 0, long_form);
+        expected.push_back(7);
+    };
+    auto raw = [&](std::initializer_list<int> bytes, int64_t value) {
+        for (int x : bytes) b.push_back(std::byte(uint8_t(x)));
+        expected.push_back(value);
+    };
+    get(false);
+    raw({'K', 0xff}, 255);  // BININT1
+    get(true);
+    raw({'M', 0x34, 0x12}, 0x1234);           // BININT2
+    raw({'J', 0xfe, 0xff, 0xff, 0xff}, -2);   // BININT, negative
+    raw({0x8a, 1, 0x80}, -128);               // LONG1 of one byte, negative
+    raw({0x8a, 2, 0x00, 0x80}, -32768);       // two's complement
+    raw({0x8a, 3, 0x00, 0x80, 0x00}, 32768);  // a zero top byte keeps it positive
+    raw({0x8a, 6, 0x00, 0xa6, 0x77, 0x11, 0x80, 0x7f}, 0x7f801177a600);  // an address
+    raw({0x8a, 8, 1, 2, 3, 4, 5, 6, 7, 0x80}, int64_t(0x8007060504030201ull));
+    raw({0x8a, 0}, 0);  // LONG1 of no bytes: the ordinary path
+    get(false);
+    raw({0x8a, 9, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00}, -1);  // 2^64 - 1
+    get(true);
+    raw({0x8a, 3, 0x01, 0x00, 0xff}, -65535);  // within 10 bytes of the end
+    b.push_back(std::byte{'e'});
+    b.push_back(std::byte{'.'});
+    KeepAll h;
+    pickle::Machine m(b, h);
+    auto root = m.run(TaskContext{});
+    ASSERT_TRUE(root.ok()) << root.message();
+    pickle::Container* list = m.deref(*root);
+    ASSERT_NE(list, nullptr);
+    ASSERT_EQ(list->items.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_TRUE(list->items[i].isInt()) << i;
+        EXPECT_EQ(list->items[i].asI64(), expected[i]) << i;
+    }
+    // 2^64 - 1 does not fit a signed 64-bit integer: it is read as unsigned.
+    EXPECT_EQ(list->items[expected.size() - 3].tag, pickle::Tag::UInt);
+}
+
+TEST(MemoReferenceRuns, AnIntegerCutShortInARunIsTruncationAtItsOpcode) {
+    auto b = bytesOf({0x80, 4, 'K', 1, 0x94, '('});
+    appendGet(b, 0, false);                                    // offset 6
+    for (int x : {int('J'), 1, 2}) b.push_back(std::byte(x));  // offset 8: BININT, 2 of 4 bytes
+    auto r = runMachine(b);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.message().find("truncated: opcode BININT needs 4"), std::string::npos)
+        << r.message();
+    EXPECT_NE(r.message().find("offset 8"), std::string::npos) << r.message();
+}
+
 TEST(SnapshotImportFastPaths, ManyStacksAcrossBatchesKeepTheirFrames) {
     // A snapshot whose frames lists span many of the interner's batches:
     // every entry's stack must come back with its own frames, in order.

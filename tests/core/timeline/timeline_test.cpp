@@ -189,6 +189,45 @@ TEST(Timeline, ABuildFromAGivenDeviceOrderIsTheSame) {
     EXPECT_FALSE(Timeline::build(b.trace, order, {}, {}).ok());
 }
 
+// A large trace's devices are counted on two cores: the devices (those of
+// the segments too, negative ordinals included) are Trace::devices, and each
+// list holds its device's events in time order, whichever half they were in.
+TEST(Timeline, TheDeviceOrderOfALargeTraceIsItsDevicesEventsInTimeOrder) {
+    Trace trace;
+    constexpr size_t kEvents = 3'000'000;
+    const int16_t devices[] = {-1, 0, 3, 300};
+    trace.events.resize(kEvents);
+    for (size_t i = 0; i < kEvents; ++i) {
+        Event& e = trace.events[i];
+        e.device = devices[(i * 7 + i / 1000) % 4];
+        e.time = int64_t(i);
+        e.kind = EventKind::Marker;
+    }
+    // Device 3 goes back in time across the halves' boundary: it is sorted.
+    for (size_t i = kEvents / 2; i < kEvents / 2 + 64; ++i)
+        if (trace.events[i].device == 3) trace.events[i].time = -int64_t(i);
+    trace.allocator_state.emplace();
+    trace.allocator_state->segments.push_back(Segment{});
+    trace.allocator_state->segments[0].device = 9;  // no events
+    const detail::DeviceOrder order = detail::deviceOrder(trace);
+    EXPECT_EQ(order.devices, trace.devices());
+    EXPECT_EQ(order.devices, (std::vector<int16_t>{-1, 0, 3, 9, 300}));
+    ASSERT_EQ(order.events.size(), order.devices.size());
+    size_t total = 0;
+    for (size_t d = 0; d < order.devices.size(); ++d) {
+        const std::vector<uint64_t>& list = order.events[d];
+        total += list.size();
+        for (size_t k = 0; k < list.size(); ++k) {
+            ASSERT_EQ(trace.events[list[k]].device, order.devices[d]);
+            if (k > 0) {
+                ASSERT_LE(trace.events[list[k - 1]].time, trace.events[list[k]].time);
+            }
+        }
+    }
+    EXPECT_EQ(total, kEvents);
+    EXPECT_TRUE(order.events[3].empty());  // device 9: its segment only
+}
+
 TEST(Timeline, UnsortedTimesAreOrderedAndEventIndexTimeBaseHasNoClock) {
     Trace trace;
     trace.metadata.time_base = TimeBase::EventIndex;

@@ -9,9 +9,11 @@
 
 namespace memscope::detail {
 
-// One list per entry of `devices`, in that order.
+// One list per entry of `devices`, in that order, given the trace's events
+// per device ordinal (counts[uint16_t(d)], 65,536 of them).
 std::vector<std::vector<uint64_t>> eventsByDevice(const Trace& trace,
-                                                  const std::vector<int16_t>& devices);
+                                                  const std::vector<int16_t>& devices,
+                                                  const std::vector<uint64_t>& counts);
 
 // The trace's devices (Trace::devices) and each one's events in time order:
 // what inference and the timeline both walk. Computed once where both run

@@ -1,0 +1,75 @@
+#include "memscope/base/read_ahead.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <system_error>
+
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
+namespace memscope {
+namespace {
+
+#if defined(__linux__) && !defined(MADV_POPULATE_READ)
+constexpr int MADV_POPULATE_READ = 22;  // Linux 5.14; older headers lack it
+#endif
+
+// Small enough that the lead is kept closely and stopping is quick, large
+// enough that the system calls cost nothing beside the faults.
+constexpr size_t kSlice = size_t(4) << 20;
+
+// False when the kernel cannot populate, or a page is gone (the file shrank):
+// then nothing more is tried.
+bool populate(const std::byte* at, size_t n) {
+#ifdef __linux__
+    return madvise(const_cast<std::byte*>(at), n, MADV_POPULATE_READ) == 0;
+#else
+    (void)at;
+    (void)n;
+    return false;
+#endif
+}
+
+}  // namespace
+
+ReadAhead::ReadAhead(std::span<const std::byte> bytes, size_t lead) : bytes_(bytes), lead_(lead) {
+    // madvise wants a page-aligned start: a mapping's is.
+    if (bytes_.empty() || reinterpret_cast<uintptr_t>(bytes_.data()) % 4096 != 0) return;
+    try {
+        thread_ = std::thread([this] { run(); });
+    } catch (const std::system_error&) {
+        // No thread: the reader faults its pages in itself.
+    }
+}
+
+ReadAhead::~ReadAhead() {
+    {
+        std::lock_guard lock(mutex_);
+        stop_ = true;
+    }
+    moved_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+void ReadAhead::reached(size_t offset) {
+    {
+        std::lock_guard lock(mutex_);
+        if (offset <= reached_) return;
+        reached_ = offset;
+    }
+    moved_.notify_all();
+}
+
+void ReadAhead::run() {
+    for (size_t at = 0; at < bytes_.size(); at += kSlice) {
+        {
+            std::unique_lock lock(mutex_);
+            moved_.wait(lock, [&] { return stop_ || at < reached_ + lead_; });
+            if (stop_) return;
+        }
+        if (!populate(bytes_.data() + at, std::min(kSlice, bytes_.size() - at))) return;
+    }
+}
+
+}  // namespace memscope

@@ -107,6 +107,8 @@ public:
 private:
     bool step(uint8_t op);
     bool stepHot(uint8_t op);
+    bool pushMark();
+    bool setItems();
     bool needSlow(uint64_t n);
     bool need(uint64_t n) { return size_ - pos_ >= n || needSlow(n); }
     [[gnu::always_inline]] bool push(Value v) {

@@ -458,11 +458,19 @@ bool SnapshotMapper::convertEntry(Machine& m, uint32_t list, uint32_t dict) {
     // attributes are handled where they are, in the dict's order.
     std::array<Value, kEventFields> field;
     unsigned present = 0;  // bit i: field[i] was given
+    // The containers among the items (the frames list, nearly always alone):
+    // noted here, they are released without a second walk over the items.
+    size_t refs = 0;
+    Value ref;
     for (size_t i = 0; i + 1 < d.items.size(); i += 2) {
         const Value& k = d.items[i];
+        const Value& v = d.items[i + 1];
+        if (k.tag == Tag::Ref || v.tag == Tag::Ref) {
+            ref = v.tag == Tag::Ref ? v : k;
+            refs += (k.tag == Tag::Ref) + (v.tag == Tag::Ref);
+        }
         if (k.tag != Tag::Str) continue;
         const EntryKey key = entry_keys_.of(k, m.str(k));
-        const Value& v = d.items[i + 1];
         if (const unsigned f = unsigned(key); f < kEventFields) {
             field[f] = v;
             present |= 1u << f;
@@ -581,7 +589,13 @@ bool SnapshotMapper::convertEntry(Machine& m, uint32_t list, uint32_t dict) {
         ++events_with_time_;
     // Another list that refers to this dict (a memo reference) gets the event too.
     m.at(dict).replacement = Value{Tag::Entry, 0, index};
-    releaseTree(m, Value{Tag::Ref, m.at(dict).generation, dict}, 2, true);
+    // What releaseTree(dict, 2) does, knowing the one container in it.
+    if (refs > 1) {
+        releaseTree(m, Value{Tag::Ref, m.at(dict).generation, dict}, 2, true);
+    } else {
+        if (refs == 1) releaseTree(m, ref, 1, true);
+        pending_release_.push_back(dict);
+    }
     return true;
 }
 

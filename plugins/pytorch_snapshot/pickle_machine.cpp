@@ -447,8 +447,9 @@ Result<Value> Machine::run(const TaskContext& ctx, const std::function<void(uint
 }
 
 // The opcodes that make a snapshot's trace entries, handled without the call
-// into step(): its frame (its error paths build strings) cost more than
-// these opcodes' own work, and every entry runs nine of them.
+// into step(): its prologue, its 264-byte frame (its error paths build
+// strings) and its jump table were much of what these opcodes cost, and
+// every entry runs nine of them.
 [[gnu::always_inline]] inline bool Machine::stepHot(uint8_t op) {
     switch (op) {
         case BINGET:

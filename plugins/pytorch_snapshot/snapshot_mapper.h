@@ -80,6 +80,9 @@ private:
         std::vector<Block> blocks;
     };
     static constexpr int32_t kUnassigned = INT32_MIN;
+    // The two kinds of list a container's sink tag names (its low bit).
+    static constexpr uint32_t kEventSink = 0;
+    static constexpr uint32_t kSegmentSink = 1;
 
     struct Drops {
         uint64_t count = 0;
@@ -136,20 +139,5 @@ private:
     bool cancelled_ = false;
     StringId key_device_free_, key_compile_context_, key_user_metadata_, key_action_, key_pool_id_;
 };
-
-// What a phase's name says of it: "step 3" / "ProfilerStep#3" (Step, step 3),
-// "forward", "backward", "optimizer..." (and memscope-train's "adam <param>"),
-// "recompute ...", "block 3" (Block, block 3); anything else is a Range. Only
-// the last " / " component of the name counts.
-struct PhaseGuess {
-    PhaseKind kind = PhaseKind::Range;
-    int32_t step = -1;
-    int32_t block = -1;
-};
-PhaseGuess classifyPhase(std::string_view name);
-
-// Renders a pickle value as JSON text (depth and length limited), for metadata.
-std::string renderJson(pickle::Machine& m, const pickle::Value& v, int depth = 8,
-                       size_t max_text = 64 * 1024);
 
 }  // namespace memscope::pytorch_snapshot

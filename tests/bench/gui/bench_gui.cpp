@@ -196,6 +196,8 @@ int main(int argc, char** argv) {
                 continue;
             args.unknown();
         }
+        if (opens > 1 && file.isEmpty())
+            args.fail("--opens needs --file: a generated trace is made once");
     }
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
     QApplication app(argc, argv);

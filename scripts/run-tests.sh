@@ -5,9 +5,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${MEMSCOPE_JOBS:-$(nproc)}
 
-scripts/build.sh
-QT_QPA_PLATFORM=offscreen ctest --preset release -j "$jobs"
+# Each step's wall time, so that a slow CI run says where its time went.
+step() {
+  local name=$1 start=$SECONDS
+  shift
+  "$@"
+  echo "memscope: $name took $((SECONDS - start)) s"
+}
+asan_configure() {
+  cmake --preset asan >build-asan-configure.log 2>&1 || { cat build-asan-configure.log; return 1; }
+}
 
-cmake --preset asan >build-asan-configure.log 2>&1 || { cat build-asan-configure.log; exit 1; }
-cmake --build --preset asan -j "$jobs"
-ctest --preset asan -j "$jobs"
+step "release build" scripts/build.sh
+step "release tests" env QT_QPA_PLATFORM=offscreen ctest --preset release -j "$jobs"
+step "sanitizer configure" asan_configure
+step "sanitizer build" cmake --build --preset asan -j "$jobs"
+step "sanitizer tests" ctest --preset asan -j "$jobs"

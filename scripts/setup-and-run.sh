@@ -18,7 +18,10 @@ while [ $# -gt 0 ]; do
 done
 
 scripts/install-deps.sh
+echo "memscope: setup took $SECONDS s"
+start=$SECONDS
 scripts/build.sh
+echo "memscope: build took $((SECONDS - start)) s"
 
 bin=build/bin
 if [ ! -x "$bin/memscope-train" ]; then
@@ -27,7 +30,9 @@ if [ ! -x "$bin/memscope-train" ]; then
 fi
 mkdir -p "$out"
 rm -f "$out/$model"-*.memscope  # only what this job wrote before
+start=$SECONDS
 "$bin/memscope-train" --model "$model" --policy all --preset quick --out "$out"
+echo "memscope: the trainer's runs took $((SECONDS - start)) s"
 # In the policies' usual order, full (the baseline) first.
 traces=()
 for policy in full block selective opt-in-bwd; do

@@ -44,6 +44,11 @@ function(memscope_add_test)
   endif()
   add_executable(${T_NAME} ${T_SOURCES})
   memscope_test_code(${T_NAME})
+  # GoogleTest parsed once per binary, not once per source.
+  list(LENGTH T_SOURCES _sources)
+  if(_sources GREATER 1)
+    memscope_precompile(${T_NAME} <gtest/gtest.h> <string> <vector>)
+  endif()
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
   target_compile_definitions(${T_NAME} PRIVATE
       MEMSCOPE_FIXTURES_DIR="${MEMSCOPE_FIXTURES_PATH}"

@@ -18,7 +18,7 @@ function(memscope_skip component reason)
 endfunction()
 
 # memscope_precompile(target header...): the headers most of the target's
-# sources parse (Qt and QCustomPlot, LibTorch, CLI11, GoogleTest), parsed once
+# sources parse (Qt and QCustomPlot, CLI11, GoogleTest), parsed once
 # into a precompiled header that every source of the target then loads. On 2
 # cores the clean build was 25 minutes, and a GUI source spent four fifths of
 # its compile time parsing headers. Off for compilers or tools that do not

@@ -157,10 +157,10 @@ private slots:
                 std::map<Shade, QRgb> colour{{Shade::None, 0}};
                 std::map<QRgb, Shade> shadeOf{{0, Shade::None}};
                 int wrong = 0;
-                const std::vector<Shade> want_image = expected(r, area, xa, ya);
+                const std::vector<Shade> wantImage = expected(r, area, xa, ya);
                 for (int y = 0; y < image.height(); ++y)
                     for (int x = 0; x < image.width(); ++x) {
-                        const Shade want = want_image[size_t(y) * size_t(area.width()) + size_t(x)];
+                        const Shade want = wantImage[size_t(y) * size_t(area.width()) + size_t(x)];
                         const QRgb got = image.pixel(x, y);
                         const auto [c, fresh] = colour.try_emplace(want, got);
                         const auto [s, freshColour] = shadeOf.try_emplace(got, want);

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: the release build's suites (GUI tests offscreen), then the
-# parsers' suites again under AddressSanitizer and UndefinedBehaviorSanitizer.
+# suites of what reads foreign bytes (core's base, format, open and recording
+# stages, the importers, the hostile corpus) again under AddressSanitizer and
+# UndefinedBehaviorSanitizer (the asan preset: MEMSCOPE_TEST_SCOPE=input).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${MEMSCOPE_JOBS:-$(nproc)}

@@ -121,16 +121,18 @@ private slots:
     void everyPixelShowsTheSegmentAtItsRowCentre() {
         std::mt19937_64 rng(20261205);
         QCustomPlot plot;
-        plot.resize(520, 330);
         QCPAxisRect* rect = plot.axisRect();
-        plot.replot();
-        const QRect area = rect->rect();
-        QVERIFY(area.width() > 100 && area.height() > 100);
         QCPAxis& xa = *rect->axis(QCPAxis::atBottom);
         QCPAxis& ya = *rect->axis(QCPAxis::atLeft);
         int checked = 0;
         std::set<Shade> seen;
+        // A large plot is drawn in stripes on several threads, a small one in
+        // one go (AllocationLayer::rasterInto): both sizes, each layout.
         for (int trial = 0; trial < 6; ++trial) {
+            plot.resize(trial % 2 == 0 ? QSize(520, 330) : QSize(300, 200));
+            plot.replot();
+            const QRect area = rect->rect();
+            QVERIFY(area.width() > 100 && area.height() > 100);
             RandomLayout r = randomLayout(rng);
             const double xEnd = double(r.layout.columns.back().x1);
             const double yTop = double(r.layout.max_total);
@@ -150,8 +152,9 @@ private slots:
                 layer.setEmphasis(r.kept);
                 xa.setRange(xr);
                 ya.setRange(yr);
+                // Not cleared: the layer clears what it does not draw.
                 QImage image(area.size(), QImage::Format_ARGB32_Premultiplied);
-                image.fill(Qt::transparent);
+                image.fill(QColor(1, 2, 3));
                 layer.rasterInto(image, area, xa, ya);
                 // Each shade is one colour, and the shades differ.
                 std::map<Shade, QRgb> colour{{Shade::None, 0}};

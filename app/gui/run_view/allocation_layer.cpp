@@ -7,6 +7,7 @@
 #include <span>
 
 #include "common/category_colors.h"
+#include "memscope/base/parallel_for.h"
 
 namespace memscope::gui {
 
@@ -98,6 +99,10 @@ QRgb AllocationLayer::colorOf(const LayoutSegment& s) const {
 void AllocationLayer::rasterInto(QImage& image, const QRect& area, const QCPAxis& xa,
                                  const QCPAxis& ya) {
     const int w = image.width(), h = image.height();
+    // One detach, then plain pointer arithmetic: scanLine() per row checks
+    // for a shared image every time.
+    QRgb* const pixels = reinterpret_cast<QRgb*>(image.bits());
+    const size_t stride = size_t(image.bytesPerLine()) / sizeof(QRgb);
     auto column = [&](int64_t x) {
         const double px = xa.coordToPixel(map_.forward(x)) - area.left();
         return int(std::clamp(std::lround(px), 0l, long(w)));
@@ -105,7 +110,10 @@ void AllocationLayer::rasterInto(QImage& image, const QRect& area, const QCPAxis
     // Bytes to rows: the axis is linear, so two points give the mapping.
     const double y0 = ya.coordToPixel(0) - area.top();
     const double perByte = (ya.coordToPixel(1e12) - area.top() - y0) / 1e12;
-    if (!(perByte < 0)) return;  // a flat or upside-down axis: nothing sensible to draw
+    if (!(perByte < 0)) {  // a flat or upside-down axis: nothing sensible to draw
+        image.fill(Qt::transparent);
+        return;
+    }
     // Each pixel row shows the segment holding the height at the row's
     // centre, what rounding both edges of every segment would give, read
     // with integer compares: a column of a thousand thin segments costs its
@@ -117,44 +125,74 @@ void AllocationLayer::rasterInto(QImage& image, const QRect& area, const QCPAxis
     }
     const auto& cols = layout_.columns;
     const std::span<const LayoutSegment> segments = layout_.drawnSegments();
-    // Nothing highlighted (every frame of a pan or zoom): the site's shade
-    // alone, inline.
-    const bool plain = !interval_ && !site_ && emphasis_.empty();
-    // One detach, then plain pointer arithmetic: scanLine() per row checks
-    // for a shared image every time.
-    QRgb* const pixels = reinterpret_cast<QRgb*>(image.bits());
-    const size_t stride = size_t(image.bytesPerLine()) / sizeof(QRgb);
+    // Columns that share their segments are one span of pixels, [a, b).
+    struct Span {
+        int a, b;
+        uint32_t first, last;
+    };
+    std::vector<Span> spans;
     for (size_t k = 0; k < cols.size();) {
-        // Columns that share their segments are one span of pixels.
         size_t end = k + 1;
         while (end < cols.size() && cols[end].first == cols[k].first &&
                cols[end].last == cols[k].last)
             ++end;
         const int a = column(cols[k].x0);
         const int b = std::max(std::min(a + 1, w), column(cols[end - 1].x1));
-        const uint32_t last = std::min<uint32_t>(cols[k].last, uint32_t(segments.size()));
-        uint32_t i = cols[k].first;
-        uint32_t coloured = UINT32_MAX;  // the segment `color` is for
-        QRgb color = 0;
-        // Bottom row up; the segments rise with it.
-        for (int r = h - 1; r >= 0 && i < last && a < b; --r) {
-            const int64_t at = centre[size_t(r)];
-            if (at < 0) continue;
-            while (i < last && int64_t(std::min<uint64_t>(segments[i].top, INT64_MAX)) <= at) ++i;
-            if (i == last) break;  // above the column's total
-            if (int64_t(std::min<uint64_t>(segments[i].bottom, INT64_MAX)) > at) continue;
-            if (coloured != i) {
-                color = plain ? plainColorOf(segments[i]) : colorOf(segments[i]);
-                coloured = i;
-            }
-            QRgb* line = pixels + size_t(r) * stride;
-            if (b == a + 1)
-                line[a] = color;  // a pixel-wide column: one store
-            else
-                std::fill(line + a, line + b, color);
-        }
+        if (a < b)
+            spans.push_back(
+                {a, b, cols[k].first, std::min<uint32_t>(cols[k].last, uint32_t(segments.size()))});
         k = end;
     }
+    // Nothing highlighted (every frame of a pan or zoom): the site's shade
+    // alone, inline.
+    const bool plain = !interval_ && !site_ && emphasis_.empty();
+    // Pixel columns [x0, x1): cleared, then every span's part of them, in
+    // order, so that where spans meet in a pixel column the later one's
+    // segments cover the earlier one's.
+    auto drawStripe = [&](int x0, int x1) {
+        for (int r = 0; r < h; ++r)
+            std::fill(pixels + size_t(r) * stride + x0, pixels + size_t(r) * stride + x1, 0u);
+        for (const Span& span : spans) {
+            const int a = std::max(span.a, x0), b = std::min(span.b, x1);
+            if (a >= b) continue;
+            uint32_t i = span.first;
+            uint32_t coloured = UINT32_MAX;  // the segment `color` is for
+            QRgb color = 0;
+            // Bottom row up; the segments rise with it.
+            for (int r = h - 1; r >= 0 && i < span.last; --r) {
+                const int64_t at = centre[size_t(r)];
+                if (at < 0) continue;
+                while (i < span.last &&
+                       int64_t(std::min<uint64_t>(segments[i].top, INT64_MAX)) <= at)
+                    ++i;
+                if (i == span.last) break;  // above the column's total
+                if (int64_t(std::min<uint64_t>(segments[i].bottom, INT64_MAX)) > at) continue;
+                if (coloured != i) {
+                    color = plain ? plainColorOf(segments[i]) : colorOf(segments[i]);
+                    coloured = i;
+                }
+                QRgb* line = pixels + size_t(r) * stride;
+                if (b == a + 1)
+                    line[a] = color;  // a pixel-wide column: one store
+                else
+                    std::fill(line + a, line + b, color);
+            }
+        }
+    };
+    // A plot's worth of pixels is drawn in vertical stripes on every core
+    // (each writes only its own pixels), a few per thread so that a stripe
+    // of tall columns does not hold up the rest; a small image in one go,
+    // cheaper than starting a thread.
+    constexpr int64_t kParallelPixels = 100'000;
+    const int stripes = int64_t(w) * h >= kParallelPixels ? std::min(w, 8) : 1;
+    if (stripes == 1) {
+        drawStripe(0, w);
+        return;
+    }
+    parallelFor(size_t(stripes), 0, [&](size_t k) {
+        drawStripe(int(int64_t(w) * int64_t(k) / stripes),
+                   int(int64_t(w) * int64_t(k + 1) / stripes));
+    });
 }
 
 }  // namespace memscope::gui

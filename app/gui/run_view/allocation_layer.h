@@ -33,6 +33,7 @@ public:
 protected:
     void rasterInto(QImage& image, const QRect& area, const QCPAxis& x, const QCPAxis& y) override;
     bool hasContent() const override { return !layout_.columns.empty(); }
+    bool fillsEveryPixel() const override { return true; }
 
 private:
     QRgb colorOf(const LayoutSegment& s) const;

@@ -23,7 +23,7 @@ void RasterLayer::draw(QCPPainter* painter) {
         timer.start();
         if (image_.size() != area.size())
             image_ = QImage(area.size(), QImage::Format_ARGB32_Premultiplied);
-        image_.fill(Qt::transparent);
+        if (!fillsEveryPixel()) image_.fill(Qt::transparent);
         imageRect_ = area;
         xRange_ = xa->range();
         yRange_ = ya->range();

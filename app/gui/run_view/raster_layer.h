@@ -16,12 +16,15 @@ public:
     double lastRasterMs() const { return rasterMs_; }
 
 protected:
-    // Fills `image` (transparent, the size of `area`, the axis rect) for the
-    // axes' current ranges.
+    // Draws into `image` (the size of `area`, the axis rect; cleared to
+    // transparent first unless fillsEveryPixel) for the axes' current ranges.
     virtual void rasterInto(QImage& image, const QRect& area, const QCPAxis& x,
                             const QCPAxis& y) = 0;
     // Whether there is anything to draw at all.
     virtual bool hasContent() const = 0;
+    // Whether rasterInto writes every pixel (transparent where it draws
+    // nothing), so that the image need not be cleared first.
+    virtual bool fillsEveryPixel() const { return false; }
     void markDirty() { dirty_ = true; }
 
     void applyDefaultAntialiasingHint(QCPPainter* painter) const override;

@@ -129,10 +129,14 @@ private slots:
         // A large plot is drawn in stripes on several threads, a small one in
         // one go (AllocationLayer::rasterInto): both sizes, each layout.
         for (int trial = 0; trial < 6; ++trial) {
-            plot.resize(trial % 2 == 0 ? QSize(520, 330) : QSize(300, 200));
+            const bool striped = trial % 2 == 0;
+            // A hidden plot takes its size from the viewport, not from resize().
+            plot.setViewport(QRect(QPoint(0, 0), striped ? QSize(520, 330) : QSize(300, 200)));
             plot.replot();
             const QRect area = rect->rect();
             QVERIFY(area.width() > 100 && area.height() > 100);
+            QCOMPARE(int64_t(area.width()) * area.height() >= AllocationLayer::kStripedPixels,
+                     striped);
             RandomLayout r = randomLayout(rng);
             const double xEnd = double(r.layout.columns.back().x1);
             const double yTop = double(r.layout.max_total);

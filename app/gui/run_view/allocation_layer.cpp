@@ -181,10 +181,8 @@ void AllocationLayer::rasterInto(QImage& image, const QRect& area, const QCPAxis
     };
     // A plot's worth of pixels is drawn in vertical stripes on every core
     // (each writes only its own pixels), a few per thread so that a stripe
-    // of tall columns does not hold up the rest; a small image in one go,
-    // cheaper than starting a thread.
-    constexpr int64_t kParallelPixels = 100'000;
-    const int stripes = int64_t(w) * h >= kParallelPixels ? std::min(w, 8) : 1;
+    // of tall columns does not hold up the rest.
+    const int stripes = int64_t(w) * h >= kStripedPixels ? std::min(w, 8) : 1;
     if (stripes == 1) {
         drawStripe(0, w);
         return;

@@ -17,6 +17,9 @@ namespace memscope::gui {
 class AllocationLayer : public RasterLayer {
 public:
     AllocationLayer(QCustomPlot* plot, QCPAxisRect* rect);
+    // From this many pixels up the raster is drawn in vertical stripes on
+    // every core; a smaller image in one go, cheaper than starting a thread.
+    static constexpr int64_t kStripedPixels = 100'000;
 
     // The sites give the colours; `map` takes run-x onto the plot's x axis.
     void setSource(const AllocationSites* sites, const AxisMap& map);

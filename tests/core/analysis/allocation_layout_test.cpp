@@ -44,6 +44,68 @@ TEST(AllocationLayout, OneSegmentPerAllocationInAllocationOrder) {
     }
 }
 
+// The segments a column of `order` (its stack, bottom first) holds, built
+// afresh by the layout's rule: the oracle for the sweep, which reuses the
+// column before wherever it can.
+std::vector<LayoutSegment> segmentsOf(const AllocationFixture& f,
+                                      const std::vector<uint32_t>& order, uint64_t band) {
+    std::vector<LayoutSegment> out;
+    LayoutSegment run;  // count 0: none open
+    uint64_t acc = 0, largest = 0;
+    const auto flush = [&] {
+        if (run.count > 0 && run.top > run.bottom) {
+            LayoutSegment* prev = out.empty() ? nullptr : &out.back();
+            if (prev && prev->interval < 0 && prev->site == run.site && prev->top == run.bottom) {
+                prev->top = run.top;
+                prev->count += run.count;
+            } else {
+                out.push_back(run);
+            }
+        }
+        run = {};
+    };
+    for (uint32_t i : order) {
+        const uint64_t size = std::min(f.tl->intervals[i].size, UINT64_MAX - acc);
+        const uint32_t site = f.sites.siteOf(i);
+        if (size >= band) {
+            flush();
+            out.push_back({acc, acc + size, site, 1, int64_t(i)});
+        } else {
+            if (run.count > 0 && run.top - run.bottom >= band && site != run.site) flush();
+            if (run.count == 0) run = {acc, acc, site, 0, -1};
+            if (run.count == 0 || size > largest) {
+                largest = size;
+                run.site = site;
+            }
+            run.top += size;
+            ++run.count;
+        }
+        acc += size;
+    }
+    flush();
+    return out;
+}
+
+void expectSegmentsAsBuiltAfresh(const AllocationFixture& f, const AllocationLayout& l,
+                                 uint64_t band) {
+    ASSERT_FALSE(l.columns.empty());
+    for (const LayoutColumn& c : l.columns) {
+        const std::vector<uint32_t> order = stackedAt(*f.tl, StackMode::ByAllocation, {}, c.sample);
+        const std::vector<LayoutSegment> want = segmentsOf(f, order, band);
+        ASSERT_EQ(size_t(c.last - c.first), want.size()) << "column at " << c.sample;
+        for (size_t k = 0; k < want.size(); ++k) {
+            const LayoutSegment& got = l.segments[c.first + k];
+            ASSERT_EQ(got.bottom, want[k].bottom) << "column at " << c.sample << ", segment " << k;
+            ASSERT_EQ(got.top, want[k].top) << "column at " << c.sample << ", segment " << k;
+            ASSERT_EQ(got.site, want[k].site) << "column at " << c.sample << ", segment " << k;
+            ASSERT_EQ(got.count, want[k].count) << "column at " << c.sample << ", segment " << k;
+            ASSERT_EQ(got.interval, want[k].interval)
+                << "column at " << c.sample << ", segment " << k;
+        }
+        EXPECT_EQ(c.total, want.empty() ? 0 : want.back().top);
+    }
+}
+
 // Enough churn that the sweep runs as two halves on two threads: the columns
 // of the right half, the first included, hold what a single sweep gives.
 TEST(AllocationLayout, ASweepInTwoHalvesDrawsEveryColumnAsOne) {
@@ -98,6 +160,86 @@ TEST(AllocationLayout, ASweepInTwoHalvesDrawsEveryColumnAsOne) {
     }
     EXPECT_EQ(l.max_total, maxTotal);
     EXPECT_GE(l.work, l.segments.size());
+    // With thin allocations merged too, runs included, across the halves.
+    expectSegmentsAsBuiltAfresh(f, f.layout(2048, 400), 2048);
+}
+
+// Allocations freed anywhere in the stack, columns of one x or several, bands
+// from every allocation its own to most of them merged: each column's segments
+// are the ones a column built from its stack alone has, though the sweep
+// copies what the column before built below the lowest change.
+TEST(AllocationLayout, EveryColumnIsWhatItsStackBuildsAfresh) {
+    for (uint64_t seed = 20; seed < 22; ++seed)
+        for (const int sites : {1, 40}) {
+            const AllocationFixture f(churn(4000, sites, seed));
+            for (const uint64_t band :
+                 {uint64_t(1), uint64_t(64), uint64_t(2048), uint64_t(1) << 14})
+                for (const size_t columns : {size_t(97), size_t(600)}) {
+                    SCOPED_TRACE("seed " + std::to_string(seed) + ", " + std::to_string(sites) +
+                                 " sites, band " + std::to_string(band) + ", " +
+                                 std::to_string(columns) + " columns");
+                    expectSegmentsAsBuiltAfresh(f, f.layout(band, columns), band);
+                    if (HasFatalFailure()) return;
+                }
+        }
+}
+
+// A long-lived stack with churn at every height: parameters below, activations
+// freed in the order they were made and out of it, and allocations of no bytes
+// and of more bytes than a stack can hold (their sizes saturate).
+TEST(AllocationLayout, ReusedColumnsKeepZeroAndSaturatedSizes) {
+    Trace t;
+    std::vector<StackId> stacks;
+    for (uint32_t s = 0; s < 4; ++s) {
+        const FrameId frame = t.internFrame({t.internString("layer" + std::to_string(s)),
+                                             t.internString("/home/me/model.py"), s + 1});
+        stacks.push_back(t.internStack(std::span(&frame, 1)));
+    }
+    std::mt19937_64 rng(31);
+    std::vector<Event> live;
+    int64_t time = 1000;
+    uint64_t address = 0x10000;
+    for (int i = 0; i < 6000; ++i) {
+        Event e;
+        e.time = time += 10;
+        const bool alloc = live.size() < 50 || rng() % 2 == 0;
+        if (alloc) {
+            e.kind = EventKind::Alloc;
+            // Three quarters of what a stack can hold at the bottom, for good:
+            // an allocation of a quarter more, now and then, saturates it.
+            const uint64_t pick = rng() % 100;
+            e.size = i < 3 || pick == 1 ? (uint64_t(1) << 62) + rng() % 4096
+                     : pick == 0        ? 0
+                                        : uint64_t(256) << (rng() % 8);
+            e.address = address += 1 << 20;
+            e.stack = stacks[rng() % stacks.size()];
+            live.push_back(e);
+        } else {
+            // Mostly the youngest, now and then any but the bottom three.
+            const size_t k =
+                rng() % 4 == 0 ? 3 + rng() % (live.size() - 3) : live.size() - 1 - rng() % 3;
+            e = live[k];
+            e.time = time;
+            e.kind = EventKind::FreeCompleted;
+            live.erase(live.begin() + ptrdiff_t(k));
+        }
+        t.events.push_back(e);
+    }
+    const AllocationFixture f(std::move(t));
+    // The trace holds what it is meant to: a stack that saturates, and
+    // allocations of no bytes.
+    bool saturated = false;
+    for (const LayoutColumn& c : f.layout(1, 3000).columns) saturated |= c.total == UINT64_MAX;
+    EXPECT_TRUE(saturated);
+    EXPECT_TRUE(std::any_of(f.tl->intervals.begin(), f.tl->intervals.end(),
+                            [](const AllocationInterval& a) { return a.size == 0; }));
+    for (const uint64_t band : {uint64_t(1), uint64_t(1000), uint64_t(1) << 20})
+        for (const size_t columns : {size_t(150), size_t(3000)}) {
+            SCOPED_TRACE("band " + std::to_string(band) + ", " + std::to_string(columns) +
+                         " columns");
+            expectSegmentsAsBuiltAfresh(f, f.layout(band, columns), band);
+            if (HasFatalFailure()) return;
+        }
 }
 
 TEST(AllocationLayout, EveryByteAccountedAndTheEnvelopeKept) {

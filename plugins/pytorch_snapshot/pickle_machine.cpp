@@ -326,6 +326,132 @@ void Machine::foldCachedRun() {
         pending_run_ = PendingRun{pos_, p, n, hash, true};
 }
 
+// A dict of plain values at pos_ (just past its EMPTY_DICT) that the handler
+// takes whole: its memo store, MARK, keys and values, SETITEMS. A value is a
+// memo reference to something plain, an integer, a float, None or a bool, or
+// a list of memo references whose bytes the run cache knows (a frames list).
+// Anything else (a new string, a container, a cache miss, a truncated or odd
+// opcode) leaves the dict to the ordinary path, which reads it from the start
+// and gives the ordinary errors: nothing is changed before the handler took it.
+FlatDict Machine::flatDict() {
+    const Value list = stack_.back();
+    Container* l = deref(list);
+    if (!l || l->kind != Kind::List || l->folded ||
+        !handler_.takesFlatDicts(*this, uint32_t(list.bits)))
+        return FlatDict::NotTaken;
+    const uint8_t* const d = data_;
+    const uint64_t end = size_;
+    const uint64_t base = memo_.size();
+    uint64_t p = pos_;
+    // The memo stores, in order: the dict's, then its lists'.
+    Value* const stores = flat_stores_.data();
+    constexpr size_t kMaxStores = std::tuple_size_v<decltype(flat_stores_)>;
+    size_t nstores = 0;
+    // A store of the next slot: MEMOIZE, or BINPUT/LONG_BINPUT numbered as
+    // Python numbers them.
+    auto store = [&]() {
+        if (p >= end || nstores == kMaxStores) return false;
+        const uint64_t want = base + nstores;
+        if (d[p] == MEMOIZE) {
+            p += 1;
+        } else if (d[p] == BINPUT && end - p >= 2 && d[p + 1] == want) {
+            p += 2;
+        } else if (d[p] == LONG_BINPUT && end - p >= 5 && le32(d + p + 1) == want) {
+            p += 5;
+        } else {
+            return false;
+        }
+        ++nstores;
+        return true;
+    };
+    if (!store() || p >= end || d[p] != MARK) return FlatDict::NotTaken;
+    ++p;
+    Value* const items = flat_items_.data();
+    constexpr size_t kMaxItems = std::tuple_size_v<decltype(flat_items_)>;
+    size_t n = 0;
+    // Tests in the order of how often each opcode comes: a switch's jump
+    // table mispredicted on a quarter of them.
+    for (;;) {
+        if (p >= end || n == kMaxItems) return FlatDict::NotTaken;
+        const uint8_t op = d[p];
+        Value v;
+        if (op == LONG_BINGET || op == BINGET) {
+            uint64_t index;
+            if (op == LONG_BINGET) {
+                if (end - p < 5) return FlatDict::NotTaken;
+                index = le32(d + p + 1);
+                p += 5;
+            } else {
+                if (end - p < 2) return FlatDict::NotTaken;
+                index = d[p + 1];
+                p += 2;
+            }
+            if (index >= memo_.size()) return FlatDict::NotTaken;
+            v = memo_[size_t(index)];
+            if (v.tag == Tag::Unset || v.tag == Tag::Ref) return FlatDict::NotTaken;
+        } else if (op == LONG1) {
+            if (!isShortLong(d + p + 1, end - p - 1)) return FlatDict::NotTaken;
+            v = shortLong(d + p + 1);
+            p += 2 + d[p + 1];
+        } else if (op == BININT1 || op == BININT2 || op == BININT) {
+            const uint64_t w = binIntWidth(op);
+            if (end - p - 1 < w) return FlatDict::NotTaken;
+            v = binInt(op, d + p + 1);
+            p += 1 + w;
+        } else if (op == SETITEMS) {
+            ++p;
+            break;
+        } else if (op == EMPTY_LIST) {
+            // A list value of memo references the cache has folded before.
+            if (n % 2 == 0 || !run_cache_.enabled()) return FlatDict::NotTaken;
+            p += 1;
+            if (!store() || p >= end || d[p] != MARK) return FlatDict::NotTaken;
+            p += 1;
+            if (end - p <= MemoRunCache::kPrefix || (d[p] != BINGET && d[p] != LONG_BINGET))
+                return FlatDict::NotTaken;
+            const auto hit =
+                run_cache_.find(d + p, end - p, MemoRunCache::hashPrefix(d + p), APPENDS);
+            // The ordinary path's limits, for its errors.
+            if (!hit.replacement || stack_.size() + hit.values > limits_.max_stack ||
+                live_items_ + hit.values > limits_.max_live_items)
+                return FlatDict::NotTaken;
+            v = *hit.replacement;
+            stores[nstores - 1] = v;  // the list's slot holds its replacement
+            p += hit.length + 1;      // past the APPENDS
+        } else if (op == FRAME) {     // a frame boundary may fall between any two values
+            if (end - p < 9) return FlatDict::NotTaken;
+            const uint64_t len = readLE(d + p + 1, 8);
+            p += 9;
+            if (len > end - p) return FlatDict::NotTaken;
+            continue;
+        } else if (op == NONE) {
+            v = Value{Tag::None, 0, 0};
+            p += 1;
+        } else if (op == NEWTRUE || op == NEWFALSE) {
+            v = Value{Tag::Bool, 0, op == NEWTRUE ? 1u : 0u};
+            p += 1;
+        } else if (op == BINFLOAT) {
+            if (end - p < 9) return FlatDict::NotTaken;
+            uint64_t bits = 0;
+            for (int i = 1; i <= 8; ++i) bits = (bits << 8) | d[p + i];  // big-endian
+            v = Value{Tag::Float, 0, bits};
+            p += 9;
+        } else {
+            return FlatDict::NotTaken;
+        }
+        items[n++] = v;
+    }
+    if (n % 2 != 0 || base + nstores > limits_.max_memo) return FlatDict::NotTaken;
+    Value self;
+    const FlatDict done =
+        handler_.onFlatDict(*this, uint32_t(list.bits), std::span<const Value>(items, n), self);
+    if (done != FlatDict::Taken) return done;
+    stores[0] = self;
+    memo_.insert(memo_.end(), stores, stores + nstores);
+    pos_ = p;
+    return FlatDict::Taken;
+}
+
 bool Machine::memoMissing(uint64_t index) {
     return fail("memo index " + std::to_string(index) + " was never stored");
 }
@@ -472,6 +598,12 @@ Result<Value> Machine::run(const TaskContext& ctx, const std::function<void(uint
             return push(v);
         }
         case EMPTY_DICT:
+            // Right after a MARK, in a batch nothing else waits in: perhaps
+            // a trace entry, read whole.
+            if (!marks_.empty() && marks_.back() == stack_.size() && !stack_.empty()) {
+                const FlatDict flat = flatDict();
+                if (flat != FlatDict::NotTaken) return flat == FlatDict::Taken;
+            }
             return push(newContainer(Kind::Dict));
         case EMPTY_LIST:
             return push(newContainer(Kind::List));

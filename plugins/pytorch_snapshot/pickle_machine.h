@@ -8,6 +8,7 @@
 // StackId) or nothing. Limits on string length, memo size, stack depth and live
 // objects keep a hostile file from exhausting memory.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -50,6 +51,13 @@ struct Limits {
 
 class Machine;
 
+// What a handler did with a dict the machine read without building it.
+enum class FlatDict : uint8_t {
+    NotTaken,  // nothing happened: the machine builds the dict as usual
+    Taken,     // converted
+    Failed,    // after Machine::fail()
+};
+
 class Handler {
 public:
     virtual ~Handler() = default;
@@ -74,6 +82,24 @@ public:
     // memo references (MARK, BINGET..., APPENDS with the same bytes) into
     // the same replacement without showing it to the handler again.
     virtual bool cachesPlainBatches() const { return false; }
+    // Whether a dict of plain values about to be appended to `list` may be
+    // read without building it: in one pass over its bytes, its memo
+    // references resolved, a frames list in it taken from the run cache
+    // (the hot path of a snapshot: every trace entry after a list's first
+    // batch). The machine reads such a dict only where nothing waits above
+    // the MARK, so that items reach the handler in the order they come.
+    virtual bool takesFlatDicts(Machine& m, uint32_t list) {
+        (void)m, (void)list;
+        return false;
+    }
+    // Such a dict's items (key, value, ...; no container among them): what
+    // onAppend would have seen in the dict. On Taken, `memo` is what the
+    // dict's memo slot holds from then on, as if it had been built and freed.
+    virtual FlatDict onFlatDict(Machine& m, uint32_t list, std::span<const Value> items,
+                                Value& memo) {
+        (void)m, (void)list, (void)items, (void)memo;
+        return FlatDict::NotTaken;
+    }
     // Every few MB: `reached` of `total` input bytes are read (to reserve
     // what the rest will need, see projected_reserve.h).
     virtual void onProgress(uint64_t reached, uint64_t total) { (void)reached, (void)total; }
@@ -137,6 +163,7 @@ private:
     bool memoPut(uint64_t index);
     bool memoMissing(uint64_t index);
     bool valueRun(uint8_t op);
+    FlatDict flatDict();
     void foldCachedRun();
     bool pushString(Tag tag, uint64_t length);
     bool pushLong(uint64_t nbytes);
@@ -164,6 +191,10 @@ private:
     uint64_t memo_gaps_ = 0;  // slots skipped by memo stores so far
     uint64_t ops_ = 0;
 
+    // flatDict's room for a dict's items and memo stores, kept from one dict
+    // to the next (initialising them per dict was a sixth of its cost).
+    std::array<Value, 32> flat_items_;
+    std::array<Value, 4> flat_stores_;
     // Batches of memo references folded before (see Handler::cachesPlainBatches).
     MemoRunCache run_cache_;
     bool cache_runs_ = false;

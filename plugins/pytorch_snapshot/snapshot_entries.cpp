@@ -63,12 +63,6 @@ ActionClass actionClassOf(std::string_view action) {
     return {kind.value_or(EventKind::Marker), (!kind && action != "annotate") || action == "free"};
 }
 
-bool SnapshotMapper::dropEntry(Machine& m, uint32_t dict, Drops& why, std::string first) {
-    if (why.count++ == 0) why.first = std::move(first);
-    releaseTree(m, Value{Tag::Ref, m.at(dict).generation, dict}, 2, true);
-    return true;
-}
-
 // The same entry dict in a second list (a memo reference): Python sees one
 // object in both lists, so both get the event.
 bool SnapshotMapper::duplicateEntry(Machine& m, uint32_t list, uint64_t event) {
@@ -97,7 +91,50 @@ bool SnapshotMapper::duplicateEntry(Machine& m, uint32_t list, uint64_t event) {
 }
 
 bool SnapshotMapper::convertEntry(Machine& m, uint32_t list, uint32_t dict) {
-    Container& d = m.at(dict);
+    uint64_t event = kDropped;
+    if (!mapEntry(m, list, m.at(dict).items, event)) return false;
+    const Value self{Tag::Ref, m.at(dict).generation, dict};
+    if (event == kDropped) {  // dropped
+        releaseTree(m, self, 2, true);
+        return true;
+    }
+    // Another list that refers to this dict (a memo reference) gets the event too.
+    m.at(dict).replacement = Value{Tag::Entry, 0, event};
+    // What releaseTree(dict, 2) does, knowing the one container in it (the
+    // frames list, nearly always alone).
+    size_t refs = 0;
+    Value ref;
+    for (const Value& v : m.at(dict).items)
+        if (v.tag == Tag::Ref) ref = v, ++refs;
+    if (refs > 1) {
+        releaseTree(m, self, 2, true);
+    } else {
+        if (refs == 1) releaseTree(m, ref, 1, true);
+        pending_release_.push_back(dict);
+    }
+    return true;
+}
+
+pickle::FlatDict SnapshotMapper::onFlatDict(Machine& m, uint32_t list, std::span<const Value> items,
+                                            Value& memo) {
+    // Torch writes 'action' first: a trace entry is known by its first key.
+    if (items.size() < 2 || items[0].tag != Tag::Str ||
+        entry_keys_.of(items[0], m.str(items[0])) != EntryKey::Action)
+        return pickle::FlatDict::NotTaken;
+    uint64_t event = kDropped;
+    if (!mapEntry(m, list, items, event)) return pickle::FlatDict::Failed;
+    // What the dict's slot holds once the ordinary path freed it.
+    memo = event == kDropped ? Value{Tag::Dead, 0, 0} : Value{Tag::Entry, 0, event};
+    return pickle::FlatDict::Taken;
+}
+
+bool SnapshotMapper::takesFlatDicts(Machine& m, uint32_t list) {
+    const uint32_t sink = m.at(list).sink;
+    return sink != 0 && (sink & 1) == kEventSink;
+}
+
+bool SnapshotMapper::mapEntry(Machine& m, uint32_t list, std::span<const Value> items,
+                              uint64_t& event) {
     Event ev;
     bool has_time = false, bad_addr = false, huge_size = false;
     const size_t attrs_before = trace_.attributes.size();
@@ -114,19 +151,11 @@ bool SnapshotMapper::convertEntry(Machine& m, uint32_t list, uint32_t dict) {
     // as in the dict Python would build, and read after the loop: a switch
     // over every key cost a mispredicted jump per key. Keys kept as
     // attributes are handled where they are, in the dict's order.
-    std::array<Value, kEventFields> field;
-    unsigned present = 0;  // bit i: field[i] was given
-    // The containers among the items (the frames list, nearly always alone):
-    // noted here, they are released without a second walk over the items.
-    size_t refs = 0;
-    Value ref;
-    for (size_t i = 0; i + 1 < d.items.size(); i += 2) {
-        const Value& k = d.items[i];
-        const Value& v = d.items[i + 1];
-        if (k.tag == Tag::Ref || v.tag == Tag::Ref) {
-            ref = v.tag == Tag::Ref ? v : k;
-            refs += (k.tag == Tag::Ref) + (v.tag == Tag::Ref);
-        }
+    std::array<Value, kEventFields>& field = fields_;  // read only where `present` says
+    unsigned present = 0;                              // bit i: field[i] was given
+    for (size_t i = 0; i + 1 < items.size(); i += 2) {
+        const Value& k = items[i];
+        const Value& v = items[i + 1];
         if (k.tag != Tag::Str) continue;
         const EntryKey key = entry_keys_.of(k, m.str(k));
         if (const unsigned f = unsigned(key); f < kEventFields) {
@@ -224,7 +253,9 @@ bool SnapshotMapper::convertEntry(Machine& m, uint32_t list, uint32_t dict) {
     if (bad_addr || huge_size) {
         // Attributes pushed for it go with it.
         trace_.attributes.resize(attrs_before);
-        return dropEntry(m, dict, bad_addr ? bad_addr_ : huge_size_, where());
+        Drops& why = bad_addr ? bad_addr_ : huge_size_;
+        if (why.count++ == 0) why.first = where();
+        return true;  // event stays kDropped
     }
     if (!has_time && bad_time_.first.empty()) bad_time_.first = where();
     ev.kind = action_class.kind;
@@ -245,15 +276,7 @@ bool SnapshotMapper::convertEntry(Machine& m, uint32_t list, uint32_t dict) {
         ++events_without_time_;
     else
         ++events_with_time_;
-    // Another list that refers to this dict (a memo reference) gets the event too.
-    m.at(dict).replacement = Value{Tag::Entry, 0, index};
-    // What releaseTree(dict, 2) does, knowing the one container in it.
-    if (refs > 1) {
-        releaseTree(m, Value{Tag::Ref, m.at(dict).generation, dict}, 2, true);
-    } else {
-        if (refs == 1) releaseTree(m, ref, 1, true);
-        pending_release_.push_back(dict);
-    }
+    event = index;
     return true;
 }
 

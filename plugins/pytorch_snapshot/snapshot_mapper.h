@@ -4,6 +4,7 @@
 // to their list, so only the entry being read exists as pickle values; frames
 // and stacks are interned once per pickle memo slot.
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -60,6 +61,11 @@ public:
     void unfold(pickle::Machine& m, uint32_t list) override;
     // A frames list folds into the stack of its frames, whichever list it is.
     bool cachesPlainBatches() const override { return true; }
+    // Trace entries after a list's first batch: converted as the machine
+    // reads them, without building their dicts.
+    bool takesFlatDicts(pickle::Machine& m, uint32_t list) override;
+    pickle::FlatDict onFlatDict(pickle::Machine& m, uint32_t list,
+                                std::span<const pickle::Value> items, pickle::Value& memo) override;
     void onProgress(uint64_t reached, uint64_t total) override;
 
     // After the machine stopped: places events on devices, sets the allocator
@@ -80,6 +86,7 @@ private:
         std::vector<Block> blocks;
     };
     static constexpr int32_t kUnassigned = INT32_MIN;
+    static constexpr uint64_t kDropped = UINT64_MAX;  // mapEntry's event for a dropped entry
     // The two kinds of list a container's sink tag names (its low bit).
     static constexpr uint32_t kEventSink = 0;
     static constexpr uint32_t kSegmentSink = 1;
@@ -88,10 +95,14 @@ private:
         uint64_t count = 0;
         std::string first;
     };
-    bool dropEntry(pickle::Machine& m, uint32_t dict, Drops& why, std::string first);
     bool duplicateEntry(pickle::Machine& m, uint32_t list, uint64_t event);
     StringId internStr(pickle::Machine& m, const pickle::Value& v);
     bool convertEntry(pickle::Machine& m, uint32_t list, uint32_t dict);
+    // A trace entry's items (key, value, ...) as an event of `list`'s sink:
+    // `event` is its index, or kDropped when it was dropped (counted in its
+    // Drops). False after m.fail().
+    bool mapEntry(pickle::Machine& m, uint32_t list, std::span<const pickle::Value> items,
+                  uint64_t& event);
     bool convertSegment(pickle::Machine& m, uint32_t list, uint32_t dict);
     bool convertFrame(pickle::Machine& m, uint32_t dict, pickle::Value& out);
     StackId stackOf(pickle::Machine& m, const pickle::Value& frames);
@@ -117,6 +128,9 @@ private:
     std::vector<SegmentSink> segment_sinks_;
     std::vector<uint32_t> pending_release_;
     std::vector<FrameId> frame_buf_;
+    // mapEntry's fields of an entry, kept from one entry to the next
+    // (initialising them per entry was a sixth of its cost).
+    std::array<pickle::Value, kEventFields> fields_;
     std::vector<uint8_t> has_time_;         // per event: time_us was present
     PageWarmer events_warmer_;              // ahead of trace_.events' writer
     std::vector<ModuleMark> module_marks_;  // external_annotations of module scopes

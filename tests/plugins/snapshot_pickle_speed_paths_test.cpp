@@ -344,5 +344,219 @@ TEST(SnapshotImportFastPaths, ManyStacksAcrossBatchesKeepTheirFrames) {
     }
 }
 
+// One device's trace entries of many shapes, written in batches of `batch`
+// entries: CPython's 1000, or all in one. Entries after a list's first batch
+// are read whole (Machine's flat dicts); in one batch, none is. Shapes that
+// the whole read leaves to the ordinary path sit among the ones it takes: a
+// new string, a pool_id tuple, a frames list the run cache has not seen, an
+// empty or one-frame list, a 9-byte address, a size of 2^63 and more (the
+// entry is dropped), a float time, None, booleans and floats as values, and
+// a frames list shared with an entry before (a memo reference to it).
+std::vector<std::byte> mixedEntries(int entries, int batch, uint64_t seed) {
+    const auto path = test::tempPath("memscope_flat_" + std::to_string(batch) + ".pickle");
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) return {};
+    std::mt19937_64 rng(seed);
+    pickle::Writer w(f);
+    w.begin();
+    w.emptyDict();
+    w.mark();
+    w.string("segments");
+    w.emptyList();
+    w.string("device_traces");
+    w.emptyList();
+    w.mark();
+    w.emptyList();
+    // Strings and frames written once, referenced after (as CPython does).
+    std::vector<std::pair<std::string, uint32_t>> memo;
+    auto str = [&](const std::string& text) {
+        for (const auto& [t, id] : memo)
+            if (t == text) return w.get(id);
+        w.string(text);
+        memo.emplace_back(text, w.memoize());
+    };
+    std::vector<uint32_t> frame_memo(24, UINT32_MAX);
+    auto frame = [&](size_t k) {
+        if (frame_memo[k] != UINT32_MAX) return w.get(frame_memo[k]);
+        w.emptyDict();
+        frame_memo[k] = w.memoize();
+        w.mark();
+        str("filename");
+        str("/home/me/model_" + std::to_string(k % 3) + ".py");
+        str("name");
+        str("layer" + std::to_string(k));
+        str("line");
+        w.integer(int64_t(10 + k));
+        w.setItems();
+    };
+    // Stacks of 9 frames and more are runs the cache keeps (16 bytes and
+    // more); the shorter ones are not.
+    std::vector<std::vector<size_t>> stacks(4);
+    for (size_t k = 0; k < 12; ++k) stacks[0].push_back(k);
+    for (size_t k = 0; k < 15; ++k) stacks[1].push_back(23 - k);
+    for (size_t k = 0; k < 9; ++k) stacks[2].push_back(2 * k);
+    for (size_t k = 0; k < 20; ++k) stacks[3].push_back((7 * k) % 24);
+    stacks.push_back({5});  // one frame
+    stacks.push_back({});   // none
+    static const char* const kActions[] = {"alloc",         "free_requested", "free_completed",
+                                           "segment_alloc", "free",           "annotate"};
+    uint32_t last_list = UINT32_MAX;
+    w.mark();
+    for (int e = 0; e < entries; ++e) {
+        if (e > 0 && e % batch == 0) {
+            w.appends();
+            w.mark();
+        }
+        const uint64_t shape = rng() % 40;
+        w.emptyDict();
+        w.memoize();
+        w.mark();
+        str("action");
+        if (shape == 0)
+            str("custom_action_" + std::to_string(e));  // a new string: the ordinary path
+        else
+            str(kActions[rng() % std::size(kActions)]);
+        str("addr");
+        if (shape == 1)
+            w.unsignedInteger(0xffffffffffff0000ull);  // nine bytes of LONG1
+        else if (shape == 2)
+            w.none();
+        else
+            w.integer(int64_t(0x7f0000000000 + 512 * (rng() % 100000)));
+        str("size");
+        if (shape == 3)
+            w.unsignedInteger(uint64_t(1) << 63);  // dropped
+        else
+            w.integer(int64_t(512 << (rng() % 12)));
+        str("stream");
+        w.integer(shape == 4 ? 93825000000000 : 0);
+        if (shape != 5) {
+            str("time_us");
+            if (shape == 6)
+                w.floating(1.7e15 + double(e) + 0.25);
+            else
+                w.integer(int64_t(1'700'000'000'000'000 + 10 * e));
+        }
+        str("frames");
+        if (shape == 12 && last_list != UINT32_MAX) {
+            w.get(last_list);  // the list object of an entry before, shared
+        } else {
+            w.emptyList();
+            last_list = w.memoize();
+            const auto& s = stacks[shape == 7 ? 4 : shape == 8 ? 5 : rng() % 4];
+            if (!s.empty()) {
+                w.mark();
+                for (size_t k : s) frame(k);
+                w.appends();
+            }
+        }
+        if (shape == 9) {
+            str("pool_id");
+            w.integer(1);
+            w.integer(2);
+            w.tuple2();
+        }
+        if (shape == 10) {
+            str("compile_context");
+            str("N/A");
+            str("user_metadata");
+            str("");
+        }
+        if (shape == 11) {
+            str("compile_context");
+            str("torch/_dynamo frame 3");
+            str("flag");
+            w.boolean(true);
+            str("ratio");
+            w.floating(0.5);
+        }
+        w.setItems();
+        w.boundary();
+    }
+    w.appends();
+    w.appends();
+    w.setItems();
+    w.end();
+    const bool ok = w.status().ok();
+    std::fclose(f);
+    std::vector<std::byte> bytes = ok ? test::readBytes(path) : std::vector<std::byte>{};
+    std::filesystem::remove(path);
+    return bytes;
+}
+
+struct Imported {
+    Result<Trace> trace;
+    std::vector<LoadWarning> warnings;
+};
+Imported importWithWarnings(std::span<const std::byte> bytes) {
+    Imported out{makeError("not run"), {}};
+    TaskContext ctx;
+    ctx.warnings = &out.warnings;
+    out.trace = pytorch_snapshot::importBytes(bytes, ctx);
+    return out;
+}
+
+std::string frameText(const Trace& t, StackId id) {
+    std::string text;
+    for (FrameId f : t.stack(id)) {
+        const Frame& fr = t.frame(f);
+        text += std::string(t.string(fr.function)) + "@" + std::string(t.string(fr.file)) + ":" +
+                std::to_string(fr.line) + ";";
+    }
+    return text;
+}
+
+TEST(SnapshotImportFastPaths, EntriesReadWholeGiveWhatBuiltDictsGive) {
+    constexpr int kEntries = 5000;
+    const std::vector<std::byte> batched = mixedEntries(kEntries, 1000, 3);
+    const std::vector<std::byte> single = mixedEntries(kEntries, kEntries, 3);
+    ASSERT_FALSE(batched.empty());
+    ASSERT_FALSE(single.empty());
+    const Imported fast = importWithWarnings(batched);
+    const Imported plain = importWithWarnings(single);
+    ASSERT_TRUE(fast.trace.ok()) << fast.trace.message();
+    ASSERT_TRUE(plain.trace.ok()) << plain.trace.message();
+    const Trace& a = *fast.trace;
+    const Trace& b = *plain.trace;
+    // Some entries were dropped (sizes of 2^63), the rest are events.
+    ASSERT_LT(a.events.size(), size_t(kEntries));
+    ASSERT_GT(a.events.size(), size_t(kEntries) * 9 / 10);
+    ASSERT_EQ(a.events.size(), b.events.size());
+    for (size_t i = 0; i < a.events.size(); ++i) {
+        const Event& x = a.events[i];
+        const Event& y = b.events[i];
+        ASSERT_EQ(x.kind, y.kind) << i;
+        ASSERT_EQ(x.time, y.time) << i;
+        ASSERT_EQ(x.address, y.address) << i;
+        ASSERT_EQ(x.size, y.size) << i;
+        ASSERT_EQ(x.device, y.device) << i;
+        ASSERT_EQ(a.streams[x.stream], b.streams[y.stream]) << i;
+        ASSERT_EQ(frameText(a, x.stack), frameText(b, y.stack)) << i;
+    }
+    ASSERT_EQ(a.attributes.size(), b.attributes.size());
+    for (size_t i = 0; i < a.attributes.size(); ++i) {
+        ASSERT_EQ(a.attributes[i].event, b.attributes[i].event) << i;
+        ASSERT_EQ(a.string(a.attributes[i].key), b.string(b.attributes[i].key)) << i;
+        ASSERT_EQ(a.string(a.attributes[i].value), b.string(b.attributes[i].value)) << i;
+    }
+    EXPECT_EQ(fast.warnings, plain.warnings);
+    EXPECT_FALSE(fast.warnings.empty());  // the dropped entries are named
+}
+
+// Cut anywhere inside entries that would be read whole, the import gives
+// the ordinary path's truncation error: the whole read leaves a cut entry to
+// it. (The parser tests run under ASan: no read past the end either.)
+TEST(SnapshotImportFastPaths, AnEntryCutShortIsTheOrdinaryTruncation) {
+    const std::vector<std::byte> bytes = mixedEntries(1500, 1000, 5);
+    ASSERT_FALSE(bytes.empty());
+    const size_t from = bytes.size() * 3 / 4;
+    for (size_t cut = from; cut < from + 600; ++cut) {
+        const Imported r = importWithWarnings(std::span(bytes.data(), cut));
+        ASSERT_FALSE(r.trace.ok()) << cut;
+        EXPECT_NE(r.trace.message().find("truncated"), std::string::npos)
+            << cut << ": " << r.trace.message();
+    }
+}
+
 }  // namespace
 }  // namespace memscope

@@ -328,19 +328,32 @@ void Machine::foldCachedRun() {
 
 // A dict of plain values at pos_ (just past its EMPTY_DICT) that the handler
 // takes whole: its memo store, MARK, keys and values, SETITEMS. A value is a
-// memo reference to something plain, an integer, a float, None or a bool, or
-// a list of memo references whose bytes the run cache knows (a frames list).
-// Anything else (a new string, a container, a cache miss, a truncated or odd
-// opcode) leaves the dict to the ordinary path, which reads it from the start
-// and gives the ordinary errors: nothing is changed before the handler took it.
+// memo reference to something plain, an integer, a float, None, a bool or a
+// string, or a list of memo references whose bytes the run cache knows (a
+// frames list).
+// Anything else (a container, a frames list the cache does not know, a
+// truncated or odd opcode) leaves the dict to the ordinary path, which reads
+// it from the start and gives the ordinary errors: nothing is changed before
+// the handler took it.
 FlatDict Machine::flatDict() {
-    const Value list = stack_.back();
+    const size_t mark = marks_.back();
+    const Value list = stack_[mark - 1];
     Container* l = deref(list);
     if (!l || l->kind != Kind::List || l->folded ||
         !handler_.takesFlatDicts(*this, uint32_t(list.bits)))
         return FlatDict::NotTaken;
+    // Items read the ordinary way before this one (an entry the whole read
+    // left to it) go to the list first, in their order, as APPENDS would
+    // append them: the handler sees every item in the order it comes.
+    if (mark < stack_.size()) {
+        if (!appendAll(uint32_t(list.bits), mark)) return FlatDict::Failed;
+        if (!deref(list)) return FlatDict::NotTaken;
+    }
     const uint8_t* const d = data_;
     const uint64_t end = size_;
+    // The memo does not change while the dict is read: read through locals,
+    // which the stores into `items` cannot be taken to alias.
+    const Value* const memo = memo_.data();
     const uint64_t base = memo_.size();
     uint64_t p = pos_;
     // The memo stores, in order: the dict's, then its lists'.
@@ -386,8 +399,8 @@ FlatDict Machine::flatDict() {
                 index = d[p + 1];
                 p += 2;
             }
-            if (index >= memo_.size()) return FlatDict::NotTaken;
-            v = memo_[size_t(index)];
+            if (index >= base) return FlatDict::NotTaken;
+            v = memo[index];
             if (v.tag == Tag::Unset || v.tag == Tag::Ref) return FlatDict::NotTaken;
         } else if (op == LONG1) {
             if (!isShortLong(d + p + 1, end - p - 1)) return FlatDict::NotTaken;
@@ -424,6 +437,19 @@ FlatDict Machine::flatDict() {
             p += 9;
             if (len > end - p) return FlatDict::NotTaken;
             continue;
+        } else if (op == SHORT_BINUNICODE || op == BINUNICODE) {
+            // A string written afresh (PyTorch 2.5's 'N/A' compile_context:
+            // a new object per entry), and its memo store when it has one.
+            const uint64_t head = op == SHORT_BINUNICODE ? 2 : 5;
+            if (end - p < head) return FlatDict::NotTaken;
+            const uint64_t length = op == SHORT_BINUNICODE ? d[p + 1] : le32(d + p + 1);
+            if (length > limits_.max_string || end - p - head < length) return FlatDict::NotTaken;
+            v = Value{Tag::Str, uint32_t(length), p + head};
+            p += head + length;
+            if (p < end && (d[p] == MEMOIZE || d[p] == BINPUT || d[p] == LONG_BINPUT)) {
+                if (!store()) return FlatDict::NotTaken;
+                stores[nstores - 1] = v;
+            }
         } else if (op == NONE) {
             v = Value{Tag::None, 0, 0};
             p += 1;
@@ -598,9 +624,9 @@ Result<Value> Machine::run(const TaskContext& ctx, const std::function<void(uint
             return push(v);
         }
         case EMPTY_DICT:
-            // Right after a MARK, in a batch nothing else waits in: perhaps
-            // a trace entry, read whole.
-            if (!marks_.empty() && marks_.back() == stack_.size() && !stack_.empty()) {
+            // In a batch of a list the handler reads dicts of: perhaps a
+            // trace entry, read whole.
+            if (!marks_.empty() && marks_.back() > 0 && marks_.back() <= stack_.size()) {
                 const FlatDict flat = flatDict();
                 if (flat != FlatDict::NotTaken) return flat == FlatDict::Taken;
             }

@@ -86,8 +86,8 @@ public:
     // read without building it: in one pass over its bytes, its memo
     // references resolved, a frames list in it taken from the run cache
     // (the hot path of a snapshot: every trace entry after a list's first
-    // batch). The machine reads such a dict only where nothing waits above
-    // the MARK, so that items reach the handler in the order they come.
+    // batch). Items that wait above the batch's MARK are appended first, so
+    // that items reach the handler in the order they come.
     virtual bool takesFlatDicts(Machine& m, uint32_t list) {
         (void)m, (void)list;
         return false;
@@ -194,7 +194,7 @@ private:
     // flatDict's room for a dict's items and memo stores, kept from one dict
     // to the next (initialising them per dict was a sixth of its cost).
     std::array<Value, 32> flat_items_;
-    std::array<Value, 4> flat_stores_;
+    std::array<Value, 8> flat_stores_;
     // Batches of memo references folded before (see Handler::cachesPlainBatches).
     MemoRunCache run_cache_;
     bool cache_runs_ = false;

@@ -129,6 +129,7 @@ pickle::FlatDict SnapshotMapper::onFlatDict(Machine& m, uint32_t list, std::span
 }
 
 bool SnapshotMapper::takesFlatDicts(Machine& m, uint32_t list) {
+    if (!whole_entries_) return false;
     const uint32_t sink = m.at(list).sink;
     return sink != 0 && (sink & 1) == kEventSink;
 }

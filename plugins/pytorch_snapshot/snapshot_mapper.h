@@ -64,6 +64,8 @@ public:
     // Trace entries after a list's first batch: converted as the machine
     // reads them, without building their dicts.
     bool takesFlatDicts(pickle::Machine& m, uint32_t list) override;
+    // Off: every entry is built as a dict first (the tests compare the two).
+    void setReadsEntriesWhole(bool on) { whole_entries_ = on; }
     pickle::FlatDict onFlatDict(pickle::Machine& m, uint32_t list,
                                 std::span<const pickle::Value> items, pickle::Value& memo) override;
     void onProgress(uint64_t reached, uint64_t total) override;
@@ -136,6 +138,7 @@ private:
     std::vector<ModuleMark> module_marks_;  // external_annotations of module scopes
     uint64_t events_without_time_ = 0;
     uint64_t events_with_time_ = 0;
+    bool whole_entries_ = true;
     bool saw_compile_context_ = false;
     bool saw_user_metadata_ = false;
     std::string scratch_;

@@ -13,6 +13,7 @@
 #include "pickle_machine.h"
 #include "pickle_writer.h"
 #include "projected_reserve.h"
+#include "snapshot_mapper.h"
 #include "test_util.h"
 
 namespace memscope {
@@ -351,7 +352,8 @@ TEST(SnapshotImportFastPaths, ManyStacksAcrossBatchesKeepTheirFrames) {
 // new string, a pool_id tuple, a frames list the run cache has not seen, an
 // empty or one-frame list, a 9-byte address, a size of 2^63 and more (the
 // entry is dropped), a float time, None, booleans and floats as values, and
-// a frames list shared with an entry before (a memo reference to it).
+// a frames list shared with an entry before (a memo reference to it), and
+// strings written afresh inside an entry.
 std::vector<std::byte> mixedEntries(int entries, int batch, uint64_t seed) {
     const auto path = test::tempPath("memscope_flat_" + std::to_string(batch) + ".pickle");
     std::FILE* f = std::fopen(path.c_str(), "wb");
@@ -462,6 +464,18 @@ std::vector<std::byte> mixedEntries(int entries, int batch, uint64_t seed) {
             str("user_metadata");
             str("");
         }
+        if (shape == 13) {
+            // A string object per entry (PyTorch 2.5 writes 'N/A' so): written
+            // afresh with its own memo store each time.
+            str("compile_context");
+            w.string("N/A");
+            w.memoize();
+        }
+        if (shape == 14) {
+            str("note");
+            w.string(std::string(300, 'x'));  // BINUNICODE, four length bytes
+            w.memoize();
+        }
         if (shape == 11) {
             str("compile_context");
             str("torch/_dynamo frame 3");
@@ -541,6 +555,72 @@ TEST(SnapshotImportFastPaths, EntriesReadWholeGiveWhatBuiltDictsGive) {
     }
     EXPECT_EQ(fast.warnings, plain.warnings);
     EXPECT_FALSE(fast.warnings.empty());  // the dropped entries are named
+}
+
+// A snapshot read with its entries read whole, and with every entry built as
+// a dict first.
+Result<Trace> importReading(std::span<const std::byte> bytes, bool whole,
+                            std::vector<LoadWarning>& warnings) {
+    Trace trace;
+    pytorch_snapshot::SnapshotMapper mapper(trace);
+    mapper.setReadsEntriesWhole(whole);
+    pickle::Machine machine(bytes, mapper);
+    TaskContext ctx;
+    ctx.warnings = &warnings;
+    Result<pickle::Value> root = machine.run(ctx);
+    if (!root) return root.error();
+    if (auto ok = mapper.finish(machine, *root, ctx); !ok) return ok.error();
+    for (LoadWarning& w : mapper.warnings()) warnings.push_back(std::move(w));
+    return trace;
+}
+
+void expectSameTrace(const Trace& a, const Trace& b) {
+    ASSERT_EQ(a.events.size(), b.events.size());
+    for (size_t i = 0; i < a.events.size(); ++i) {
+        const Event& x = a.events[i];
+        const Event& y = b.events[i];
+        ASSERT_EQ(x.kind, y.kind) << i;
+        ASSERT_EQ(x.time, y.time) << i;
+        ASSERT_EQ(x.address, y.address) << i;
+        ASSERT_EQ(x.size, y.size) << i;
+        ASSERT_EQ(x.device, y.device) << i;
+        ASSERT_EQ(x.phase, y.phase) << i;
+        ASSERT_EQ(a.streams[x.stream], b.streams[y.stream]) << i;
+        ASSERT_EQ(frameText(a, x.stack), frameText(b, y.stack)) << i;
+    }
+    ASSERT_EQ(a.attributes.size(), b.attributes.size());
+    for (size_t i = 0; i < a.attributes.size(); ++i) {
+        ASSERT_EQ(a.attributes[i].event, b.attributes[i].event) << i;
+        ASSERT_EQ(a.string(a.attributes[i].key), b.string(b.attributes[i].key)) << i;
+        ASSERT_EQ(a.string(a.attributes[i].value), b.string(b.attributes[i].value)) << i;
+    }
+    ASSERT_EQ(a.phases.size(), b.phases.size());
+}
+
+// Every real snapshot: the same trace, attribute for attribute, whichever
+// way its entries are read (PyTorch 2.0 to 2.5 writers, C++ frames, a new
+// 'N/A' string per entry, entries without frames, three devices).
+TEST(SnapshotImportFastPaths, RealSnapshotsReadWholeGiveWhatBuiltDictsGive) {
+    MEMSCOPE_SKIP_WITHOUT_FIXTURES();
+    size_t files = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(test::fixtures() / "snapshots")) {
+        const auto ext = entry.path().extension();
+        if (ext != ".pickle" && ext != ".pkl") continue;
+        SCOPED_TRACE(entry.path().filename().string());
+        const std::vector<std::byte> bytes = test::readBytes(entry.path());
+        std::vector<LoadWarning> wa, wb;
+        const Result<Trace> a = importReading(bytes, true, wa);
+        const Result<Trace> b = importReading(bytes, false, wb);
+        ASSERT_EQ(a.ok(), b.ok());
+        if (!a.ok()) {
+            EXPECT_EQ(a.message(), b.message());
+            continue;
+        }
+        expectSameTrace(*a, *b);
+        EXPECT_EQ(wa, wb);
+        ++files;
+    }
+    EXPECT_GE(files, 6u);
 }
 
 // Cut anywhere inside entries that would be read whole, the import gives

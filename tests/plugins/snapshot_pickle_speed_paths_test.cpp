@@ -265,6 +265,26 @@ TEST(MemoReferenceRuns, AnIntegerCutShortInARunIsTruncationAtItsOpcode) {
     EXPECT_NE(r.message().find("offset 8"), std::string::npos) << r.message();
 }
 
+// A snapshot's top-level dict up to its one device's trace list, whose
+// first batch the caller opens (MARK) and closes; and what closes them all.
+void beginOneDeviceTrace(pickle::Writer& w) {
+    w.begin();
+    w.emptyDict();
+    w.mark();
+    w.string("segments");
+    w.emptyList();
+    w.string("device_traces");
+    w.emptyList();
+    w.mark();
+    w.emptyList();
+}
+void endOneDeviceTrace(pickle::Writer& w) {
+    w.appends();  // the trace's last batch
+    w.appends();  // device_traces
+    w.setItems();
+    w.end();
+}
+
 TEST(SnapshotImportFastPaths, ManyStacksAcrossBatchesKeepTheirFrames) {
     // A snapshot whose frames lists span many of the interner's batches:
     // every entry's stack must come back with its own frames, in order.
@@ -276,15 +296,7 @@ TEST(SnapshotImportFastPaths, ManyStacksAcrossBatchesKeepTheirFrames) {
         std::FILE* f = std::fopen(path.c_str(), "wb");
         ASSERT_NE(f, nullptr);
         pickle::Writer w(f);
-        w.begin();
-        w.emptyDict();
-        w.mark();
-        w.string("segments");
-        w.emptyList();
-        w.string("device_traces");
-        w.emptyList();
-        w.mark();
-        w.emptyList();
+        beginOneDeviceTrace(w);
         std::vector<uint32_t> frame_memo;
         w.mark();
         for (int e = 0; e < kEntries; ++e) {
@@ -326,10 +338,7 @@ TEST(SnapshotImportFastPaths, ManyStacksAcrossBatchesKeepTheirFrames) {
             w.appends();
             w.setItems();
         }
-        w.appends();
-        w.appends();
-        w.setItems();
-        w.end();
+        endOneDeviceTrace(w);
         ASSERT_TRUE(w.status().ok());
         std::fclose(f);
     }
@@ -360,15 +369,7 @@ std::vector<std::byte> mixedEntries(int entries, int batch, uint64_t seed) {
     if (!f) return {};
     std::mt19937_64 rng(seed);
     pickle::Writer w(f);
-    w.begin();
-    w.emptyDict();
-    w.mark();
-    w.string("segments");
-    w.emptyList();
-    w.string("device_traces");
-    w.emptyList();
-    w.mark();
-    w.emptyList();
+    beginOneDeviceTrace(w);
     // Strings and frames written once, referenced after (as CPython does).
     std::vector<std::pair<std::string, uint32_t>> memo;
     auto str = [&](const std::string& text) {
@@ -487,10 +488,7 @@ std::vector<std::byte> mixedEntries(int entries, int batch, uint64_t seed) {
         w.setItems();
         w.boundary();
     }
-    w.appends();
-    w.appends();
-    w.setItems();
-    w.end();
+    endOneDeviceTrace(w);
     const bool ok = w.status().ok();
     std::fclose(f);
     std::vector<std::byte> bytes = ok ? test::readBytes(path) : std::vector<std::byte>{};
@@ -520,60 +518,7 @@ std::string frameText(const Trace& t, StackId id) {
     return text;
 }
 
-TEST(SnapshotImportFastPaths, EntriesReadWholeGiveWhatBuiltDictsGive) {
-    constexpr int kEntries = 5000;
-    const std::vector<std::byte> batched = mixedEntries(kEntries, 1000, 3);
-    const std::vector<std::byte> single = mixedEntries(kEntries, kEntries, 3);
-    ASSERT_FALSE(batched.empty());
-    ASSERT_FALSE(single.empty());
-    const Imported fast = importWithWarnings(batched);
-    const Imported plain = importWithWarnings(single);
-    ASSERT_TRUE(fast.trace.ok()) << fast.trace.message();
-    ASSERT_TRUE(plain.trace.ok()) << plain.trace.message();
-    const Trace& a = *fast.trace;
-    const Trace& b = *plain.trace;
-    // Some entries were dropped (sizes of 2^63), the rest are events.
-    ASSERT_LT(a.events.size(), size_t(kEntries));
-    ASSERT_GT(a.events.size(), size_t(kEntries) * 9 / 10);
-    ASSERT_EQ(a.events.size(), b.events.size());
-    for (size_t i = 0; i < a.events.size(); ++i) {
-        const Event& x = a.events[i];
-        const Event& y = b.events[i];
-        ASSERT_EQ(x.kind, y.kind) << i;
-        ASSERT_EQ(x.time, y.time) << i;
-        ASSERT_EQ(x.address, y.address) << i;
-        ASSERT_EQ(x.size, y.size) << i;
-        ASSERT_EQ(x.device, y.device) << i;
-        ASSERT_EQ(a.streams[x.stream], b.streams[y.stream]) << i;
-        ASSERT_EQ(frameText(a, x.stack), frameText(b, y.stack)) << i;
-    }
-    ASSERT_EQ(a.attributes.size(), b.attributes.size());
-    for (size_t i = 0; i < a.attributes.size(); ++i) {
-        ASSERT_EQ(a.attributes[i].event, b.attributes[i].event) << i;
-        ASSERT_EQ(a.string(a.attributes[i].key), b.string(b.attributes[i].key)) << i;
-        ASSERT_EQ(a.string(a.attributes[i].value), b.string(b.attributes[i].value)) << i;
-    }
-    EXPECT_EQ(fast.warnings, plain.warnings);
-    EXPECT_FALSE(fast.warnings.empty());  // the dropped entries are named
-}
-
-// A snapshot read with its entries read whole, and with every entry built as
-// a dict first.
-Result<Trace> importReading(std::span<const std::byte> bytes, bool whole,
-                            std::vector<LoadWarning>& warnings) {
-    Trace trace;
-    pytorch_snapshot::SnapshotMapper mapper(trace);
-    mapper.setReadsEntriesWhole(whole);
-    pickle::Machine machine(bytes, mapper);
-    TaskContext ctx;
-    ctx.warnings = &warnings;
-    Result<pickle::Value> root = machine.run(ctx);
-    if (!root) return root.error();
-    if (auto ok = mapper.finish(machine, *root, ctx); !ok) return ok.error();
-    for (LoadWarning& w : mapper.warnings()) warnings.push_back(std::move(w));
-    return trace;
-}
-
+// Two imports of the same entries: event for event, attribute for attribute.
 void expectSameTrace(const Trace& a, const Trace& b) {
     ASSERT_EQ(a.events.size(), b.events.size());
     for (size_t i = 0; i < a.events.size(); ++i) {
@@ -595,6 +540,43 @@ void expectSameTrace(const Trace& a, const Trace& b) {
         ASSERT_EQ(a.string(a.attributes[i].value), b.string(b.attributes[i].value)) << i;
     }
     ASSERT_EQ(a.phases.size(), b.phases.size());
+}
+
+TEST(SnapshotImportFastPaths, EntriesReadWholeGiveWhatBuiltDictsGive) {
+    constexpr int kEntries = 5000;
+    const std::vector<std::byte> batched = mixedEntries(kEntries, 1000, 3);
+    const std::vector<std::byte> single = mixedEntries(kEntries, kEntries, 3);
+    ASSERT_FALSE(batched.empty());
+    ASSERT_FALSE(single.empty());
+    const Imported fast = importWithWarnings(batched);
+    const Imported plain = importWithWarnings(single);
+    ASSERT_TRUE(fast.trace.ok()) << fast.trace.message();
+    ASSERT_TRUE(plain.trace.ok()) << plain.trace.message();
+    const Trace& a = *fast.trace;
+    const Trace& b = *plain.trace;
+    // Some entries were dropped (sizes of 2^63), the rest are events.
+    ASSERT_LT(a.events.size(), size_t(kEntries));
+    ASSERT_GT(a.events.size(), size_t(kEntries) * 9 / 10);
+    expectSameTrace(a, b);
+    EXPECT_EQ(fast.warnings, plain.warnings);
+    EXPECT_FALSE(fast.warnings.empty());  // the dropped entries are named
+}
+
+// A snapshot read with its entries read whole, and with every entry built as
+// a dict first.
+Result<Trace> importReading(std::span<const std::byte> bytes, bool whole,
+                            std::vector<LoadWarning>& warnings) {
+    Trace trace;
+    pytorch_snapshot::SnapshotMapper mapper(trace);
+    mapper.setReadsEntriesWhole(whole);
+    pickle::Machine machine(bytes, mapper);
+    TaskContext ctx;
+    ctx.warnings = &warnings;
+    Result<pickle::Value> root = machine.run(ctx);
+    if (!root) return root.error();
+    if (auto ok = mapper.finish(machine, *root, ctx); !ok) return ok.error();
+    for (LoadWarning& w : mapper.warnings()) warnings.push_back(std::move(w));
+    return trace;
 }
 
 // Every real snapshot: the same trace, attribute for attribute, whichever

@@ -347,6 +347,8 @@ FlatDict Machine::flatDict() {
     // append them: the handler sees every item in the order it comes.
     if (mark < stack_.size()) {
         if (!appendAll(uint32_t(list.bits), mark)) return FlatDict::Failed;
+        // An entry that held the list itself frees it with its own tree: the
+        // ordinary path then reports the APPENDS on a list that is gone.
         if (!deref(list)) return FlatDict::NotTaken;
     }
     const uint8_t* const d = data_;

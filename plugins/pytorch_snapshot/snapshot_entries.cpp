@@ -152,8 +152,8 @@ bool SnapshotMapper::mapEntry(Machine& m, uint32_t list, std::span<const Value> 
     // as in the dict Python would build, and read after the loop: a switch
     // over every key cost a mispredicted jump per key. Keys kept as
     // attributes are handled where they are, in the dict's order.
-    std::array<Value, kEventFields>& field = fields_;  // read only where `present` says
-    unsigned present = 0;                              // bit i: field[i] was given
+    std::array<Value, kEventFields> field;
+    unsigned present = 0;  // bit i: field[i] was given
     for (size_t i = 0; i + 1 < items.size(); i += 2) {
         const Value& k = items[i];
         const Value& v = items[i + 1];

@@ -4,7 +4,6 @@
 // to their list, so only the entry being read exists as pickle values; frames
 // and stacks are interned once per pickle memo slot.
 
-#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -130,9 +129,6 @@ private:
     std::vector<SegmentSink> segment_sinks_;
     std::vector<uint32_t> pending_release_;
     std::vector<FrameId> frame_buf_;
-    // mapEntry's fields of an entry, kept from one entry to the next
-    // (initialising them per entry was a sixth of its cost).
-    std::array<pickle::Value, kEventFields> fields_;
     std::vector<uint8_t> has_time_;         // per event: time_us was present
     PageWarmer events_warmer_;              // ahead of trace_.events' writer
     std::vector<ModuleMark> module_marks_;  // external_annotations of module scopes

@@ -12,14 +12,11 @@
 // is interned on the caller's thread; so is everything where no thread can
 // be started.
 
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <mutex>
 #include <span>
-#include <thread>
 #include <vector>
 
+#include "block_worker.h"
 #include "memscope/model/trace.h"
 
 namespace memscope::pytorch_snapshot {
@@ -27,7 +24,7 @@ namespace memscope::pytorch_snapshot {
 class DeferredStacks {
 public:
     explicit DeferredStacks(Trace& trace);
-    ~DeferredStacks();  // stops the worker, dropping what it has not interned
+    ~DeferredStacks() = default;  // the worker stops, dropping what it has not interned
     DeferredStacks(const DeferredStacks&) = delete;
     DeferredStacks& operator=(const DeferredStacks&) = delete;
 
@@ -55,9 +52,7 @@ private:
         std::vector<uint32_t> lengths;  // one per list, in order
     };
     void flush();
-    void work();
     void internHere(Batch& batch);  // interns and empties it, on the calling thread
-    bool startWorker();             // false: no thread could be started
     static constexpr size_t kBatchFrames = 1u << 15;
     static constexpr size_t kMaxQueued = 8;
 
@@ -65,16 +60,11 @@ private:
     Batch current_;
     uint32_t submitted_ = 0;  // provisional ids given out
     bool remapped_ = false;
-
-    std::mutex mutex_;
-    std::condition_variable wake_worker_, wake_producer_;
-    std::deque<Batch> queue_;
-    std::vector<Batch> spare_;  // emptied batches, kept for their capacity
-    bool busy_ = false;         // the worker holds a batch
-    bool stop_ = false;
-    bool no_thread_ = false;          // starting the worker failed: everything is interned here
     std::vector<uint32_t> interned_;  // provisional - 1 -> the trace's id (worker-written)
-    std::thread worker_;
+    // Last: its thread writes the members above, so it stops before they go.
+    // The worker is far faster than the machine; its queue's bound only keeps
+    // a stalled one from holding the whole input's frames.
+    BlockWorker<Batch> worker_{[this](Batch& batch) { internHere(batch); }, kMaxQueued};
 };
 
 }  // namespace memscope::pytorch_snapshot

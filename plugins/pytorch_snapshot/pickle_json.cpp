@@ -24,6 +24,7 @@ void renderInto(Machine& m, const Value& v, int depth, std::string& out, size_t 
         case Tag::Dead:
         case Tag::Unset:
         case Tag::Entry:
+        case Tag::Pending:
             out += "null";
             return;
         case Tag::Bool:

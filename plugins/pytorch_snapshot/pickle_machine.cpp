@@ -75,8 +75,14 @@ Machine::Machine(std::span<const std::byte> input, Handler& handler, Limits limi
       cache_runs_(handler.cachesPlainBatches()) {}
 
 bool Machine::fail(std::string message) {
+    // An entry mapped elsewhere that failed came before this opcode.
+    if (error_.empty()) handler_.settle(*this);
+    return failAt(std::move(message), op_offset_);
+}
+
+bool Machine::failAt(std::string message, uint64_t offset) {
     if (error_.empty())
-        error_ = "pickle: " + message + " (at offset " + std::to_string(op_offset_) + ")";
+        error_ = "pickle: " + message + " (at offset " + std::to_string(offset) + ")";
     return false;
 }
 
@@ -518,13 +524,16 @@ bool Machine::appendAll(uint32_t list, size_t from) {
     }
     size_t i = from;
     while (i < stack_.size()) {
-        if (stack_[i].tag == Tag::Ref || stack_[i].tag == Tag::Entry) {
+        if (stack_[i].tag == Tag::Ref || stack_[i].tag == Tag::Entry ||
+            stack_[i].tag == Tag::Pending) {
             if (!appendTo(list, stack_[i])) return false;
             ++i;
             continue;
         }
         size_t j = i + 1;  // a run of plain values (e.g. interned frames): one insert
-        while (j < stack_.size() && stack_[j].tag != Tag::Ref && stack_[j].tag != Tag::Entry) ++j;
+        while (j < stack_.size() && stack_[j].tag != Tag::Ref && stack_[j].tag != Tag::Entry &&
+               stack_[j].tag != Tag::Pending)
+            ++j;
         auto& items = containers_[list].items;
         items.insert(items.end(), stack_.begin() + std::ptrdiff_t(i),
                      stack_.begin() + std::ptrdiff_t(j));
@@ -574,6 +583,16 @@ bool Machine::buildTuple(size_t from) {
 }
 
 Result<Value> Machine::run(const TaskContext& ctx, const std::function<void(uint64_t)>& consumed) {
+    Result<Value> out = runToStop(ctx, consumed);
+    // However it ended (a cancel too): what the handler maps elsewhere reads
+    // the input, which the caller may free once this returns.
+    handler_.settle(*this);
+    if (out && !error_.empty()) return makeError(error_);
+    return out;
+}
+
+Result<Value> Machine::runToStop(const TaskContext& ctx,
+                                 const std::function<void(uint64_t)>& consumed) {
     uint64_t next_report = kReportEvery;
     while (!stopped_) {
         // Cancel is polled every 4096 opcodes too: one opcode costs at most

@@ -94,7 +94,8 @@ public:
     }
     // Such a dict's items (key, value, ...; no container among them): what
     // onAppend would have seen in the dict. On Taken, `memo` is what the
-    // dict's memo slot holds from then on, as if it had been built and freed.
+    // dict's memo slot holds from then on, as if it had been built and freed
+    // (or Pending, for the handler to resolve where it is appended again).
     virtual FlatDict onFlatDict(Machine& m, uint32_t list, std::span<const Value> items,
                                 Value& memo) {
         (void)m, (void)list, (void)items, (void)memo;
@@ -103,6 +104,11 @@ public:
     // Every few MB: `reached` of `total` input bytes are read (to reserve
     // what the rest will need, see projected_reserve.h).
     virtual void onProgress(uint64_t reached, uint64_t total) { (void)reached, (void)total; }
+    // Before the machine records an error of its own, and before run()
+    // returns however it ends: a handler that maps what it took on another
+    // thread (onFlatDict's Pending) finishes it there, and reports the first
+    // error of it through m.failAt(), which then comes before a later one.
+    virtual void settle(Machine& m) { (void)m; }
 };
 
 class Machine {
@@ -127,10 +133,14 @@ public:
     void release(uint32_t index);
 
     bool fail(std::string message);  // records the first error; returns false
+    // The same for an error found at `offset`, earlier than the opcode read now.
+    bool failAt(std::string message, uint64_t offset);
     uint64_t offset() const { return op_offset_; }
+    const std::string& error() const { return error_; }
     int protocol() const { return protocol_; }
 
 private:
+    Result<Value> runToStop(const TaskContext& ctx, const std::function<void(uint64_t)>& consumed);
     bool step(uint8_t op);
     bool stepHot(uint8_t op);
     bool pushMark();

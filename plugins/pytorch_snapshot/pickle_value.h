@@ -20,6 +20,10 @@ enum class Tag : uint8_t {
     Dead,   // an object that was consumed and freed
     Unset,  // memo slot never written (never on the stack)
     Entry,  // a trace entry dict already converted: bits = event index
+    // A trace entry read whole and still being mapped on another thread:
+    // bits = its sequence number there. Only in the memo; what reads it
+    // takes it as an Entry (the handler resolves it where the two differ).
+    Pending,
 };
 
 struct Value {

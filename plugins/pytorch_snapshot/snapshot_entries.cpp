@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 #include <optional>
+#include <utility>
 
 #include "pickle_json.h"
 #include "snapshot_mapper.h"
@@ -90,9 +91,14 @@ bool SnapshotMapper::duplicateEntry(Machine& m, uint32_t list, uint64_t event) {
     return true;
 }
 
+bool SnapshotMapper::failEntry(Machine& m) {
+    if (!entry_error_.empty()) m.fail(std::exchange(entry_error_, {}));
+    return false;
+}
+
 bool SnapshotMapper::convertEntry(Machine& m, uint32_t list, uint32_t dict) {
     uint64_t event = kDropped;
-    if (!mapEntry(m, list, m.at(dict).items, event)) return false;
+    if (!mapEntry(m, list, kSinkOfList, m.at(dict).items, event)) return failEntry(m);
     const Value self{Tag::Ref, m.at(dict).generation, dict};
     if (event == kDropped) {  // dropped
         releaseTree(m, self, 2, true);
@@ -119,13 +125,35 @@ pickle::FlatDict SnapshotMapper::onFlatDict(Machine& m, uint32_t list, std::span
                                             Value& memo) {
     // Torch writes 'action' first: a trace entry is known by its first key.
     if (items.size() < 2 || items[0].tag != Tag::Str ||
-        entry_keys_.of(items[0], m.str(items[0])) != EntryKey::Action)
+        first_keys_.of(items[0], m.str(items[0])) != EntryKey::Action)
         return pickle::FlatDict::NotTaken;
-    uint64_t event = kDropped;
-    if (!mapEntry(m, list, items, event)) return pickle::FlatDict::Failed;
-    // What the dict's slot holds once the ordinary path freed it.
-    memo = event == kDropped ? Value{Tag::Dead, 0, 0} : Value{Tag::Entry, 0, event};
+    if (!entries_) {
+        // The machine outlives every call of this: run() settles before it returns.
+        entries_ = std::make_unique<EntryPipeline>(
+            [this, &m](std::span<const Value> entry, uint32_t sink, uint64_t& event,
+                       std::string& error) {
+                if (mapEntry(m, 0, sink, entry, event)) return true;
+                error = std::exchange(entry_error_, {});
+                return false;
+            },
+            pipeline_block_);
+    }
+    if (entries_->failed()) {  // an entry before this one: stop here
+        settle(m);
+        return pickle::FlatDict::Failed;
+    }
+    // takesFlatDicts() saw the list's sink: an event sink.
+    const uint32_t sink = (m.at(list).sink >> 1) - 1;
+    // The dict's slot holds what the ordinary path leaves there after
+    // freeing it (Entry or Dead) once the entry is mapped: see onAppend.
+    memo = Value{Tag::Pending, 0, entries_->add(items, sink, m.offset())};
     return pickle::FlatDict::Taken;
+}
+
+void SnapshotMapper::settle(Machine& m) {
+    if (!entries_) return;
+    entries_->drain();
+    if (auto failure = entries_->takeFailure()) m.failAt(failure->message, failure->offset);
 }
 
 bool SnapshotMapper::takesFlatDicts(Machine& m, uint32_t list) {
@@ -134,8 +162,8 @@ bool SnapshotMapper::takesFlatDicts(Machine& m, uint32_t list) {
     return sink != 0 && (sink & 1) == kEventSink;
 }
 
-bool SnapshotMapper::mapEntry(Machine& m, uint32_t list, std::span<const Value> items,
-                              uint64_t& event) {
+bool SnapshotMapper::mapEntry(Machine& m, uint32_t list, uint32_t sink,
+                              std::span<const Value> items, uint64_t& event) {
     Event ev;
     bool has_time = false, bad_addr = false, huge_size = false;
     const size_t attrs_before = trace_.attributes.size();
@@ -198,9 +226,9 @@ bool SnapshotMapper::mapEntry(Machine& m, uint32_t list, std::span<const Value> 
     }
     auto given = [&](EntryKey key) { return (present >> unsigned(key)) & 1u; };
     auto at = [&](EntryKey key) -> const Value& { return field[size_t(key)]; };
-    if (!given(EntryKey::Action)) return m.fail("a trace entry without 'action'");
+    if (!given(EntryKey::Action)) return entryError("a trace entry without 'action'");
     if (at(EntryKey::Action).tag != Tag::Str)
-        return m.fail("a trace entry's 'action' is not a string");
+        return entryError("a trace entry's 'action' is not a string");
     const std::string_view action = m.str(at(EntryKey::Action));
     const ActionClass action_class = actions_.of(at(EntryKey::Action), action);
     if (given(EntryKey::Addr)) {
@@ -215,7 +243,7 @@ bool SnapshotMapper::mapEntry(Machine& m, uint32_t list, std::span<const Value> 
         if (v.tag == Tag::UInt)
             huge_size = true;
         else if (!v.isInt() || v.isNegative())
-            return m.fail("a trace entry's 'size' is not a non-negative integer");
+            return entryError("a trace entry's 'size' is not a non-negative integer");
         else
             ev.size = v.asU64();
     }
@@ -232,11 +260,11 @@ bool SnapshotMapper::mapEntry(Machine& m, uint32_t list, std::span<const Value> 
         if (v.tag == Tag::Int || v.tag == Tag::Bool) {
             int64_t ns;
             if (__builtin_mul_overflow(v.asI64(), int64_t(1000), &ns))
-                return m.fail("a trace entry's 'time_us' is out of range");
+                return entryError("a trace entry's 'time_us' is out of range");
             ev.time = ns;
             has_time = true;
         } else if (v.tag == Tag::UInt) {
-            return m.fail("a trace entry's 'time_us' is out of range");
+            return entryError("a trace entry's 'time_us' is out of range");
         } else if (v.tag == Tag::Float) {
             // A float clock (some writers): used where finite and in range.
             const double ns = v.asDouble() * 1000.0;
@@ -263,8 +291,8 @@ bool SnapshotMapper::mapEntry(Machine& m, uint32_t list, std::span<const Value> 
     if (action_class.keep_name) attribute(key_action_, action);
     ev.stack = stackOf(m, frames);
 
-    const uint32_t sink = sinkFor(m, list, kEventSink);
-    if (sink == UINT32_MAX) return false;
+    if (sink == kSinkOfList) sink = sinkFor(m, list, kEventSink);
+    if (sink == UINT32_MAX) return false;  // sinkFor() failed the machine
     auto& ranges = event_sinks_[sink].ranges;
     const uint64_t index = trace_.events.size();
     if (!ranges.empty() && ranges.back().second == index)

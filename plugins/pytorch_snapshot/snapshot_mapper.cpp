@@ -105,6 +105,12 @@ void SnapshotMapper::onBatchEnd(Machine& m) {
 }
 
 bool SnapshotMapper::onAppend(Machine& m, uint32_t list, Value& item, bool& keep) {
+    // What follows reads and writes what mapping an entry does.
+    settle(m);
+    if (item.tag == Tag::Pending) {
+        if (!entries_) return m.fail("an entry that was never read");  // cannot happen
+        item = entries_->resolve(item.bits);  // the entry's dict appended again
+    }
     if (item.tag == Tag::Entry) {
         keep = false;
         return duplicateEntry(m, list, item.bits);
@@ -166,10 +172,17 @@ bool SnapshotMapper::onPlainBatch(Machine& m, uint32_t list, std::span<const Val
 }
 
 void SnapshotMapper::onProgress(uint64_t reached, uint64_t total) {
-    // An entry is at least a dozen bytes of pickle.
-    const uint64_t cap = total / 12 + 1024;
-    pickle::reserveProjected(trace_.events, reached, total, cap, &events_warmer_);
-    pickle::reserveProjected(has_time_, reached, total, cap);
+    auto reserve = [this, reached, total] {
+        // An entry is at least a dozen bytes of pickle.
+        const uint64_t cap = total / 12 + 1024;
+        pickle::reserveProjected(trace_.events, reached, total, cap, &events_warmer_);
+        pickle::reserveProjected(has_time_, reached, total, cap);
+    };
+    // The events may be being written on the pipeline's worker: reserved there.
+    if (entries_)
+        entries_->beforeNext(reserve);
+    else
+        reserve();
 }
 
 void SnapshotMapper::unfold(Machine& m, uint32_t list) {
@@ -402,6 +415,10 @@ void SnapshotMapper::finishEvents() {
 
 Result<void> SnapshotMapper::finish(Machine& m, const Value& root, const TaskContext& ctx) {
     ctx_ = &ctx;
+    // Machine::run() settled before it returned; a caller that read the
+    // root some other way gets the same.
+    settle(m);
+    if (!m.error().empty()) return makeError(m.error());
     events_warmer_.stop();  // the stream is read: what it filled is faulted in
     if (ctx.cancelled()) return cancelledError();
     Container* r = m.deref(root);

@@ -2,9 +2,12 @@
 // Maps the pickle of a memory snapshot straight into a Trace: the unpickler's
 // Handler. Trace entries and segments are converted the moment they are appended
 // to their list, so only the entry being read exists as pickle values; frames
-// and stacks are interned once per pickle memo slot.
+// and stacks are interned once per pickle memo slot. Entries read whole are
+// mapped on a second thread while the unpickler reads on (entry_pipeline.h):
+// every other callback that touches what mapping writes drains it first.
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "deferred_stacks.h"
+#include "entry_pipeline.h"
 #include "memscope/base/page_warmer.h"
 #include "memscope/base/task_context.h"
 #include "memscope/model/trace.h"
@@ -65,9 +69,14 @@ public:
     bool takesFlatDicts(pickle::Machine& m, uint32_t list) override;
     // Off: every entry is built as a dict first (the tests compare the two).
     void setReadsEntriesWhole(bool on) { whole_entries_ = on; }
+    // ... and mapped to events on a second thread (entry_pipeline.h), in
+    // blocks of this many entries (tests make them small).
     pickle::FlatDict onFlatDict(pickle::Machine& m, uint32_t list,
                                 std::span<const pickle::Value> items, pickle::Value& memo) override;
+    void setPipelineBlock(size_t entries) { pipeline_block_ = entries; }
+    uint64_t entriesMappedOnWorker() const { return entries_ ? entries_->mappedOnWorker() : 0; }
     void onProgress(uint64_t reached, uint64_t total) override;
+    void settle(pickle::Machine& m) override;
 
     // After the machine stopped: places events on devices, sets the allocator
     // state, annotations and metadata from the top-level value. Polls
@@ -87,7 +96,8 @@ private:
         std::vector<Block> blocks;
     };
     static constexpr int32_t kUnassigned = INT32_MIN;
-    static constexpr uint64_t kDropped = UINT64_MAX;  // mapEntry's event for a dropped entry
+    static constexpr uint64_t kDropped = EntryPipeline::kDropped;  // mapEntry's, when dropped
+    static constexpr uint32_t kSinkOfList = UINT32_MAX;  // mapEntry: the list's sink, made if new
     // The two kinds of list a container's sink tag names (its low bit).
     static constexpr uint32_t kEventSink = 0;
     static constexpr uint32_t kSegmentSink = 1;
@@ -99,11 +109,20 @@ private:
     bool duplicateEntry(pickle::Machine& m, uint32_t list, uint64_t event);
     StringId internStr(pickle::Machine& m, const pickle::Value& v);
     bool convertEntry(pickle::Machine& m, uint32_t list, uint32_t dict);
-    // A trace entry's items (key, value, ...) as an event of `list`'s sink:
-    // `event` is its index, or kDropped when it was dropped (counted in its
-    // Drops). False after m.fail().
-    bool mapEntry(pickle::Machine& m, uint32_t list, std::span<const pickle::Value> items,
-                  uint64_t& event);
+    // A trace entry's items (key, value, ...) as an event of `sink` (or, for
+    // kSinkOfList, of `list`'s): `event` is its index, or kDropped when it was
+    // dropped (counted in its Drops). False on an error: its message is in
+    // entry_error_, or m.fail() took it (a list that mixes kinds). With a
+    // sink given, and items that hold no container (an entry read whole), it
+    // reads nothing of `m` but the input (m.str), so the pipeline's worker
+    // may run it while the machine reads on.
+    bool mapEntry(pickle::Machine& m, uint32_t list, uint32_t sink,
+                  std::span<const pickle::Value> items, uint64_t& event);
+    bool entryError(std::string message) {
+        entry_error_ = std::move(message);
+        return false;
+    }
+    bool failEntry(pickle::Machine& m);  // m.fail(entry_error_) where one is set
     bool convertSegment(pickle::Machine& m, uint32_t list, uint32_t dict);
     bool convertFrame(pickle::Machine& m, uint32_t dict, pickle::Value& out);
     StackId stackOf(pickle::Machine& m, const pickle::Value& frames);
@@ -151,6 +170,12 @@ private:
     uint64_t polls_ = 0;
     bool cancelled_ = false;
     StringId key_device_free_, key_compile_context_, key_user_metadata_, key_action_, key_pool_id_;
+    std::string entry_error_;
+    // onFlatDict's own: entry_keys_ is the mapping's, which the worker uses.
+    pickle::StringClassCache<EntryKey, entryKeyOf> first_keys_;
+    size_t pipeline_block_ = 4096;
+    // Last: its worker uses the members above, so it stops before they go.
+    std::unique_ptr<EntryPipeline> entries_;
 };
 
 }  // namespace memscope::pytorch_snapshot

@@ -1,9 +1,11 @@
 // The import's fast paths against the plain ones they replace: memo-reference
 // runs read in one loop, stacks interned on a second thread under provisional
-// ids, vectors reserved for the projected input. Each must give the same trace
-// and the same errors as the straightforward path would.
+// ids, vectors reserved for the projected input, entries read whole and mapped
+// on a second thread. Each must give the same trace and the same errors as the
+// straightforward path would.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -362,9 +364,14 @@ TEST(SnapshotImportFastPaths, ManyStacksAcrossBatchesKeepTheirFrames) {
 // new string, a pool_id tuple, a frames list the run cache has not seen, an
 // empty or one-frame list, a 9-byte address, a size of 2^63 and more (the
 // entry is dropped), a float time, None, booleans and floats as values, and
-// a frames list shared with an entry before (a memo reference to it), and
-// strings written afresh inside an entry.
-std::vector<std::byte> mixedEntries(int entries, int batch, uint64_t seed) {
+// a frames list shared with an entry before (a memo reference to it),
+// strings written afresh inside an entry, and an entry's dict appended
+// again (a memo reference to the entry before, which becomes a second event).
+// Entry `bad_size_at`, when given, is an ordinary one with a negative size;
+// after entry `bad_reference_after` comes a reference to a memo slot never
+// stored.
+std::vector<std::byte> mixedEntries(int entries, int batch, uint64_t seed, int bad_size_at = -1,
+                                    int bad_reference_after = -1) {
     const auto path = test::tempPath("memscope_flat_" + std::to_string(batch) + ".pickle");
     std::FILE* f = std::fopen(path.c_str(), "wb");
     if (!f) return {};
@@ -405,15 +412,19 @@ std::vector<std::byte> mixedEntries(int entries, int batch, uint64_t seed) {
     static const char* const kActions[] = {"alloc",         "free_requested", "free_completed",
                                            "segment_alloc", "free",           "annotate"};
     uint32_t last_list = UINT32_MAX;
+    uint32_t last_entry = UINT32_MAX;  // the entry before, when it was kept
     w.mark();
     for (int e = 0; e < entries; ++e) {
         if (e > 0 && e % batch == 0) {
             w.appends();
             w.mark();
         }
-        const uint64_t shape = rng() % 40;
+        uint64_t shape = rng() % 40;
+        if (e == bad_size_at) shape = 20;
+        if (shape == 15 && last_entry != UINT32_MAX) w.get(last_entry);
         w.emptyDict();
-        w.memoize();
+        last_entry = shape == 3 ? UINT32_MAX : w.memoize();
+        if (shape == 3) w.memoize();
         w.mark();
         str("action");
         if (shape == 0)
@@ -430,6 +441,8 @@ std::vector<std::byte> mixedEntries(int entries, int batch, uint64_t seed) {
         str("size");
         if (shape == 3)
             w.unsignedInteger(uint64_t(1) << 63);  // dropped
+        else if (e == bad_size_at)
+            w.integer(-5);
         else
             w.integer(int64_t(512 << (rng() % 12)));
         str("stream");
@@ -487,6 +500,7 @@ std::vector<std::byte> mixedEntries(int entries, int batch, uint64_t seed) {
             w.floating(0.5);
         }
         w.setItems();
+        if (e == bad_reference_after) w.get(1u << 30);
         w.boundary();
     }
     endOneDeviceTrace(w);
@@ -563,29 +577,127 @@ TEST(SnapshotImportFastPaths, EntriesReadWholeGiveWhatBuiltDictsGive) {
     ASSERT_TRUE(plain.trace.ok()) << plain.trace.message();
     const Trace& a = *fast.trace;
     const Trace& b = *plain.trace;
-    // Some entries were dropped (sizes of 2^63), the rest are events.
-    ASSERT_LT(a.events.size(), size_t(kEntries));
+    // Some entries were dropped (sizes of 2^63), some appended twice; the
+    // rest are events.
     ASSERT_GT(a.events.size(), size_t(kEntries) * 9 / 10);
     expectSameTrace(a, b);
     EXPECT_EQ(fast.warnings, plain.warnings);
     EXPECT_FALSE(fast.warnings.empty());  // the dropped entries are named
 }
 
-// A snapshot read with its entries read whole, and with every entry built as
-// a dict first.
-Result<Trace> importReading(std::span<const std::byte> bytes, bool whole,
-                            std::vector<LoadWarning>& warnings) {
+// A snapshot read with its entries read whole, mapped in blocks of
+// `block` entries (small ones on the pipeline's worker), or with every entry
+// built as a dict first.
+struct ReadOptions {
+    bool whole = true;
+    size_t block = 4096;
+    const std::atomic<bool>* cancel = nullptr;
+    uint64_t* mapped_on_worker = nullptr;
+};
+Result<Trace> importReading(std::span<const std::byte> bytes, std::vector<LoadWarning>& warnings,
+                            ReadOptions options) {
     Trace trace;
     pytorch_snapshot::SnapshotMapper mapper(trace);
-    mapper.setReadsEntriesWhole(whole);
+    mapper.setReadsEntriesWhole(options.whole);
+    mapper.setPipelineBlock(options.block);
     pickle::Machine machine(bytes, mapper);
     TaskContext ctx;
     ctx.warnings = &warnings;
+    ctx.cancel = options.cancel;
     Result<pickle::Value> root = machine.run(ctx);
+    if (options.mapped_on_worker) *options.mapped_on_worker = mapper.entriesMappedOnWorker();
     if (!root) return root.error();
     if (auto ok = mapper.finish(machine, *root, ctx); !ok) return ok.error();
     for (LoadWarning& w : mapper.warnings()) warnings.push_back(std::move(w));
     return trace;
+}
+Result<Trace> importReading(std::span<const std::byte> bytes, bool whole,
+                            std::vector<LoadWarning>& warnings) {
+    return importReading(bytes, warnings, ReadOptions{.whole = whole});
+}
+
+// Entries mapped on the pipeline's worker, in blocks small enough that the
+// reader's own callbacks (an entry left to the ordinary path, a frame, an
+// entry's dict appended again) fall between blocks and drain it: the same
+// trace as entries built as dicts.
+TEST(SnapshotImportFastPaths, EntriesMappedOnTheWorkerGiveWhatBuiltDictsGive) {
+    constexpr int kEntries = 5000;
+    const std::vector<std::byte> batched = mixedEntries(kEntries, 1000, 11);
+    const std::vector<std::byte> single = mixedEntries(kEntries, kEntries, 11);
+    ASSERT_FALSE(batched.empty());
+    ASSERT_FALSE(single.empty());
+    std::vector<LoadWarning> wb;
+    const Result<Trace> b = importReading(single, false, wb);
+    ASSERT_TRUE(b.ok()) << b.message();
+    for (size_t block : {size_t(1), size_t(3), size_t(64), size_t(4096)}) {
+        SCOPED_TRACE(block);
+        std::vector<LoadWarning> wa;
+        uint64_t on_worker = 0;
+        const Result<Trace> a =
+            importReading(batched, wa, ReadOptions{.block = block, .mapped_on_worker = &on_worker});
+        ASSERT_TRUE(a.ok()) << a.message();
+        expectSameTrace(*a, *b);
+        EXPECT_EQ(wa, wb);
+        // One in five entries or so is left to the ordinary path, which
+        // drains the pipeline: only the smallest blocks fill before it.
+        if (block <= 3) {
+            EXPECT_GT(on_worker, 0u);
+        } else if (block == 4096) {
+            EXPECT_EQ(on_worker, 0u);
+        }
+    }
+}
+
+// An entry that fails where it is mapped, on the worker or not, is the
+// import's error, named at its own offset, even when the machine meets an
+// error of its own further on (the input cut short after it).
+TEST(SnapshotImportFastPaths, AnEntryThatFailsOnTheWorkerComesBeforeALaterError) {
+    const std::vector<std::byte> bytes = mixedEntries(5000, 1000, 7, 3000);
+    ASSERT_FALSE(bytes.empty());
+    std::string first;
+    for (size_t block : {size_t(1), size_t(3), size_t(4096)}) {
+        SCOPED_TRACE(block);
+        for (size_t size : {bytes.size(), bytes.size() * 4 / 5}) {
+            std::vector<LoadWarning> w;
+            const Result<Trace> r =
+                importReading(std::span(bytes.data(), size), w, ReadOptions{.block = block});
+            ASSERT_FALSE(r.ok());
+            EXPECT_NE(r.message().find("'size' is not a non-negative integer"), std::string::npos)
+                << r.message();
+            if (first.empty()) first = r.message();
+            EXPECT_EQ(r.message(), first);
+        }
+    }
+    // A reference to a memo slot never stored, right after the entry or a
+    // few entries later, while the entry may still wait for its block: the
+    // machine's error comes after the entry's.
+    for (int after : {3000, 3001, 3004}) {
+        SCOPED_TRACE(after);
+        const std::vector<std::byte> poisoned = mixedEntries(5000, 1000, 7, 3000, after);
+        for (size_t block : {size_t(1), size_t(4096)}) {
+            std::vector<LoadWarning> w;
+            const Result<Trace> r = importReading(poisoned, w, ReadOptions{.block = block});
+            ASSERT_FALSE(r.ok());
+            EXPECT_EQ(r.message(), first);
+        }
+    }
+    // Without the bad entry, that reference is the error.
+    std::vector<LoadWarning> w;
+    const Result<Trace> r = importReading(mixedEntries(5000, 1000, 7, -1, 3000), w, ReadOptions{});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.message().find("was never stored"), std::string::npos) << r.message();
+}
+
+// Cancelled while entries are queued for the worker: the import says so and
+// the worker stops (ASan sees no use of the freed input after).
+TEST(SnapshotImportFastPaths, ACancelWithEntriesQueuedStops) {
+    const std::vector<std::byte> bytes = mixedEntries(20000, 1000, 13);
+    ASSERT_FALSE(bytes.empty());
+    std::atomic<bool> cancel{true};  // seen at the first poll, 4096 opcodes in
+    std::vector<LoadWarning> w;
+    const Result<Trace> r = importReading(bytes, w, ReadOptions{.block = 1, .cancel = &cancel});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.message(), "cancelled");
 }
 
 // Every real snapshot: the same trace, attribute for attribute, whichever

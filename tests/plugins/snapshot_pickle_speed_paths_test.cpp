@@ -689,15 +689,22 @@ TEST(SnapshotImportFastPaths, AnEntryThatFailsOnTheWorkerComesBeforeALaterError)
 }
 
 // Cancelled while entries are queued for the worker: the import says so and
-// the worker stops (ASan sees no use of the freed input after).
+// the worker stops (ASan sees no use of the freed input after). Batches of
+// 10: the whole read starts after the first ten entries, long before the
+// machine's first poll of the cancel, 4096 steps in (an entry read whole is
+// one step).
 TEST(SnapshotImportFastPaths, ACancelWithEntriesQueuedStops) {
-    const std::vector<std::byte> bytes = mixedEntries(20000, 1000, 13);
+    const std::vector<std::byte> bytes = mixedEntries(20000, 10, 13);
     ASSERT_FALSE(bytes.empty());
-    std::atomic<bool> cancel{true};  // seen at the first poll, 4096 opcodes in
+    std::atomic<bool> cancel{true};
     std::vector<LoadWarning> w;
-    const Result<Trace> r = importReading(bytes, w, ReadOptions{.block = 1, .cancel = &cancel});
+    uint64_t on_worker = 0;
+    const Result<Trace> r = importReading(
+        bytes, w, ReadOptions{.block = 1, .cancel = &cancel, .mapped_on_worker = &on_worker});
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.message(), "cancelled");
+    EXPECT_GT(on_worker, 0u);       // entries were handed over before the cancel
+    EXPECT_LT(on_worker, 10'000u);  // and it stopped far from the end
 }
 
 // Every real snapshot: the same trace, attribute for attribute, whichever

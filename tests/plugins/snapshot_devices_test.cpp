@@ -8,6 +8,7 @@
 
 #include "memscope/plugins/pytorch_snapshot.h"
 #include "pickle_writer.h"
+#include "snapshot_prologue.h"
 #include "snapshot_shape.h"
 #include "test_util.h"
 
@@ -23,14 +24,7 @@ std::filesystem::path writeSnapshot(const std::string& name, int devices, int en
     std::FILE* f = std::fopen(path.c_str(), "wb");
     EXPECT_NE(f, nullptr);
     pickle::Writer w(f);
-    w.begin();
-    w.emptyDict();
-    w.mark();
-    w.string("segments");
-    w.emptyList();
-    w.string("device_traces");
-    w.emptyList();
-    w.mark();
+    test::beginDeviceTraces(w);
     for (int d = 0; d < devices; ++d) {
         w.emptyList();
         if (d == entry_on) {

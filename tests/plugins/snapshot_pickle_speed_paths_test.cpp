@@ -17,6 +17,7 @@
 #include "pickle_writer.h"
 #include "projected_reserve.h"
 #include "snapshot_mapper.h"
+#include "snapshot_prologue.h"
 #include "test_util.h"
 
 namespace memscope {
@@ -271,14 +272,7 @@ TEST(MemoReferenceRuns, AnIntegerCutShortInARunIsTruncationAtItsOpcode) {
 // A snapshot's top-level dict up to its one device's trace list, whose
 // first batch the caller opens (MARK) and closes; and what closes them all.
 void beginOneDeviceTrace(pickle::Writer& w) {
-    w.begin();
-    w.emptyDict();
-    w.mark();
-    w.string("segments");
-    w.emptyList();
-    w.string("device_traces");
-    w.emptyList();
-    w.mark();
+    test::beginDeviceTraces(w);
     w.emptyList();
 }
 void endOneDeviceTrace(pickle::Writer& w) {

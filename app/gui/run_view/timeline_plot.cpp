@@ -455,8 +455,14 @@ void TimelinePlot::rebuild(bool replot) {
         lr.hi = std::max(addSaturating(map_.inverse(req.x1), 1), addSaturating(lr.lo, 1));
         lr.columns = size_t(width);
         const double rows = std::max(1, p_->main->height() > 0 ? p_->main->height() : height());
-        lr.min_band_bytes = uint64_t(std::max(1.0, std::ceil(ymax / rows)));
-        p_->allocations->setLayout(layoutAllocations(*tl, *index, lr));
+        // The scale follows the highest column in view; a pan that moves it
+        // a little keeps the band height, so that the next layout can take
+        // over the columns both frames show (a grid, below).
+        lr.min_band_bytes = bandBytesForRow(ymax / rows);
+        // On a grid, so that a pan sweeps only the columns it brings into
+        // view and takes the rest from the frame before.
+        lr.grid = true;
+        p_->allocations->setLayout(layoutAllocations(*tl, *index, lr, &p_->allocations->layout()));
         p_->allocations->setVisible(true);
         // The legend names the sites that cover most of the picture; the
         // bands without data only carry the legend's entries.

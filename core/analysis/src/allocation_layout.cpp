@@ -1,6 +1,8 @@
 #include "memscope/analysis/allocation_layout.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <limits>
 #include <utility>
 
@@ -50,6 +52,85 @@ std::vector<LayoutColumn> columnsFor(const DeviceTimeline& tl, int64_t lo, int64
     return cols;
 }
 
+// Run-x per column of a grid layout: the even width rounded up to 4
+// significant bits, so that a pan, whose range keeps its width give or take a
+// unit, keeps the grid. 0: a range too wide for a grid (past 2^62).
+int64_t gridStep(int64_t lo, int64_t hi, size_t count) {
+    const uint64_t span = uint64_t(hi) - uint64_t(lo);
+    if (span > (uint64_t(1) << 62)) return 0;
+    const uint64_t raw = std::max<uint64_t>(1, (span + count - 1) / std::max<size_t>(count, 1));
+    const int shift = std::max(0, int(std::bit_width(raw)) - 4);
+    const uint64_t mantissa = (raw + (uint64_t(1) << shift) - 1) >> shift;
+    return int64_t(mantissa << shift);
+}
+
+// Columns on the grid of `step`: each whole multiple of it in (lo, hi) is an
+// edge, and each column samples its own highest moment, so a column is the
+// same whatever range it is part of.
+std::vector<LayoutColumn> gridColumns(const DeviceTimeline& tl, int64_t lo, int64_t hi,
+                                      int64_t step) {
+    std::vector<int64_t> edges{lo};
+    // Distances, not multiples, are compared with the range's width: near
+    // either end of int64 a multiple of the step may lie outside it.
+    const int64_t below = ((lo % step) + step) % step;  // lo's distance above its multiple
+    uint64_t ahead = uint64_t(step - below);            // to the next multiple
+    const uint64_t span = uint64_t(hi) - uint64_t(lo);
+    for (; ahead < span; ahead += uint64_t(step)) edges.push_back(int64_t(uint64_t(lo) + ahead));
+    edges.push_back(hi);
+    const std::vector<SeriesPoint> maxima = tl.live.cellMaxima(edges);
+    std::vector<LayoutColumn> cols(edges.size() - 1);
+    for (size_t k = 0; k < cols.size(); ++k) {
+        cols[k].x0 = edges[k];
+        cols[k].x1 = edges[k + 1];
+        cols[k].sample = maxima[k].x;
+    }
+    return cols;
+}
+
+// The columns of `out` (a grid layout, columns placed, nothing swept yet) that
+// `previous` holds whole and built for the same index, scale and bands:
+// out's [from, from + count), previous's from `at`.
+struct Reuse {
+    size_t from = 0, count = 0, at = 0;
+};
+
+Reuse reusableColumns(const AllocationLayout& out, const AllocationLayout& previous) {
+    const int64_t step = out.grid_step;
+    if (step == 0 || previous.grid_step != step || previous.shared_segments ||
+        previous.min_band_bytes != out.min_band_bytes || previous.source != out.source ||
+        previous.source_intervals != out.source_intervals || previous.columns.empty() ||
+        out.columns.empty())
+        return {};
+    const auto whole = [step](const LayoutColumn& c) { return c.x1 - c.x0 == step; };
+    // Both are grids of one step: only their first and last columns may be
+    // partial, and a whole column of one at the same x0 is the other's.
+    const auto& prev = previous.columns;
+    const size_t p0 = whole(prev.front()) ? 0 : 1;
+    const size_t p1 = whole(prev.back()) ? prev.size() : prev.size() - 1;
+    const size_t k0 = whole(out.columns.front()) ? 0 : 1;
+    const size_t k1 = whole(out.columns.back()) ? out.columns.size() : out.columns.size() - 1;
+    if (p0 >= p1 || k0 >= k1) return {};
+    const int64_t a = std::max(prev[p0].x0, out.columns[k0].x0);
+    const int64_t b = std::min(prev[p1 - 1].x1, out.columns[k1 - 1].x1);
+    if (a >= b) return {};
+    Reuse r;
+    r.from = k0 + size_t((a - out.columns[k0].x0) / step);
+    r.at = p0 + size_t((a - prev[p0].x0) / step);
+    r.count = size_t((b - a) / step);
+    // Checked, not assumed: a layout that is not what it says is not used.
+    const std::span<const LayoutSegment> segments = previous.drawnSegments();
+    // The run's segments are then one block, from its first column's first
+    // to its last column's last.
+    for (size_t i = 0; i < r.count; ++i) {
+        const LayoutColumn& p = prev[r.at + i];
+        const LayoutColumn& c = out.columns[r.from + i];
+        if (p.x0 != c.x0 || p.x1 != c.x1 || p.first > p.last || p.last > segments.size()) return {};
+        if (i > 0 && (p.first < prev[r.at + i - 1].first || p.last < prev[r.at + i - 1].last))
+            return {};
+    }
+    return r;
+}
+
 // A live allocation with what a column needs of it, side by side: each
 // column walks the changed part of the live list, which stays in cache so.
 struct LiveEntry {
@@ -59,42 +140,38 @@ struct LiveEntry {
     int64_t end;  // effectiveEnd
 };
 
-// The live allocations at a moving sample, in allocation order, updated from
-// one sample to the next: of the allocations that started in between only the
-// ones still live are visited (IntervalEnds), and the ended ones are dropped
-// only when one of them can have ended. It tells the builder the lowest
-// position that changed: in a training step the bottom of the stack
+// The live allocations at each of a sweep's samples in turn, in allocation
+// order, updated from one sample to the next: of the allocations that started
+// in between only the ones still live are visited (IntervalEnds), and each
+// step drops the ended ones from the lowest of them up, so a step costs the
+// part of the list above the lowest change, never the whole list. It tells
+// the builder that position: in a training step the bottom of the stack
 // (parameters, optimizer state, early activations) lives long and the churn
-// is at the top.
+// is at the top. (A scan of the whole list per column was most of a
+// zoomed-in layout's time on a 1 GB snapshot with 9,600 allocations live,
+// where the changes touched the top 600.)
+//
+// The samples are known ahead, so an allocation is filed on arrival under the
+// first sample at or past its end, where it leaves; a step reads the lowest
+// filed under it. (A heap of ends cost half a zoomed-in layout of a 10 M
+// event trace, where most allocations live a column or a few.)
 class LiveSweep {
 public:
-    LiveSweep(const DeviceTimeline& tl, const AllocationIndex& index, int64_t x)
-        : tl_(tl), index_(index) {
-        next_ = startsAfter(x);
-        work_ = index_.ends.collectLive(tl_, 0, next_, x, found_);
-        append();
+    // At samples[0]; `samples` ascending, and outliving the sweep.
+    LiveSweep(const DeviceTimeline& tl, const AllocationIndex& index,
+              std::span<const int64_t> samples)
+        : tl_(tl), index_(index), samples_(samples), leaving_(samples.size(), kNone) {
+        next_ = startsAfter(samples_[0]);
+        work_ = index_.ends.collectLive(tl_, 0, next_, samples_[0], found_);
+        append(0);
     }
 
-    // Moves to x (not before the last sample); whether the live set changed.
-    bool advance(int64_t x) {
+    // Moves to samples[k], k one past the last; whether the live set changed.
+    bool advance(size_t k) {
+        const int64_t x = samples_[k];
         bool changed = false;
-        if (x >= minEnd_) {
-            // One pass drops the ended, finds the next end and where the
-            // list first changed.
-            int64_t minEnd = std::numeric_limits<int64_t>::max();
-            size_t kept = 0;
-            for (size_t k = 0; k < live_.size(); ++k) {
-                const LiveEntry& e = live_[k];
-                if (e.end <= x) {
-                    firstChanged_ = std::min(firstChanged_, k);
-                    continue;
-                }
-                minEnd = std::min(minEnd, e.end);
-                live_[kept++] = e;
-            }
-            work_ += live_.size();
-            live_.resize(kept);
-            minEnd_ = minEnd;
+        if (leaving_[k] != kNone) {
+            dropEnded(x, leaving_[k]);
             changed = true;
         }
         const size_t end = startsAfter(x);
@@ -102,7 +179,7 @@ public:
             found_.clear();
             work_ += index_.ends.collectLive(tl_, next_, end, x, found_);
             changed = changed || !found_.empty();
-            append();
+            append(k);
             next_ = end;
         }
         return changed;
@@ -131,21 +208,59 @@ private:
             std::upper_bound(starts.begin() + ptrdiff_t(lo), starts.begin() + ptrdiff_t(hi), x) -
             starts.begin());
     }
-    void append() {
+    // Adds what was found at samples[k], each filed under the sample where
+    // it will have ended.
+    void append(size_t k) {
         firstChanged_ = std::min(firstChanged_, live_.size());
         // The index was built for this timeline: layoutAllocations checked.
         for (uint32_t i : found_) {
             live_.push_back({i, index_.sites.siteOf(i), index_.sizes[i], index_.ends.end(i)});
-            minEnd_ = std::min(minEnd_, live_.back().end);
+            const size_t leaves = firstSampleFrom(k + 1, live_.back().end);
+            if (leaves < samples_.size()) leaving_[leaves] = std::min(leaving_[leaves], i);
         }
     }
+
+    // The first sample from `from` on at or past `end` (the size: none): a
+    // gallop, as most allocations end within a few samples.
+    size_t firstSampleFrom(size_t from, int64_t end) const {
+        size_t lo = from, step = 1;
+        while (lo < samples_.size() && samples_[lo] < end) {
+            const size_t probe = std::min(samples_.size(), lo + step);
+            if (probe == samples_.size() || samples_[probe] >= end)
+                return size_t(std::lower_bound(samples_.begin() + ptrdiff_t(lo) + 1,
+                                               samples_.begin() + ptrdiff_t(probe), end) -
+                              samples_.begin());
+            lo = probe;
+            step *= 2;
+        }
+        return lo;
+    }
+
+    // Drops every allocation that ended by x, the lowest of them `lowest`
+    // (the list is in allocation order): one walk above it keeps the rest,
+    // by their own ends.
+    void dropEnded(int64_t x, uint32_t lowest) {
+        const auto at = std::lower_bound(
+            live_.begin(), live_.end(), lowest,
+            [](const LiveEntry& e, uint32_t interval) { return e.interval < interval; });
+        const auto first = size_t(at - live_.begin());
+        size_t kept = first;
+        for (size_t k = first; k < live_.size(); ++k)
+            if (live_[k].end > x) live_[kept++] = live_[k];
+        work_ += live_.size() - first;
+        live_.resize(kept);
+        firstChanged_ = std::min(firstChanged_, first);
+    }
+
+    static constexpr uint32_t kNone = UINT32_MAX;
 
     const DeviceTimeline& tl_;
     const AllocationIndex& index_;
     std::vector<LiveEntry> live_;
     std::vector<uint32_t> found_;  // started since the last sample and live
+    std::span<const int64_t> samples_;
+    std::vector<uint32_t> leaving_;  // per sample, the lowest allocation filed to leave there
     size_t next_ = 0;
-    int64_t minEnd_ = std::numeric_limits<int64_t>::max();
     size_t firstChanged_ = 0;
     size_t work_ = 0;
 };
@@ -266,6 +381,14 @@ private:
 
 }  // namespace
 
+uint64_t bandBytesForRow(double bytes_per_row) {
+    if (!(bytes_per_row > 1)) return 1;  // NaN too
+    if (bytes_per_row >= 9.2e18) return uint64_t(1) << 62;
+    const auto bytes = uint64_t(std::ceil(bytes_per_row));
+    const int shift = std::max(0, int(std::bit_width(bytes)) - 3);
+    return (bytes >> shift) << shift;
+}
+
 size_t AllocationIndex::memoryBytes() const {
     return sites.memoryBytes() + ends.memoryBytes() + sizes.capacity() * sizeof(uint64_t) +
            (starts.capacity() + start_blocks.capacity()) * sizeof(int64_t) +
@@ -296,7 +419,7 @@ AllocationIndex AllocationIndex::build(const Trace& trace, const DeviceTimeline&
 }
 
 AllocationLayout layoutAllocations(const DeviceTimeline& tl, const AllocationIndex& index,
-                                   const LayoutRequest& req) {
+                                   const LayoutRequest& req, const AllocationLayout* previous) {
     AllocationLayout out;
     const int64_t lo = std::min(req.lo, req.hi);
     int64_t hi = std::max(req.lo, req.hi);
@@ -335,16 +458,28 @@ AllocationLayout layoutAllocations(const DeviceTimeline& tl, const AllocationInd
             return std::move(*read);
     }
     const size_t count = (wanted + out.column_width - 1) / out.column_width;
-    out.columns = columnsFor(tl, lo, hi, count);
+    const int64_t step = req.grid ? gridStep(lo, hi, count) : 0;
+    if (step > 0) {
+        out.columns = gridColumns(tl, lo, hi, step);
+        out.grid_step = step;
+        out.min_band_bytes = req.min_band_bytes;
+        out.source = &index;
+        out.source_intervals = n;
+    } else {
+        out.columns = columnsFor(tl, lo, hi, count);
+    }
+    const size_t columns = out.columns.size();
 
     // Columns [from, to) into `segments`, numbered from 0 there: a sweep of
     // its own from the first column's sample. Returns the sweep's work.
     const auto sweepColumns = [&](size_t from, size_t to, std::vector<LayoutSegment>& segments) {
-        LiveSweep sweep(tl, index, out.columns[from].sample);
+        std::vector<int64_t> samples(to - from);
+        for (size_t k = from; k < to; ++k) samples[k - from] = out.columns[k].sample;
+        LiveSweep sweep(tl, index, samples);
         ColumnBuilder builder(segments, req.min_band_bytes);
         for (size_t k = from; k < to; ++k) {
             LayoutColumn& c = out.columns[k];
-            const bool changed = k == from || sweep.advance(c.sample);
+            const bool changed = k == from || sweep.advance(k - from);
             if (!changed) {
                 // The same live set: the same segments.
                 c.first = out.columns[k - 1].first;
@@ -355,34 +490,87 @@ AllocationLayout layoutAllocations(const DeviceTimeline& tl, const AllocationInd
             c.first = uint32_t(segments.size());
             c.total = builder.build(sweep.live(), sweep.takeFirstChanged());
             c.last = uint32_t(segments.size());
+            // Room for the rest at the first column's size and a quarter:
+            // growing by doubling copied megabytes a frame, and pages
+            // reserved but never written cost nothing. The layout's own
+            // segments get room for every column, so that the pieces after
+            // the first are appended without moving it.
+            if (k == from) {
+                const size_t room = &segments == &out.segments ? columns - from : to - from;
+                segments.reserve(segments.size() + room * (c.last - c.first) * 5 / 4);
+            }
         }
         return sweep.work();
     };
-    // A sweep that visits many allocations (zoomed in on heavy churn, below
-    // the pyramid's resolution) runs as two, on the left and right halves of
-    // the columns: the right one starts from the live set at its first
-    // column, as the whole sweep starts from the range's first. Same columns
-    // and segments; the right half's first column is built rather than
+
+    // The columns in pieces, in order: swept, or copied from `previous`.
+    // A pan sweeps the columns that came into view on either side and
+    // copies the rest. A sweep that visits many allocations (zoomed in on
+    // heavy churn, below the pyramid's resolution) runs as two, on the left
+    // and right halves of the columns: the right one starts from the live set
+    // at its first column, as the whole sweep starts from the range's first.
+    // Same columns and segments; a piece's first column is built rather than
     // carried over.
+    struct Piece {
+        size_t from, to;
+        bool copied;
+        std::vector<LayoutSegment> segments;  // a swept piece's, but the first's
+        size_t work = 0;
+    };
+    const Reuse reuse = previous ? reusableColumns(out, *previous) : Reuse{};
+    std::vector<Piece> pieces;
     constexpr size_t kParallelWork = 200'000;
-    const size_t expectedWork = std::min(count * liveEstimate, budget) + startsIn;
-    if (expectedWork >= kParallelWork && count >= 64 && hardwareThreads() > 1) {
-        const size_t middle = count / 2;
-        std::vector<LayoutSegment> right;
-        size_t works[2] = {0, 0};
-        parallelFor(2, 2, [&](size_t half) {
-            works[half] = half == 0 ? sweepColumns(0, middle, out.segments)
-                                    : sweepColumns(middle, count, right);
-        });
-        const auto offset = uint32_t(out.segments.size());
-        out.segments.insert(out.segments.end(), right.begin(), right.end());
-        for (size_t k = middle; k < count; ++k) {
-            out.columns[k].first += offset;
-            out.columns[k].last += offset;
-        }
-        out.work = works[0] + works[1];
+    const size_t expectedWork = std::min(columns * liveEstimate, budget) + startsIn;
+    if (reuse.count > 0) {
+        if (reuse.from > 0) pieces.push_back({0, reuse.from, false, {}});
+        pieces.push_back({reuse.from, reuse.from + reuse.count, true, {}});
+        if (reuse.from + reuse.count < columns)
+            pieces.push_back({reuse.from + reuse.count, columns, false, {}});
+    } else if (expectedWork >= kParallelWork && columns >= 64 && hardwareThreads() > 1) {
+        pieces.push_back({0, columns / 2, false, {}});
+        pieces.push_back({columns / 2, columns, false, {}});
     } else {
-        out.work = sweepColumns(0, count, out.segments);
+        pieces.push_back({0, columns, false, {}});
+    }
+    std::vector<Piece*> swept;
+    for (Piece& p : pieces)
+        if (!p.copied) swept.push_back(&p);
+    // The first piece sweeps into the layout's own segments: no copy after.
+    const auto sweepPiece = [&](Piece& p) {
+        p.work = sweepColumns(p.from, p.to, &p == &pieces.front() ? out.segments : p.segments);
+    };
+    const size_t sweptColumns = columns - reuse.count;  // what the two pieces of a pan share out
+    if (swept.size() == 2 &&
+        expectedWork / std::max<size_t>(columns, 1) * sweptColumns >= kParallelWork &&
+        hardwareThreads() > 1) {
+        parallelFor(2, 2, [&](size_t i) { sweepPiece(*swept[i]); });
+    } else {
+        for (Piece* p : swept) sweepPiece(*p);
+    }
+    for (Piece& p : pieces) {
+        const auto offset = uint32_t(out.segments.size());
+        if (p.copied) {
+            const std::span<const LayoutSegment> from = previous->drawnSegments();
+            const uint32_t first = previous->columns[reuse.at].first;
+            const uint32_t last = previous->columns[reuse.at + reuse.count - 1].last;
+            out.segments.insert(out.segments.end(), from.begin() + first, from.begin() + last);
+            for (size_t k = p.from; k < p.to; ++k) {
+                const LayoutColumn& was = previous->columns[reuse.at + (k - p.from)];
+                LayoutColumn& c = out.columns[k];
+                c.first = was.first - first + offset;
+                c.last = was.last - first + offset;
+                c.total = was.total;
+            }
+            p.work = last - first;
+            out.reused_columns = reuse.count;
+        } else if (&p != &pieces.front()) {
+            out.segments.insert(out.segments.end(), p.segments.begin(), p.segments.end());
+            for (size_t k = p.from; k < p.to; ++k) {
+                out.columns[k].first += offset;
+                out.columns[k].last += offset;
+            }
+        }
+        out.work += p.work;
     }
     for (const LayoutColumn& c : out.columns) {
         out.max_total = std::max(out.max_total, c.total);

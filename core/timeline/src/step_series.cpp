@@ -147,6 +147,46 @@ std::vector<SeriesPoint> StepSeries::levelOfDetail(int64_t x0, int64_t x1, size_
     return out;
 }
 
+std::vector<SeriesPoint> StepSeries::cellMaxima(std::span<const int64_t> edges) const {
+    std::vector<SeriesPoint> out;
+    if (edges.size() < 2) return out;
+    out.reserve(edges.size() - 1);
+    // The first point after x at or beyond `from`: a gallop, then a search in
+    // the last stride, so cells a few points apart cost a few looks.
+    auto firstAfter = [this](size_t from, int64_t x, bool inclusive) {
+        const auto beyond = [&](size_t i) { return inclusive ? x_[i] > x : x_[i] >= x; };
+        size_t at = from, step = 1;
+        while (at < x_.size() && !beyond(at)) {
+            const size_t probe = std::min(x_.size(), at + step);
+            if (probe == x_.size() || beyond(probe)) {
+                const auto first = x_.begin() + ptrdiff_t(at);
+                const auto last = x_.begin() + ptrdiff_t(probe);
+                return size_t((inclusive ? std::upper_bound(first, last, x)
+                                         : std::lower_bound(first, last, x)) -
+                              x_.begin());
+            }
+            at = probe;
+            step *= 2;
+        }
+        return at;
+    };
+    size_t i = 0;
+    for (size_t k = 0; k + 1 < edges.size(); ++k) {
+        const int64_t lo = edges[k], hi = edges[k + 1];
+        // The value in force at lo: the last point at or before it.
+        i = firstAfter(i, lo, true);
+        SeriesPoint best{lo, i > 0 ? y_[i - 1] : initial};
+        const size_t end = std::max(i, firstAfter(i, hi, false));  // points in (lo, hi)
+        if (end > i) {
+            const MinMax m = rangeMinMax(i, end);
+            if (m.max > best.y) best = {x_[m.max_at], m.max};
+            i = end;
+        }
+        out.push_back(best);
+    }
+    return out;
+}
+
 size_t StepSeries::memoryBytes() const {
     size_t bytes = (x_.capacity() + y_.capacity()) * sizeof(int64_t);
     for (const auto& l : levels_) bytes += l.capacity() * sizeof(MinMax);

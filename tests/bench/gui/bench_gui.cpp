@@ -7,6 +7,9 @@
 //   - median and worst frame time of 100 scripted zoom/pan steps, by category
 //     and by allocation side by side, mixed, zoomed out and zoomed in
 //     (target <= 16 ms), with the page faults per frame,
+//   - the switch to by allocation as a frame of its own, how many zoomed-in
+//     frames took columns over from the frame before (pans), and the core
+//     layout alone for a jump to 0.5 % of the trace,
 //   - the GUI's memory on top of core's model (target <= 1x).
 // Run with QT_QPA_PLATFORM=offscreen (set here when unset).
 #include <qcustomplot.h>
@@ -92,6 +95,10 @@ struct Frames {
     // Mean minor page faults per frame: memory a frame maps afresh (about
     // 2.5 us each on this project's VM) instead of reusing.
     double faults = 0;
+    // By allocation: of the frames swept on a grid, how many took columns
+    // over from the frame before (a pan), and what share of their columns.
+    int panFrames = 0, sweptFrames = 0;
+    double takenOver = 0;
 };
 
 long minorFaults() {
@@ -150,6 +157,7 @@ Frames script(memscope::gui::RunView& view, int steps, Script kind = Script::Mix
     std::mt19937 rng(7);
     std::vector<double> ms;
     double build = 0, plotMs = 0;
+    Frames f;
     const long faultsBefore = minorFaults();
     for (int i = 0; i < steps; ++i) {
         QElapsedTimer t;
@@ -160,10 +168,17 @@ Frames script(memscope::gui::RunView& view, int steps, Script kind = Script::Mix
         QCoreApplication::processEvents();  // overview brush, queued paints
         ms.push_back(double(t.nsecsElapsed()) / 1e6);
         build += view.plot()->lastBuildMs() / steps;
+        const memscope::AllocationLayout& layout = view.plot()->allocationLayout();
+        if (layout.grid_step > 0 && !layout.columns.empty()) {
+            ++f.sweptFrames;
+            if (layout.reused_columns > 0) {
+                ++f.panFrames;
+                f.takenOver += double(layout.reused_columns) / double(layout.columns.size());
+            }
+        }
     }
     std::vector<double> s = ms;
     std::sort(s.begin(), s.end());
-    Frames f;
     f.median = s[s.size() / 2];
     f.worst = s.back();
     for (double v : s) f.mean += v / double(s.size());
@@ -183,7 +198,9 @@ int main(int argc, char** argv) {
         "run view offscreen (QT_QPA_PLATFORM=offscreen unless set) and prints the load and\n"
         "timeline times, the first paint after load, median and worst frame times of 100\n"
         "scripted zoom/pan steps by category and by allocation (mixed, zoomed out, zoomed in),\n"
-        "page faults per frame, hover cost, and the GUI's memory on top of core's model.\n"
+        "page faults per frame, hover cost, the switch to by allocation, the share of zoomed-in\n"
+        "frames that took columns over from the frame before, the core layout of a jump to\n"
+        "0.5% of the trace, and the GUI's memory on top of core's model.\n"
         "  EVENTS, --events N   events to generate, 1..10000000000\n"
         "  --file PATH          a trace file instead (snapshot, kineto, native, ...)\n"
         "  --opens N            open the file N times, 1..9 (default 1), each freed before the\n"
@@ -313,8 +330,14 @@ int main(int argc, char** argv) {
     std::printf("replots per frame (all plots of the view): %.2f\n", replots / 100.0);
     const Frames categoryOut = script(view, 100, Script::ZoomedOut);
     const Frames categoryIn = script(view, 100, Script::ZoomedIn);
+    // The switch is a frame of its own, with the work it queues (the
+    // overview, the legend's new entries), timed apart from the scripts.
+    QElapsedTimer switchTimer;
+    switchTimer.start();
     view.setStackMode(memscope::StackMode::ByAllocation);
     view.plot()->renderNow();
+    QCoreApplication::processEvents();
+    const double switchMs = double(switchTimer.nsecsElapsed()) / 1e6;
     const Frames byAllocation = script(view, 100);
     const Frames allocationOut = script(view, 100, Script::ZoomedOut);
     const memscope::AllocationLayout& layout = view.plot()->allocationLayout();
@@ -356,6 +379,38 @@ int main(int argc, char** argv) {
             }
             std::sort(ms.begin(), ms.end());
             layoutAloneMs = ms[ms.size() / 2];
+        }
+    }
+    // The core layout alone for a jump to 0.5 % of the trace (what the
+    // zoomed-in script's first frames sweep), at 40 places.
+    double jumpMedian = 0, jumpWorst = 0;
+    size_t jumpColumns = 0;
+    {
+        const memscope::DeviceTimeline* tl = view.plot()->timeline();
+        const memscope::AllocationIndex* index = (*run)->allocationIndex(view.device());
+        if (tl && index && tl->end > tl->start) {
+            std::mt19937 rng(11);
+            std::vector<double> ms;
+            const double full = double(tl->end - tl->start);
+            for (int i = 0; i < 40; ++i) {
+                const double c = double(tl->start) +
+                                 full * std::uniform_real_distribution<double>(0.05, 0.95)(rng);
+                memscope::LayoutRequest lr;
+                lr.lo = int64_t(c - full * 0.0025);
+                lr.hi = int64_t(c + full * 0.0025) + 1;
+                lr.columns = columnsOut;
+                lr.min_band_bytes = memscope::bandBytesForRow(double(tl->peak.bytes) / 700);
+                lr.grid = true;
+                QElapsedTimer t;
+                t.start();
+                const memscope::AllocationLayout l = memscope::layoutAllocations(*tl, *index, lr);
+                ms.push_back(double(t.nsecsElapsed()) / 1e6);
+                jumpColumns += l.columns.size();
+            }
+            std::sort(ms.begin(), ms.end());
+            jumpMedian = ms[ms.size() / 2];
+            jumpWorst = ms.back();
+            jumpColumns /= ms.size();
         }
     }
     const Frames allocationIn = script(view, 100, Script::ZoomedIn);
@@ -428,7 +483,17 @@ int main(int argc, char** argv) {
         "by allocation, zoomed out: %zu columns (%zu px each), %zu segments, %zu allocations "
         "drawn as bands of their own, %zu allocations visited, raster %.2f ms\n",
         columnsOut, widthOut, segmentsOut, drawnOut, workOut, rasterOut);
+    std::printf("switch from by category to by allocation: %.2f ms\n", switchMs);
+    std::printf(
+        "by allocation, zoomed in: %d of %d frames swept below the pyramid took columns over "
+        "from the frame before (pans), %.0f%% of their columns on average\n",
+        allocationIn.panFrames, allocationIn.sweptFrames,
+        allocationIn.panFrames ? 100.0 * allocationIn.takenOver / allocationIn.panFrames : 0.0);
     std::printf("core layout alone over the whole trace: %.2f ms (median of 20)\n", layoutAloneMs);
+    std::printf(
+        "core layout alone, a jump to 0.5%% of the trace (40 places, %zu columns): median %.2f "
+        "ms, worst %.2f ms\n",
+        jumpColumns, jumpMedian, jumpWorst);
     std::printf("phase strip alone, zoomed out, 1600 px: %zu phases, %.2f ms (median of 20)\n",
                 stripPhases, stripMs);
     std::printf("memory: core model %.0f MiB, GUI on top %.0f MiB (%.2fx, target <= 1x)\n", core,

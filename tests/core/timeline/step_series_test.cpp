@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <random>
+#include <vector>
 
 using namespace memscope;
 
@@ -133,4 +134,38 @@ TEST(StepSeries, BucketsHoldExactlyThePointsBetweenTheirEdges) {
         ASSERT_EQ(lod.size(), want.size()) << "seed " << seed;
         for (size_t k = 0; k < want.size(); ++k) ASSERT_EQ(lod[k], want[k]) << "point " << k;
     }
+}
+
+// Each cell's highest value in force, by brute force: the value at its start,
+// then every point strictly inside it; the earliest of equals.
+TEST(StepSeries, CellMaximaAreEachCellsOwnHighestMoment) {
+    const StepSeries s = randomWalk(5000, 21);
+    const auto xs = s.xs();
+    const auto ys = s.ys();
+    std::mt19937_64 rng(4);
+    for (int round = 0; round < 40; ++round) {
+        // Edges before, inside and past the series, some a unit apart, some
+        // on a point's x (where several points share it).
+        std::vector<int64_t> edges{int64_t(rng() % 40) - 20};
+        const size_t cells = 1 + rng() % 300;
+        for (size_t k = 0; k < cells; ++k) {
+            const int64_t gap = rng() % 4 == 0 ? 1 : int64_t(rng() % (rng() % 2 ? 20 : 400)) + 1;
+            edges.push_back(edges.back() + gap);
+        }
+        const std::vector<SeriesPoint> got = s.cellMaxima(edges);
+        ASSERT_EQ(got.size(), cells);
+        for (size_t k = 0; k < cells; ++k) {
+            const int64_t lo = edges[k], hi = edges[k + 1];
+            SeriesPoint want{lo, s.valueAt(lo)};
+            for (size_t i = 0; i < xs.size(); ++i)
+                if (xs[i] > lo && xs[i] < hi && ys[i] > want.y) want = {xs[i], ys[i]};
+            ASSERT_EQ(got[k], want) << "cell [" << lo << ", " << hi << ") of round " << round;
+        }
+        // A cell's answer does not depend on its neighbours.
+        const size_t k = rng() % cells;
+        const std::vector<int64_t> alone{edges[k], edges[k + 1]};
+        EXPECT_EQ(s.cellMaxima(alone).front(), got[k]);
+    }
+    EXPECT_TRUE(s.cellMaxima(std::vector<int64_t>{5}).empty());
+    EXPECT_EQ(StepSeries{}.cellMaxima(std::vector<int64_t>{0, 10}).front(), (SeriesPoint{0, 0}));
 }

@@ -75,7 +75,18 @@ struct LayoutRequest {
     // a column visits about all that began in it and live at its sample (a
     // 10-million-event trace zoomed out: 3 million).
     size_t max_starts = 1'000'000;
+    // Columns on a grid of whole multiples of their width (a width rounded up
+    // to 4 significant bits) rather than an even cut of [lo, hi): a pan keeps
+    // the grid, so the next layout can take over the columns both ranges
+    // hold (layoutAllocations' `previous`). Off: exactly `columns` even
+    // columns, as the layout pyramid's tasks need them.
+    bool grid = false;
 };
+
+// The band height a view asks for when a pixel row holds `bytes_per_row`:
+// that rounded up to whole bytes, then down to 3 significant bits: a band is
+// at least 4/5 of a row, and a scale that moves a few percent keeps it.
+uint64_t bandBytesForRow(double bytes_per_row);
 
 struct LayoutSegment {
     uint64_t bottom = 0;  // bytes, [bottom, top)
@@ -108,10 +119,23 @@ struct AllocationLayout {
     uint64_t max_total = 0;
     size_t column_width = 1;  // request columns per layout column (>1: coarsened)
     size_t work = 0;          // allocations visited: what a frame cost
+    // A sweep on a grid (LayoutRequest::grid): run-x per column, the band
+    // height and the index it was built from, which a later layout checks
+    // before it takes columns over; 0 = not on a grid.
+    int64_t grid_step = 0;
+    uint64_t min_band_bytes = 0;
+    const AllocationIndex* source = nullptr;
+    size_t source_intervals = 0;
+    size_t reused_columns = 0;  // taken over from `previous`, not swept
 };
 
+// With `previous` a grid layout of the same timeline, index, scale and band
+// height (the last frame's, during a pan), the whole columns both ranges hold
+// are copied from it and only the rest is swept: the same layout as without
+// it, at the cost of the columns that came into view.
 AllocationLayout layoutAllocations(const DeviceTimeline& timeline, const AllocationIndex& index,
-                                   const LayoutRequest& request);
+                                   const LayoutRequest& request,
+                                   const AllocationLayout* previous = nullptr);
 
 // The sites that cover the most of the picture (bytes times run-x), largest
 // first, at most `count`: what a legend names.

@@ -45,6 +45,13 @@ public:
     // the pyramid, independent of how many points fall in the range.
     std::vector<SeriesPoint> levelOfDetail(int64_t x0, int64_t x1, size_t maxPoints) const;
 
+    // For each cell [edges[k], edges[k+1]) (edges ascending), the highest
+    // value in force in it and its moment: the cell's start when nothing in
+    // the cell rises above the value in force there, else the earliest point
+    // holding the maximum. A cell's answer depends on its edges alone, never
+    // on its neighbours. O(cells x log n) through the pyramid.
+    std::vector<SeriesPoint> cellMaxima(std::span<const int64_t> edges) const;
+
     size_t memoryBytes() const;
 
 private:

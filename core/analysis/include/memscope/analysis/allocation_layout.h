@@ -120,8 +120,9 @@ struct AllocationLayout {
     size_t column_width = 1;  // request columns per layout column (>1: coarsened)
     size_t work = 0;          // allocations visited: what a frame cost
     // A sweep on a grid (LayoutRequest::grid): run-x per column, the band
-    // height and the index it was built from, which a later layout checks
-    // before it takes columns over; 0 = not on a grid.
+    // height and the index it was built from (compared, never read
+    // through), which a later layout checks before it takes columns over;
+    // 0 = not on a grid.
     int64_t grid_step = 0;
     uint64_t min_band_bytes = 0;
     const AllocationIndex* source = nullptr;

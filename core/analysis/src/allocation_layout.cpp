@@ -101,7 +101,9 @@ Reuse reusableColumns(const AllocationLayout& out, const AllocationLayout& previ
         previous.source_intervals != out.source_intervals || previous.columns.empty() ||
         out.columns.empty())
         return {};
-    const auto whole = [step](const LayoutColumn& c) { return c.x1 - c.x0 == step; };
+    const auto whole = [step](const LayoutColumn& c) {
+        return uint64_t(c.x1) - uint64_t(c.x0) == uint64_t(step);
+    };
     // Both are grids of one step: only their first and last columns may be
     // partial, and a whole column of one at the same x0 is the other's.
     const auto& prev = previous.columns;
@@ -118,6 +120,7 @@ Reuse reusableColumns(const AllocationLayout& out, const AllocationLayout& previ
     r.at = p0 + size_t((a - prev[p0].x0) / step);
     r.count = size_t((b - a) / step);
     // Checked, not assumed: a layout that is not what it says is not used.
+    if (r.at + r.count > prev.size() || r.from + r.count > out.columns.size()) return {};
     const std::span<const LayoutSegment> segments = previous.drawnSegments();
     // The run's segments are then one block, from its first column's first
     // to its last column's last.

@@ -159,6 +159,18 @@ TEST(AllocationLayoutGrid, ALayoutOfAnotherIndexIsNotTakenOver) {
     const AllocationLayout evenLayout = layoutAllocations(*f.tl, f.index, even);
     EXPECT_EQ(evenLayout.grid_step, 0);
     EXPECT_EQ(layoutAllocations(*f.tl, f.index, r, &evenLayout).reused_columns, 0u);
+    // One that claims the grid but whose columns are not on it (fewer,
+    // wider) is read within its bounds, and the result is still the fresh one.
+    AllocationLayout claims = layoutAllocations(*f.tl, f.index, [&] {
+        LayoutRequest few = even;
+        few.columns = 7;
+        return few;
+    }());
+    claims.grid_step = fresh.grid_step;
+    claims.min_band_bytes = fresh.min_band_bytes;
+    claims.source = fresh.source;
+    claims.source_intervals = fresh.source_intervals;
+    expectSameLayout(layoutAllocations(*f.tl, f.index, r, &claims), fresh);
     // Nor is one whose columns are out of order in its segments.
     AllocationLayout shuffled = fresh;
     ASSERT_GT(shuffled.columns.size(), 20u);

@@ -8,6 +8,7 @@
 
 #include "memscope/analysis/allocation_order.h"
 #include "memscope/analysis/layout_pyramid.h"
+#include "memscope/base/gallop.h"
 #include "memscope/base/parallel_for.h"
 
 namespace memscope {
@@ -226,17 +227,7 @@ private:
     // The first sample from `from` on at or past `end` (the size: none): a
     // gallop, as most allocations end within a few samples.
     size_t firstSampleFrom(size_t from, int64_t end) const {
-        size_t lo = from, step = 1;
-        while (lo < samples_.size() && samples_[lo] < end) {
-            const size_t probe = std::min(samples_.size(), lo + step);
-            if (probe == samples_.size() || samples_[probe] >= end)
-                return size_t(std::lower_bound(samples_.begin() + ptrdiff_t(lo) + 1,
-                                               samples_.begin() + ptrdiff_t(probe), end) -
-                              samples_.begin());
-            lo = probe;
-            step *= 2;
-        }
-        return lo;
+        return gallopTo(from, samples_.size(), [&](size_t i) { return samples_[i] >= end; });
     }
 
     // Drops every allocation that ended by x, the lowest of them `lowest`

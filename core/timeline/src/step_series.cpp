@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "memscope/base/gallop.h"
 #include "memscope/base/page_warmer.h"
 #include "saturating.h"
 
@@ -151,24 +152,10 @@ std::vector<SeriesPoint> StepSeries::cellMaxima(std::span<const int64_t> edges) 
     std::vector<SeriesPoint> out;
     if (edges.size() < 2) return out;
     out.reserve(edges.size() - 1);
-    // The first point after x at or beyond `from`: a gallop, then a search in
-    // the last stride, so cells a few points apart cost a few looks.
-    auto firstAfter = [this](size_t from, int64_t x, bool inclusive) {
-        const auto beyond = [&](size_t i) { return inclusive ? x_[i] > x : x_[i] >= x; };
-        size_t at = from, step = 1;
-        while (at < x_.size() && !beyond(at)) {
-            const size_t probe = std::min(x_.size(), at + step);
-            if (probe == x_.size() || beyond(probe)) {
-                const auto first = x_.begin() + ptrdiff_t(at);
-                const auto last = x_.begin() + ptrdiff_t(probe);
-                return size_t((inclusive ? std::upper_bound(first, last, x)
-                                         : std::lower_bound(first, last, x)) -
-                              x_.begin());
-            }
-            at = probe;
-            step *= 2;
-        }
-        return at;
+    // Cells a few points apart: a gallop from the last place costs a few looks.
+    const auto firstAfter = [this](size_t from, int64_t x, bool inclusive) {
+        return gallopTo(from, x_.size(),
+                        [&](size_t i) { return inclusive ? x_[i] > x : x_[i] >= x; });
     };
     size_t i = 0;
     for (size_t k = 0; k + 1 < edges.size(); ++k) {

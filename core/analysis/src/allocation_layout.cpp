@@ -343,7 +343,8 @@ private:
     // its own or a site, after at least one member) and the run the
     // checkpoint carried.
     void room(size_t count) {
-        if (scratch_.size() < count + 1) scratch_.resize(2 * count + 2);
+        if (scratch_.size() < count + 1)
+            scratch_.resize(std::max(count + 1, scratch_.size() + scratch_.size() / 2));
     }
 
     void save(size_t pos, const Walk& w) {

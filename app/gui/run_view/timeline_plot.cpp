@@ -397,7 +397,8 @@ const AllocationLayout& TimelinePlot::allocationLayout() const {
 }
 
 double TimelinePlot::lastRasterMs() const {
-    return p_->allocations->lastRasterMs();
+    return p_->allocations->visible() ? p_->allocations->lastRasterMs()
+                                      : p_->bandLayer->lastRasterMs();
 }
 
 void TimelinePlot::onRangeChanged(double, double) {

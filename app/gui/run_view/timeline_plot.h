@@ -80,7 +80,9 @@ public:
     // Rebuilds the bands and repaints synchronously (benchmark, screenshots).
     void renderNow();
     double lastBuildMs() const { return buildMs_; }
-    double lastRasterMs() const;  // by allocation: filling the layout's pixels
+    // Filling the pixels of the layer shown: by allocation the layout's, else
+    // the bands'.
+    double lastRasterMs() const;
 
     // Hover queries in plot coordinates (shared x, bytes).
     std::optional<uint32_t> allocationAt(double x, double y) const;

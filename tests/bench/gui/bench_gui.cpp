@@ -92,6 +92,7 @@ struct Frames {
     double median = 0, worst = 0, mean = 0;
     double build = 0;  // mean ms of the band reduction alone (the rest is drawing)
     double plot = 0;  // mean ms until the timeline plot is drawn (the rest: overview, window paint)
+    double raster = 0;  // median ms of filling the shown layer's pixels (a part of `plot`)
     // Mean minor page faults per frame: memory a frame maps afresh (about
     // 2.5 us each on this project's VM) instead of reusing.
     double faults = 0;
@@ -155,7 +156,7 @@ Frames script(memscope::gui::RunView& view, int steps, Script kind = Script::Mix
     ZoomState* z = view.zoom();
     z->reset();
     std::mt19937 rng(7);
-    std::vector<double> ms;
+    std::vector<double> ms, raster;
     double build = 0, plotMs = 0;
     Frames f;
     const long faultsBefore = minorFaults();
@@ -168,6 +169,7 @@ Frames script(memscope::gui::RunView& view, int steps, Script kind = Script::Mix
         QCoreApplication::processEvents();  // overview brush, queued paints
         ms.push_back(double(t.nsecsElapsed()) / 1e6);
         build += view.plot()->lastBuildMs() / steps;
+        raster.push_back(view.plot()->lastRasterMs());
         const memscope::AllocationLayout& layout = view.plot()->allocationLayout();
         if (layout.grid_step > 0 && !layout.columns.empty()) {
             ++f.sweptFrames;
@@ -183,6 +185,8 @@ Frames script(memscope::gui::RunView& view, int steps, Script kind = Script::Mix
     f.worst = s.back();
     for (double v : s) f.mean += v / double(s.size());
     f.build = build;
+    std::nth_element(raster.begin(), raster.begin() + ptrdiff_t(raster.size() / 2), raster.end());
+    f.raster = raster[raster.size() / 2];
     f.plot = plotMs;
     f.faults = double(minorFaults() - faultsBefore) / steps;
     return f;
@@ -198,6 +202,7 @@ int main(int argc, char** argv) {
         "run view offscreen (QT_QPA_PLATFORM=offscreen unless set) and prints the load and\n"
         "timeline times, the first paint after load, median and worst frame times of 100\n"
         "scripted zoom/pan steps by category and by allocation (mixed, zoomed out, zoomed in),\n"
+        "the means of the layout or band reduction and of the whole plot, the median raster,\n"
         "page faults per frame, hover cost, the switch to by allocation, the share of zoomed-in\n"
         "frames that took columns over from the frame before, the core layout of a jump to\n"
         "0.5% of the trace, and the GUI's memory on top of core's model.\n"
@@ -467,11 +472,11 @@ int main(int argc, char** argv) {
     const double core = rssModel - rssStart, gui = rssGui - rssModel;
     std::printf("first paint after load: %.1f ms (target <= 100 ms)\n", firstPaint);
     std::printf("frame times of 100 steps, ms (target: median and worst <= 16 ms):\n");
-    std::printf("  %-10s %-12s %8s %8s %8s %10s %10s %8s\n", "script", "mode", "median", "worst",
-                "mean", "reduction", "plot drawn", "faults");
+    std::printf("  %-10s %-12s %8s %8s %8s %10s %8s %10s %8s\n", "script", "mode", "median",
+                "worst", "mean", "reduction", "raster", "plot drawn", "faults");
     auto row = [](const char* scriptName, const char* mode, const Frames& f) {
-        std::printf("  %-10s %-12s %8.2f %8.2f %8.2f %10.2f %10.2f %8.0f\n", scriptName, mode,
-                    f.median, f.worst, f.mean, f.build, f.plot, f.faults);
+        std::printf("  %-10s %-12s %8.2f %8.2f %8.2f %10.2f %8.2f %10.2f %8.0f\n", scriptName, mode,
+                    f.median, f.worst, f.mean, f.build, f.raster, f.plot, f.faults);
     };
     row("mixed", "category", byCategory);
     row("mixed", "allocation", byAllocation);

@@ -284,7 +284,7 @@ public:
                              [](size_t pos, const Checkpoint& c) { return pos < c.pos; });
         if (cp != checkpoints_.begin()) {
             const Checkpoint& c = *(cp - 1);
-            room(live.size() - c.pos + c.segments);
+            room(live.size() - std::min(c.pos, live.size()) + c.segments);
             // The segments below the checkpoint's last as the previous column
             // has them, then that last as it was then (a later run may have
             // grown it).

@@ -1,7 +1,6 @@
 #include "memscope/open/open_each.h"
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -23,12 +22,15 @@ void openEach(const std::vector<std::string>& paths, const PluginRegistry& regis
         sizes[i] = ec ? 0 : uint64_t(size);
         total += sizes[i];
     }
-    std::atomic<uint64_t> done{0};
-    std::mutex report_mutex;  // ctx.progress is not required to be thread-safe
-    auto report = [&](uint64_t value) {
-        if (!ctx.progress) return;
+    // Counted and reported under one lock: ctx.progress is not required to be
+    // thread-safe, and a count taken before the lock could be reported after
+    // a larger one (the progress going back).
+    uint64_t done = 0;
+    std::mutex report_mutex;
+    auto advance = [&](uint64_t by) {
         std::lock_guard lock(report_mutex);
-        ctx.report(value, total);
+        done += by;
+        if (ctx.progress) ctx.report(done, total);
     };
     parallelFor(paths.size(), options.threads, [&](size_t i) {
         if (ctx.cancelled()) {
@@ -41,11 +43,11 @@ void openEach(const std::vector<std::string>& paths, const PluginRegistry& regis
         local.progress = [&](uint64_t file_done, uint64_t) {
             const uint64_t capped = std::min(file_done, sizes[i]);
             if (capped <= reported) return;
-            report(done.fetch_add(capped - reported) + (capped - reported));
+            advance(capped - reported);
             reported = capped;
         };
         Result<OpenedTrace> opened = openTrace(paths[i], registry, local, options.open);
-        report(done.fetch_add(sizes[i] - reported) + (sizes[i] - reported));
+        advance(sizes[i] - reported);
         consume(i, std::move(opened));
     });
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "memscope/base/huge_page_malloc.h"
 #include "memscope/base/units.h"
 
 namespace memscope::cli {
@@ -21,6 +22,8 @@ CLI::Validator byteSizeValidator() {
 }  // namespace memscope::cli
 
 int main(int argc, char** argv) {
+    // Large loads in huge pages; executes this program again (huge_page_malloc.h).
+    memscope::useHugePageMalloc(argv);
     using namespace memscope::cli;
     CLI::App app{"memscope-cli: memory timelines of deep-learning training, headless",
                  "memscope-cli"};

@@ -6,11 +6,14 @@
 #include <cstring>
 
 #include "common/plot_style.h"
+#include "memscope/base/huge_page_malloc.h"
 #include "window/app_options.h"
 #include "window/main_window.h"
 #include "window/screenshot.h"
 
 int main(int argc, char** argv) {
+    // Large loads in huge pages; executes this program again (huge_page_malloc.h).
+    memscope::useHugePageMalloc(argv);
     // --screenshot, --help and --version must work without a display (CI, the
     // README's main job on a headless machine).
     bool headless = false;

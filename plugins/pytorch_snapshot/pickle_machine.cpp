@@ -11,6 +11,11 @@ namespace memscope::pickle {
 namespace {
 
 constexpr uint64_t kReportEvery = 16ull << 20;
+// How far ahead of an entry dict flatDict() asks for the input, and how many
+// cache lines from there. A snapshot's entry takes some 200 to 700 bytes, so
+// the lines asked for are those of an entry one to four entries on.
+constexpr uint64_t kPrefetchAhead = 1024;
+constexpr uint64_t kPrefetchLines = 4;
 
 uint64_t readLE(const uint8_t* p, int n) {
     uint64_t v = 0;
@@ -359,6 +364,12 @@ FlatDict Machine::flatDict() {
     }
     const uint8_t* const d = data_;
     const uint64_t end = size_;
+    // The input a few entries on, into the cache before it is read: the run
+    // cache compares a frames list's bytes from its far end first, a jump of
+    // hundreds of bytes that the hardware's stream prefetcher had not reached.
+    if (end - pos_ > kPrefetchAhead + kPrefetchLines * 64)
+        for (uint64_t k = 0; k < kPrefetchLines; ++k)
+            __builtin_prefetch(d + pos_ + kPrefetchAhead + 64 * k);
     // The memo does not change while the dict is read: read through locals,
     // which the stores into `items` cannot be taken to alias.
     const Value* const memo = memo_.data();

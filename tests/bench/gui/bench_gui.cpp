@@ -27,8 +27,10 @@
 #include <vector>
 
 #include "../common/bench_args.h"
+#include "../common/malloc_mode.h"
 #include "loading/run_loader.h"
 #include "memscope/analysis/layout_pyramid.h"
+#include "memscope/base/huge_page_malloc.h"
 #include "run_view/phase_bands.h"
 #include "run_view/run_view.h"
 #include "run_view/timeline_plot.h"
@@ -195,6 +197,8 @@ Frames script(memscope::gui::RunView& view, int steps, Script kind = Script::Mix
 }  // namespace
 
 int main(int argc, char** argv) {
+    // As the front ends run (huge_page_malloc.h), so that the figures are theirs.
+    memscope::useHugePageMalloc(argv);
     static const char kUsage[] =
         "usage: memscope-bench-gui [EVENTS | --events N] [--file PATH [--opens N]]";
     static const char kHelp[] =
@@ -503,6 +507,7 @@ int main(int argc, char** argv) {
                 stripPhases, stripMs);
     std::printf("memory: core model %.0f MiB, GUI on top %.0f MiB (%.2fx, target <= 1x)\n", core,
                 gui, core > 0 ? gui / core : 0.0);
+    std::printf("malloc: %s\n", memscope::bench::mallocMode());
     const double peak = peakRssMiB();
     if (!file.isEmpty()) {
         const double fileMiB = double(QFileInfo(file).size()) / (1024.0 * 1024.0);

@@ -28,6 +28,7 @@
 
 #include "../../hostile/hostile_corpus.h"
 #include "../common/bench_args.h"
+#include "memscope/base/huge_page_malloc.h"
 #include "memscope/builtin_plugins.h"
 #include "memscope/format/native_format.h"
 #include "memscope/plugins/pytorch_snapshot.h"
@@ -245,6 +246,8 @@ void cancelLatency(const std::vector<hostile::Case>& cases) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // As the front ends run (huge_page_malloc.h), so that the figures are theirs.
+    memscope::useHugePageMalloc(argv);
     bool full = true;
     std::string folder = "/tmp/hostile-corpus";
     cli_path = (fs::path(argv[0]).parent_path() / "memscope-cli").string();

@@ -24,6 +24,7 @@
 #include "../common/bench_args.h"
 #include "config.h"
 #include "ground_truth.h"
+#include "memscope/base/huge_page_malloc.h"
 #include "memscope/base/units.h"
 #include "memscope/builtin_plugins.h"
 #include "memscope/format/native_format.h"
@@ -144,6 +145,8 @@ int inferenceCost(const std::string& file) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // As the front ends run (huge_page_malloc.h), so that the figures are theirs.
+    memscope::useHugePageMalloc(argv);
     int steps = 4;
     std::string snapshot;
     static const char kUsage[] = "usage: memscope-bench-inference [--steps N] [--snapshot FILE]";

@@ -18,6 +18,8 @@
 #include <thread>
 
 #include "../common/bench_args.h"
+#include "../common/malloc_mode.h"
+#include "memscope/base/huge_page_malloc.h"
 #include "memscope/format/native_format.h"
 #include "trace_generator.h"
 
@@ -75,6 +77,8 @@ bool sameEvents(const std::vector<Event>& a, const std::vector<Event>& b) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // As the front ends run (huge_page_malloc.h), so that the figures are theirs.
+    memscope::useHugePageMalloc(argv);
     bench::GeneratorOptions options;
     std::string path = (std::filesystem::temp_directory_path() /
                         ("memscope-bench-" + std::to_string(::getpid()) + ".memscope"))
@@ -190,6 +194,7 @@ int main(int argc, char** argv) {
 
     std::printf("peak RSS:              %.0f MiB (VmHWM of the whole run)\n",
                 std::max(peak_before_read, statusMiB("VmHWM:")));
+    std::printf("malloc:                %s\n", bench::mallocMode());
     std::printf("machine:               %u hardware threads, load average %.1f\n",
                 std::thread::hardware_concurrency(), loadAverage());
     if (!keep) std::filesystem::remove(path);

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "../common/bench_args.h"
+#include "memscope/base/huge_page_malloc.h"
 #include "memscope/builtin_plugins.h"
 #include "memscope/open/digest_file.h"
 #include "memscope/open/open_ranks.h"
@@ -102,6 +103,8 @@ std::vector<int> parseList(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // As the front ends run (huge_page_malloc.h), so that the figures are theirs.
+    memscope::useHugePageMalloc(argv);
     std::vector<int> counts = {8, 64, 256};
     int mb = 50, distinct = 8, digests = 1024;
     std::string dir = (fs::temp_directory_path() / "memscope-bench-ranks").string();

@@ -19,6 +19,8 @@
 #include <string>
 
 #include "../common/bench_args.h"
+#include "../common/malloc_mode.h"
+#include "memscope/base/huge_page_malloc.h"
 #include "memscope/plugins/kineto.h"
 #include "memscope/plugins/pytorch_snapshot.h"
 
@@ -111,6 +113,8 @@ Run pythonLoad(const std::string& python, const std::string& file, bool kineto) 
 }  // namespace
 
 int main(int argc, char** argv) {
+    // As the front ends run (huge_page_malloc.h), so that the figures are theirs.
+    memscope::useHugePageMalloc(argv);
     static const char kUsage[] =
         "usage: memscope-bench-snapshot FILE [--no-python] [--python EXE] "
         "[--format auto|snapshot|kineto]";
@@ -160,6 +164,7 @@ int main(int argc, char** argv) {
     if (m.seconds < 0) return 1;
     std::printf("file                 %s (%.1f MiB, %s)\n", file.c_str(), mb,
                 kineto ? "kineto trace" : "snapshot");
+    std::printf("malloc               %s\n", memscope::bench::mallocMode());
     std::printf("page cache           read through once before either side: %.3f s\n", warm);
     std::printf(
         "memscope import      %.3f s wall, %.3f s CPU  %.1f MiB/s wall, %.1f MiB/s CPU  peak RSS "

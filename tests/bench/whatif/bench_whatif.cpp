@@ -20,6 +20,7 @@
 #include "../common/bench_args.h"
 #include "config.h"
 #include "memscope/analysis/whatif.h"
+#include "memscope/base/huge_page_malloc.h"
 #include "memscope/format/native_format.h"
 #include "memscope/open/open_run.h"
 #include "whatif_truth.h"
@@ -119,6 +120,8 @@ void cost(const std::string& dir, int steps = 200) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // As the front ends run (huge_page_malloc.h), so that the figures are theirs.
+    memscope::useHugePageMalloc(argv);
     bool paper = false;
     int steps = 4;
     std::string dir = (std::filesystem::temp_directory_path() / "memscope-bench-whatif").string();

@@ -17,6 +17,12 @@
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(__SANITIZE_MEMORY__)
 #undef MEMSCOPE_HUGE_PAGE_MALLOC
 #endif
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#undef MEMSCOPE_HUGE_PAGE_MALLOC
+#endif
+#endif
 
 namespace memscope {
 namespace {
@@ -46,6 +52,24 @@ bool glibcHasTheTunable() {
     return major > 2 || (major == 2 && minor >= 35);
 }
 
+// The program's file, or empty where executing it again would not run this
+// program as it was started: under valgrind (its malloc is its own, and an
+// exec would leave the program running outside it) or when the dynamic
+// loader was started by name with the program as its argument (the exec
+// would start the loader with the wrong arguments).
+std::string programToRelaunch() {
+    if (const char* preload = std::getenv("LD_PRELOAD");
+        preload && std::strstr(preload, "vgpreload"))
+        return {};
+    char path[4096];
+    const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n <= 0) return {};
+    const std::string exe(path, size_t(n));
+    const std::string name = exe.substr(exe.rfind('/') + 1);
+    if (name.rfind("ld-", 0) == 0 || name.rfind("ld.so", 0) == 0) return {};
+    return exe;
+}
+
 void restore(const char* before) {
     if (before[0] == '=')
         setenv(kTunables, before + 1, 1);
@@ -70,6 +94,8 @@ void useHugePageMalloc(char** argv) {
     const char* tunables = std::getenv(kTunables);
     if (tunables && std::strstr(tunables, "glibc.malloc.hugetlb=")) return;
     if (!argv || !argv[0] || !kernelAdvisesOnly() || !glibcHasTheTunable()) return;
+    const std::string program = programToRelaunch();
+    if (program.empty()) return;
 
     const std::string before = tunables ? std::string("=") + tunables : std::string("-");
     const std::string with =
@@ -80,7 +106,7 @@ void useHugePageMalloc(char** argv) {
         return;
     }
     std::fflush(nullptr);
-    execv("/proc/self/exe", argv);
+    execv(program.c_str(), argv);
     restore(before.c_str());  // the exec failed: go on as started
 #else
     (void)argv;

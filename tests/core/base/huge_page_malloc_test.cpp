@@ -1,8 +1,9 @@
 // useHugePageMalloc: the program runs again with glibc's huge-page malloc
 // (its large blocks advised for huge pages), keeps its arguments, and sees
 // GLIBC_TUNABLES exactly as the user set it, or unset; a user's own hugetlb
-// setting and MEMSCOPE_HUGE_PAGES=0 leave it alone. Each case runs
-// memscope_huge_page_probe (huge_page_probe.cpp) with its own environment.
+// setting, MEMSCOPE_HUGE_PAGES=0, valgrind and a start by the dynamic loader
+// leave it alone. Each case runs memscope_huge_page_probe (huge_page_probe.cpp)
+// with its own environment.
 #include "memscope/base/huge_page_malloc.h"
 
 #include <gtest/gtest.h>
@@ -49,15 +50,16 @@ std::string whyNoRelaunch() {
 
 using Env = std::map<std::string, std::string>;
 
-// Runs the probe with exactly `env` (and `args`), returns its key=value lines.
-std::optional<std::map<std::string, std::string>> probe(const Env& env,
-                                                        const std::vector<std::string>& args = {}) {
+// Runs the probe (or `program`) with exactly `env` and `args`, returns its
+// key=value lines.
+std::optional<std::map<std::string, std::string>> probe(
+    const Env& env, const std::vector<std::string>& args = {},
+    std::string program = MEMSCOPE_HUGE_PAGE_PROBE) {
     std::vector<std::string> env_text;
     for (const auto& [k, v] : env) env_text.push_back(k + "=" + v);
     std::vector<char*> envp;
     for (auto& s : env_text) envp.push_back(s.data());
     envp.push_back(nullptr);
-    std::string program = MEMSCOPE_HUGE_PAGE_PROBE;
     std::vector<std::string> words = {program};
     words.insert(words.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -131,6 +133,22 @@ TEST(HugePageMalloc, LeavesTheProgramAloneWhenTurnedOffOrTheUserChose) {
     if (whyNoRelaunch().empty()) {
         EXPECT_EQ(out->at("advised"), "no");
     }
+}
+
+TEST(HugePageMalloc, LeavesAProgramUnderValgrindOrStartedByTheLoaderAlone) {
+    // Valgrind preloads its vgpreload libraries; a missing one is only a
+    // warning of the loader's, which is enough to look like valgrind.
+    auto out = probe({{"LD_PRELOAD", "/nonexistent/vgpreload_memcheck-amd64-linux.so"}});
+    ASSERT_TRUE(out);
+    EXPECT_EQ(out->at("state"), "not");
+
+    // `ld-linux-x86-64.so.2 PROGRAM`: /proc/self/exe is the loader.
+    const std::string loader = "/lib64/ld-linux-x86-64.so.2";
+    if (access(loader.c_str(), X_OK) != 0) GTEST_SKIP() << loader << " is not here";
+    out = probe({}, {MEMSCOPE_HUGE_PAGE_PROBE, "after"}, loader);
+    ASSERT_TRUE(out);
+    EXPECT_EQ(out->at("state"), "not");
+    EXPECT_EQ(out->at("args"), "after");
 }
 
 TEST(HugePageMalloc, ANotRelaunchedProcessSaysSo) {

@@ -7,9 +7,10 @@
 // Why: opening a 1 GB snapshot allocates and frees about a gigabyte of
 // short-lived arrays (the unpickler's values, the events, the window keys of
 // step inference, the timeline's series). In 4 KiB pages that is some 200,000
-// page faults, and on a virtual machine each costs microseconds and the TLB
-// misses that follow cost more: the open took 2.65-2.70 s with them and
-// 1.89-2.48 s in huge pages, 20,000 faults, at the same peak memory.
+// page faults, and on a virtual machine each costs microseconds: on this
+// project's 2-core VM, `memscope-cli summary` of a 1 GB snapshot with many
+// short-lived allocations took 2.57-3.28 s that way and 1.57-2.50 s in huge
+// pages (20,000 faults), at the same peak memory (README, Performance).
 //
 // The relaunched process puts GLIBC_TUNABLES back as the user had it, so the
 // programs it starts (record's training job) inherit the user's environment,
@@ -20,8 +21,10 @@
 //   - GLIBC_TUNABLES already says glibc.malloc.hugetlb (the user's choice);
 //   - transparent huge pages are not in "madvise" mode: under "always" the
 //     kernel already backs large blocks with them, under "never" it cannot;
-//   - glibc is older than 2.35 (no such tunable), or the build has a
-//     sanitizer (its allocator is not glibc's), or this is not Linux;
+//   - glibc is older than 2.35 (no such tunable), the build has a sanitizer
+//     or the program runs under valgrind (their allocators are not glibc's),
+//     the dynamic loader was started by name with the program as its
+//     argument, or this is not Linux;
 //   - the exec fails.
 
 namespace memscope {

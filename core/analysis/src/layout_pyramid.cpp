@@ -5,10 +5,10 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <system_error>
 #include <thread>
 
-#include "memscope/base/page_warmer.h"
 #include "memscope/base/parallel_for.h"
 
 namespace memscope {
@@ -54,6 +54,22 @@ void append(std::vector<LayoutColumn>& columns, std::vector<LayoutSegment>& segm
     }
 }
 
+// Room for `adding` more segments before part `done` of `parts` is
+// appended, so that the pyramid's segments move rarely: the whole build's
+// need projected from the parts appended so far (a quarter more), at least
+// twice the room there was, never more than `cap`. The room of a uniform
+// trace is set once, after its first part. Room never written is address
+// space, not memory: no page of it is touched.
+void makeRoom(std::vector<LayoutSegment>& segments, size_t adding, size_t done, size_t parts,
+              size_t cap) {
+    const size_t needed = segments.size() + adding;
+    if (needed <= segments.capacity()) return;
+    const double projected = double(needed) * double(parts) / double(done + 1);
+    const double wanted = std::max(projected * 1.25, 2.0 * double(segments.capacity()));
+    const size_t room = wanted >= double(cap) ? cap : size_t(wanted);
+    segments.reserve(std::max(needed, room));
+}
+
 void buildLevels(LayoutPyramid& p) {
     const auto& cols = p.columns;
     auto higher = [&](uint32_t a, uint32_t b) { return cols[b].total > cols[a].total ? b : a; };
@@ -71,9 +87,22 @@ void buildLevels(LayoutPyramid& p) {
 
 }  // namespace
 
+// Own bands are at least min_band tall, and so is a run that ends where
+// another site begins; a shorter run is followed by an own band or ends the
+// column; no column holds more than the peak. And every segment holds at
+// least one allocation.
+size_t maxSegmentsPerPyramidColumn(const DeviceTimeline& tl, uint64_t min_band_bytes) {
+    const uint64_t peak = uint64_t(std::max<int64_t>(tl.peak.bytes, 1));
+    const uint64_t bands =
+        std::min<uint64_t>(peak / std::max<uint64_t>(min_band_bytes, 1) + 1, uint64_t(1) << 32);
+    return size_t(std::min<uint64_t>(
+        {3 * bands + 2, uint64_t(tl.intervals.size()) + 1, std::numeric_limits<uint32_t>::max()}));
+}
+
 size_t LayoutPyramid::memoryBytes() const {
+    // The segments' size, not their room: room never written is never mapped.
     size_t bytes = columns.capacity() * sizeof(LayoutColumn) +
-                   (segments ? segments->capacity() * sizeof(LayoutSegment) : 0);
+                   (segments ? segments->size() * sizeof(LayoutSegment) : 0);
     for (const auto& l : levels) bytes += l.capacity() * sizeof(uint32_t);
     return bytes;
 }
@@ -103,9 +132,22 @@ LayoutPyramid buildLayoutPyramid(const DeviceTimeline& tl, const AllocationIndex
     }
 
     // Tasks of kColumnsPerTask finest columns, taken in turn by the threads;
-    // each task sweeps its own range, so they are independent.
+    // each task sweeps its own range, so they are independent. A task's part
+    // is appended to the pyramid as soon as every part before it is, and
+    // freed: the parts never live all at once beside the pyramid (100 MB at
+    // the peak of the 1 GB churn snapshot, and fresh pages are what a load
+    // pays most for), and the next tasks reuse their memory. The room is
+    // projected as they go, never past what the columns can hold.
     const size_t tasks = (count + kColumnsPerTask - 1) / kColumnsPerTask;
+    auto segments = std::make_shared<std::vector<LayoutSegment>>();
+    const size_t perColumn = maxSegmentsPerPyramidColumn(tl, p.min_band_bytes);
+    const size_t cap = count + 1 < segments->max_size() / perColumn ? (count + 1) * perColumn
+                                                                    : segments->max_size();
+    p.columns.reserve(count);
     std::vector<AllocationLayout> parts(tasks);
+    std::vector<char> done(tasks, 0);
+    size_t appended = 0;  // parts [0, appended) are in the pyramid
+    std::mutex appending;
     std::atomic<size_t> next{0};
     std::atomic<bool> stopped{false};
     auto work = [&] {
@@ -123,6 +165,13 @@ LayoutPyramid buildLayoutPyramid(const DeviceTimeline& tl, const AllocationIndex
             // memory here means no pyramid, and the views sweep.
             try {
                 parts[t] = layoutAllocations(tl, *sweepIndex, r);
+                const std::lock_guard lock(appending);
+                done[t] = 1;
+                for (; appended < tasks && done[appended]; ++appended) {
+                    makeRoom(*segments, parts[appended].segments.size(), appended, tasks, cap);
+                    append(p.columns, *segments, parts[appended]);
+                    parts[appended] = {};
+                }
             } catch (...) {
                 stopped = true;
                 return;
@@ -140,28 +189,12 @@ LayoutPyramid buildLayoutPyramid(const DeviceTimeline& tl, const AllocationIndex
         }
         work();
     }
-    if (stopped) return {};
+    if (stopped || appended != tasks) return {};
     LayoutRequest last = base;
     last.lo = tl.end;
     last.hi = tl.end + 1;
     last.columns = 1;
     const AllocationLayout tail = layoutAllocations(tl, *sweepIndex, last);
-
-    size_t total = tail.segments.size();
-    for (const AllocationLayout& part : parts) total += part.segments.size();
-    auto segments = std::make_shared<std::vector<LayoutSegment>>();
-    segments->reserve(total);
-    p.columns.reserve(count);
-    {
-        // The copy runs at memory speed and would wait on its fresh pages
-        // (100 MB on a 1 GB snapshot): the back half is faulted in on the
-        // other core while this one fills the front half.
-        const std::span<const std::byte> room = PageWarmer::unfilled(*segments, total);
-        PageWarmer back_half;
-        back_half.warm({room.subspan(room.size() / 2)});
-        for (const AllocationLayout& part : parts) append(p.columns, *segments, part);
-    }
-    parts.clear();
     std::vector<LayoutColumn> tailColumns;
     append(tailColumns, *segments, tail);
     if (!tailColumns.empty()) p.tail = tailColumns.front();

@@ -194,6 +194,55 @@ TEST(LayoutPyramid, BeyondTheLastEventShowsWhatStaysLive) {
     EXPECT_EQ(int64_t(l->max_total), f.tl->peak.bytes);
 }
 
+// The tasks finish in any order on two threads; their parts go into the
+// pyramid in column order: the same pyramid as one thread builds.
+TEST(LayoutPyramid, TwoThreadsBuildWhatOneBuilds) {
+    const AllocationFixture f(churn(9000, 15, 21));
+    PyramidOptions one = smallPyramid(2048), two = smallPyramid(2048);
+    one.threads = 1;
+    const LayoutPyramid a = buildLayoutPyramid(*f.tl, f.index, one);
+    const LayoutPyramid b = buildLayoutPyramid(*f.tl, f.index, two);
+    ASSERT_FALSE(a.empty());
+    ASSERT_EQ(a.columns.size(), b.columns.size());
+    ASSERT_EQ(a.segments->size(), b.segments->size());
+    for (size_t k = 0; k < a.columns.size(); ++k) {
+        EXPECT_EQ(a.columns[k].first, b.columns[k].first) << k;
+        EXPECT_EQ(a.columns[k].last, b.columns[k].last) << k;
+        EXPECT_EQ(a.columns[k].sample, b.columns[k].sample) << k;
+    }
+    for (size_t k = 0; k < a.segments->size(); ++k) {
+        EXPECT_EQ((*a.segments)[k].top, (*b.segments)[k].top) << k;
+        EXPECT_EQ((*a.segments)[k].interval, (*b.segments)[k].interval) << k;
+    }
+}
+
+// No column holds more segments than the bound the pyramid's room stops
+// at, at any band height down to single bytes; the room it keeps is what
+// the first part projects (the churn is uniform), and its memory counts
+// what it holds, not that room.
+TEST(LayoutPyramid, ColumnsStayWithinTheReservedRoom) {
+    const AllocationFixture f(churn(12000, 40, 8));
+    for (uint64_t rows : {uint64_t(1), uint64_t(7), uint64_t(768), uint64_t(1) << 40}) {
+        PyramidOptions o = smallPyramid(1024);
+        o.rows = rows;
+        const LayoutPyramid p = buildLayoutPyramid(*f.tl, f.index, o);
+        ASSERT_FALSE(p.empty()) << rows;
+        const size_t bound = maxSegmentsPerPyramidColumn(*f.tl, p.min_band_bytes);
+        size_t most = 0;
+        for (const LayoutColumn& c : p.columns) most = std::max<size_t>(most, c.last - c.first);
+        most = std::max<size_t>(most, p.tail.last - p.tail.first);
+        EXPECT_LE(most, bound) << rows;
+        EXPECT_GT(most, 0u) << rows;
+        EXPECT_LE(p.segments->capacity(), (p.columns.size() + 1) * bound) << rows;
+        EXPECT_LE(p.segments->capacity(), 2 * p.segments->size()) << rows;
+        EXPECT_GE(p.memoryBytes(), p.segments->size() * sizeof(LayoutSegment)) << rows;
+        EXPECT_LT(p.memoryBytes(), p.segments->size() * sizeof(LayoutSegment) +
+                                       p.columns.capacity() * sizeof(LayoutColumn) +
+                                       p.columns.size() * sizeof(uint32_t))
+            << rows;
+    }
+}
+
 TEST(LayoutPyramid, ACancelledBuildGivesNothing) {
     const AllocationFixture f(churn(2000, 4, 12));
     std::atomic<bool> cancel{true};

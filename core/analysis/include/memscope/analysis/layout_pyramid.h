@@ -79,6 +79,11 @@ std::optional<AllocationLayout> layoutFromPyramid(const DeviceTimeline& timeline
                                                   const LayoutRequest& request,
                                                   double max_column_px = 1.0);
 
+// The most segments one column of `timeline` can hold with own bands at
+// least `min_band_bytes` tall: the pyramid reserves room for that many per
+// column, so that its segments are appended without moving.
+size_t maxSegmentsPerPyramidColumn(const DeviceTimeline& timeline, uint64_t min_band_bytes);
+
 // Of the finest columns [first, last], the one with the highest total (the
 // first of equals).
 uint32_t highestColumn(const LayoutPyramid& pyramid, uint32_t first, uint32_t last);

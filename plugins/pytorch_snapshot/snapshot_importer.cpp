@@ -66,10 +66,11 @@ Result<Trace> importFile(const std::string& path, const TaskContext& ctx) {
     auto file = InputFile::open(path);
     if (!file) return file.error();
     InputFile& f = **file;
-    // The input's pages are mapped in on another core, 32 MiB ahead of the
-    // unpickler at most (a smaller file costs more in a thread than in faults).
+    // The input is copied into huge pages on another core, 32 MiB ahead of
+    // the unpickler at most (a smaller file costs more in a thread than it
+    // saves).
     std::optional<ReadAhead> ahead;
-    if (f.bytes().size() >= (64u << 20)) ahead.emplace(f.bytes(), size_t(32) << 20);
+    if (f.bytes().size() >= (64u << 20)) ahead.emplace(f, size_t(32) << 20);
     // Memo references reach back a little; dropping pages more than 64 MiB behind
     // the reader costs at most a page fault from the page cache when one does.
     auto consumed = [&f, &ahead](uint64_t offset) {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -81,6 +82,52 @@ int claimSlot(void* data, size_t mapped) {
     return -1;
 }
 
+char* alignUp(void* p, size_t to) {
+    return reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(p) + to - 1) & ~uintptr_t(to - 1));
+}
+
+// An anonymous read-write mapping of `length` bytes at a `to`-aligned
+// address (the excess unmapped), or null.
+char* mapAlignedAnonymous(size_t length, size_t to, int prot, int flags) {
+    void* raw = ::mmap(nullptr, length + to, prot, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+    if (raw == MAP_FAILED) return nullptr;
+    char* aligned = alignUp(raw, to);
+    char* const end = static_cast<char*>(raw) + length + to;
+    if (aligned != raw) ::munmap(raw, size_t(aligned - static_cast<char*>(raw)));
+    if (aligned + length != end) ::munmap(aligned + length, size_t(end - (aligned + length)));
+    return aligned;
+}
+
+// The file read-only at a 2 MiB-aligned address when it holds a 2 MiB page
+// or more, so that its whole 2 MiB pages can be replaced by copies in huge
+// pages (copyInHugePages); else wherever the kernel puts it.
+void* mapFile(int fd, size_t size, size_t mapped) {
+    if (size >= InputFile::kHugePage) {
+        if (char* at =
+                mapAlignedAnonymous(mapped, InputFile::kHugePage, PROT_NONE, MAP_NORESERVE)) {
+            void* data = ::mmap(at, size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
+            if (data != MAP_FAILED) return data;
+            ::munmap(at, mapped);
+        }
+    }
+    return ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+}
+
+// The file mapped again over [offset, offset + length) of a mapping at
+// `data`, where a copy was: its memory goes back to the system. Mapped
+// elsewhere first and moved over the copy, so that the copy stays where
+// that cannot be done.
+bool mapFileOver(char* data, int fd, size_t offset, size_t length) {
+    void* fresh = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE, fd, off_t(offset));
+    if (fresh == MAP_FAILED) return false;
+    if (::mremap(fresh, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, data + offset) ==
+        MAP_FAILED) {
+        ::munmap(fresh, length);
+        return false;
+    }
+    return true;
+}
+
 std::string errnoText(int err) {
     return std::strerror(err);
 }
@@ -133,7 +180,7 @@ Result<std::unique_ptr<InputFile>> InputFile::open(const std::string& path, bool
     f->mapped_ = (f->size_ + g_page - 1) & ~(g_page - 1);
     // Guard first, populate after: MAP_POPULATE on a file that is being cut
     // could fault before the slot exists, so the populate is a separate madvise.
-    void* data = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    void* data = mapFile(fd, f->size_, f->mapped_);
     if (data == MAP_FAILED) return makeError("cannot map " + path + ": " + errnoText(errno));
     f->data_ = data;
     f->slot_ = claimSlot(data, f->mapped_);
@@ -156,8 +203,74 @@ InputFile::~InputFile() {
 void InputFile::dropBefore(size_t offset) {
     offset = offset / g_page * g_page;
     if (!data_ || offset <= dropped_ || offset > size_) return;
-    ::madvise(static_cast<char*>(data_) + dropped_, offset - dropped_, MADV_DONTNEED);
-    dropped_ = offset;
+    char* const data = static_cast<char*>(data_);
+    const std::lock_guard lock(remapping_);
+    const auto forget = [&](size_t from, size_t to) {
+        if (to > from) ::madvise(data + from, to - from, MADV_DONTNEED);
+    };
+    if (copied_to_ <= copied_from_ || offset <= copied_from_ || dropped_ >= copied_to_) {
+        forget(dropped_, offset);
+        dropped_ = offset;
+        return;
+    }
+    // Below the copies, as before; the copies' whole 2 MiB pages below the
+    // offset, mapped from the file again (MADV_DONTNEED would make them
+    // zeros); past the copies, as before.
+    forget(dropped_, copied_from_);
+    const size_t end = std::min(offset / kHugePage * kHugePage, copied_to_);
+    if (end > copied_from_) {
+        if (!mapFileOver(data, fd_, copied_from_, end - copied_from_)) {
+            dropped_ = std::max(dropped_, copied_from_);
+            return;  // the copies stay, with their bytes
+        }
+        copied_from_ = end;
+    }
+    dropped_ = std::max(dropped_, end);
+    if (copied_from_ >= copied_to_) {
+        copied_from_ = copied_to_ = 0;
+        forget(dropped_, offset);
+        dropped_ = offset;
+    }
+}
+
+bool InputFile::copyInHugePages(size_t offset, size_t length) {
+    if (!data_ || length == 0 || offset % kHugePage != 0 || length % kHugePage != 0 ||
+        offset > size_ || length > size_ - offset ||
+        reinterpret_cast<uintptr_t>(data_) % kHugePage != 0)
+        return false;
+    {
+        const std::lock_guard lock(remapping_);
+        if (offset < dropped_) return false;  // the reader is past it
+    }
+    char* stage = mapAlignedAnonymous(length, kHugePage, PROT_READ | PROT_WRITE, 0);
+    if (!stage) return false;
+    ::madvise(stage, length, MADV_HUGEPAGE);
+    size_t got = 0;
+    while (got < length) {
+        const ssize_t n = ::pread(fd_, stage + got, length - got, off_t(offset + got));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += size_t(n);
+    }
+    // Cut short: the file shrank, which the mapping's guard and shrank() report.
+    if (got < length || ::mprotect(stage, length, PROT_READ) != 0) {
+        ::munmap(stage, length);
+        return false;
+    }
+    const std::lock_guard lock(remapping_);
+    if (offset < dropped_ || ::mremap(stage, length, length, MREMAP_MAYMOVE | MREMAP_FIXED,
+                                      static_cast<char*>(data_) + offset) == MAP_FAILED) {
+        ::munmap(stage, length);
+        return false;
+    }
+    if (copied_to_ <= copied_from_) {
+        copied_from_ = offset;
+        copied_to_ = offset + length;
+    } else {
+        copied_from_ = std::min(copied_from_, offset);
+        copied_to_ = std::max(copied_to_, offset + length);
+    }
+    return true;
 }
 
 bool InputFile::shrank() const {

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <system_error>
 
+#include "memscope/base/file_io.h"
+
 #ifdef __linux__
 #include <sys/mman.h>
 #endif
@@ -34,6 +36,15 @@ bool populate(const std::byte* at, size_t n) {
 }  // namespace
 
 ReadAhead::ReadAhead(std::span<const std::byte> bytes, size_t lead) : bytes_(bytes), lead_(lead) {
+    start();
+}
+
+ReadAhead::ReadAhead(InputFile& file, size_t lead)
+    : bytes_(file.bytes()), file_(&file), lead_(lead) {
+    start();
+}
+
+void ReadAhead::start() {
     // madvise wants a page-aligned start: a mapping's is.
     if (bytes_.empty() || reinterpret_cast<uintptr_t>(bytes_.data()) % 4096 != 0) return;
     try {
@@ -62,13 +73,23 @@ void ReadAhead::reached(size_t offset) {
 }
 
 void ReadAhead::run() {
+    // Copies while they succeed; from the first that does not (no memory,
+    // the file cut short), pages are mapped in as they are.
+    bool copying = file_ != nullptr;
     for (size_t at = 0; at < bytes_.size(); at += kSlice) {
         {
             std::unique_lock lock(mutex_);
             moved_.wait(lock, [&] { return stop_ || at < reached_ + lead_; });
             if (stop_) return;
         }
-        if (!populate(bytes_.data() + at, std::min(kSlice, bytes_.size() - at))) return;
+        const size_t n = std::min(kSlice, bytes_.size() - at);
+        const size_t whole = n / InputFile::kHugePage * InputFile::kHugePage;
+        size_t copied = 0;
+        if (copying && whole > 0) {
+            copying = file_->copyInHugePages(at, whole);
+            if (copying) copied = whole;
+        }
+        if (copied < n && !populate(bytes_.data() + at + copied, n - copied)) return;
     }
 }
 

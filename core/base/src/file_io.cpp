@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <mutex>
 
+#include "memscope/base/transparent_huge_pages.h"
+
 namespace memscope {
 namespace {
 
@@ -234,6 +236,9 @@ void InputFile::dropBefore(size_t offset) {
 }
 
 bool InputFile::copyInHugePages(size_t offset, size_t length) {
+    // In 4 KiB pages a copy would be walked no faster than the file.
+    const TransparentHugePages thp = transparentHugePages();
+    if (thp != TransparentHugePages::Always && thp != TransparentHugePages::Madvise) return false;
     if (!data_ || length == 0 || offset % kHugePage != 0 || length % kHugePage != 0 ||
         offset > size_ || length > size_ - offset ||
         reinterpret_cast<uintptr_t>(data_) % kHugePage != 0)

@@ -3,10 +3,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <string_view>
+
+#include "memscope/base/transparent_huge_pages.h"
 
 #if defined(__linux__) && defined(__GLIBC__)
 #include <gnu/libc-version.h>
@@ -38,13 +38,6 @@ constexpr const char* kBefore = "MEMSCOPE_GLIBC_TUNABLES_BEFORE";
 HugePageMalloc g_state = HugePageMalloc::NotRelaunched;
 
 #ifdef MEMSCOPE_HUGE_PAGE_MALLOC
-// The kernel's mode: the bracketed word of "always [madvise] never".
-bool kernelAdvisesOnly() {
-    std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
-    const std::string modes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return modes.find("[madvise]") != std::string::npos;
-}
-
 // glibc.malloc.hugetlb arrived in glibc 2.35.
 bool glibcHasTheTunable() {
     unsigned major = 0, minor = 0;
@@ -93,7 +86,9 @@ void useHugePageMalloc(char** argv) {
     if (const char* on = std::getenv(kSwitch); on && std::string_view(on) == "0") return;
     const char* tunables = std::getenv(kTunables);
     if (tunables && std::strstr(tunables, "glibc.malloc.hugetlb=")) return;
-    if (!argv || !argv[0] || !kernelAdvisesOnly() || !glibcHasTheTunable()) return;
+    if (!argv || !argv[0] || transparentHugePages() != TransparentHugePages::Madvise ||
+        !glibcHasTheTunable())
+        return;
     const std::string program = programToRelaunch();
     if (program.empty()) return;
 

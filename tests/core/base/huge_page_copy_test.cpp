@@ -18,6 +18,7 @@
 #include "../scratch_dir_test.h"
 #include "memscope/base/file_io.h"
 #include "memscope/base/read_ahead.h"
+#include "memscope/base/transparent_huge_pages.h"
 
 namespace memscope {
 namespace {
@@ -25,7 +26,15 @@ namespace {
 constexpr size_t kHuge = InputFile::kHugePage;
 constexpr size_t kMiB = size_t(1) << 20;
 
-class HugePageCopyTest : public testutil::ScratchDirTest {};
+class HugePageCopyTest : public testutil::ScratchDirTest {
+protected:
+    void SetUp() override {
+        const TransparentHugePages thp = transparentHugePages();
+        if (thp != TransparentHugePages::Always && thp != TransparentHugePages::Madvise)
+            GTEST_SKIP() << "transparent huge pages are off on this machine: nothing is copied";
+        ScratchDirTest::SetUp();
+    }
+};
 
 std::string patterned(size_t n) {
     std::string s(n, '\0');

@@ -49,7 +49,8 @@ public:
     // at once (mremap over the mapping): a reader on another thread reads
     // the same bytes before, during and after. False, with nothing changed,
     // where it cannot be done (a range not of whole 2 MiB pages, no memory,
-    // the file cut short, not Linux). Called by one thread at a time.
+    // the file cut short, transparent huge pages turned off) or would be
+    // useless (below what was dropped). Called by one thread at a time.
     bool copyInHugePages(size_t offset, size_t length);
     static constexpr size_t kHugePage = size_t(2) << 20;
     // True if the file became shorter than it was when opened (checked now).

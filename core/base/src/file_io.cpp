@@ -219,15 +219,14 @@ void InputFile::dropBefore(size_t offset) {
     // offset, mapped from the file again (MADV_DONTNEED would make them
     // zeros); past the copies, as before.
     forget(dropped_, copied_from_);
+    dropped_ = std::max(dropped_, copied_from_);
     const size_t end = std::min(offset / kHugePage * kHugePage, copied_to_);
     if (end > copied_from_) {
-        if (!mapFileOver(data, fd_, copied_from_, end - copied_from_)) {
-            dropped_ = std::max(dropped_, copied_from_);
+        if (!mapFileOver(data, fd_, copied_from_, end - copied_from_))
             return;  // the copies stay, with their bytes
-        }
         copied_from_ = end;
+        dropped_ = end;
     }
-    dropped_ = std::max(dropped_, end);
     if (copied_from_ >= copied_to_) {
         copied_from_ = copied_to_ = 0;
         forget(dropped_, offset);

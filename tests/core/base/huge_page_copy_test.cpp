@@ -96,6 +96,33 @@ TEST_F(HugePageCopyTest, CopiesKeepTheBytesAndDropsGiveThemBack) {
     EXPECT_FALSE(file.copyInHugePages(0, kHuge));
 }
 
+// Drops below the copies, then into their first page, then past them: the
+// pages below are forgotten as before, a copied page only once the reader
+// is past all of it, and the bytes stay the file's throughout.
+TEST_F(HugePageCopyTest, DropsBelowInsideAndPastTheCopies) {
+    const std::string content = patterned(6 * kHuge);
+    auto f = InputFile::open(write("in.bin", content));
+    ASSERT_TRUE(f.ok()) << f.message();
+    InputFile& file = **f;
+    const auto bytes = file.bytes();
+    ASSERT_TRUE(file.copyInHugePages(2 * kHuge, 2 * kHuge));
+    const long whole = anonymousKb(bytes.data(), bytes.size());
+    if (whole < 0) GTEST_SKIP() << "/proc/self/smaps unreadable";
+    ASSERT_EQ(whole, long(2 * kHuge / 1024));
+    file.dropBefore(kHuge);
+    EXPECT_EQ(anonymousKb(bytes.data(), bytes.size()), whole);
+    file.dropBefore(2 * kHuge + 100000);
+    file.dropBefore(2 * kHuge + 200000);
+    EXPECT_EQ(anonymousKb(bytes.data(), bytes.size()), whole);
+    EXPECT_TRUE(same(bytes, content));
+    file.dropBefore(5 * kHuge);
+    EXPECT_EQ(anonymousKb(bytes.data(), bytes.size()), 0);
+    EXPECT_TRUE(same(bytes, content));
+    EXPECT_FALSE(file.copyInHugePages(4 * kHuge, kHuge));  // behind the reader
+    EXPECT_TRUE(file.copyInHugePages(5 * kHuge, kHuge));
+    EXPECT_TRUE(same(bytes, content));
+}
+
 TEST_F(HugePageCopyTest, RefusesWhatIsNotWholePagesOfTheFile) {
     const std::string content = patterned(3 * kHuge + 100);
     auto f = InputFile::open(write("in.bin", content));

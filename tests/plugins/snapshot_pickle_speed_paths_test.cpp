@@ -742,5 +742,74 @@ TEST(SnapshotImportFastPaths, AnEntryCutShortIsTheOrdinaryTruncation) {
     }
 }
 
+// A snapshot past the 64 MiB from which the import's read-ahead copies the
+// input into huge pages, and large enough that the copies behind the
+// unpickler are given back while its memo strings still point into them:
+// the file gives what its bytes give, event for event.
+TEST(SnapshotImportFastPaths, AFileCopiedIntoHugePagesGivesWhatItsBytesGive) {
+    const auto path = test::tempPath("memscope_huge_page_input.pickle");
+    constexpr int kEntries = 120000, kFrames = 24;
+    {
+        std::FILE* f = std::fopen(path.c_str(), "wb");
+        ASSERT_NE(f, nullptr);
+        std::mt19937 rng(5);
+        pickle::Writer w(f);
+        beginOneDeviceTrace(w);
+        // Each frame written where it first appears, referenced after.
+        std::vector<uint32_t> frame_memo(kFrames, UINT32_MAX);
+        auto frame = [&](int k) {
+            if (frame_memo[size_t(k)] != UINT32_MAX) return w.get(frame_memo[size_t(k)]);
+            w.emptyDict();
+            frame_memo[size_t(k)] = w.memoize();
+            w.mark();
+            w.string("filename");
+            w.string("model_" + std::to_string(k % 4) + ".py");
+            w.string("name");
+            w.string("layer" + std::to_string(k));
+            w.string("line");
+            w.integer(k + 1);
+            w.setItems();
+        };
+        // Eight stacks of 420 frames: the frames lists real snapshots
+        // repeat, 840 bytes of memo references each.
+        std::vector<std::vector<int>> stacks(8, std::vector<int>(420));
+        for (auto& s : stacks)
+            for (int& fr : s) fr = int(rng() % kFrames);
+        w.mark();
+        for (int e = 0; e < kEntries; ++e) {
+            if (e > 0 && e % 1000 == 0) {
+                w.appends();
+                w.mark();
+            }
+            w.emptyDict();
+            w.mark();
+            w.string("action");
+            w.string(e % 2 ? "free_completed" : "alloc");
+            w.string("addr");
+            w.integer(4096 * (e / 2 + 1));
+            w.string("size");
+            w.integer(512 + 64 * (e % 7));
+            w.string("frames");
+            w.emptyList();
+            w.mark();
+            for (int fr : stacks[size_t(e / 2) % stacks.size()]) frame(fr);
+            w.appends();
+            w.setItems();
+        }
+        endOneDeviceTrace(w);
+        ASSERT_TRUE(w.status().ok());
+        std::fclose(f);
+    }
+    ASSERT_GT(std::filesystem::file_size(path), std::uintmax_t(96) << 20);
+    auto from_file = pytorch_snapshot::importFile(path.string());
+    const std::vector<std::byte> bytes = test::readBytes(path);
+    std::filesystem::remove(path);
+    ASSERT_TRUE(from_file.ok()) << from_file.message();
+    const Imported from_bytes = importWithWarnings(bytes);
+    ASSERT_TRUE(from_bytes.trace.ok()) << from_bytes.trace.message();
+    ASSERT_EQ(from_file->events.size(), size_t(kEntries));
+    expectSameTrace(*from_file, *from_bytes.trace);
+}
+
 }  // namespace
 }  // namespace memscope

@@ -29,10 +29,10 @@ constexpr size_t kMiB = size_t(1) << 20;
 class HugePageCopyTest : public testutil::ScratchDirTest {
 protected:
     void SetUp() override {
+        ScratchDirTest::SetUp();
         const TransparentHugePages thp = transparentHugePages();
         if (thp != TransparentHugePages::Always && thp != TransparentHugePages::Madvise)
             GTEST_SKIP() << "transparent huge pages are off on this machine: nothing is copied";
-        ScratchDirTest::SetUp();
     }
 };
 

@@ -80,8 +80,8 @@ std::optional<AllocationLayout> layoutFromPyramid(const DeviceTimeline& timeline
                                                   double max_column_px = 1.0);
 
 // The most segments one column of `timeline` can hold with own bands at
-// least `min_band_bytes` tall: the pyramid reserves room for that many per
-// column, so that its segments are appended without moving.
+// least `min_band_bytes` tall: the room the pyramid projects for its
+// segments as it builds never goes past that many per column.
 size_t maxSegmentsPerPyramidColumn(const DeviceTimeline& timeline, uint64_t min_band_bytes);
 
 // Of the finest columns [first, last], the one with the highest total (the

@@ -220,7 +220,7 @@ TEST(LayoutPyramid, TwoThreadsBuildWhatOneBuilds) {
 // at, at any band height down to single bytes; the room it keeps is what
 // the first part projects (the churn is uniform), and its memory counts
 // what it holds, not that room.
-TEST(LayoutPyramid, ColumnsStayWithinTheReservedRoom) {
+TEST(LayoutPyramid, ColumnsStayWithinTheBoundOfTheRoom) {
     const AllocationFixture f(churn(12000, 40, 8));
     for (uint64_t rows : {uint64_t(1), uint64_t(7), uint64_t(768), uint64_t(1) << 40}) {
         PyramidOptions o = smallPyramid(1024);

@@ -31,6 +31,7 @@ void AllocationLayer::setSource(const AllocationSites* sites, const AxisMap& map
     sites_ = sites;
     map_ = map;
     layout_ = {};
+    buffers_ = {};
     siteColors_.clear();
     if (sites_) {
         siteColors_.reserve(sites_->siteCount() * kShades);
@@ -50,7 +51,8 @@ void AllocationLayer::setSource(const AllocationSites* sites, const AxisMap& map
 }
 
 void AllocationLayer::setLayout(AllocationLayout layout) {
-    layout_ = std::move(layout);
+    std::swap(layout_, layout);
+    buffers_.recycle(std::move(layout));
     markDirty();
 }
 

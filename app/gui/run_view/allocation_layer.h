@@ -23,8 +23,10 @@ public:
 
     // The sites give the colours; `map` takes run-x onto the plot's x axis.
     void setSource(const AllocationSites* sites, const AxisMap& map);
+    // The layout replaced goes to buffers(), for the next one to write into.
     void setLayout(AllocationLayout layout);
     const AllocationLayout& layout() const { return layout_; }
+    LayoutBuffers& buffers() { return buffers_; }
     void setColors(QColor background, QColor highlight);
     // The allocation and site to bring forward; nullopt for neither.
     void setHighlight(std::optional<uint32_t> interval, std::optional<uint32_t> site);
@@ -45,6 +47,7 @@ private:
     const AllocationSites* sites_ = nullptr;
     AxisMap map_;
     AllocationLayout layout_;
+    LayoutBuffers buffers_;
     std::vector<QRgb> siteColors_;  // by site id: normal, lighter, darker
     QRgb background_ = 0xffffffff, highlight_ = 0xff3070d0;
     std::optional<uint32_t> interval_;

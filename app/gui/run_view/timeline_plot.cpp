@@ -463,7 +463,8 @@ void TimelinePlot::rebuild(bool replot) {
         // On a grid, so that a pan sweeps only the columns it brings into
         // view and takes the rest from the frame before.
         lr.grid = true;
-        p_->allocations->setLayout(layoutAllocations(*tl, *index, lr, &p_->allocations->layout()));
+        p_->allocations->setLayout(layoutAllocations(*tl, *index, lr, &p_->allocations->layout(),
+                                                     &p_->allocations->buffers()));
         p_->allocations->setVisible(true);
         // The legend names the sites that cover most of the picture; the
         // bands without data only carry the legend's entries.

@@ -135,6 +135,15 @@ Reuse reusableColumns(const AllocationLayout& out, const AllocationLayout& previ
     return r;
 }
 
+// Room for `count` segments in all. Past the room held it grows by half at
+// least, so that buffers handed from frame to frame (LayoutBuffers) settle
+// at a size that holds every frame, rather than each frame taking fresh
+// pages for a few more segments than the last.
+void makeRoom(std::vector<LayoutSegment>& segments, size_t count) {
+    if (count > segments.capacity())
+        segments.reserve(std::max(count, segments.capacity() + segments.capacity() / 2));
+}
+
 // A live allocation with what a column needs of it, side by side: each
 // column walks the changed part of the live list, which stays in cache so.
 struct LiveEntry {
@@ -440,8 +449,39 @@ AllocationIndex AllocationIndex::build(const Trace& trace, const DeviceTimeline&
     return index;
 }
 
+namespace {
+
+bool smallerRoom(const std::vector<LayoutSegment>& a, const std::vector<LayoutSegment>& b) {
+    return a.capacity() < b.capacity();
+}
+
+}  // namespace
+
+std::vector<LayoutSegment> LayoutBuffers::take() {
+    if (rooms_.empty()) return {};
+    const auto largest = std::max_element(rooms_.begin(), rooms_.end(), smallerRoom);
+    std::vector<LayoutSegment> room = std::move(*largest);
+    rooms_.erase(largest);
+    return room;
+}
+
+void LayoutBuffers::recycle(AllocationLayout&& layout) {
+    if (layout.segments.capacity() == 0) return;  // read from the pyramid
+    layout.segments.clear();
+    rooms_.push_back(std::move(layout.segments));
+    if (rooms_.size() > kRooms)
+        rooms_.erase(std::min_element(rooms_.begin(), rooms_.end(), smallerRoom));
+}
+
+size_t LayoutBuffers::memoryBytes() const {
+    size_t bytes = piece_.capacity() * sizeof(LayoutSegment);
+    for (const auto& room : rooms_) bytes += room.capacity() * sizeof(LayoutSegment);
+    return bytes;
+}
+
 AllocationLayout layoutAllocations(const DeviceTimeline& tl, const AllocationIndex& index,
-                                   const LayoutRequest& req, const AllocationLayout* previous) {
+                                   const LayoutRequest& req, const AllocationLayout* previous,
+                                   LayoutBuffers* buffers) {
     AllocationLayout out;
     const int64_t lo = std::min(req.lo, req.hi);
     int64_t hi = std::max(req.lo, req.hi);
@@ -479,6 +519,7 @@ AllocationLayout layoutAllocations(const DeviceTimeline& tl, const AllocationInd
         if (auto read = layoutFromPyramid(tl, *index.pyramid, r, double(out.column_width)))
             return std::move(*read);
     }
+    if (buffers) out.segments = buffers->take();
     const size_t count = (wanted + out.column_width - 1) / out.column_width;
     const int64_t step = req.grid ? gridStep(lo, hi, count) : 0;
     if (step > 0) {
@@ -498,6 +539,7 @@ AllocationLayout layoutAllocations(const DeviceTimeline& tl, const AllocationInd
         std::vector<int64_t> samples(to - from);
         for (size_t k = from; k < to; ++k) samples[k - from] = out.columns[k].sample;
         LiveSweep sweep(tl, index, samples);
+        const bool noRoom = segments.capacity() == 0;
         ColumnBuilder builder(segments, req.min_band_bytes);
         for (size_t k = from; k < to; ++k) {
             LayoutColumn& c = out.columns[k];
@@ -515,11 +557,16 @@ AllocationLayout layoutAllocations(const DeviceTimeline& tl, const AllocationInd
             // Room for the rest at the first column's size and a quarter:
             // growing by doubling copied megabytes a frame, and pages
             // reserved but never written cost nothing. The layout's own
-            // segments get room for every column, so that the pieces after
-            // the first are appended without moving it.
+            // segments, when they start with no room, get room for every
+            // column, so that the pieces after the first are appended
+            // without moving them. A room that earlier frames left (buffers)
+            // is kept as it is: it holds the pieces, or the join makes what
+            // room is missing, and moving to a room as large as this guess
+            // would write every segment into fresh pages.
             if (k == from) {
-                const size_t room = &segments == &out.segments ? columns - from : to - from;
-                segments.reserve(segments.size() + room * (c.last - c.first) * 5 / 4);
+                const size_t room =
+                    &segments == &out.segments && noRoom ? columns - from : to - from;
+                makeRoom(segments, segments.size() + room * (c.last - c.first) * 5 / 4);
             }
         }
         return sweep.work();
@@ -557,6 +604,14 @@ AllocationLayout layoutAllocations(const DeviceTimeline& tl, const AllocationInd
     std::vector<Piece*> swept;
     for (Piece& p : pieces)
         if (!p.copied) swept.push_back(&p);
+    // At most one swept piece is not the first (the pieces are a swept or
+    // copied middle with a swept piece on either side, or two halves): its
+    // segments go into the buffers' second room.
+    Piece* second = swept.size() > 0 && swept.back() != &pieces.front() ? swept.back() : nullptr;
+    if (buffers && second) {
+        second->segments = std::move(buffers->piece());
+        second->segments.clear();
+    }
     // The first piece sweeps into the layout's own segments: no copy after.
     const auto sweepPiece = [&](Piece& p) {
         p.work = sweepColumns(p.from, p.to, &p == &pieces.front() ? out.segments : p.segments);
@@ -569,6 +624,17 @@ AllocationLayout layoutAllocations(const DeviceTimeline& tl, const AllocationInd
     } else {
         for (Piece* p : swept) sweepPiece(*p);
     }
+    // One room for all the pieces: appending them one by one grew the
+    // segments by doubling, a copy of megabytes into fresh pages each time.
+    size_t joined = out.segments.size();
+    for (const Piece& p : pieces) {
+        if (p.copied)
+            joined += previous->columns[reuse.at + reuse.count - 1].last -
+                      previous->columns[reuse.at].first;
+        else if (&p != &pieces.front())
+            joined += p.segments.size();
+    }
+    makeRoom(out.segments, joined);
     for (Piece& p : pieces) {
         const auto offset = uint32_t(out.segments.size());
         if (p.copied) {
@@ -593,6 +659,10 @@ AllocationLayout layoutAllocations(const DeviceTimeline& tl, const AllocationInd
             }
         }
         out.work += p.work;
+    }
+    if (buffers && second) {
+        buffers->piece() = std::move(second->segments);
+        buffers->piece().clear();
     }
     for (const LayoutColumn& c : out.columns) {
         out.max_total = std::max(out.max_total, c.total);

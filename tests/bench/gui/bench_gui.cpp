@@ -98,6 +98,10 @@ struct Frames {
     // Mean minor page faults per frame: memory a frame maps afresh (about
     // 2.5 us each on this project's VM) instead of reusing.
     double faults = 0;
+    // The slowest frame's step and its faults: a first touch of fresh
+    // memory, or a sweep that found no columns to take over.
+    int worstStep = 0;
+    long worstFaults = 0;
     // By allocation: of the frames swept on a grid, how many took columns
     // over from the frame before (a pan), and what share of their columns.
     int panFrames = 0, sweptFrames = 0;
@@ -164,12 +168,17 @@ Frames script(memscope::gui::RunView& view, int steps, Script kind = Script::Mix
     const long faultsBefore = minorFaults();
     for (int i = 0; i < steps; ++i) {
         QElapsedTimer t;
+        const long faultsAtStart = minorFaults();
         t.start();
         step(z, kind, i, rng);
         view.plot()->renderNow();  // rebuild from levelOfDetail + immediate replot
         plotMs += double(t.nsecsElapsed()) / 1e6 / steps;
         QCoreApplication::processEvents();  // overview brush, queued paints
         ms.push_back(double(t.nsecsElapsed()) / 1e6);
+        if (ms.back() >= ms[size_t(f.worstStep)]) {
+            f.worstStep = i;
+            f.worstFaults = minorFaults() - faultsAtStart;
+        }
         build += view.plot()->lastBuildMs() / steps;
         raster.push_back(view.plot()->lastRasterMs());
         const memscope::AllocationLayout& layout = view.plot()->allocationLayout();
@@ -207,9 +216,10 @@ int main(int argc, char** argv) {
         "timeline times, the first paint after load, median and worst frame times of 100\n"
         "scripted zoom/pan steps by category and by allocation (mixed, zoomed out, zoomed in),\n"
         "the means of the layout or band reduction and of the whole plot, the median raster,\n"
-        "page faults per frame, hover cost, the switch to by allocation, the share of zoomed-in\n"
-        "frames that took columns over from the frame before, the core layout of a jump to\n"
-        "0.5% of the trace, and the GUI's memory on top of core's model.\n"
+        "page faults per frame, the slowest frame's step and its faults, hover cost, the\n"
+        "switch to by allocation, the share of zoomed-in frames that took columns over from\n"
+        "the frame before, the core layout of a jump to 0.5% of the trace, and the GUI's\n"
+        "memory on top of core's model.\n"
         "  EVENTS, --events N   events to generate, 1..10000000000\n"
         "  --file PATH          a trace file instead (snapshot, kineto, native, ...)\n"
         "  --opens N            open the file N times, 1..9 (default 1), each freed before the\n"
@@ -476,11 +486,13 @@ int main(int argc, char** argv) {
     const double core = rssModel - rssStart, gui = rssGui - rssModel;
     std::printf("first paint after load: %.1f ms (target <= 100 ms)\n", firstPaint);
     std::printf("frame times of 100 steps, ms (target: median and worst <= 16 ms):\n");
-    std::printf("  %-10s %-12s %8s %8s %8s %10s %8s %10s %8s\n", "script", "mode", "median",
-                "worst", "mean", "reduction", "raster", "plot drawn", "faults");
+    std::printf("  %-10s %-12s %8s %8s %8s %10s %8s %10s %8s %9s %10s\n", "script", "mode",
+                "median", "worst", "mean", "reduction", "raster", "plot drawn", "faults",
+                "worst at", "its faults");
     auto row = [](const char* scriptName, const char* mode, const Frames& f) {
-        std::printf("  %-10s %-12s %8.2f %8.2f %8.2f %10.2f %8.2f %10.2f %8.0f\n", scriptName, mode,
-                    f.median, f.worst, f.mean, f.build, f.raster, f.plot, f.faults);
+        std::printf("  %-10s %-12s %8.2f %8.2f %8.2f %10.2f %8.2f %10.2f %8.0f %9d %10ld\n",
+                    scriptName, mode, f.median, f.worst, f.mean, f.build, f.raster, f.plot,
+                    f.faults, f.worstStep, f.worstFaults);
     };
     row("mixed", "category", byCategory);
     row("mixed", "allocation", byAllocation);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "../allocation_test_util.h"
@@ -185,6 +186,86 @@ TEST(AllocationLayoutGrid, ALayoutOfAnotherIndexIsNotTakenOver) {
     const AllocationLayout afterBroken = layoutAllocations(*f.tl, f.index, r, &broken);
     EXPECT_EQ(afterBroken.reused_columns, 0u);
     expectSameLayout(afterBroken, fresh);
+}
+
+// A view's frames laid out with buffers handed from one to the next, as the
+// GUI lays them out (pans, jumps, zooms, a new band height, and frames read
+// from the pyramid, which leave no segments behind): each is the layout made
+// afresh, and what the buffers hold stays within two rooms and a piece.
+TEST(AllocationLayoutGrid, FramesLaidOutWithBuffersAreTheFramesLaidOutWithout) {
+    const AllocationFixture f(churn(6000, 6, 35));
+    const int64_t span = f.tl->end - f.tl->start;
+    std::mt19937_64 rng(5);
+    int64_t width = span / 6, lo = f.tl->start + span / 4;
+    uint64_t band = 2048;
+    AllocationLayout drawn;
+    LayoutBuffers buffers;
+    size_t largest = 0;
+    for (int step = 0; step < 150; ++step) {
+        const int what = int(rng() % 12);
+        if (what == 0) {
+            width = std::max<int64_t>(50, width * int64_t(50 + rng() % 100) / 100);
+        } else if (what == 1) {
+            band = 512 + rng() % 8192;
+        } else if (what == 2) {
+            lo = f.tl->start + int64_t(rng() % uint64_t(span));  // a jump
+        } else if (what == 3) {
+            // A frame read from the pyramid: drawn, with no segments of its own.
+            buffers.recycle(std::exchange(drawn, AllocationLayout{}));
+            continue;
+        } else {
+            const int64_t shift = int64_t(rng() % uint64_t(width)) * (rng() % 2 ? 1 : -1) / 4;
+            lo = std::clamp(lo + shift, f.tl->start - width / 2, f.tl->end);
+        }
+        const LayoutRequest r = gridRequest(lo, lo + width, 1 + rng() % 400, band);
+        const AllocationLayout fresh = layoutAllocations(*f.tl, f.index, r);
+        AllocationLayout next = layoutAllocations(*f.tl, f.index, r, &drawn, &buffers);
+        expectSameLayout(next, fresh);
+        if (::testing::Test::HasFatalFailure()) return;
+        largest = std::max(largest, next.segments.capacity());
+        buffers.recycle(std::exchange(drawn, std::move(next)));
+        // Two rooms and the piece, none past the largest layout's room.
+        EXPECT_LE(buffers.memoryBytes(), 3 * largest * sizeof(LayoutSegment)) << "step " << step;
+    }
+}
+
+// A layout writes into the largest room the buffers hold, and two rooms
+// outlast a frame read from the pyramid: a pan after it, which keeps the
+// layout drawn while it builds the next, finds the second.
+TEST(AllocationLayoutGrid, ALayoutWritesIntoTheRoomsEarlierFramesLeft) {
+    const AllocationFixture f(churn(6000, 6, 36));
+    const int64_t span = f.tl->end - f.tl->start;
+    const int64_t lo = f.tl->start + span / 3, width = span / 5;
+    const LayoutRequest r = gridRequest(lo, lo + width, 300, 2048);
+    LayoutBuffers buffers;
+    AllocationLayout a = layoutAllocations(*f.tl, f.index, r);
+    AllocationLayout b = layoutAllocations(*f.tl, f.index, r);
+    a.segments.reserve(a.segments.size() * 3);  // the larger room
+    ASSERT_GT(b.segments.capacity(), 0u);
+    const LayoutSegment* larger = a.segments.data();
+    const LayoutSegment* smaller = b.segments.data();
+    buffers.recycle(std::move(a));
+    buffers.recycle(std::move(b));
+    buffers.recycle(AllocationLayout{});  // a frame read from the pyramid
+    AllocationLayout first = layoutAllocations(*f.tl, f.index, r, nullptr, &buffers);
+    EXPECT_EQ(first.segments.data(), larger);
+    // A pan by a fifth: columns taken over from `first`, the rest swept.
+    const LayoutRequest panned = gridRequest(lo + width / 5, lo + width / 5 + width, 300, 2048);
+    const AllocationLayout second = layoutAllocations(*f.tl, f.index, panned, &first, &buffers);
+    EXPECT_GT(second.reused_columns, 0u);
+    EXPECT_EQ(second.segments.data(), smaller);
+    expectSameLayout(second, layoutAllocations(*f.tl, f.index, panned));
+    // A third room is not kept: the smallest goes.
+    LayoutBuffers three;
+    for (size_t room : {100u, 300u, 200u}) {
+        AllocationLayout l;
+        l.segments.reserve(room);
+        three.recycle(std::move(l));
+    }
+    EXPECT_EQ(three.memoryBytes(), 500 * sizeof(LayoutSegment));
+    EXPECT_EQ(three.take().capacity(), 300u);
+    EXPECT_EQ(three.take().capacity(), 200u);
+    EXPECT_EQ(three.take().capacity(), 0u);
 }
 
 TEST(AllocationLayoutGrid, BandHeightsKeepThreeSignificantBits) {

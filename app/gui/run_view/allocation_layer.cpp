@@ -168,7 +168,8 @@ void AllocationLayer::rasterInto(QImage& image, const QRect& area, const QCPAxis
                        int64_t(std::min<uint64_t>(segments[i].top, INT64_MAX)) <= at)
                     ++i;
                 if (i == span.last) break;  // above the column's total
-                if (int64_t(std::min<uint64_t>(segments[i].bottom, INT64_MAX)) > at) continue;
+                // The stack has no gaps: segment i, whose top is the first
+                // above `at`, holds it.
                 if (coloured != i) {
                     color = plain ? plainColorOf(segments[i]) : colorOf(segments[i]);
                     coloured = i;

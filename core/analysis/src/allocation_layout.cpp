@@ -367,7 +367,7 @@ private:
         const uint32_t site = e.site;
         if (size >= minBand_) {
             flush(w);
-            scratch_[w.written++] = {w.acc, w.acc + size, site, 1, int64_t(e.interval)};
+            scratch_[w.written++] = {w.acc + size, site, 1, int64_t(e.interval)};
             w.acc += size;
             return;
         }
@@ -398,7 +398,7 @@ private:
                 return;
             }
         }
-        scratch_[w.written++] = {run.bottom, run.bottom + run.bytes, run.site, run.count, -1};
+        scratch_[w.written++] = {run.bottom + run.bytes, run.site, run.count, -1};
         run = {};
     }
 
@@ -696,10 +696,11 @@ std::vector<uint32_t> mostDrawnSites(const AllocationLayout& layout, size_t coun
         const size_t first = groups[g].first;
         const size_t windowEnd = groups[std::min(groups.size(), g + stride) - 1].second;
         const double width = double(cols[windowEnd - 1].x1) - double(cols[first].x0);
-        for (uint32_t i = cols[first].first; i < cols[first].last && i < segments.size(); ++i) {
+        const uint32_t begin = cols[first].first;
+        for (uint32_t i = begin; i < cols[first].last && i < segments.size(); ++i) {
             const LayoutSegment& s = segments[i];
             if (s.site >= area.size()) area.resize(size_t(s.site) + 1, 0);
-            area[s.site] += double(s.top - s.bottom) * width;
+            area[s.site] += double(s.top - segmentBottom(segments, begin, i)) * width;
         }
     }
     std::vector<uint32_t> sites;
@@ -728,9 +729,11 @@ const LayoutSegment* segmentAt(const AllocationLayout& layout, int64_t x, double
     if (c->last > segments.size() || c->first > c->last) return nullptr;
     const auto begin = segments.begin() + c->first;
     const auto end = segments.begin() + c->last;
+    // The stack has no gaps: the first segment whose top is above `bytes`
+    // holds it.
     const auto it = std::upper_bound(
         begin, end, bytes, [](double v, const LayoutSegment& s) { return v < double(s.top); });
-    if (it == end || bytes < double(it->bottom)) return nullptr;
+    if (it == end) return nullptr;
     return &*it;
 }
 

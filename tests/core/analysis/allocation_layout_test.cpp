@@ -36,7 +36,7 @@ TEST(AllocationLayout, OneSegmentPerAllocationInAllocationOrder) {
             if (k > 0) {
                 EXPECT_LT(order[k - 1], order[k]);  // allocation order, bottom first
             }
-            EXPECT_EQ(s.bottom, bottom);
+            EXPECT_EQ(segmentBottom(l.segments, c.first, c.first + uint32_t(k)), bottom);
             bottom += f.tl->intervals[order[k]].size;
             EXPECT_EQ(s.top, bottom);
             EXPECT_EQ(s.site, f.sites.siteOf(order[k]));
@@ -51,11 +51,11 @@ std::vector<LayoutSegment> segmentsOf(const AllocationFixture& f,
                                       const std::vector<uint32_t>& order, uint64_t band) {
     std::vector<LayoutSegment> out;
     LayoutSegment run;  // count 0: none open
-    uint64_t acc = 0, largest = 0;
+    uint64_t acc = 0, largest = 0, runBottom = 0;
     const auto flush = [&] {
-        if (run.count > 0 && run.top > run.bottom) {
+        if (run.count > 0 && run.top > runBottom) {
             LayoutSegment* prev = out.empty() ? nullptr : &out.back();
-            if (prev && prev->interval < 0 && prev->site == run.site && prev->top == run.bottom) {
+            if (prev && prev->interval < 0 && prev->site == run.site && prev->top == runBottom) {
                 prev->top = run.top;
                 prev->count += run.count;
             } else {
@@ -69,10 +69,13 @@ std::vector<LayoutSegment> segmentsOf(const AllocationFixture& f,
         const uint32_t site = f.sites.siteOf(i);
         if (size >= band) {
             flush();
-            out.push_back({acc, acc + size, site, 1, int64_t(i)});
+            out.push_back({acc + size, site, 1, int64_t(i)});
         } else {
-            if (run.count > 0 && run.top - run.bottom >= band && site != run.site) flush();
-            if (run.count == 0) run = {acc, acc, site, 0, -1};
+            if (run.count > 0 && run.top - runBottom >= band && site != run.site) flush();
+            if (run.count == 0) {
+                run = {acc, site, 0, -1};
+                runBottom = acc;
+            }
             if (run.count == 0 || size > largest) {
                 largest = size;
                 run.site = site;
@@ -95,7 +98,6 @@ void expectSegmentsAsBuiltAfresh(const AllocationFixture& f, const AllocationLay
         ASSERT_EQ(size_t(c.last - c.first), want.size()) << "column at " << c.sample;
         for (size_t k = 0; k < want.size(); ++k) {
             const LayoutSegment& got = l.segments[c.first + k];
-            ASSERT_EQ(got.bottom, want[k].bottom) << "column at " << c.sample << ", segment " << k;
             ASSERT_EQ(got.top, want[k].top) << "column at " << c.sample << ", segment " << k;
             ASSERT_EQ(got.site, want[k].site) << "column at " << c.sample << ", segment " << k;
             ASSERT_EQ(got.count, want[k].count) << "column at " << c.sample << ", segment " << k;
@@ -151,7 +153,6 @@ TEST(AllocationLayout, ASweepInTwoHalvesDrawsEveryColumnAsOne) {
         for (size_t k = 0; k < order.size(); ++k) {
             const LayoutSegment& s = l.segments[c.first + k];
             ASSERT_EQ(s.interval, int64_t(order[k]));
-            ASSERT_EQ(s.bottom, bottom);
             bottom += f.tl->intervals[order[k]].size;
             ASSERT_EQ(s.top, bottom);
         }
@@ -250,7 +251,9 @@ TEST(AllocationLayout, EveryByteAccountedAndTheEnvelopeKept) {
         EXPECT_LT(c.sample, c.x1);
         uint64_t y = 0, count = 0;
         for (uint32_t k = c.first; k < c.last; ++k) {
-            EXPECT_EQ(l.segments[k].bottom, y);  // no gap, no overlap
+            // Each segment is its bottom (the top below it) and more.
+            EXPECT_EQ(segmentBottom(l.segments, c.first, k), y);
+            EXPECT_GT(l.segments[k].top, y);
             y = l.segments[k].top;
             count += l.segments[k].count;
         }
@@ -276,8 +279,9 @@ TEST(AllocationLayout, ThinAllocationsMergePerSiteAtTheThreshold) {
         size_t next = 0;  // position in the stack
         for (uint32_t k = c.first; k < c.last; ++k) {
             const LayoutSegment& s = l.segments[k];
+            const uint64_t height = s.top - segmentBottom(l.segments, c.first, k);
             if (s.interval >= 0) {
-                EXPECT_GE(s.top - s.bottom, band);
+                EXPECT_GE(height, band);
                 EXPECT_EQ(order[next], uint32_t(s.interval));
             } else {
                 merged = merged || s.count > 1;
@@ -290,7 +294,7 @@ TEST(AllocationLayout, ThinAllocationsMergePerSiteAtTheThreshold) {
                 EXPECT_TRUE(siteSeen);
                 // An aggregate thinner than the threshold only right under a
                 // band of its own or at the top.
-                if (s.top - s.bottom < band && k + 1 < c.last) {
+                if (height < band && k + 1 < c.last) {
                     EXPECT_GE(l.segments[k + 1].interval, 0);
                 }
             }
@@ -332,7 +336,7 @@ TEST(AllocationLayout, HitTestAnswersWhatIsDrawn) {
         const uint64_t top = bottom + f.tl->intervals[*hit].size;
         EXPECT_LE(double(bottom), y);
         EXPECT_LT(y, double(top));
-        EXPECT_GE(bottom, s->bottom);
+        EXPECT_GE(bottom, segmentBottom(l.segments, c.first, uint32_t(s - l.segments.data())));
         EXPECT_LE(top, s->top);
         EXPECT_TRUE(liveAtX(f.tl->intervals[*hit], c.sample));
     }
@@ -346,7 +350,8 @@ TEST(AllocationLayout, MostDrawnSitesByArea) {
     for (const LayoutColumn& c : l.columns)
         for (uint32_t k = c.first; k < c.last; ++k)
             area[l.segments[k].site] +=
-                (long double)(l.segments[k].top - l.segments[k].bottom) * (c.x1 - c.x0);
+                (long double)(l.segments[k].top - segmentBottom(l.segments, c.first, k)) *
+                (c.x1 - c.x0);
     const std::vector<uint32_t> top = mostDrawnSites(l, 3);
     ASSERT_EQ(top.size(), 3u);
     for (size_t k = 1; k < top.size(); ++k) EXPECT_GE(area[top[k - 1]], area[top[k]]);

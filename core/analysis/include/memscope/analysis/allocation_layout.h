@@ -88,13 +88,18 @@ struct LayoutRequest {
 // at least 4/5 of a row, and a scale that moves a few percent keeps it.
 uint64_t bandBytesForRow(double bytes_per_row);
 
+// A column's segments stack from 0 without gaps, bottom first, so a segment
+// keeps only its top: its bottom is the top of the one below it
+// (segmentBottom). At 24 bytes rather than 32, the layout pyramid of the 1 GB
+// churn snapshot (3.3 million segments) holds 26 MB less, every byte of it
+// written at load.
 struct LayoutSegment {
-    uint64_t bottom = 0;  // bytes, [bottom, top)
-    uint64_t top = 0;
+    uint64_t top = 0;                          // bytes; the segment is [its bottom, top)
     uint32_t site = AllocationSites::kNoSite;  // an aggregate: the site of its largest member
     uint32_t count = 0;                        // allocations in it
     int64_t interval = -1;                     // its allocation; -1 = an aggregate
 };
+static_assert(sizeof(LayoutSegment) == 24, "LayoutSegment layout changed: check memory budgets");
 
 struct LayoutColumn {
     int64_t x0 = 0;  // run-x [x0, x1)
@@ -173,6 +178,13 @@ std::vector<uint32_t> mostDrawnSites(const AllocationLayout& layout, size_t coun
 // The column holding run-x `x`, the segment at height `bytes` in it.
 const LayoutColumn* columnAt(const AllocationLayout& layout, int64_t x);
 const LayoutSegment* segmentAt(const AllocationLayout& layout, int64_t x, double bytes);
+
+// The bottom of `segments[i]`, the segment at `i` of the column whose
+// segments begin at `first`.
+inline uint64_t segmentBottom(std::span<const LayoutSegment> segments, uint32_t first,
+                              uint32_t i) {
+    return i > first ? segments[i - 1].top : 0;
+}
 
 // The allocation drawn at (x, bytes): a segment's own allocation, or inside an
 // aggregate the allocation the column's stack holds at that height.

@@ -31,7 +31,7 @@ uint64_t deviceKey(int16_t device, uint64_t address) {
     return (uint64_t(uint16_t(device)) << 48) ^ address;
 }
 
-Lifetimes pairLifetimes(const Trace& trace, const std::vector<std::vector<uint64_t>>& orders) {
+Lifetimes pairLifetimes(const Trace& trace, const std::vector<EventIndexList>& orders) {
     Lifetimes out;
     out.free_of.assign(trace.events.size(), kNoEvent);
     out.ghost_free.assign(trace.events.size(), 0);
@@ -56,7 +56,7 @@ Lifetimes pairLifetimes(const Trace& trace, const std::vector<std::vector<uint64
     return out;
 }
 
-size_t allocCount(const Trace& trace, const std::vector<uint64_t>& order) {
+size_t allocCount(const Trace& trace, const EventIndexList& order) {
     size_t n = 0;
     for (uint64_t ti : order) n += trace.events[ti].kind == EventKind::Alloc;
     return n;
@@ -112,7 +112,7 @@ std::vector<InferredCategory> inferBlockCategories(const Trace& trace, const Lif
 
 // Whether the frames show a backward: a trace of one step (or less) without
 // recorded steps still has a forward and a backward to find.
-bool framesShowBackward(const Trace& trace, const std::vector<uint64_t>& order,
+bool framesShowBackward(const Trace& trace, const EventIndexList& order,
                         detail::TrainingActivity& activity) {
     size_t backward = 0;
     for (uint64_t ti : order)
@@ -187,8 +187,8 @@ InferenceReport inferMissingLabels(Trace& trace, const detail::DeviceOrder& orde
             if (n > most) most = n, busiest = d;
         }
     }
-    static const std::vector<uint64_t> kNoOrder;
-    const std::vector<uint64_t>& order = find_steps ? orders[busiest] : kNoOrder;
+    static const EventIndexList kNoOrder;
+    const EventIndexList& order = find_steps ? orders[busiest] : kNoOrder;
     // The optimizer's own ranges anchor the steps where PyTorch wrote them;
     // else the trace's repetition; else, where frames show a backward, the
     // trace is one step.

@@ -43,7 +43,7 @@ struct KeyAt {
 // of their tokens. A window's key depends on its own events only (the
 // rolling update is exact in modular arithmetic), so the positions are cut
 // into one range per thread, each starting its own hash.
-std::unique_ptr<uint64_t[]> windowKeys(const Trace& trace, const std::vector<uint64_t>& order,
+std::unique_ptr<uint64_t[]> windowKeys(const Trace& trace, const EventIndexList& order,
                                        size_t windows, unsigned threads) {
     uint64_t top = 1;
     for (size_t j = 1; j < kWindow; ++j) top *= kPrime;
@@ -113,7 +113,7 @@ constexpr size_t kParallelWindows = size_t(1) << 18;
 
 }  // namespace
 
-std::vector<Window> findRepeatedSteps(const Trace& trace, const std::vector<uint64_t>& order,
+std::vector<Window> findRepeatedSteps(const Trace& trace, const EventIndexList& order,
                                       const TaskContext& ctx) {
     const size_t n = order.size();
     if (n < 4 * kWindow || n > UINT32_MAX) return {};
@@ -229,7 +229,7 @@ struct Sub {
 
 // Forward, backward and optimizer of one step from frames: the span of the
 // events whose stacks say so. Empty when too few events carry evidence.
-std::vector<Sub> fromFrames(const Trace& trace, const std::vector<uint64_t>& order, Window w,
+std::vector<Sub> fromFrames(const Trace& trace, const EventIndexList& order, Window w,
                             TrainingActivity& activity) {
     size_t evidence = 0;
     constexpr size_t kNone = SIZE_MAX;
@@ -272,7 +272,7 @@ std::vector<Sub> fromFrames(const Trace& trace, const std::vector<uint64_t>& ord
 // From lifetimes: bytes born and freed inside the step peak where forward
 // turns into backward; backward ends with the last free of what forward
 // saved.
-std::vector<Sub> fromLifetimes(const Trace& trace, const std::vector<uint64_t>& order, Window w,
+std::vector<Sub> fromLifetimes(const Trace& trace, const EventIndexList& order, Window w,
                                const std::vector<uint64_t>& free_of,
                                const std::vector<int64_t>& position, bool optimizer_in_window) {
     const size_t len = w.end - w.begin;
@@ -350,8 +350,8 @@ std::vector<Sub> fromLifetimes(const Trace& trace, const std::vector<uint64_t>& 
 // stacks, kRecomputeRun in a row): a checkpointed region recomputed.
 constexpr size_t kRecomputeRun = 6;
 
-std::vector<Window> recomputes(const Trace& trace, const std::vector<uint64_t>& order,
-                               Window forward, Window backward) {
+std::vector<Window> recomputes(const Trace& trace, const EventIndexList& order, Window forward,
+                               Window backward) {
     auto allocsIn = [&](Window w) {
         std::vector<size_t> at;
         for (size_t p = w.begin; p < w.end; ++p)
@@ -389,7 +389,7 @@ std::vector<Window> recomputes(const Trace& trace, const std::vector<uint64_t>& 
     return out;
 }
 
-int64_t timeAt(const Trace& trace, const std::vector<uint64_t>& order, size_t p) {
+int64_t timeAt(const Trace& trace, const EventIndexList& order, size_t p) {
     if (p < order.size()) return trace.events[order[p]].time;
     return order.empty() ? 0 : trace.events[order.back()].time + 1;
 }
@@ -413,8 +413,7 @@ std::vector<StepWindow> unanchored(const std::vector<Window>& steps) {
     return out;
 }
 
-std::vector<StepWindow> stepsFromOptimizerRanges(const Trace& trace,
-                                                 const std::vector<uint64_t>& order,
+std::vector<StepWindow> stepsFromOptimizerRanges(const Trace& trace, const EventIndexList& order,
                                                  int16_t device) {
     const size_t n = order.size();
     // Positions of the events of each recorded optimizer step, by start.
@@ -477,9 +476,9 @@ std::vector<StepWindow> stepsFromOptimizerRanges(const Trace& trace,
     return out;
 }
 
-bool addStepPhases(Trace& trace, const std::vector<uint64_t>& order,
-                   const std::vector<StepWindow>& steps, const std::vector<uint64_t>& free_of,
-                   TrainingActivity& activity, int16_t device) {
+bool addStepPhases(Trace& trace, const EventIndexList& order, const std::vector<StepWindow>& steps,
+                   const std::vector<uint64_t>& free_of, TrainingActivity& activity,
+                   int16_t device) {
     std::vector<int64_t> position(trace.events.size(), -1);
     for (size_t p = 0; p < order.size(); ++p) position[order[p]] = int64_t(p);
     bool any_frames = false;

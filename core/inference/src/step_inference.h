@@ -8,6 +8,7 @@
 
 #include "memscope/base/task_context.h"
 #include "memscope/model/trace.h"
+#include "memscope/timeline/event_index_list.h"
 
 namespace memscope::detail {
 
@@ -23,7 +24,7 @@ struct Window {
 // stack) recur once per step, evenly spaced, covering at least half the
 // events; the step count under which most windows recur one step later.
 // Empty when no such repetition exists.
-std::vector<Window> findRepeatedSteps(const Trace& trace, const std::vector<uint64_t>& order,
+std::vector<Window> findRepeatedSteps(const Trace& trace, const EventIndexList& order,
                                       const TaskContext& ctx);
 
 // A training step to label: its positions, and where its forward and
@@ -45,8 +46,7 @@ std::vector<StepWindow> unanchored(const std::vector<Window>& steps);
 // What follows the last range becomes a step of its own only when it holds
 // at least a quarter of a step's allocations (a forward cut short); less
 // (zero_grad) stays in the last step. Empty without such ranges.
-std::vector<StepWindow> stepsFromOptimizerRanges(const Trace& trace,
-                                                 const std::vector<uint64_t>& order,
+std::vector<StepWindow> stepsFromOptimizerRanges(const Trace& trace, const EventIndexList& order,
                                                  int16_t device);
 
 // Adds a step phase per window and, inside each, forward / backward /
@@ -56,8 +56,8 @@ std::vector<StepWindow> stepsFromOptimizerRanges(const Trace& trace,
 // and apply to `device` (-1 = all). An event keeps its recorded phase
 // unless that phase spans the whole inferred one (an outer range). Returns
 // whether frames placed the phases.
-bool addStepPhases(Trace& trace, const std::vector<uint64_t>& order,
-                   const std::vector<StepWindow>& steps, const std::vector<uint64_t>& free_of,
-                   TrainingActivity& activity, int16_t device);
+bool addStepPhases(Trace& trace, const EventIndexList& order, const std::vector<StepWindow>& steps,
+                   const std::vector<uint64_t>& free_of, TrainingActivity& activity,
+                   int16_t device);
 
 }  // namespace memscope::detail

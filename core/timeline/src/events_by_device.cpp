@@ -19,16 +19,46 @@ void countDevices(const Trace& trace, size_t begin, size_t end, std::vector<uint
     for (size_t i = begin; i < end; ++i) ++counts[size_t(uint16_t(trace.events[i].device))];
 }
 
+// Whether the trace's events are in time order (equal times in any order),
+// read on two cores for a large trace.
+bool inTimeOrder(const Trace& trace) {
+    const size_t n = trace.events.size();
+    const unsigned parts = n >= kParallelEvents ? std::min(hardwareThreads(), 2u) : 1u;
+    std::vector<char> ordered(parts, 1);
+    parallelFor(parts, parts, [&](size_t p) {
+        // Each part checks its events against the one before, the first
+        // part's first excepted.
+        const size_t begin = std::max<size_t>(1, n * p / parts), end = n * (p + 1) / parts;
+        bool in_order = true;
+        for (size_t i = begin; i < end; ++i)
+            in_order &= trace.events[i].time >= trace.events[i - 1].time;
+        ordered[p] = in_order;
+    });
+    return std::all_of(ordered.begin(), ordered.end(), [](char c) { return c != 0; });
+}
+
 }  // namespace
 
 // Counted first, then filled into vectors of their final size: grown by
 // push_back, the indexes of a 1 GB snapshot's 4.6 million events touched
 // twice their size in fresh pages and were copied a dozen times. Whether a
 // device's events are already in time order (nearly always) is noted on the
-// way, instead of in a second pass over the events.
-std::vector<std::vector<uint64_t>> eventsByDevice(const Trace& trace,
-                                                  const std::vector<int16_t>& devices,
-                                                  const std::vector<uint64_t>& counts) {
+// way, instead of in a second pass over the events. A device with every
+// event, in time order (one device, as nearly every snapshot has), needs no
+// list at all: a read of the events' times says so.
+std::vector<EventIndexList> eventsByDevice(const Trace& trace, const std::vector<int16_t>& devices,
+                                           const std::vector<uint64_t>& counts) {
+    std::vector<EventIndexList> lists(devices.size());
+    for (size_t d = 0; d < devices.size(); ++d) {
+        const uint64_t count =
+            counts.size() == kOrdinals ? counts[size_t(uint16_t(devices[d]))] : 0;
+        if (count == 0 || count != trace.events.size()) continue;
+        // The only device with events; the rest have none (seen by their
+        // segments alone).
+        if (!inTimeOrder(trace)) break;
+        lists[d] = EventIndexList::all(trace.events.size());
+        return lists;
+    }
     std::vector<int> slot(kOrdinals, -1);
     for (size_t i = 0; i < devices.size(); ++i) slot[size_t(uint16_t(devices[i]))] = int(i);
     std::vector<std::vector<uint64_t>> out(devices.size());
@@ -58,7 +88,8 @@ std::vector<std::vector<uint64_t>> eventsByDevice(const Trace& trace,
             return trace.events[a].time < trace.events[b].time;
         });
     }
-    return out;
+    for (size_t d = 0; d < devices.size(); ++d) lists[d] = EventIndexList(std::move(out[d]));
+    return lists;
 }
 
 // The devices are read off the same count (Trace::devices would be one more

@@ -37,7 +37,7 @@ bool removesSegment(EventKind k) {
 
 class DeviceBuilder {
 public:
-    DeviceBuilder(const Trace& trace, int16_t device, std::vector<uint64_t> events,
+    DeviceBuilder(const Trace& trace, int16_t device, EventIndexList events,
                   const TimelineOptions& options)
         : trace_(trace), options_(options), tracker_(trace, device) {
         tl_.device = device;
@@ -371,9 +371,15 @@ Result<std::shared_ptr<const Timeline>> Timeline::build(const Trace& trace,
         return makeError("device order does not match its devices");
     // A stale order (of another trace, or before events were added) must not
     // be read past the events: one pass, a few ms against the walk's hundreds.
-    for (const std::vector<uint64_t>& list : perDevice)
+    for (const EventIndexList& list : perDevice) {
+        if (list.isAll()) {
+            if (list.size() > trace.events.size())
+                return makeError("device order is not the trace's");
+            continue;
+        }
         for (uint64_t i : list)
             if (i >= trace.events.size()) return makeError("device order is not the trace's");
+    }
     uint64_t done = 0;
     const uint64_t total = trace.events.size();
     for (size_t d = 0; d < devices.size(); ++d) {

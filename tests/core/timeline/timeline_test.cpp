@@ -169,7 +169,8 @@ TEST(Timeline, ABuildFromAGivenDeviceOrderIsTheSame) {
     detail::DeviceOrder order = detail::deviceOrder(b.trace);
     ASSERT_EQ(order.devices, (std::vector<int16_t>{0, 1, 2}));
     ASSERT_EQ(order.events.size(), 3u);
-    EXPECT_EQ(order.events[1], (std::vector<uint64_t>{0, 2, 3, 4}));
+    EXPECT_EQ(order.events[1].toVector(), (std::vector<uint64_t>{0, 2, 3, 4}));
+    EXPECT_FALSE(order.events[1].isAll());
     auto given = Timeline::build(b.trace, order, {}, {});
     ASSERT_TRUE(plain.ok() && given.ok());
     ASSERT_EQ((*given)->devices().size(), (*plain)->devices().size());
@@ -183,7 +184,12 @@ TEST(Timeline, ABuildFromAGivenDeviceOrderIsTheSame) {
         EXPECT_TRUE(std::ranges::equal(g.reserved.ys(), p.reserved.ys()));
     }
     detail::DeviceOrder stale = order;
-    stale.events[1].push_back(b.trace.events.size());
+    std::vector<uint64_t> past = stale.events[1].toVector();
+    past.push_back(b.trace.events.size());
+    stale.events[1] = EventIndexList(std::move(past));
+    EXPECT_FALSE(Timeline::build(b.trace, stale, {}, {}).ok());
+    // Every event of a longer trace: refused too.
+    stale.events[1] = EventIndexList::all(b.trace.events.size() + 1);
     EXPECT_FALSE(Timeline::build(b.trace, stale, {}, {}).ok());
     order.events.pop_back();
     EXPECT_FALSE(Timeline::build(b.trace, order, {}, {}).ok());
@@ -215,7 +221,7 @@ TEST(Timeline, TheDeviceOrderOfALargeTraceIsItsDevicesEventsInTimeOrder) {
     ASSERT_EQ(order.events.size(), order.devices.size());
     size_t total = 0;
     for (size_t d = 0; d < order.devices.size(); ++d) {
-        const std::vector<uint64_t>& list = order.events[d];
+        const EventIndexList& list = order.events[d];
         total += list.size();
         for (size_t k = 0; k < list.size(); ++k) {
             ASSERT_EQ(trace.events[list[k]].device, order.devices[d]);
@@ -226,6 +232,73 @@ TEST(Timeline, TheDeviceOrderOfALargeTraceIsItsDevicesEventsInTimeOrder) {
     }
     EXPECT_EQ(total, kEvents);
     EXPECT_TRUE(order.events[3].empty());  // device 9: its segment only
+}
+
+// One device with every event in time order (nearly every snapshot) keeps
+// no list: the order is every index. Out of order anywhere, at the seam of
+// the halves counted on two cores too, it is a list sorted by time.
+TEST(Timeline, OneDeviceInTimeOrderKeepsNoListOfItsEvents) {
+    Trace trace;
+    constexpr size_t kEvents = 3'000'000;
+    trace.events.resize(kEvents);
+    for (size_t i = 0; i < kEvents; ++i) {
+        trace.events[i].device = 2;
+        trace.events[i].time = int64_t(i / 3);  // equal times are in order
+        trace.events[i].kind = EventKind::Marker;
+    }
+    detail::DeviceOrder order = detail::deviceOrder(trace);
+    ASSERT_EQ(order.devices, (std::vector<int16_t>{2}));
+    ASSERT_EQ(order.events.size(), 1u);
+    EXPECT_TRUE(order.events[0].isAll());
+    EXPECT_EQ(order.events[0].size(), kEvents);
+    EXPECT_EQ(order.events[0].memoryBytes(), 0u);
+    EXPECT_EQ(order.events[0][12345], 12345u);
+    // A step back in time exactly where the second half begins.
+    for (size_t seam : {kEvents / 2, kEvents / 2 + 1, kEvents - 1, size_t(1)}) {
+        Trace back = trace;
+        back.events[seam].time = back.events[seam - 1].time - 1;
+        const detail::DeviceOrder sorted = detail::deviceOrder(back);
+        ASSERT_FALSE(sorted.events[0].isAll()) << "seam " << seam;
+        ASSERT_EQ(sorted.events[0].size(), kEvents);
+        for (size_t k = 1; k < kEvents; ++k)
+            ASSERT_LE(back.events[sorted.events[0][k - 1]].time,
+                      back.events[sorted.events[0][k]].time)
+                << "seam " << seam << ", position " << k;
+    }
+    // A second device with events: lists for both.
+    Trace two = trace;
+    two.events[7].device = 5;
+    const detail::DeviceOrder both = detail::deviceOrder(two);
+    ASSERT_EQ(both.events.size(), 2u);
+    EXPECT_FALSE(both.events[0].isAll());
+    EXPECT_EQ(both.events[1].toVector(), (std::vector<uint64_t>{7}));
+    EXPECT_EQ(both.events[0].size(), kEvents - 1);
+}
+
+// The list as every index and as a vector of the same indexes read alike:
+// by index, by iterator, in searches, and compared.
+TEST(Timeline, AnEventIndexListReadsTheSameHoweverItIsHeld) {
+    std::vector<uint64_t> indexes(1000);
+    for (size_t i = 0; i < indexes.size(); ++i) indexes[i] = i;
+    const EventIndexList all = EventIndexList::all(indexes.size());
+    const EventIndexList held(indexes);
+    EXPECT_TRUE(all.isAll());
+    EXPECT_FALSE(held.isAll());
+    EXPECT_EQ(all, held);
+    EXPECT_EQ(all.toVector(), indexes);
+    EXPECT_EQ(all.front(), 0u);
+    EXPECT_EQ(all.back(), 999u);
+    EXPECT_EQ(*std::lower_bound(all.begin(), all.end(), 640u), 640u);
+    EXPECT_EQ(std::upper_bound(held.begin(), held.end(), 640u) - held.begin(), 641);
+    EXPECT_EQ(all.end() - all.begin(), 1000);
+    EXPECT_EQ(all.begin()[17], 17u);
+    EXPECT_NE(all, EventIndexList::all(999));
+    EXPECT_NE(held, EventIndexList(std::vector<uint64_t>{0, 2}));
+    EXPECT_EQ(EventIndexList(), EventIndexList::all(0));
+    EXPECT_TRUE(EventIndexList().empty());
+    uint64_t sum = 0;
+    for (uint64_t i : all) sum += i;
+    EXPECT_EQ(sum, 999u * 1000u / 2);
 }
 
 TEST(Timeline, UnsortedTimesAreOrderedAndEventIndexTimeBaseHasNoClock) {

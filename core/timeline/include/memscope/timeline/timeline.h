@@ -73,7 +73,7 @@ struct DeviceTimeline {
     StepSeries reserved;
     std::vector<AllocationInterval> intervals;  // sorted by start
     // device-local event index i -> Trace::events index; lets views map back.
-    std::vector<uint64_t> trace_events;
+    EventIndexList trace_events;
     Peak peak;
     // Ghost bytes live from the start of the timeline.
     int64_t initial_live = 0;

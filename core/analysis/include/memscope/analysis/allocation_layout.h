@@ -146,9 +146,9 @@ public:
     // Room for a layout's own segments: the largest held, or none.
     std::vector<LayoutSegment> take();
     // Keeps `layout`'s own segments as room, and at most kRooms rooms, the
-    // largest. A pan keeps the layout drawn while the next is built, so it
-    // writes into a third buffer; two rooms keep both buffers across a frame
-    // read from the pyramid, which has no segments of its own.
+    // largest. A pan keeps the layout drawn while the next is built, so a
+    // view sweeping frame after frame uses two buffers; two rooms keep both
+    // across a frame read from the pyramid, which has no segments of its own.
     void recycle(AllocationLayout&& layout);
     // A sweep's second piece, written on another thread and joined after.
     std::vector<LayoutSegment>& piece() { return piece_; }

@@ -181,8 +181,7 @@ const LayoutSegment* segmentAt(const AllocationLayout& layout, int64_t x, double
 
 // The bottom of `segments[i]`, the segment at `i` of the column whose
 // segments begin at `first`.
-inline uint64_t segmentBottom(std::span<const LayoutSegment> segments, uint32_t first,
-                              uint32_t i) {
+inline uint64_t segmentBottom(std::span<const LayoutSegment> segments, uint32_t first, uint32_t i) {
     return i > first ? segments[i - 1].top : 0;
 }
 

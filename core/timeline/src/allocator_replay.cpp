@@ -129,8 +129,7 @@ Result<AllocatorSnapshotAt> allocatorStateAt(const Trace& trace, const DeviceTim
     AllocatorSnapshotAt out;
     out.time = time;
     const auto& idx = tl.trace_events;
-    for (uint64_t ev : idx)
-        if (ev >= trace.events.size()) return makeError("timeline does not match its trace");
+    if (!idx.within(trace.events.size())) return makeError("timeline does not match its trace");
     out.event_index = lastIndexAtOrBefore(trace, tl, time);
 
     State st;

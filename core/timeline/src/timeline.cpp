@@ -371,15 +371,8 @@ Result<std::shared_ptr<const Timeline>> Timeline::build(const Trace& trace,
         return makeError("device order does not match its devices");
     // A stale order (of another trace, or before events were added) must not
     // be read past the events: one pass, a few ms against the walk's hundreds.
-    for (const EventIndexList& list : perDevice) {
-        if (list.isAll()) {
-            if (list.size() > trace.events.size())
-                return makeError("device order is not the trace's");
-            continue;
-        }
-        for (uint64_t i : list)
-            if (i >= trace.events.size()) return makeError("device order is not the trace's");
-    }
+    for (const EventIndexList& list : perDevice)
+        if (!list.within(trace.events.size())) return makeError("device order is not the trace's");
     uint64_t done = 0;
     const uint64_t total = trace.events.size();
     for (size_t d = 0; d < devices.size(); ++d) {

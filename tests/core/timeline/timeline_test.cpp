@@ -294,6 +294,12 @@ TEST(Timeline, AnEventIndexListReadsTheSameHoweverItIsHeld) {
     EXPECT_EQ(all.begin()[17], 17u);
     EXPECT_NE(all, EventIndexList::all(999));
     EXPECT_NE(held, EventIndexList(std::vector<uint64_t>{0, 2}));
+    // Within a trace of so many events: every index below it.
+    EXPECT_TRUE(all.within(1000));
+    EXPECT_FALSE(all.within(999));
+    EXPECT_TRUE(held.within(1000));
+    EXPECT_FALSE(held.within(999));
+    EXPECT_FALSE(EventIndexList(std::vector<uint64_t>{3, 1}).within(3));
     EXPECT_EQ(EventIndexList(), EventIndexList::all(0));
     EXPECT_TRUE(EventIndexList().empty());
     uint64_t sum = 0;

@@ -35,6 +35,9 @@ public:
     uint64_t front() const { return (*this)[0]; }
     uint64_t back() const { return (*this)[size_ - 1]; }
     size_t memoryBytes() const { return indexes_.capacity() * sizeof(uint64_t); }
+    // Whether every index is below `events` (a list of another trace, or of
+    // this one before events were removed, is not): O(1) for every index.
+    bool within(size_t events) const;
     std::vector<uint64_t> toVector() const;
 
     // Random access over the indexes, which it yields by value.

@@ -11,7 +11,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "memscope/analysis/peak_check.h"
-#include "memscope/analysis/rank_digest.h"
+#include "memscope/ranks/rank_digest.h"
 #include "memscope/base/units.h"
 #include "memscope/open/open_each.h"
 

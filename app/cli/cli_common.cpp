@@ -9,7 +9,7 @@
 
 #include "memscope/base/file_io.h"
 #include "memscope/builtin_plugins.h"
-#include "memscope/open/open_ranks.h"
+#include "memscope/ranks/open_ranks.h"
 
 namespace memscope::cli {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "memscope/analysis/rank_run.h"
+#include "memscope/ranks/rank_run.h"
 #include "memscope/model/run_name.h"
 #include "memscope/open/open_run.h"
 #include "memscope/open/plugin_registry.h"

@@ -9,7 +9,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "memscope/analysis/compare_table.h"
-#include "memscope/analysis/rank_compare.h"
+#include "memscope/ranks/rank_compare.h"
 
 namespace memscope::cli {
 namespace {

@@ -8,7 +8,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "memscope/base/units.h"
-#include "memscope/open/digest_file.h"
+#include "memscope/ranks/digest_file.h"
 
 namespace memscope::cli {
 namespace {

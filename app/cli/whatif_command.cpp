@@ -14,7 +14,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
-#include "memscope/analysis/whatif.h"
+#include "memscope/whatif/whatif.h"
 #include "memscope/base/units.h"
 #include "memscope/format/native_format.h"
 

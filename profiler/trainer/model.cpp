@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "checkpoint.h"
-#include "memscope/analysis/op_labels.h"
+#include "memscope/whatif/op_labels.h"
 
 namespace memscope::trainer {
 
@@ -21,7 +21,7 @@ at::Tensor dropout(const at::Tensor& x, double p, at::Generator& gen) {
 namespace {
 
 // savedLinear inside a phase naming its op kind, so that a trace says which
-// op made each allocation (memscope/analysis/op_labels.h): what the what-if
+// op made each allocation (memscope/whatif/op_labels.h): what the what-if
 // simulator needs to predict save lists from a full-save run.
 at::Tensor labelledLinear(RunContext& ctx, const at::Tensor& a, const at::Tensor& w,
                           const at::Tensor& b, OpCache* cache) {

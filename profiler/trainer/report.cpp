@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <numeric>
 
-#include "memscope/analysis/policy_frontier.h"
-#include "memscope/analysis/report_json.h"
+#include "memscope/whatif/policy_frontier.h"
+#include "memscope/report/report_json.h"
 #include "memscope/model/phases.h"
 
 namespace memscope::trainer {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "memscope/analysis/allocation_layout.h"
+#include "memscope/view/allocation_layout.h"
 #include "memscope/model/trace.h"
 #include "memscope/timeline/timeline.h"
 

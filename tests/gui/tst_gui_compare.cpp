@@ -16,7 +16,7 @@
 #include "dialogs/generate_dialog.h"
 #include "gui_test_traces.h"
 #include "loading/run_loader.h"
-#include "memscope/analysis/policy_frontier.h"
+#include "memscope/whatif/policy_frontier.h"
 #include "memscope/inference/inference.h"
 #include "run_view/run_view.h"
 #include "run_view/timeline_plot.h"

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "memscope/analysis/report_json.h"
+#include "memscope/report/report_json.h"
 #include "memscope/analysis/summary.h"
 #include "memscope/builtin_plugins.h"
 #include "memscope/format/native_format.h"

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <map>
 
-#include "memscope/analysis/whatif.h"
+#include "memscope/whatif/whatif.h"
 #include "memscope/open/open_run.h"
 #include "memscope/plugins/pytorch_snapshot.h"
 #include "test_util.h"

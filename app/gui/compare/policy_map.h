@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "compare/summary_model.h"
-#include "memscope/analysis/policy_frontier.h"
+#include "memscope/whatif/policy_frontier.h"
 
 class QCustomPlot;
 class QLabel;

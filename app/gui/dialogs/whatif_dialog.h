@@ -14,8 +14,8 @@
 
 #include "loading/run.h"
 #include "loading/whatif_runner.h"
-#include "memscope/analysis/layer_chain.h"
-#include "memscope/analysis/whatif.h"
+#include "memscope/whatif/layer_chain.h"
+#include "memscope/whatif/whatif.h"
 
 class QLabel;
 class QLineEdit;

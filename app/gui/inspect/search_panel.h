@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "loading/run.h"
-#include "memscope/analysis/allocation_search.h"
+#include "memscope/view/allocation_search.h"
 
 class QLabel;
 class QLineEdit;

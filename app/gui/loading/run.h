@@ -11,9 +11,9 @@
 #include <span>
 #include <vector>
 
-#include "memscope/analysis/allocation_layout.h"
+#include "memscope/view/allocation_layout.h"
 #include "memscope/analysis/oom_report.h"
-#include "memscope/analysis/rank_run.h"
+#include "memscope/ranks/rank_run.h"
 #include "memscope/base/task_context.h"
 #include "memscope/model/module_attribution.h"
 #include "memscope/model/run_name.h"

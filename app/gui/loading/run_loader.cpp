@@ -8,7 +8,7 @@
 
 #include "common/format.h"
 #include "memscope/builtin_plugins.h"
-#include "memscope/open/open_ranks.h"
+#include "memscope/ranks/open_ranks.h"
 #include "memscope/open/open_run.h"
 #include "run_view/phase_bands.h"
 

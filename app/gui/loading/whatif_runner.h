@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "loading/run.h"
-#include "memscope/analysis/whatif.h"
+#include "memscope/whatif/whatif.h"
 #include "memscope/base/result.h"
 #include "memscope/base/task_context.h"
 

@@ -11,7 +11,7 @@
 #include "common/category_colors.h"
 #include "common/format.h"
 #include "common/plot_style.h"
-#include "memscope/analysis/rank_imbalance.h"
+#include "memscope/ranks/rank_imbalance.h"
 #include "memscope/base/units.h"
 
 namespace memscope::gui {

@@ -10,7 +10,7 @@
 #include <memory>
 
 #include "loading/run.h"
-#include "memscope/analysis/rank_heatmap.h"
+#include "memscope/ranks/rank_heatmap.h"
 
 class QCustomPlot;
 class QLabel;

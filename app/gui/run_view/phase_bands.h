@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "memscope/analysis/compare.h"
-#include "memscope/base/first_reaching.h"
+#include "memscope/view/first_reaching.h"
 #include "memscope/model/trace.h"
 
 namespace memscope::gui {

@@ -11,7 +11,7 @@
 #include <algorithm>
 
 #include "common/format.h"
-#include "memscope/analysis/allocation_order.h"
+#include "memscope/view/allocation_order.h"
 #include "memscope/analysis/compare.h"
 #include "memscope/analysis/oom_report.h"
 #include "memscope/base/units.h"

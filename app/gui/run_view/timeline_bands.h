@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "memscope/analysis/alignment.h"
-#include "memscope/analysis/allocation_order.h"
+#include "memscope/view/allocation_order.h"
 #include "memscope/timeline/timeline.h"
 #include "run_view/module_stack.h"
 

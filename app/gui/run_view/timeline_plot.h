@@ -12,7 +12,7 @@
 #include <optional>
 
 #include "loading/run.h"
-#include "memscope/analysis/allocation_layout.h"
+#include "memscope/view/allocation_layout.h"
 #include "memscope/analysis/compare.h"
 #include "run_view/phase_bands.h"
 #include "run_view/timeline_bands.h"

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "memscope/analysis/alignment.h"
-#include "memscope/analysis/allocation_order.h"
-#include "memscope/analysis/whatif.h"
+#include "memscope/view/allocation_order.h"
+#include "memscope/whatif/whatif.h"
 
 class QCoreApplication;
 

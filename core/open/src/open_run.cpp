@@ -7,7 +7,7 @@
 #include <fstream>
 #include <optional>
 
-#include "memscope/analysis/digest_trace.h"
+#include "memscope/ranks/digest_trace.h"
 #include "memscope/base/file_io.h"
 #include "memscope/format/native_format.h"
 #include "memscope/inference/inference.h"

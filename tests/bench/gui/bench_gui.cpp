@@ -29,7 +29,7 @@
 #include "../common/bench_args.h"
 #include "../common/malloc_mode.h"
 #include "loading/run_loader.h"
-#include "memscope/analysis/layout_pyramid.h"
+#include "memscope/view/layout_pyramid.h"
 #include "memscope/base/huge_page_malloc.h"
 #include "run_view/phase_bands.h"
 #include "run_view/run_view.h"

@@ -25,8 +25,8 @@
 #include "../common/bench_args.h"
 #include "memscope/base/huge_page_malloc.h"
 #include "memscope/builtin_plugins.h"
-#include "memscope/open/digest_file.h"
-#include "memscope/open/open_ranks.h"
+#include "memscope/ranks/digest_file.h"
+#include "memscope/ranks/open_ranks.h"
 #include "memscope/open/open_run.h"
 
 namespace fs = std::filesystem;

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "memscope/analysis/policy_frontier.h"
-#include "memscope/analysis/whatif.h"
+#include "memscope/whatif/policy_frontier.h"
+#include "memscope/whatif/whatif.h"
 #include "memscope/base/units.h"
 #include "memscope/format/native_format.h"
 #include "memscope/open/open_run.h"

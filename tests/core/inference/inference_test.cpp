@@ -11,7 +11,7 @@
 #include <random>
 
 #include "../analysis_test_util.h"
-#include "memscope/analysis/report_json.h"
+#include "memscope/report/report_json.h"
 #include "memscope/analysis/summary.h"
 #include "memscope/open/open_run.h"
 

@@ -1,6 +1,6 @@
 #pragma once
 // A predicted run's provenance: a trace that memscope made from a measured
-// one (the what-if simulator, memscope/analysis/policy_simulator.h) rather
+// one (the what-if simulator, memscope/whatif/policy_simulator.h) rather
 // than one a producer recorded. Typed and persisted by the native format
 // (chunk 15), so that every view can tell predicted runs from measured ones
 // and never mixes the two silently.

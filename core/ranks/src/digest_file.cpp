@@ -1,0 +1,44 @@
+#include "memscope/ranks/digest_file.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "memscope/format/native_format.h"
+
+namespace memscope {
+
+Result<DigestWritten> writeDigest(const OpenedTrace& opened, const std::string& out) {
+    if (!opened.trace || !opened.timeline)
+        return makeError(opened.path + ": opened without its timeline; a digest needs it");
+    if (isDigest(*opened.trace))
+        return makeError(opened.path + ": already a digest (digests are made from full traces)");
+    const std::string stem = std::filesystem::path(opened.path).stem().string();
+    DigestWritten w;
+    w.digest = digestRank(*opened.trace, *opened.timeline, opened.path,
+                          opened.trace->metadata.name.empty() ? stem : opened.trace->metadata.name);
+    DigestLimits limits;
+    // Each try halves what is kept one by one; with none kept the file is the
+    // properties and a remainder per category, far under the bound.
+    for (;;) {
+        const Trace digest = digestTrace(*opened.trace, *opened.timeline, w.digest, limits);
+        if (auto written = writeNativeTrace(digest, out); !written)
+            return makeError(out + ": " + written.message());
+        std::error_code ec;
+        w.bytes = std::filesystem::file_size(out, ec);
+        if (ec) return makeError(out + ": " + ec.message());
+        const std::string* kept = digest.metadata.property("digest.allocations");
+        const std::string* summed = digest.metadata.property("digest.summed_allocations");
+        w.allocations = kept ? std::stoull(*kept) : 0;
+        w.summed = summed ? std::stoull(*summed) : 0;
+        if (w.bytes <= kDigestMaxBytes || limits.allocations == 0) break;
+        limits.allocations /= 2;
+        limits.stack_depth = std::max<size_t>(8, limits.stack_depth / 2);
+    }
+    if (w.bytes > kDigestMaxBytes)
+        return makeError(out + ": the digest is " + std::to_string(w.bytes) +
+                         " bytes even with no allocation kept (over " +
+                         std::to_string(kDigestMaxBytes) + ")");
+    return w;
+}
+
+}  // namespace memscope

@@ -1,0 +1,19 @@
+#pragma once
+// A multi-rank run in JSON, as `memscope-cli summary --json FOLDER` prints it:
+// {"path", "name", "ranks": [{"rank", "name", "path", "pid", "device",
+//  "peak_bytes", "peak_since_start_us", "peak_phase", "peak_step",
+//  "peak_reserved_bytes", "categories_at_peak", "peaks_by_phase", "steps", "digest"}],
+//  "imbalance": {"ranks", "highest", "lowest", "max_bytes", "min_bytes",
+//  "mean_bytes", "max_over_mean", "max_minus_min_bytes", "above_lowest",
+//  "phase", "text"}, "failures": [{"path", "message"}]}
+// "highest" and "lowest" are the ranks' names ("rank 1"); absent values are null.
+
+#include <string>
+
+#include "memscope/ranks/rank_run.h"
+
+namespace memscope {
+
+std::string rankRunToJson(const RankRun& run);
+
+}  // namespace memscope

@@ -1,0 +1,108 @@
+#pragma once
+// What if…: the memory timeline of other checkpointing policies, predicted
+// from one measured full-save run (policy_simulator.h does one policy). The
+// table `memscope-cli whatif` prints and the GUI's What-if dialog shows:
+// each policy's predicted peak, per-phase peaks, recompute time, step-time
+// ratio, whether it lies on the predicted memory/time frontier, and the
+// assumptions made; a policy the trace cannot support is refused with a
+// reason instead of guessed.
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "memscope/analysis/checkpoint_policy.h"
+#include "memscope/whatif/layer_chain.h"
+#include "memscope/whatif/policy_frontier.h"
+#include "memscope/base/result.h"
+#include "memscope/base/task_context.h"
+#include "memscope/model/phases.h"
+#include "memscope/model/trace.h"
+#include "memscope/timeline/timeline.h"
+
+namespace memscope {
+
+// A policy as whatif names it: memscope-train's vocabulary, plus
+// "layers:LIST" (exactly these layer indices checkpointed, each its own
+// region; "layers:0,2,4", "layers:1-3+opt-in-bwd").
+struct WhatIfPolicy {
+    Policy policy;
+    std::vector<int64_t> layers;  // non-empty only for layers:LIST, ascending
+    bool explicit_layers = false;
+    std::string name;  // as policyName gives it, or "layers:0,2,4[+opt-in-bwd]"
+};
+Result<WhatIfPolicy> parseWhatIfPolicy(std::string_view text);
+// Splits a command line's comma list into policies as memscope-train does,
+// and keeps "layers:0,2,4" one policy (its numbers continue the list).
+Result<std::vector<WhatIfPolicy>> parseWhatIfPolicies(std::span<const std::string> texts);
+std::string_view whatIfPolicyHelp();
+
+// The policies predicted when none are named: memscope-train's sweep that
+// the chain allows (segments:K only when K <= layers), each alone and with
+// +opt-in-bwd, and opt-in-bwd alone.
+std::vector<WhatIfPolicy> defaultWhatIfPolicies(const LayerChain& chain);
+
+struct WhatIfRow {
+    std::string policy;                  // "block", "full (measured)" for the measured row
+    bool measured = false;               // the source run itself, as measured
+    std::optional<std::string> refused;  // why it cannot be predicted; the rest is empty
+    int64_t peak_bytes = 0;
+    int64_t delta_bytes = 0;  // against the measured run's peak
+    std::array<std::optional<int64_t>, kTrainingPhaseCount> peaks_by_phase;
+    int64_t recompute_ns = 0;    // per step (mean after the first step)
+    double step_time_ratio = 1;  // predicted step time / measured step time
+    double step_ms = 0;          // predicted step time (mean after the first step)
+    bool on_frontier = false;    // among the rows that are not refused
+    std::vector<std::string> assumptions;
+    // The predicted run (null for the measured and refused rows), marked by
+    // Trace::prediction and named "POLICY (predicted)".
+    std::shared_ptr<const Trace> trace;
+    std::shared_ptr<const Timeline> timeline;
+};
+
+struct WhatIfReport {
+    std::string source;           // the measured run's file or name
+    std::string measured_policy;  // "full", or "" when the trace does not say
+    int16_t device = 0;
+    // The layers found, or why none (then every prediction is refused).
+    std::optional<LayerChain> chain;
+    std::string chain_problem;
+    std::vector<WhatIfRow> rows;  // the measured run first, then the policies in order
+};
+
+struct WhatIfOptions {
+    // Keep each predicted trace and build its timeline (the GUI, --out);
+    // off, only the figures are kept.
+    bool keep_traces = false;
+};
+
+// Predicts `policies` (empty = defaultWhatIfPolicies, or opt-in-bwd alone
+// when the trace has no layers) from the measured run.
+// Progress counts policies done; a cancel returns a Cancelled error.
+Result<WhatIfReport> whatIf(const Trace& measured, const Timeline& timeline, std::string source,
+                            std::span<const WhatIfPolicy> policies,
+                            const WhatIfOptions& options = {}, const TaskContext& ctx = {});
+
+// The fastest policy predicted to fit, over the rows that are not refused
+// (the measured row included), as memscope-train --budget answers it.
+struct WhatIfBudget {
+    BudgetAnswer answer;
+    std::vector<PolicyPoint> points;  // parallel to the rows that are not refused
+    std::vector<size_t> rows;         // row index of each point
+    std::string line;                 // describeBudget's sentence
+};
+WhatIfBudget whatIfBudget(const WhatIfReport& report, int64_t budget_bytes);
+
+// The table for a person and the JSON of `memscope-cli whatif --json`;
+// `written_traces` is parallel to the rows: the file each prediction was
+// written to, "" for none.
+std::string whatIfText(const WhatIfReport& report, const std::optional<WhatIfBudget>& budget);
+std::string whatIfJson(const WhatIfReport& report, const std::optional<WhatIfBudget>& budget,
+                       std::span<const std::string> written_traces);
+
+}  // namespace memscope

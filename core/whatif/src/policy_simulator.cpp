@@ -1,0 +1,593 @@
+#include "policy_simulator.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <unordered_map>
+
+#include "memscope/whatif/op_labels.h"
+#include "memscope/base/units.h"
+#include "memscope/model/phases.h"
+#include "trace_rewrite.h"
+
+namespace memscope::detail {
+namespace {
+
+std::string modelName(const Trace& trace) {
+    return trace.metrics && trace.metrics->model ? trace.metrics->model->name : std::string();
+}
+
+uint32_t keptOps(const Policy& policy, const Trace& measured) {
+    if (policy.recompute == Recompute::Save) return policy.save_ops;
+    // An mlp's selective recomputation keeps the matmul outputs and
+    // recomputes the norm and the GELU (memscope-train's definition).
+    if (policy.recompute == Recompute::Selective && modelName(measured) == "mlp")
+        return kSaveMatmul;
+    return 0;
+}
+
+bool persistent(Category c) {
+    return c == Category::Parameter || c == Category::OptimizerState || c == Category::Gradient ||
+           c == Category::Input;
+}
+
+// Checkpointed regions as [first, last) positions in chain.layers.
+Result<std::vector<std::pair<size_t, size_t>>> regionsOf(const WhatIfPolicy& policy,
+                                                         const LayerChain& chain) {
+    std::vector<std::pair<size_t, size_t>> regions;
+    const size_t n = chain.layers.size();
+    if (policy.explicit_layers) {
+        for (int64_t want : policy.layers) {
+            auto it = std::find_if(chain.layers.begin(), chain.layers.end(),
+                                   [&](const ChainLayer& l) { return l.index == want; });
+            if (it == chain.layers.end()) {
+                std::string known;
+                for (const ChainLayer& l : chain.layers)
+                    known += (known.empty() ? "" : ",") + std::to_string(l.index);
+                return makeError("policy '" + policy.name + "': no layer " + std::to_string(want) +
+                                 " (the layers are " + known + ")");
+            }
+            const size_t at = static_cast<size_t>(it - chain.layers.begin());
+            regions.emplace_back(at, at + 1);
+        }
+        return regions;
+    }
+    // A selective recomputation that keeps ops (an mlp's) checkpoints each block.
+    Policy plan_policy = policy.policy;
+    if (plan_policy.recompute == Recompute::Selective) plan_policy.recompute = Recompute::Block;
+    auto plan = segmentPlan(plan_policy, static_cast<int64_t>(n));
+    if (!plan) return makeError("policy '" + policy.name + "': " + plan.message());
+    for (const CheckpointSegment& s : *plan)
+        if (s.checkpointed)
+            regions.emplace_back(static_cast<size_t>(s.begin), static_cast<size_t>(s.end));
+    return regions;
+}
+
+std::string regionName(const LayerChain& chain, std::pair<size_t, size_t> r) {
+    if (r.second - r.first == 1) return chain.layers[r.first].name;
+    return chain.layers[r.first].name + "–" + chain.layers[r.second - 1].name;
+}
+
+// The first interval (sorted by start) starting at or after t.
+size_t firstStartingAt(const std::vector<AllocationInterval>& intervals, int64_t t) {
+    return static_cast<size_t>(
+        std::lower_bound(intervals.begin(), intervals.end(), t,
+                         [](const AllocationInterval& a, int64_t x) { return a.start < x; }) -
+        intervals.begin());
+}
+
+// The innermost phase of `kind` on `device` that holds time t.
+PhaseId phaseHolding(const Trace& trace, PhaseKind kind, int16_t device, int64_t t) {
+    PhaseId best;
+    int64_t best_start = std::numeric_limits<int64_t>::min();
+    for (uint32_t i = 0; i < trace.phases.size(); ++i) {
+        const Phase& p = trace.phases[i];
+        if (p.kind != kind || !phaseOnDevice(p, device)) continue;
+        if (p.start <= t && t <= p.end && p.start >= best_start)
+            best = PhaseId(i + 1), best_start = p.start;
+    }
+    return best;
+}
+
+class Simulation {
+public:
+    Simulation(const Trace& measured, const DeviceTimeline& device, const LayerChain& chain)
+        : measured_(measured), device_(device), chain_(chain), rewrite_(measured, device) {}
+
+    Result<SimulatedRun> run(const WhatIfPolicy& policy, const std::string& source) {
+        SimulatedRun out;
+        out.recompute_per_step.assign(chain_.steps.size(), 0);
+        auto regions = regionsOf(policy, chain_);
+        if (!regions) return regions.error();
+        const bool attention_only =
+            policy.policy.recompute == Recompute::Selective && modelName(measured_) == "gpt";
+        const uint32_t keep = keptOps(policy.policy, measured_);
+        for (size_t si = 0; si < chain_.steps.size(); ++si) {
+            if (attention_only) {
+                out.recompute_per_step[si] += checkpointAttention(si);
+                continue;
+            }
+            const bool hold = policy.policy.recompute == Recompute::Save;
+            for (const auto& r : *regions)
+                out.recompute_per_step[si] += checkpoint(r, si, keep, hold);
+        }
+        if (keep)
+            assumptions_.push_back(
+                "the outputs of the ops kept (" + saveOpsName(keep) +
+                ", as the trace's op phases name them) stay as measured; everything else the "
+                "layer's forward made is recomputed");
+        if (attention_only)
+            assumptions_.push_back(
+                "selective recomputation of a gpt: only each layer's attention core (its "
+                "\"attention\" op phase) is recomputed");
+        if (policy.policy.optimizer_in_backward) {
+            auto done = optimizerInBackward();
+            if (!done) return done.error();
+        }
+        assumptions_.insert(assumptions_.begin(), chain_.assumptions.begin(),
+                            chain_.assumptions.end());
+        if (!regions->empty()) {
+            assumptions_.push_back(
+                "the recompute replays the layer's measured forward, allocation for allocation, "
+                "and takes its measured forward time");
+            assumptions_.push_back(
+                "the recomputed output is kept until the last tensor the layer saved is freed");
+        }
+        assumptions_.push_back(
+            "reserved memory (the caching allocator's segments) is not predicted: segment events "
+            "are the measured run's");
+
+        Prediction prediction;
+        prediction.source = source;
+        prediction.measured_policy = measured_.metrics ? measured_.metrics->policy : std::string();
+        prediction.policy = policy.name;
+        prediction.layers_source = std::string(toString(chain_.source));
+        prediction.assumptions = assumptions_;
+        out.trace = rewrite_.build(prediction, out.recompute_per_step);
+        out.assumptions = std::move(assumptions_);
+        return out;
+    }
+
+private:
+    const Trace& measured_;
+    const DeviceTimeline& device_;
+    const LayerChain& chain_;
+    TraceRewrite rewrite_;
+    std::vector<std::string> assumptions_;
+    bool noted_output_ = false;
+    bool noted_span_ = false;
+
+    // A stretch of one step's forward that is checkpointed as one region.
+    struct Window {
+        int64_t fs = 0, fe = 0;  // the region's forward [fs, fe)
+        size_t step = 0;
+        std::string name;  // "block 3", "h.0–h.3", "attention of block 3"
+        int32_t block = -1;
+        std::pair<size_t, size_t> layers{0, 0};  // whose forward scopes are replayed
+        uint32_t keep_ops = 0;  // SaveOp bits whose outputs are kept, not recomputed
+        // A save list's cache holds a kept matmul's output from the forward to
+        // the recompute, even one the forward used only once (a selective
+        // region's output is not held).
+        bool hold_outputs = false;
+    };
+
+    // Checkpoints region r in step si, keeping `keep_ops`' outputs; returns
+    // the recompute time added.
+    int64_t checkpoint(std::pair<size_t, size_t> r, size_t si, uint32_t keep_ops, bool hold) {
+        const LayerRun* first = runIn(chain_.layers[r.first], si);
+        const LayerRun* last = runIn(chain_.layers[r.second - 1], si);
+        if (!first || !last) return 0;
+        return checkpointWindow({first->forward_start, last->forward_end, si, regionName(chain_, r),
+                                 static_cast<int32_t>(chain_.layers[r.first].index), r, keep_ops,
+                                 hold});
+    }
+
+    // Checkpoints only each layer's attention core in step si (gpt's
+    // selective recomputation): the "attention" op phases in its forward.
+    int64_t checkpointAttention(size_t si) {
+        int64_t added = 0;
+        for (size_t l = 0; l < chain_.layers.size(); ++l) {
+            const LayerRun* run = runIn(chain_.layers[l], si);
+            if (!run) continue;
+            for (const Phase& p : measured_.phases) {
+                if (p.kind != PhaseKind::Range || p.start < run->forward_start ||
+                    p.end > run->forward_end || !phaseOnDevice(p, device_.device) ||
+                    opKindOfPhaseName(measured_.string(p.name)) != kSaveAttention)
+                    continue;
+                added += checkpointWindow({p.start,
+                                           p.end,
+                                           si,
+                                           "attention of " + chain_.layers[l].name,
+                                           static_cast<int32_t>(chain_.layers[l].index),
+                                           {l, l},
+                                           0,
+                                           false});
+            }
+        }
+        return added;
+    }
+
+    int64_t checkpointWindow(const Window& w) {
+        const ChainStep& step = chain_.steps[w.step];
+        const int64_t fs = w.fs, fe = w.fe;
+        if (fe <= fs) return 0;
+        const auto& iv = device_.intervals;
+        auto stored = [&](const AllocationInterval& a) {
+            return w.keep_ops != 0 &&
+                   (opKindsAt(measured_, measured_.events[a.alloc_event].phase) & w.keep_ops) != 0;
+        };
+
+        // When the layers after the region have finished their backward: the
+        // last free, inside backward, of what their forward made.
+        int64_t downstream_done = step.backward_start;
+        for (size_t i = firstStartingAt(iv, fe); i < iv.size() && iv[i].start < step.backward_start;
+             ++i) {
+            const AllocationInterval& a = iv[i];
+            if (a.alloc_event == kNoEvent || a.free_event == kNoEvent) continue;
+            if (a.end >= step.backward_start && a.end <= step.backward_end)
+                downstream_done = std::max(downstream_done, a.end);
+        }
+
+        // The region's output, which the checkpoint keeps: the last tensor
+        // its forward made that outlived the forward (a block's residual sum).
+        std::optional<uint32_t> output;
+        for (size_t i = firstStartingAt(iv, fs); i < iv.size() && iv[i].start < fe; ++i) {
+            const AllocationInterval& a = iv[i];
+            if (a.alloc_event == kNoEvent || persistent(a.category) || a.free_event == kNoEvent ||
+                stored(a))
+                continue;
+            if (a.end >= fe && a.end <= step.backward_end &&
+                (!output || a.start >= iv[*output].start))
+                output = static_cast<uint32_t>(i);
+        }
+        std::vector<uint32_t> temps, kept, saved, stored_temps;
+        // A kept op run with autograd (the attention core) keeps what its
+        // backward needs, its input too.
+        std::vector<uint32_t> kept_inputs;
+        if (w.keep_ops & kSaveAttention) kept_inputs = keptOpInputs(w, step);
+        int64_t saved_done = downstream_done;
+        for (size_t i = firstStartingAt(iv, fs); i < iv.size() && iv[i].start < fe; ++i) {
+            const AllocationInterval& a = iv[i];
+            if (a.alloc_event == kNoEvent || persistent(a.category)) continue;
+            const uint32_t id = static_cast<uint32_t>(i);
+            // What a kept op made stays as measured, it is not run again;
+            // but what it made only for the forward's next op (a temporary
+            // there) is now held by the save list until the recompute takes it.
+            if (stored(a)) {
+                if (w.hold_outputs && a.free_event != kNoEvent && a.end < fe &&
+                    (opKindsAt(measured_, measured_.events[a.alloc_event].phase) & kSaveMatmul))
+                    stored_temps.push_back(id);
+                continue;
+            }
+            if (std::find(kept_inputs.begin(), kept_inputs.end(), id) != kept_inputs.end())
+                continue;
+            if (a.free_event != kNoEvent && a.end < fe) {
+                temps.push_back(id);
+            } else if (a.free_event != kNoEvent && (id == output || a.end <= downstream_done)) {
+                kept.push_back(id);  // the output, and what the layers after it hold
+            } else if (a.free_event != kNoEvent && a.end <= step.backward_end) {
+                saved.push_back(id);
+                saved_done = std::max(saved_done, a.end);
+            }
+            // Anything else outlives backward: the policy does not change it.
+        }
+        if (saved.empty()) return 0;
+        if (!noted_output_ && output) {
+            noted_output_ = true;
+            const std::string& name = w.name;
+            assumptions_.push_back("the output of " + name +
+                                   " is taken as the last tensor its forward made that "
+                                   "outlived it (" +
+                                   formatBytes(static_cast<int64_t>(iv[*output].size)) +
+                                   "), kept with what the layers after it freed in their backward");
+        }
+
+        // The forward, run without saving: a saved tensor lives as long as
+        // the region's own temporaries do, counted in allocations made
+        // meanwhile (their median), the last ones until the forward ends.
+        std::vector<int64_t> births;
+        for (const auto* set : {&temps, &kept, &saved})
+            for (uint32_t id : *set) births.push_back(iv[id].start);
+        std::sort(births.begin(), births.end());
+        const size_t span = lifetimeInAllocations(temps, births);
+        for (uint32_t id : saved) {
+            const size_t at = static_cast<size_t>(
+                std::upper_bound(births.begin(), births.end(), iv[id].start) - births.begin());
+            const int64_t until = at + span - 1 < births.size() ? births[at + span - 1] : fe;
+            rewrite_.moveFree(id, std::max(until, iv[id].start));
+        }
+        if (!noted_span_) {
+            noted_span_ = true;
+            assumptions_.push_back(
+                "a checkpointed layer's forward, run without saving, frees each tensor it would "
+                "have saved after " +
+                std::to_string(span) +
+                " more allocations: the mean lifetime of its measured temporaries");
+        }
+
+        // The replay, inserted after downstream_done; kept ops take no time.
+        const int64_t duration = fe - fs - keptOpTime(w);
+        const TraceRewrite::Gap gap = rewrite_.insertGap(downstream_done, duration);
+        const PhaseId recompute = rewrite_.addRecomputePhase(
+            gap, "recompute " + w.name, w.block,
+            phaseHolding(measured_, PhaseKind::Backward, device_.device, downstream_done));
+        // The replay's times, compressed by the kept ops' share.
+        const double scale = static_cast<double>(duration) / static_cast<double>(fe - fs);
+        auto offset = [&](int64_t t) {
+            return static_cast<int64_t>(static_cast<double>(t - fs) * scale);
+        };
+        for (uint32_t id : temps)
+            rewrite_.addCopy(id, gap, offset(iv[id].start), TraceRewrite::At::InGap,
+                             offset(iv[id].end), recompute);
+        for (uint32_t id : kept)
+            rewrite_.addCopy(id, gap, offset(iv[id].start), TraceRewrite::At::Measured, saved_done,
+                             recompute);
+        for (uint32_t id : saved)
+            rewrite_.addCopy(id, gap, offset(iv[id].start), TraceRewrite::At::Measured, iv[id].end,
+                             recompute);
+        for (uint32_t id : stored_temps) rewrite_.moveFreeIntoGap(id, gap, offset(iv[id].end));
+        rewrite_.addRecomputeScopes(gap, fs, fe, scale);
+        return duration;
+    }
+
+    // Time spent in the window inside ops whose outputs are kept: the
+    // outermost such op phases, which the recompute does not run again.
+    int64_t keptOpTime(const Window& w) const {
+        if (w.keep_ops == 0) return 0;
+        std::vector<std::pair<int64_t, int64_t>> spans;
+        for (uint32_t i = 0; i < measured_.phases.size(); ++i) {
+            const Phase& p = measured_.phases[i];
+            if (p.kind != PhaseKind::Range || p.start < w.fs || p.end > w.fe ||
+                !phaseOnDevice(p, device_.device))
+                continue;
+            if (opKindsAt(measured_, PhaseId(i + 1)) & w.keep_ops)
+                spans.emplace_back(p.start, p.end);
+        }
+        std::sort(spans.begin(), spans.end());
+        int64_t total = 0, covered_to = w.fs;
+        for (const auto& [s, e] : spans) {
+            const int64_t from = std::max(s, covered_to);
+            if (e > from) total += e - from;
+            covered_to = std::max(covered_to, e);
+        }
+        return std::min(total, w.fe - w.fs);
+    }
+
+    // The inputs of each kept attention op of window `w`: the last tensor
+    // made before the op began that lives into backward (its q, k, v buffer),
+    // which the op, run once with autograd, keeps for its own backward.
+    std::vector<uint32_t> keptOpInputs(const Window& w, const ChainStep& step) const {
+        std::vector<uint32_t> inputs;
+        const auto& iv = device_.intervals;
+        for (const Phase& p : measured_.phases) {
+            if (p.kind != PhaseKind::Range || p.start < w.fs || p.end > w.fe ||
+                !phaseOnDevice(p, device_.device) ||
+                opKindOfPhaseName(measured_.string(p.name)) != kSaveAttention)
+                continue;
+            for (size_t i = firstStartingAt(iv, p.start); i-- > firstStartingAt(iv, w.fs);) {
+                const AllocationInterval& a = iv[i];
+                if (a.alloc_event == kNoEvent || persistent(a.category) || a.free_event == kNoEvent)
+                    continue;
+                if (a.end >= step.backward_start && a.end <= step.backward_end) {
+                    inputs.push_back(static_cast<uint32_t>(i));
+                    break;
+                }
+            }
+        }
+        return inputs;
+    }
+
+    // The mean number of allocations made while a temporary lived (born
+    // after it, up to its free), rounded up; 1 when there are none. A
+    // saved tensor's consumers in the forward are not recorded; the
+    // temporaries show how long the forward's ops keep their inputs.
+    size_t lifetimeInAllocations(const std::vector<uint32_t>& temps,
+                                 const std::vector<int64_t>& births) const {
+        const auto& iv = device_.intervals;
+        std::vector<size_t> spans;
+        for (uint32_t id : temps) {
+            const auto from = std::upper_bound(births.begin(), births.end(), iv[id].start);
+            const auto to = std::upper_bound(births.begin(), births.end(), iv[id].end);
+            spans.push_back(static_cast<size_t>(std::max<ptrdiff_t>(to - from, 0)));
+        }
+        if (spans.empty()) return 1;
+        size_t sum = 0;
+        for (size_t s : spans) sum += s;
+        return std::max<size_t>(1, (sum + spans.size() - 1) / spans.size());
+    }
+
+    const LayerRun* runIn(const ChainLayer& layer, size_t si) const {
+        for (const LayerRun& run : layer.runs)
+            if (run.step == static_cast<int32_t>(si)) return &run;
+        return nullptr;
+    }
+
+    // The optimizer's windows on the device: [start, end] of each Optimizer phase.
+    std::vector<std::pair<int64_t, int64_t>> optimizerWindows() const {
+        std::vector<std::pair<int64_t, int64_t>> w;
+        for (const Phase& p : measured_.phases)
+            if (p.kind == PhaseKind::Optimizer && phaseOnDevice(p, device_.device) &&
+                p.end > p.start)
+                w.emplace_back(p.start, p.end);
+        std::sort(w.begin(), w.end());
+        return w;
+    }
+
+    Result<void> optimizerInBackward() {
+        const auto& iv = device_.intervals;
+        const auto windows = optimizerWindows();
+        auto windowOf = [&](int64_t t) -> const std::pair<int64_t, int64_t>* {
+            auto it =
+                std::upper_bound(windows.begin(), windows.end(), std::make_pair(t, INT64_MAX));
+            if (it == windows.begin()) return nullptr;
+            --it;
+            return t <= it->second ? &*it : nullptr;
+        };
+        auto inBackward = [&](int64_t t) {
+            for (const ChainStep& s : chain_.steps)
+                if (t >= s.backward_start && t <= s.backward_end) return true;
+            return false;
+        };
+
+        // The optimizer step's temporaries, as a fraction of the gradients
+        // they serve: the highest live temporary bytes of any step.
+        std::vector<uint32_t> grads, temps, states;
+        for (uint32_t i = 0; i < iv.size(); ++i) {
+            const AllocationInterval& a = iv[i];
+            if (a.alloc_event == kNoEvent) continue;
+            if (a.category == Category::Gradient && inBackward(a.start)) {
+                grads.push_back(i);
+                continue;
+            }
+            const auto* w = windowOf(a.start);
+            if (!w) continue;
+            if (a.category == Category::OptimizerState &&
+                (a.free_event == kNoEvent || a.end > w->second))
+                states.push_back(i);
+            else if (!persistent(a.category) && a.free_event != kNoEvent && a.end <= w->second)
+                temps.push_back(i);
+        }
+        // The policy frees gradients as backward makes them. Gradients that
+        // live across steps (alive before the trace began, or kept by
+        // zero_grad(set_to_none=False)) are not made in backward, and what
+        // fusing would do to them is not in the trace.
+        int64_t made = 0, kept = 0;
+        for (uint32_t id : grads) made += static_cast<int64_t>(iv[id].size);
+        for (const AllocationInterval& a : iv)
+            if (a.category == Category::Gradient && a.alloc_event == kNoEvent)
+                kept += static_cast<int64_t>(a.size);
+        if (made == 0 || kept > made)
+            return makeError(
+                "the run's gradients are not made in backward (" + formatBytes(kept) +
+                " of them were alive before the trace began, " + formatBytes(made) +
+                " made in backward): fusing the optimizer into backward cannot be predicted "
+                "from it; record from the first step");
+        const double ratio = temporaryRatio(temps, windows);
+        for (uint32_t id : temps) rewrite_.drop(id);
+
+        // Each gradient: its parameter's optimizer work right after it is made.
+        const int64_t first_backward_end = chain_.steps.front().backward_end;
+        std::unordered_map<uint64_t, std::vector<uint32_t>> first_grads_by_size;
+        for (uint32_t id : grads) {
+            const AllocationInterval& g = iv[id];
+            const uint64_t temp = static_cast<uint64_t>(ratio * static_cast<double>(g.size));
+            if (temp > 0) rewrite_.addTemporaryAfter(id, roundUp512(temp));
+            rewrite_.freeWhenComplete(id);
+            if (g.start <= first_backward_end) first_grads_by_size[g.size].push_back(id);
+        }
+
+        // The optimizer state: born with its parameter's first gradient.
+        std::unordered_map<uint64_t, size_t> taken;
+        std::unordered_map<uint64_t, size_t> states_of_size;
+        for (uint32_t id : states) ++states_of_size[iv[id].size];
+        size_t unmatched = 0;
+        for (uint32_t id : states) {
+            const uint64_t size = iv[id].size;
+            auto it = first_grads_by_size.find(size);
+            if (it == first_grads_by_size.end()) {
+                ++unmatched;
+                rewrite_.moveBirth(id, chain_.steps.front().backward_start);
+                continue;
+            }
+            const size_t per = std::max<size_t>(1, states_of_size[size] / it->second.size());
+            const size_t k = std::min(taken[size]++ / per, it->second.size() - 1);
+            rewrite_.moveBirthToCompletion(id, it->second[k]);
+        }
+
+        assumptions_.push_back(
+            "each gradient made in backward is taken as complete when the op that made it has "
+            "finished (before the next allocation), and freed right after its parameter's "
+            "optimizer step");
+        if (ratio > 0)
+            assumptions_.push_back(
+                "the optimizer step's temporaries (" +
+                std::to_string(static_cast<int>(ratio * 100 + 0.5)) +
+                "% of the gradients' bytes at most, measured) become "
+                "per-parameter ones of the same share, right after each gradient");
+        assumptions_.push_back(
+            "the optimizer state is born in the first backward, with the first gradient of its "
+            "size" +
+            std::string(unmatched ? " (" + std::to_string(unmatched) +
+                                        " state tensors of no gradient's size: at the first "
+                                        "backward's start)"
+                                  : std::string()));
+        assumptions_.push_back("the optimizer's time is taken as unchanged, moved into backward");
+        return {};
+    }
+
+    double temporaryRatio(const std::vector<uint32_t>& temps,
+                          const std::vector<std::pair<int64_t, int64_t>>& windows) const {
+        const auto& iv = device_.intervals;
+        double best = 0;
+        for (const auto& w : windows) {
+            // Live temporary bytes over the window (a sweep of births and deaths).
+            std::vector<std::pair<int64_t, int64_t>> steps;
+            for (uint32_t id : temps)
+                if (iv[id].start >= w.first && iv[id].start <= w.second) {
+                    steps.emplace_back(iv[id].start, static_cast<int64_t>(iv[id].size));
+                    steps.emplace_back(iv[id].end, -static_cast<int64_t>(iv[id].size));
+                }
+            std::sort(steps.begin(), steps.end());
+            int64_t live = 0, peak = 0;
+            for (const auto& [t, d] : steps) peak = std::max(peak, live += d);
+            // The gradients the step served: those alive at its start.
+            int64_t grads = 0;
+            for (const auto& a : device_.liveAt(w.first))
+                if (iv[a].category == Category::Gradient) grads += static_cast<int64_t>(iv[a].size);
+            if (grads > 0)
+                best = std::max(best, static_cast<double>(peak) / static_cast<double>(grads));
+        }
+        return best;
+    }
+
+    static uint64_t roundUp512(uint64_t n) { return (n + 511) / 512 * 512; }
+};
+
+}  // namespace
+
+std::string refusal(const Trace& measured, const WhatIfPolicy& policy, const LayerChain& chain) {
+    const std::string measured_policy = measured.metrics ? measured.metrics->policy : std::string();
+    if (!measured_policy.empty() && measured_policy != "full")
+        return "predictions start from a full-save run; this run's policy is " + measured_policy;
+    const bool recomputes =
+        std::any_of(measured.modules.scopes.begin(), measured.modules.scopes.end(),
+                    [](const ModuleScope& s) { return s.kind == ModuleScopeKind::Recompute; });
+    if (measured_policy.empty() && recomputes)
+        return "this run already recomputes layers (checkpointing): predictions start from a "
+               "full-save run";
+    const bool ops = policy.policy.recompute == Recompute::Selective ||
+                     (policy.policy.recompute == Recompute::Save && policy.policy.save_ops != 0);
+    if (ops && !hasOpLabels(measured))
+        return "the trace does not say which op made each allocation (no op phases named "
+               "matmul or attention, as memscope-train records them), so what a save list or "
+               "selective recompute keeps cannot be told from what it recomputes";
+    if (ops && policy.policy.recompute == Recompute::Save) {
+        uint32_t labelled = 0;
+        for (const Phase& p : measured.phases)
+            if (p.kind == PhaseKind::Range && !p.inferred)
+                labelled |= opKindOfPhaseName(measured.string(p.name));
+        if (const uint32_t missing = policy.policy.save_ops & ~labelled)
+            return "the trace has no op of kind " + saveOpsName(missing) +
+                   " (no op phase names it): nothing of it to keep";
+    }
+    if (policy.policy.recompute == Recompute::Selective && modelName(measured) != "gpt" &&
+        modelName(measured) != "mlp")
+        return "selective is memscope-train's model-specific policy; name the ops to keep "
+               "instead (save:matmul, save:attention)";
+    if (policy.policy.recompute == Recompute::Segments &&
+        policy.policy.segments > static_cast<int>(chain.layers.size()))
+        return "segments:" + std::to_string(policy.policy.segments) +
+               " needs at least that many "
+               "layers; the trace has " +
+               std::to_string(chain.layers.size());
+    return {};
+}
+
+Result<SimulatedRun> simulatePolicy(const Trace& measured, const DeviceTimeline& device,
+                                    const LayerChain& chain, const WhatIfPolicy& policy,
+                                    const std::string& source) {
+    Simulation sim(measured, device, chain);
+    return sim.run(policy, source);
+}
+
+}  // namespace memscope::detail

@@ -1,0 +1,110 @@
+#pragma once
+// The predicted trace as edits of the measured one: allocations whose birth
+// or free moves, that are dropped, copied into a recompute, or joined by a
+// temporary; gaps of time inserted into backward for recomputes. build()
+// applies them all at once, so that edits name times in the measured run's
+// clock however many gaps come before them.
+//
+// Edits name allocations by their index in the device timeline's intervals.
+// Allocations that move or are copied get fresh addresses, so that an
+// address the measured run reused in between never holds two at once.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "memscope/whatif/layer_chain.h"
+#include "memscope/model/trace.h"
+#include "memscope/timeline/timeline.h"
+
+namespace memscope::detail {
+
+class TraceRewrite {
+public:
+    TraceRewrite(const Trace& measured, const DeviceTimeline& device)
+        : measured_(measured), device_(device) {}
+
+    struct Gap {
+        size_t index = 0;
+    };
+    // Inserts `duration` of time right after measured time `after`: what
+    // happened later happens that much later.
+    Gap insertGap(int64_t after, int64_t duration);
+    PhaseId addRecomputePhase(Gap gap, std::string name, int32_t block, PhaseId parent);
+    // The forward scopes within [start, end) again, as recompute scopes in
+    // the gap, their times against `start` multiplied by `scale`.
+    void addRecomputeScopes(Gap gap, int64_t start, int64_t end, double scale);
+
+    enum class At { InGap, Measured };
+    // A copy of allocation `id` born `alloc_offset` into the gap, freed at
+    // `free` (an offset into the gap, or a measured time).
+    void addCopy(uint32_t id, Gap gap, int64_t alloc_offset, At at, int64_t free, PhaseId phase);
+
+    void moveFree(uint32_t id, int64_t measured_time);           // freed then instead
+    void moveFreeIntoGap(uint32_t id, Gap gap, int64_t offset);  // freed in a recompute
+    void drop(uint32_t id);                                      // never allocated
+    // The measured event after which the op that made allocation `id` had
+    // finished: the last of the device's events before its next allocation
+    // (the op's own temporaries freed, the next op not begun).
+    uint64_t completion(uint32_t id) const;
+    // A temporary of `size` born and freed when `id` is complete.
+    void addTemporaryAfter(uint32_t id, uint64_t size);
+    void freeWhenComplete(uint32_t id);  // after its temporaries
+    void moveBirth(uint32_t id, int64_t measured_time);
+    // Born when `other` is complete, before its temporaries.
+    void moveBirthToCompletion(uint32_t id, uint32_t other);
+
+    Trace build(const Prediction& prediction, const std::vector<int64_t>& recompute_per_step) const;
+
+private:
+    // Where an event goes: a measured time (shifted by the gaps before it)
+    // or a gap's own time, and its order among events at the same time.
+    struct Place {
+        int64_t time = 0;
+        std::optional<size_t> gap;  // time is an offset into this gap
+        uint64_t order = 0;
+    };
+    struct Edit {
+        std::optional<Place> birth, free;
+        bool dropped = false;
+        bool fresh_address = false;
+    };
+    struct Copy {
+        uint32_t id = 0;
+        Place birth, free;
+        PhaseId phase;
+        std::optional<Category> category;  // instead of the allocation's own
+        uint64_t size = 0;                 // 0 = the allocation's own
+    };
+    struct GapSpec {
+        int64_t after = 0, duration = 0;
+    };
+    struct NewPhase {
+        size_t gap = 0;
+        std::string name;
+        int32_t block = -1;
+        PhaseId parent;
+    };
+    struct NewScope {
+        size_t gap = 0;
+        int64_t offset = 0, length = 0;
+        ModuleId module;
+    };
+
+    const Trace& measured_;
+    const DeviceTimeline& device_;
+    std::unordered_map<uint32_t, Edit> edits_;
+    std::vector<Copy> copies_;
+    std::vector<GapSpec> gaps_;
+    std::vector<NewPhase> phases_;
+    std::vector<NewScope> scopes_;
+    uint64_t next_order_ = 0;
+
+    uint64_t afterEvent(uint64_t event, uint64_t k) const { return event * 8 + k; }
+    uint64_t synthetic() { return (uint64_t{1} << 62) + next_order_++; }
+    int64_t birthTime(uint32_t id) const { return device_.intervals[id].start; }
+};
+
+}  // namespace memscope::detail

@@ -11,9 +11,9 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "memscope/analysis/peak_check.h"
-#include "memscope/ranks/rank_digest.h"
 #include "memscope/base/units.h"
 #include "memscope/open/open_each.h"
+#include "memscope/ranks/rank_digest.h"
 
 namespace memscope::cli {
 namespace {

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "memscope/ranks/rank_run.h"
 #include "memscope/model/run_name.h"
 #include "memscope/open/open_run.h"
 #include "memscope/open/plugin_registry.h"
+#include "memscope/ranks/rank_run.h"
 
 namespace memscope::cli {
 

@@ -10,6 +10,8 @@
 #include "commands.h"
 #include "memscope/analysis/compare_table.h"
 #include "memscope/ranks/rank_compare.h"
+#include "memscope/report/compare_report.h"
+#include "memscope/report/rank_report.h"
 
 namespace memscope::cli {
 namespace {

@@ -162,15 +162,16 @@ void printTable(const FileReport& f) {
         std::printf("%s: %s  (%s, from %s)\n", f.name.c_str(), f.path.c_str(), f.format.c_str(),
                     source.c_str());
     for (const auto& w : f.warnings) std::printf("  warning: %s\n", w.message.c_str());
-    if (f.trace && isDigest(*f.trace)) {
-        const std::string* source = f.trace->metadata.property("digest.source");
-        const std::string* summed = f.trace->metadata.property("digest.summed_allocations");
+    if (f.trace && f.trace->digest) {
+        const DigestSection& digest = *f.trace->digest;
+        const std::string summed =
+            digest.summed_allocations
+                ? ", " + std::to_string(digest.summed_allocations) + " of them summed by category"
+                : "";
         std::printf(
             "  a digest of %s: only the allocations alive at its peak%s; its envelope and\n"
             "  per-phase peaks show in the per-rank table of a folder of digests\n",
-            source ? source->c_str() : "a trace",
-            summed && *summed != "0" ? (", " + *summed + " of them summed by category").c_str()
-                                     : "");
+            digest.source.empty() ? "a trace" : digest.source.c_str(), summed.c_str());
     }
     if (f.trace) printRecordedRange(*f.trace, "  ");
     if (f.summary.devices.empty())

@@ -14,9 +14,10 @@
 
 #include "cli_common.h"
 #include "commands.h"
-#include "memscope/whatif/whatif.h"
 #include "memscope/base/units.h"
 #include "memscope/format/native_format.h"
+#include "memscope/report/whatif_report.h"
+#include "memscope/whatif/whatif.h"
 
 namespace memscope::cli {
 namespace {

@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <numeric>
 
-#include "memscope/whatif/policy_frontier.h"
-#include "memscope/report/report_json.h"
 #include "memscope/model/phases.h"
+#include "memscope/report/report_json.h"
+#include "memscope/whatif/policy_frontier.h"
 
 namespace memscope::trainer {
 namespace {

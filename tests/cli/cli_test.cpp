@@ -16,6 +16,7 @@
 #include "memscope/format/native_format.h"
 #include "memscope/open/open_run.h"
 #include "memscope/recording/recording_merge.h"
+#include "memscope/report/compare_report.h"
 
 using namespace memscope;
 

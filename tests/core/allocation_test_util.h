@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <memory>
 
-#include "memscope/view/allocation_layout.h"
 #include "memscope/model/trace.h"
 #include "memscope/timeline/timeline.h"
+#include "memscope/view/allocation_layout.h"
 
 namespace memscope::testutil {
 

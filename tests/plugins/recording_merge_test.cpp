@@ -11,13 +11,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "memscope/report/report_json.h"
 #include "memscope/analysis/summary.h"
 #include "memscope/builtin_plugins.h"
 #include "memscope/format/native_format.h"
 #include "memscope/open/open_run.h"
 #include "memscope/recording/capture_log.h"
 #include "memscope/recording/recording_folder.h"
+#include "memscope/report/report_json.h"
 #include "memscope/timeline/timeline.h"
 #include "test_util.h"
 

@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <map>
 
-#include "memscope/whatif/whatif.h"
 #include "memscope/open/open_run.h"
 #include "memscope/plugins/pytorch_snapshot.h"
+#include "memscope/whatif/whatif.h"
 #include "test_util.h"
 
 namespace memscope {

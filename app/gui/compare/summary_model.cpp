@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "common/format.h"
+#include "memscope/report/compare_report.h"
 
 namespace memscope::gui {
 

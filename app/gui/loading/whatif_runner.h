@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "loading/run.h"
-#include "memscope/whatif/whatif.h"
 #include "memscope/base/result.h"
 #include "memscope/base/task_context.h"
+#include "memscope/whatif/whatif.h"
 
 namespace memscope::gui {
 

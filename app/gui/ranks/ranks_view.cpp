@@ -11,8 +11,8 @@
 #include "common/category_colors.h"
 #include "common/format.h"
 #include "common/plot_style.h"
-#include "memscope/ranks/rank_imbalance.h"
 #include "memscope/base/units.h"
+#include "memscope/ranks/rank_imbalance.h"
 
 namespace memscope::gui {
 namespace {

@@ -42,7 +42,8 @@ protected:
 
 private:
     QRgb colorOf(const LayoutSegment& s) const;
-    [[gnu::always_inline]] QRgb plainColorOf(const LayoutSegment& s) const;  // no highlight, emphasis
+    [[gnu::always_inline]] QRgb plainColorOf(
+        const LayoutSegment& s) const;  // no highlight, emphasis
 
     const AllocationSites* sites_ = nullptr;
     AxisMap map_;

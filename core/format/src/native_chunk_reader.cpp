@@ -223,7 +223,7 @@ private:
         std::string problem;
         if (h.type == ChunkType::Events) {
             problem = readEvents(h, stored, trace);
-        } else if (h.type >= ChunkType::Metadata && h.type <= ChunkType::Prediction) {
+        } else if (h.type >= ChunkType::Metadata && h.type <= ChunkType::Digest) {
             std::span<const unsigned char> payload;
             problem = decompressor_.open(h, stored, payload);
             if (problem.empty())

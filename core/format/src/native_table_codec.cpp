@@ -410,6 +410,91 @@ std::string decodePrediction(uint32_t count, ByteReader& r, Trace& trace) {
     return {};
 }
 
+// Chunk 16: a rank's digest, written whole (docs/FORMAT.md). Optional values
+// are a presence byte, then the value.
+void encodeDigest(const DigestSection& d, std::vector<unsigned char>& buf) {
+    ByteWriter w(buf);
+    w.varint(d.version);
+    putText(w, d.source);
+    w.svarint(d.device);
+    for (int64_t v : {d.start, d.end, d.peak_bytes, d.peak_time}) w.svarint(v);
+    w.byte(d.peak_phase ? uint8_t(1 + index(*d.peak_phase)) : 0);
+    w.svarint(d.peak_step);
+    w.byte(d.peak_reserved_bytes ? 1 : 0);
+    if (d.peak_reserved_bytes) w.varint(*d.peak_reserved_bytes);
+    for (const auto& peak : d.peaks_by_phase) {
+        w.byte(peak ? 1 : 0);
+        if (peak) w.svarint(*peak);
+    }
+    w.varint(d.steps);
+    for (const std::vector<int64_t>* values : {&d.step_starts, &d.envelope}) {
+        w.varint(values->size());
+        for (int64_t v : *values) w.svarint(v);
+    }
+    w.varint(d.inferred.size());
+    for (const DigestInference& i : d.inferred) {
+        w.varint(i.event);
+        w.byte(uint8_t(index(i.category)));
+        w.byte(uint8_t(i.rule));
+    }
+    w.varint(d.allocations);
+    w.varint(d.summed_allocations);
+}
+
+std::string decodeDigest(ByteReader& r, Trace& trace) {
+    DigestSection d;
+    const uint64_t version = r.varint();
+    if (r.failed()) return "digest cut short";
+    if (version == 0) return "a digest of version 0";
+    d.version = uint32_t(std::min<uint64_t>(version, UINT32_MAX));
+    if (version > kDigestVersion) {
+        // A later memscope's layout: the trace is still marked as a digest, so
+        // that it is never taken for a full trace, and whoever reads its
+        // figures (rankDigestOf) says that it is newer. The rest of the chunk
+        // is not read.
+        trace.digest = std::move(d);
+        return {};
+    }
+    d.source = std::string(r.text());
+    d.device = int16_t(std::clamp<int64_t>(r.svarint(), INT16_MIN, INT16_MAX));
+    for (int64_t* v : {&d.start, &d.end, &d.peak_bytes, &d.peak_time}) *v = r.svarint();
+    if (const uint8_t phase = r.byte(); phase > kTrainingPhaseCount) {
+        return "bad peak phase";
+    } else if (phase) {
+        d.peak_phase = kAllTrainingPhases[phase - 1];
+    }
+    d.peak_step = int32_t(std::clamp<int64_t>(r.svarint(), -1, INT32_MAX));
+    if (r.byte()) d.peak_reserved_bytes = r.varint();
+    for (auto& peak : d.peaks_by_phase)
+        if (r.byte()) peak = r.svarint();
+    d.steps = r.varint();
+    for (std::vector<int64_t>* values : {&d.step_starts, &d.envelope}) {
+        const uint64_t n = r.varint();
+        // Each value takes at least one byte.
+        if (r.failed() || n > r.remaining()) return "bad digest list length";
+        values->reserve(n);
+        for (uint64_t i = 0; i < n; ++i) values->push_back(r.svarint());
+    }
+    const uint64_t inferred = r.varint();
+    if (r.failed() || inferred > r.remaining() / 3) return "bad inferred category count";
+    d.inferred.reserve(inferred);
+    for (uint64_t i = 0; i < inferred; ++i) {
+        DigestInference entry;
+        entry.event = r.varint();
+        const uint8_t category = r.byte(), rule = r.byte();
+        if (category >= kCategoryCount || rule >= kCategoryRuleCount)
+            return "bad inferred category";
+        entry.category = kAllCategories[category];
+        entry.rule = CategoryRule(rule);
+        d.inferred.push_back(entry);
+    }
+    d.allocations = r.varint();
+    d.summed_allocations = r.varint();
+    if (r.failed()) return "digest cut short";
+    trace.digest = std::move(d);  // the last one wins
+    return {};
+}
+
 void encodeRunMetrics(const RunMetrics& m, std::vector<unsigned char>& buf) {
     ByteWriter w(buf);
     putText(w, m.policy);
@@ -639,6 +724,11 @@ void encodeUpdates(const PendingTables& p, const ChunkEmitter& emit) {
         encodePrediction(*p.prediction, buf);
         emit(ChunkType::Prediction, static_cast<uint32_t>(p.prediction->assumptions.size()), buf);
     }
+    if (p.digest) {
+        std::vector<unsigned char> buf;
+        encodeDigest(*p.digest, buf);
+        emit(ChunkType::Digest, static_cast<uint32_t>(p.digest->inferred.size()), buf);
+    }
 }
 
 std::string decodeTableChunk(ChunkType type, uint32_t count, std::span<const unsigned char> payload,
@@ -673,6 +763,8 @@ std::string decodeTableChunk(ChunkType type, uint32_t count, std::span<const uns
             return decodeModuleScopes(count, r, trace);
         case ChunkType::Prediction:
             return decodePrediction(count, r, trace);
+        case ChunkType::Digest:
+            return decodeDigest(r, trace);
         case ChunkType::Events:
             break;
     }

@@ -148,6 +148,10 @@ void NativeTables::setPrediction(const Prediction& prediction) {
     pending_.prediction = prediction;
 }
 
+void NativeTables::setDigest(const DigestSection& digest) {
+    pending_.digest = digest;
+}
+
 Event NativeTables::sanitize(const Event& event) const {
     Event e = event;
     sanitize(std::span(&e, 1));

@@ -38,8 +38,9 @@ struct PendingTables {
     std::vector<EventAttribute> attributes;
     std::optional<TraceMetadata> metadata;  // set when it changed: written whole
     std::optional<AllocatorState> allocator_state;
-    std::optional<RunMetrics> metrics;  // set when it changed: written whole
+    std::optional<RunMetrics> metrics;     // set when it changed: written whole
     std::optional<Prediction> prediction;  // likewise
+    std::optional<DigestSection> digest;   // likewise
 };
 
 class NativeTables {
@@ -62,6 +63,7 @@ public:
     void setAllocatorState(const AllocatorState& state);
     void setRunMetrics(const RunMetrics& metrics);
     void setPrediction(const Prediction& prediction);
+    void setDigest(const DigestSection& digest);
 
     // Ids that do not exist yet would make the reader drop the chunk that holds
     // them, so the writers store such references as 0 (none) instead.

@@ -96,6 +96,10 @@ void NativeTraceWriter::setPrediction(const Prediction& prediction) {
     impl_->tables.setPrediction(prediction);
 }
 
+void NativeTraceWriter::setDigest(const DigestSection& digest) {
+    impl_->tables.setDigest(digest);
+}
+
 uint64_t NativeTraceWriter::append(const Event& event) {
     Impl& d = *impl_;
     d.events.push_back(d.tables.sanitize(event));
@@ -160,6 +164,7 @@ Result<void> writeWholeTrace(const Trace& trace, const std::string& path,
     if (trace.allocator_state) w.setAllocatorState(*trace.allocator_state);
     if (trace.metrics) w.setRunMetrics(*trace.metrics);
     if (trace.prediction) w.setPrediction(*trace.prediction);
+    if (trace.digest) w.setDigest(*trace.digest);
     return w.close();
 }
 

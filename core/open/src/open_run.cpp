@@ -7,7 +7,6 @@
 #include <fstream>
 #include <optional>
 
-#include "memscope/ranks/digest_trace.h"
 #include "memscope/base/file_io.h"
 #include "memscope/format/native_format.h"
 #include "memscope/inference/inference.h"
@@ -100,7 +99,7 @@ Result<OpenedTrace> openTrace(Trace trace, const std::string& path, const TaskCo
     if (options.infer && options.timeline) {
         // A digest's events have no phases to infer from: its source's
         // inferred categories travel with it.
-        if (isDigest(trace)) {
+        if (trace.digest) {
             applyDigestInferences(trace);
         } else {
             order = detail::deviceOrder(trace);

@@ -10,7 +10,7 @@ namespace memscope {
 Result<DigestWritten> writeDigest(const OpenedTrace& opened, const std::string& out) {
     if (!opened.trace || !opened.timeline)
         return makeError(opened.path + ": opened without its timeline; a digest needs it");
-    if (isDigest(*opened.trace))
+    if (opened.trace->digest)
         return makeError(opened.path + ": already a digest (digests are made from full traces)");
     const std::string stem = std::filesystem::path(opened.path).stem().string();
     DigestWritten w;
@@ -18,7 +18,7 @@ Result<DigestWritten> writeDigest(const OpenedTrace& opened, const std::string& 
                           opened.trace->metadata.name.empty() ? stem : opened.trace->metadata.name);
     DigestLimits limits;
     // Each try halves what is kept one by one; with none kept the file is the
-    // properties and a remainder per category, far under the bound.
+    // section and a remainder per category, far under the bound.
     for (;;) {
         const Trace digest = digestTrace(*opened.trace, *opened.timeline, w.digest, limits);
         if (auto written = writeNativeTrace(digest, out); !written)
@@ -26,10 +26,8 @@ Result<DigestWritten> writeDigest(const OpenedTrace& opened, const std::string& 
         std::error_code ec;
         w.bytes = std::filesystem::file_size(out, ec);
         if (ec) return makeError(out + ": " + ec.message());
-        const std::string* kept = digest.metadata.property("digest.allocations");
-        const std::string* summed = digest.metadata.property("digest.summed_allocations");
-        w.allocations = kept ? std::stoull(*kept) : 0;
-        w.summed = summed ? std::stoull(*summed) : 0;
+        w.allocations = digest.digest->allocations;
+        w.summed = digest.digest->summed_allocations;
         if (w.bytes <= kDigestMaxBytes || limits.allocations == 0) break;
         limits.allocations /= 2;
         limits.stack_depth = std::max<size_t>(8, limits.stack_depth / 2);

@@ -44,7 +44,7 @@ Result<RankRun> openRanks(const std::string& folder, const PluginRegistry& regis
         const Trace& trace = *opened->trace;
         const std::string stem = fs::path(files[i]).stem().string();
         names[i] = trace.metadata.name;
-        if (isDigest(trace)) {
+        if (trace.digest) {
             // Made where the trace is (memscope-cli digest): read, not reduced.
             auto d = rankDigestOf(trace, files[i]);
             if (!d) {

@@ -10,8 +10,8 @@
 #include <string_view>
 
 #include "memscope/analysis/peak_explainer.h"
-#include "memscope/ranks/rank_run.h"
 #include "memscope/model/trace.h"
+#include "memscope/ranks/rank_run.h"
 #include "memscope/timeline/phase_peaks.h"
 #include "memscope/timeline/timeline.h"
 

@@ -1,9 +1,8 @@
-// The what-if table as `memscope-cli whatif` prints it, and its JSON.
+#include "memscope/report/whatif_report.h"
 
 #include <cstdio>
 
 #include "json_out.h"
-#include "memscope/whatif/whatif.h"
 #include "memscope/base/units.h"
 
 namespace memscope {

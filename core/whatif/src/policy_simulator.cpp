@@ -5,9 +5,9 @@
 #include <optional>
 #include <unordered_map>
 
-#include "memscope/whatif/op_labels.h"
 #include "memscope/base/units.h"
 #include "memscope/model/phases.h"
+#include "memscope/whatif/op_labels.h"
 #include "trace_rewrite.h"
 
 namespace memscope::detail {

@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "memscope/whatif/layer_chain.h"
-#include "memscope/whatif/whatif.h"
 #include "memscope/base/result.h"
 #include "memscope/model/trace.h"
 #include "memscope/timeline/timeline.h"
+#include "memscope/whatif/layer_chain.h"
+#include "memscope/whatif/whatif.h"
 
 namespace memscope::detail {
 

@@ -25,9 +25,9 @@
 #include "../common/bench_args.h"
 #include "memscope/base/huge_page_malloc.h"
 #include "memscope/builtin_plugins.h"
+#include "memscope/open/open_run.h"
 #include "memscope/ranks/digest_file.h"
 #include "memscope/ranks/open_ranks.h"
-#include "memscope/open/open_run.h"
 
 namespace fs = std::filesystem;
 using namespace memscope;

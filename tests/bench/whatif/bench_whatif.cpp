@@ -19,10 +19,10 @@
 
 #include "../common/bench_args.h"
 #include "config.h"
-#include "memscope/whatif/whatif.h"
 #include "memscope/base/huge_page_malloc.h"
 #include "memscope/format/native_format.h"
 #include "memscope/open/open_run.h"
+#include "memscope/whatif/whatif.h"
 #include "whatif_truth.h"
 
 using namespace memscope;

@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "memscope/whatif/policy_frontier.h"
-#include "memscope/whatif/whatif.h"
 #include "memscope/base/units.h"
 #include "memscope/format/native_format.h"
 #include "memscope/open/open_run.h"
+#include "memscope/whatif/policy_frontier.h"
+#include "memscope/whatif/whatif.h"
 #include "trainer.h"
 
 namespace memscope::whatif_truth {

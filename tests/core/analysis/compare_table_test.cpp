@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../analysis_test_util.h"
+#include "memscope/report/compare_report.h"
 #include "memscope/timeline/timeline.h"
 
 namespace memscope {

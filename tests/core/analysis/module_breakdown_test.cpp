@@ -11,6 +11,7 @@
 #include "../analysis_test_util.h"
 #include "memscope/analysis/compare_table.h"
 #include "memscope/format/native_format.h"
+#include "memscope/report/compare_report.h"
 
 namespace memscope {
 namespace {

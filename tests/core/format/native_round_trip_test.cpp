@@ -74,6 +74,63 @@ TEST(NativeFormat, RoundTripsEveryField) {
     expectSameTrace(original, *loaded);
 }
 
+// A digest's section (memscope/model/digest.h) comes back field by field,
+// its optional values absent and present, and its inferred categories open
+// as inferred again.
+TEST(NativeFormat, RoundTripsADigestSection) {
+    TempDir dir;
+    Trace original = sampleTrace(40);
+    DigestSection& d = original.digest.emplace();
+    d.source = "/runs/rank3.memscope";
+    d.device = 3;
+    d.start = -5;
+    d.end = 1'000'000'000'000;
+    d.peak_bytes = 7'000'000'000;
+    d.peak_time = 123'456;
+    d.peak_phase = TrainingPhase::Backward;
+    d.peak_step = 41;
+    d.peak_reserved_bytes = 8'000'000'000ull;
+    d.peaks_by_phase[size_t(index(TrainingPhase::Forward))] = 6'000'000'000;
+    d.peaks_by_phase[size_t(index(TrainingPhase::Backward))] = 7'000'000'000;
+    d.steps = 5000;
+    d.step_starts = {0, 100, 250, -1};
+    d.envelope.assign(2048, 0);
+    d.envelope[7] = 7'000'000'000;
+    for (uint64_t e = 0; e < original.events.size(); ++e)
+        if (original.events[e].category == Category::Unknown) {
+            d.inferred.push_back({e, Category::Activation, CategoryRule::AliveThroughout});
+            break;
+        }
+    ASSERT_FALSE(d.inferred.empty());
+    d.allocations = 12;
+    d.summed_allocations = 3;
+    ASSERT_TRUE(writeNativeTrace(original, dir.file("d.memscope")));
+    auto loaded = readNativeTrace(dir.file("d.memscope"));
+    ASSERT_TRUE(loaded) << loaded.message();
+    expectSameTrace(original, *loaded);
+
+    Trace& t = *loaded;
+    applyDigestInferences(t);
+    const uint64_t e = d.inferred[0].event;
+    EXPECT_EQ(t.categoryOf(e), Category::Activation);
+    EXPECT_TRUE(t.categoryInferred(e));
+
+    // A digest of a newer version opens as a digest of that version, with
+    // none of its fields read (their layout is a later memscope's); reading
+    // its figures is refused then (rankDigestOf).
+    Trace newer = original;
+    newer.digest->version = kDigestVersion + 1;
+    ASSERT_TRUE(writeNativeTrace(newer, dir.file("newer.memscope")));
+    NativeReadReport report;
+    auto read = readNativeTrace(dir.file("newer.memscope"), {}, &report);
+    ASSERT_TRUE(read) << read.message();
+    EXPECT_EQ(report.problem, "");
+    ASSERT_TRUE(read->digest.has_value());
+    EXPECT_EQ(read->digest->version, kDigestVersion + 1);
+    EXPECT_EQ(read->digest->peak_bytes, 0);
+    EXPECT_TRUE(read->digest->inferred.empty());
+}
+
 TEST(NativeFormat, RoundTripsWithTinyChunksAndEmptyTrace) {
     TempDir dir;
     const Trace original = sampleTrace(1000);

@@ -261,6 +261,8 @@ void expectSameTrace(const Trace& a, const Trace& b) {
         EXPECT_EQ(a.attributes[i].key, b.attributes[i].key);
         EXPECT_EQ(a.attributes[i].value, b.attributes[i].value);
     }
+    EXPECT_EQ(a.prediction, b.prediction);
+    EXPECT_EQ(a.digest, b.digest);
     ASSERT_EQ(a.allocator_state.has_value(), b.allocator_state.has_value());
     if (a.allocator_state) {
         const AllocatorState& x = *a.allocator_state;

@@ -11,9 +11,9 @@
 #include <random>
 
 #include "../analysis_test_util.h"
-#include "memscope/report/report_json.h"
 #include "memscope/analysis/summary.h"
 #include "memscope/open/open_run.h"
+#include "memscope/report/report_json.h"
 
 namespace memscope {
 namespace {

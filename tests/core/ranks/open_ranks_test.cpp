@@ -10,12 +10,12 @@
 
 #include "../analysis_test_util.h"
 #include "../scratch_dir_test.h"
-#include "memscope/ranks/digest_trace.h"
-#include "memscope/ranks/rank_imbalance.h"
 #include "memscope/builtin_plugins.h"
 #include "memscope/format/native_format.h"
-#include "memscope/ranks/digest_file.h"
 #include "memscope/open/open_each.h"
+#include "memscope/ranks/digest_file.h"
+#include "memscope/ranks/digest_trace.h"
+#include "memscope/ranks/rank_imbalance.h"
 
 namespace memscope {
 namespace {
@@ -188,7 +188,8 @@ TEST_F(OpenRanksTest, ADigestKeepsThePeakAndItsAllocationsAndOpensAsTheRank) {
         auto again =
             openTrace(path("digests/" + std::string(name) + ".memscope"), processRegistry());
         ASSERT_TRUE(again.ok());
-        EXPECT_TRUE(isDigest(*again->trace));
+        ASSERT_TRUE(again->trace->digest.has_value());
+        EXPECT_EQ(again->trace->digest->allocations, written->allocations);
         EXPECT_FALSE(writeDigest(*again, path("twice.memscope")).ok());
         // Opened alone it is a trace of what was alive at the peak.
         EXPECT_EQ(again->timeline->devices().at(0).peak.bytes,
@@ -249,24 +250,38 @@ TEST_F(OpenRanksTest, ADamagedDigestIsARankNotRead) {
     ASSERT_TRUE(opened.ok());
     fs::create_directory(path("d"));
     ASSERT_TRUE(writeDigest(*opened, path("d/r0.memscope")).ok());
-    // A digest whose envelope lost its columns, and one from a newer memscope.
+    // A digest whose envelope lost its columns, one from a newer memscope,
+    // and one from an older memscope that kept its fields in text properties.
     auto cut = openTrace(path("d/r0.memscope"), processRegistry());
+    ASSERT_TRUE(cut.ok() && cut->trace->digest);
     Trace bad = *cut->trace;
-    bad.metadata.setProperty("digest.envelope", "1,2,3");
+    bad.digest->envelope = {1, 2, 3};
     bad.metadata.rank = 1;
     ASSERT_TRUE(writeNativeTrace(bad, path("d/r1.memscope")).ok());
     bad = *cut->trace;
-    bad.metadata.setProperty("digest", "99");
+    bad.digest->version = 99;
     bad.metadata.rank = 2;
     ASSERT_TRUE(writeNativeTrace(bad, path("d/r2.memscope")).ok());
+    bad = *cut->trace;
+    bad.digest.reset();
+    bad.metadata.setProperty("digest", "1");
+    bad.metadata.rank = 3;
+    ASSERT_TRUE(writeNativeTrace(bad, path("d/r3.memscope")).ok());
     auto run = openRanks(path("d"), processRegistry());
     ASSERT_TRUE(run.ok()) << run.message();
-    ASSERT_EQ(run->ranks.size(), 1u);
+    // The old digest opens as a trace of its own (a rank not made from a
+    // digest); the two damaged ones fail, each saying why.
+    ASSERT_EQ(run->ranks.size(), 2u);
     ASSERT_EQ(run->failures.size(), 2u);
     EXPECT_NE(run->failures[0].message.find("envelope"), std::string::npos)
         << run->failures[0].message;
     EXPECT_NE(run->failures[1].message.find("newer"), std::string::npos)
         << run->failures[1].message;
+    auto old = openTrace(path("d/r3.memscope"), processRegistry());
+    ASSERT_TRUE(old.ok());
+    auto read = rankDigestOf(*old->trace, path("d/r3.memscope"));
+    ASSERT_FALSE(read.ok());
+    EXPECT_NE(read.message().find("older memscope"), std::string::npos) << read.message();
 }
 
 }  // namespace

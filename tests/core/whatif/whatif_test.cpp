@@ -7,9 +7,10 @@
 #include <filesystem>
 
 #include "../analysis_test_util.h"
-#include "memscope/whatif/op_labels.h"
 #include "memscope/format/native_format.h"
 #include "memscope/open/open_run.h"
+#include "memscope/report/whatif_report.h"
+#include "memscope/whatif/op_labels.h"
 
 namespace memscope {
 namespace {

@@ -83,10 +83,6 @@ size_t defaultBaseline(std::span<const CompareInput> runs);
 CompareTable buildCompareTable(std::span<const CompareInput> runs, size_t baseline, AlignMode align,
                                PeakScope scope = {});
 
-std::string toCsv(const CompareTable& table);   // raw numbers, one header line
-std::string toText(const CompareTable& table);  // aligned columns, for a terminal
-std::string toJson(const CompareTable& table);
-
 std::string_view toString(AlignMode mode);  // "time", "step", "phase"
 std::optional<AlignMode> alignModeFromString(std::string_view name);
 

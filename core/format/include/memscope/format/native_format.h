@@ -49,6 +49,8 @@ public:
     void setRunMetrics(const RunMetrics& metrics);  // last value wins
     // Marks the trace as predicted (memscope/model/prediction.h); last value wins.
     void setPrediction(const Prediction& prediction);
+    // Marks the trace as a rank's digest (memscope/model/digest.h); last value wins.
+    void setDigest(const DigestSection& digest);
 
     uint64_t append(const Event& event);  // returns the event's index in the trace
     uint64_t eventCount() const;

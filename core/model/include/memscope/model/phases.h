@@ -10,20 +10,10 @@
 #include <vector>
 
 #include "memscope/model/trace.h"
+#include "memscope/model/training_phase.h"
 
 namespace memscope {
 
-// The top-level phases of a training step. Recompute and optimizer work done
-// inside backward (block checkpointing, the optimizer fused into backward)
-// belong to backward: a phase counts under its outermost training ancestor.
-enum class TrainingPhase : uint8_t { Forward = 0, Backward = 1, Optimizer = 2 };
-inline constexpr int kTrainingPhaseCount = 3;
-inline constexpr std::array<TrainingPhase, kTrainingPhaseCount> kAllTrainingPhases = {
-    TrainingPhase::Forward, TrainingPhase::Backward, TrainingPhase::Optimizer};
-
-constexpr int index(TrainingPhase p) {
-    return static_cast<int>(p);
-}
 std::string_view toString(TrainingPhase phase);  // "forward", "backward", "optimizer"
 // "step", "forward", "backward", "optimizer", "block", "recompute", "range".
 std::string_view toString(PhaseKind kind);

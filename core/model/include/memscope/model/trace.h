@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "memscope/model/digest.h"
 #include "memscope/model/event.h"
 #include "memscope/model/module_scopes.h"
 #include "memscope/model/prediction.h"
@@ -176,6 +177,9 @@ public:
     // Set when memscope predicted this run from a measured one (prediction.h):
     // its events are a simulation, not a recording.
     std::optional<Prediction> prediction;
+    // Set when the trace is a rank's digest (digest.h): its events are only
+    // the allocations alive at the source's peak.
+    std::optional<DigestSection> digest;
     // Categories memscope inferred for events whose recorded category is
     // Unknown (inference.h): empty, or one per event (rule Recorded where
     // nothing was inferred). Kept apart from Event::category, which stays

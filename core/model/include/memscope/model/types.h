@@ -84,7 +84,7 @@ enum class CategoryRule : uint8_t {
     GradientFreedByZeroGrad,  // gradient: alive before the trace, freed by zero_grad
     OptimizerRangeOutlived,   // optimizer state: born in an optimizer step, freed after it ended
     FreedByOptimizerStep,     // optimizer state: alive before the trace, freed by an optimizer step
-    GradientKeptOfSet,        // gradient: alive before the trace, one of a parameter's same-size set
+    GradientKeptOfSet,  // gradient: alive before the trace, one of a parameter's same-size set
 };
 inline constexpr int kCategoryRuleCount = 21;
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <string>
 
-#include "memscope/ranks/digest_trace.h"
 #include "memscope/base/result.h"
 #include "memscope/open/open_run.h"
+#include "memscope/ranks/digest_trace.h"
 
 namespace memscope {
 

@@ -4,8 +4,8 @@
 // traces, travel to the desktop. It is a native trace whose events are the
 // allocations alive at the rank's peak (the largest with their stacks and
 // categories, the rest summed per category), born at the peak's time, and
-// whose properties carry the rest of the RankDigest (the envelope, the
-// per-phase peaks, the steps). Marked as a digest (property "digest"), so
+// whose typed section (Trace::digest, memscope/model/digest.h) carries the
+// rest of the RankDigest (the envelope, the per-phase peaks, the steps), so
 // that it is never taken for the full trace: opened alone it shows the
 // composition at the peak; in a folder it is a rank like any other.
 
@@ -13,14 +13,11 @@
 #include <optional>
 #include <string>
 
-#include "memscope/ranks/rank_digest.h"
 #include "memscope/model/trace.h"
+#include "memscope/ranks/rank_digest.h"
 #include "memscope/timeline/timeline.h"
 
 namespace memscope {
-
-// The version of the digest properties this build writes and reads.
-inline constexpr int kDigestVersion = 1;
 
 struct DigestLimits {
     size_t allocations = 2000;  // kept one by one with their stacks; the rest summed
@@ -32,16 +29,8 @@ struct DigestLimits {
 Trace digestTrace(const Trace& trace, const Timeline& timeline, const RankDigest& d,
                   const DigestLimits& limits = {});
 
-// Puts back, as inferred, the categories the digest's source had inferred
-// (its "digest.inferred" property); the open path calls it on a digest in
-// place of inferring them again from events that no longer have phases.
-void applyDigestInferences(Trace& digest);
-
-// Whether a trace is a digest (its "digest" property).
-bool isDigest(const Trace& trace);
-
-// A digest trace's RankDigest, read back from its properties; an error names
-// what is missing or malformed (a digest of a newer version, a cut envelope).
+// A digest trace's RankDigest, read back from its section; an error names
+// what is missing or malformed (no section, an envelope cut short).
 Result<RankDigest> rankDigestOf(const Trace& digest, const std::string& path);
 
 }  // namespace memscope

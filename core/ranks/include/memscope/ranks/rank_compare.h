@@ -37,10 +37,4 @@ struct RankComparison {
 // Over the compared ranks of each (comparedRanks: a launcher is no rank).
 RankComparison compareRanks(const RankRun& base, const RankRun& other);
 
-// The table as `memscope-cli compare FOLDER FOLDER` prints it.
-std::string rankComparisonText(const RankComparison& c);
-// {"base", "other", "ranks": [{"rank", "name", "base_bytes", "other_bytes",
-//  "delta_bytes"}], "worst": {"base", "base_bytes", "other", "other_bytes", "delta_bytes"}}
-std::string rankComparisonJson(const RankComparison& c);
-
 }  // namespace memscope

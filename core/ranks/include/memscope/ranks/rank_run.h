@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "memscope/ranks/rank_digest.h"
 #include "memscope/base/task_context.h"
+#include "memscope/ranks/rank_digest.h"
 
 namespace memscope {
 

@@ -1,4 +1,6 @@
 #pragma once
+// Multi-rank runs as the CLI prints them.
+//
 // A multi-rank run in JSON, as `memscope-cli summary --json FOLDER` prints it:
 // {"path", "name", "ranks": [{"rank", "name", "path", "pid", "device",
 //  "peak_bytes", "peak_since_start_us", "peak_phase", "peak_step",
@@ -10,10 +12,18 @@
 
 #include <string>
 
+#include "memscope/ranks/rank_compare.h"
 #include "memscope/ranks/rank_run.h"
 
 namespace memscope {
 
 std::string rankRunToJson(const RankRun& run);
+
+// The rank comparison (rank_compare.h) as `memscope-cli compare FOLDER FOLDER`
+// prints it.
+std::string rankComparisonText(const RankComparison& c);
+// {"base", "other", "ranks": [{"rank", "name", "base_bytes", "other_bytes",
+//  "delta_bytes"}], "worst": {"base", "base_bytes", "other", "other_bytes", "delta_bytes"}}
+std::string rankComparisonJson(const RankComparison& c);
 
 }  // namespace memscope

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "memscope/analysis/activation_theory.h"
-#include "memscope/ranks/rank_run.h"
 #include "memscope/analysis/summary.h"
 #include "memscope/base/task_context.h"
 #include "memscope/model/trace.h"
+#include "memscope/ranks/rank_run.h"
 #include "memscope/timeline/phase_peaks.h"
 #include "memscope/timeline/timeline.h"
 

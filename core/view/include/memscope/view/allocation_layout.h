@@ -28,9 +28,9 @@
 #include <span>
 #include <vector>
 
-#include "memscope/view/allocation_sites.h"
 #include "memscope/timeline/interval_ends.h"
 #include "memscope/timeline/timeline.h"
+#include "memscope/view/allocation_sites.h"
 
 namespace memscope {
 

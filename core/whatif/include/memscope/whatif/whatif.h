@@ -17,13 +17,13 @@
 #include <vector>
 
 #include "memscope/analysis/checkpoint_policy.h"
-#include "memscope/whatif/layer_chain.h"
-#include "memscope/whatif/policy_frontier.h"
 #include "memscope/base/result.h"
 #include "memscope/base/task_context.h"
 #include "memscope/model/phases.h"
 #include "memscope/model/trace.h"
 #include "memscope/timeline/timeline.h"
+#include "memscope/whatif/layer_chain.h"
+#include "memscope/whatif/policy_frontier.h"
 
 namespace memscope {
 
@@ -97,12 +97,5 @@ struct WhatIfBudget {
     std::string line;                 // describeBudget's sentence
 };
 WhatIfBudget whatIfBudget(const WhatIfReport& report, int64_t budget_bytes);
-
-// The table for a person and the JSON of `memscope-cli whatif --json`;
-// `written_traces` is parallel to the rows: the file each prediction was
-// written to, "" for none.
-std::string whatIfText(const WhatIfReport& report, const std::optional<WhatIfBudget>& budget);
-std::string whatIfJson(const WhatIfReport& report, const std::optional<WhatIfBudget>& budget,
-                       std::span<const std::string> written_traces);
 
 }  // namespace memscope

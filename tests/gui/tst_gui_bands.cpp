@@ -61,7 +61,7 @@ private slots:
         QVERIFY(tl->live.size() >= 200000);
         const AxisMap map = AxisMap::linear(tl->start, 1.0);
         BandRequest req;
-        req.mode = StackMode::ByCategory;
+        req.mode = ViewMode::Category;
         req.x0 = map.forward(tl->start + (tl->end - tl->start) / 7);
         req.x1 = map.forward(tl->end - (tl->end - tl->start) / 5);
         req.max_points = 1800;

@@ -16,8 +16,8 @@
 #include "dialogs/generate_dialog.h"
 #include "gui_test_traces.h"
 #include "loading/run_loader.h"
-#include "memscope/whatif/policy_frontier.h"
 #include "memscope/inference/inference.h"
+#include "memscope/whatif/policy_frontier.h"
 #include "run_view/run_view.h"
 #include "run_view/timeline_plot.h"
 #include "run_view/zoom_state.h"
@@ -279,7 +279,7 @@ private slots:
                       file = QStringLiteral("a.pickle");
         const AppOptions ok = parseOptions({m, shot, png, by, QStringLiteral("allocation"), file});
         QVERIFY2(ok.error.isEmpty(), qPrintable(ok.error));
-        QVERIFY(ok.color_by == StackMode::ByAllocation);
+        QVERIFY(ok.color_by == ViewMode::Allocation);
         QVERIFY(parseOptions({m, shot, png, by, QStringLiteral("site"), file})
                     .error.contains(QStringLiteral("site")));
         QVERIFY(!parseOptions({m, by, QStringLiteral("category"), file})

@@ -19,7 +19,7 @@
 #include "inspect/module_panel.h"
 #include "inspect/module_table_model.h"
 #include "loading/run_loader.h"
-#include "run_view/module_stack.h"
+#include "memscope/view/module_stack.h"
 #include "run_view/run_view.h"
 #include "run_view/timeline_plot.h"
 #include "run_view/zoom_state.h"
@@ -161,9 +161,9 @@ private slots:
     void plotStackedByModuleDrawsItsBands() {
         RunView view(run_);
         view.resize(1000, 600);
-        view.setStackByModule();
+        view.setViewMode(ViewMode::Module);
         view.plot()->renderNow();
-        QVERIFY(view.stacksByModule());
+        QVERIFY(view.viewMode() == ViewMode::Module);
         const BandSet& bs = view.plot()->bands();
         QStringList labels;
         for (const Band& b : bs.bands) labels << b.label;
@@ -210,7 +210,7 @@ private slots:
         // Inferred bands are marked so, as inferred categories are.
         RunView view(inferred);
         view.resize(1000, 600);
-        view.setStackByModule();
+        view.setViewMode(ViewMode::Module);
         view.plot()->renderNow();
         bool marked = false;
         for (const Band& b : view.plot()->bands().bands)
@@ -240,7 +240,7 @@ private slots:
         window.showRun(run_);
         RunView* view = window.currentRunView();
         QVERIFY(view);
-        view->setStackMode(StackMode::ByCategory);
+        view->setViewMode(ViewMode::Category);
         ModulePanel* panel = window.modulePanel();
         QVERIFY(panel->showsTable());
         auto rowOf = [&](const QString& path) {
@@ -252,16 +252,16 @@ private slots:
         QVERIFY(h0 >= 0);
         panel->activateRow(h0);
         // Stacked by category the plot cannot show modules: it stacks by module.
-        QVERIFY(view->stacksByModule());
+        QVERIFY(view->viewMode() == ViewMode::Module);
         std::vector<uint32_t> got = view->plot()->highlightedAllocations();
         std::vector<uint32_t> want = intervalsAt(*tl(), {0x2000, 0x3000, 0x4000, 0x8000});
         std::sort(got.begin(), got.end());
         QCOMPARE(got, want);
 
         // By allocation the same allocations stay lit.
-        view->setStackMode(StackMode::ByAllocation);
+        view->setViewMode(ViewMode::Allocation);
         panel->activateRow(rowOf(QStringLiteral("lm_head")));
-        QVERIFY(!view->stacksByModule());
+        QVERIFY(view->viewMode() != ViewMode::Module);
         QCOMPARE(view->plot()->highlightedAllocations(), intervalsAt(*tl(), {0x7000}));
         // The outside row is a group too: the parameter.
         panel->activateRow(rowOf(toQString(kOutsideModulesLabel)));
@@ -290,10 +290,10 @@ private slots:
 
         RunView view(plain);
         view.resize(1000, 600);
-        view.setStackByModule();
+        view.setViewMode(ViewMode::Module);
         view.plot()->renderNow();
         QCOMPARE(view.plot()->overlayMessage(), noModulesMessage());
-        view.setStackMode(StackMode::ByCategory);
+        view.setViewMode(ViewMode::Category);
         view.plot()->renderNow();
         QVERIFY(view.plot()->overlayMessage().isEmpty());
 
@@ -358,7 +358,7 @@ private slots:
         window.show();
         window.showRun(run);
         RunView* v = window.currentRunView();
-        v->setStackByModule();
+        v->setViewMode(ViewMode::Module);
         v->goToPeak();
         v->zoom()->reset();
         if (auto* dock = qobject_cast<QDockWidget*>(window.modulePanel()->parentWidget()))
@@ -412,9 +412,9 @@ private slots:
                              .toLongLong(),
                          -500);
         // The compare plots stack by module too.
-        view.setStackByModule();
-        QVERIFY(view.plotAt(0)->stacksByModule());
-        QVERIFY(view.plotAt(1)->stacksByModule());
+        view.setViewMode(ViewMode::Module);
+        QVERIFY(view.plotAt(0)->viewMode() == ViewMode::Module);
+        QVERIFY(view.plotAt(1)->viewMode() == ViewMode::Module);
     }
 };
 

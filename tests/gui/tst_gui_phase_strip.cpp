@@ -40,11 +40,12 @@ void paintEveryItem(QPainter& painter, const QRectF& area, const PhaseBandData& 
             lastPx = std::floor(px0 + w + 0.5) - 1;
             const QRectF r(std::max(px0, area.left() - 1), area.top() + row * rowH + 1,
                            std::min(w, area.width() + 2), rowH - 2);
-            painter.fillRect(r, QColor::fromRgba(it.color));
+            painter.fillRect(r, QColor::fromRgba(phaseBandColor(it)));
             if (r.width() > 24) {
                 painter.setPen(Qt::white);
                 painter.drawText(r.adjusted(2, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft,
-                                 fm.elidedText(data.nameOf(it), Qt::ElideRight, r.width() - 4));
+                                 fm.elidedText(QString::fromStdString(data.nameOf(it)),
+                                               Qt::ElideRight, r.width() - 4));
             }
         }
     }

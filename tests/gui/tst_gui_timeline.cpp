@@ -101,7 +101,7 @@ private slots:
         for (const auto& row : d->rows)
             for (size_t k = 1; k < row.size(); ++k) QVERIFY(row[k - 1].start <= row[k].start);
         QCOMPARE(int(d->rows[0].size()), 2);  // step 0, step 1
-        QCOMPARE(d->nameOf(d->rows[0][1]), QStringLiteral("step 1"));
+        QCOMPARE(QString::fromStdString(d->nameOf(d->rows[0][1])), QStringLiteral("step 1"));
         const AxisMap map = AxisMap::linear(0, 1.0);
         QCOMPARE(phasesAt(*d, map, 75), QStringLiteral("step 1 / backward 1 (inferred)"));
         QVERIFY(!(*r)->phaseBands(DeviceRef{0, 99}));
@@ -172,13 +172,11 @@ private slots:
         const QString text = view.plot()->hoverTextAt(mid, 10);
         QVERIFY2(text.contains(QStringLiteral("live 300 B")), qPrintable(text));
         // No recorded categories: it opens by allocation, not as one "unknown" block.
-        QVERIFY(view.stackMode() == StackMode::ByAllocation);
+        QVERIFY(view.viewMode() == ViewMode::Allocation);
     }
 
     // The simple trace recorded its categories: it opens stacked by category.
-    void recordedCategoriesOpenByCategory() {
-        QVERIFY(view_->stackMode() == StackMode::ByCategory);
-    }
+    void recordedCategoriesOpenByCategory() { QVERIFY(view_->viewMode() == ViewMode::Category); }
 
     void hoverTextAtKnownPoint() {
         // At t = 25, A (activation, 100 B) sits under B (gradient) in category order.
@@ -200,7 +198,7 @@ private slots:
         // By category the band layer rasters the stack: at t = 25, activation
         // (A, 100 B) at the bottom, gradient (B, 300 B) above it, nothing
         // above the 400 B total. The hover reads the same heights.
-        view_->setStackMode(StackMode::ByCategory);
+        view_->setViewMode(ViewMode::Category);
         TimelinePlot* plot = view_->plot();
         plot->setFixedYMax(500);  // the stack, not the reserved line, fills the plot
         plot->renderNow();
@@ -397,7 +395,7 @@ private slots:
     }
 
     void stackByAllocation() {
-        view_->setStackMode(StackMode::ByAllocation);
+        view_->setViewMode(ViewMode::Allocation);
         view_->plot()->renderNow();
         // Every live allocation is drawn: at t = 25, A (100 B) then B (300 B)
         // on top of it, each a band of its own, coloured by its site.

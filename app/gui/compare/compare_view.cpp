@@ -11,6 +11,7 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
 #include "common/format.h"
@@ -134,12 +135,8 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
             [this](int i) { setAlignMode(AlignMode(i)); });
     connect(layoutBox_, &QComboBox::currentIndexChanged, this,
             [this](int i) { setGridLayout(i == 0); });
-    connect(stackBox_, &QComboBox::currentIndexChanged, this, [this](int i) {
-        if (i == 2)
-            setStackByModule();
-        else
-            setStackMode(i == 1 ? StackMode::ByAllocation : StackMode::ByCategory);
-    });
+    connect(stackBox_, &QComboBox::currentIndexChanged, this,
+            [this](int i) { setViewMode(ViewMode(std::clamp(i, 0, 2))); });
     connect(baselineBox_, &QComboBox::currentIndexChanged, this, [this](int i) {
         if (i >= 0) setBaseline(i);
     });
@@ -182,8 +179,7 @@ void CompareView::setRuns(std::vector<RunPtr> runs) {
         const bool firstPredicted = trace && trace->prediction && !predictedLegend;
         predictedLegend = predictedLegend || firstPredicted;
         plot->setLegendVisible(i == 0 || firstPredicted);
-        plot->setStackMode(stack_);
-        plot->setStackByModule(byModule_);
+        plot->setViewMode(mode_);
         connect(plot, &TimelinePlot::hoverChanged, this, [this, i](const QString& t) {
             if (!t.isEmpty())
                 hover_->setText(names_[qsizetype(i)] + QStringLiteral(": ") +
@@ -308,17 +304,10 @@ void CompareView::setScope(PeakScope scope) {
     realign();
 }
 
-void CompareView::setStackMode(StackMode mode) {
-    stack_ = mode;
-    byModule_ = false;
+void CompareView::setViewMode(ViewMode mode) {
+    mode_ = mode;
     if (stackBox_->currentIndex() != int(mode)) stackBox_->setCurrentIndex(int(mode));
-    for (TimelinePlot* p : plots_) p->setStackMode(mode);
-}
-
-void CompareView::setStackByModule() {
-    byModule_ = true;
-    if (stackBox_->currentIndex() != 2) stackBox_->setCurrentIndex(2);
-    for (TimelinePlot* p : plots_) p->setStackByModule(true);
+    for (TimelinePlot* p : plots_) p->setViewMode(mode);
 }
 
 void CompareView::goToPeak() {

@@ -9,6 +9,7 @@
 
 #include "loading/run.h"
 #include "memscope/analysis/compare_table.h"
+#include "memscope/view/view_mode.h"
 #include "run_view/timeline_bands.h"
 
 class QComboBox;
@@ -49,20 +50,17 @@ public:
     // "policy-map", "theory", "difference", "modules": compareTabNames()); unknown names
     // are ignored.
     void showTab(const QString& name);
-    QWidget* plotsWidget() const { return grid_; }
     QString hoverText() const;
 
     void setAlignMode(AlignMode mode);
     AlignMode alignMode() const { return align_; }
     void setGridLayout(bool grid);
-    bool isGridLayout() const { return gridMode_; }
     void setBaseline(int index);
     // The compare table's peaks: the whole run's, or within one training phase.
     void setScope(PeakScope scope);
     PeakScope scope() const { return scope_; }
-    void setStackMode(StackMode mode);
-    // Every run's plot stacked by module (layers), as the run view's third mode.
-    void setStackByModule();
+    // Every run's plot stacked the same way (the box's entries in ViewMode's order).
+    void setViewMode(ViewMode mode);
     // Centres the shared view on the baseline run's peak.
     void goToPeak();
 
@@ -91,8 +89,7 @@ private:
     bool gridMode_ = true;
     int baseline_ = 0;
     PeakScope scope_;
-    StackMode stack_ = StackMode::ByCategory;
-    bool byModule_ = false;
+    ViewMode mode_ = ViewMode::Category;
 
     QWidget* grid_ = nullptr;
     QGridLayout* gridLayout_ = nullptr;

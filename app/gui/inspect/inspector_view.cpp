@@ -14,6 +14,7 @@
 #include "memscope/inference/frames.h"
 #include "memscope/inference/inference.h"
 #include "memscope/model/phases.h"
+#include "memscope/view/allocation_search.h"
 
 namespace memscope::gui {
 
@@ -109,19 +110,7 @@ void InspectorView::setAllocation(RunPtr run, DeviceRef ref, uint32_t interval) 
     updateNoiseLabel();
 
     // The live blocks nearest below and above by address when it was allocated.
-    std::vector<uint32_t> live = tl->liveAt(a.start);
-    std::sort(live.begin(), live.end(), [&](uint32_t x, uint32_t y) {
-        return tl->intervals[x].address < tl->intervals[y].address;
-    });
-    const auto self = std::find(live.begin(), live.end(), interval);
-    std::vector<uint32_t> near;
-    if (self != live.end()) {
-        const auto from_it = self - std::min<ptrdiff_t>(3, self - live.begin());
-        const auto to_it = self + 1 + std::min<ptrdiff_t>(3, live.end() - self - 1);
-        for (auto it = from_it; it != to_it; ++it)
-            if (it != self) near.push_back(*it);
-    }
-    neighbours_->setAllocations(run, ref, std::move(near));
+    neighbours_->setAllocations(run, ref, neighboursByAddress(*tl, interval));
 }
 
 }  // namespace memscope::gui

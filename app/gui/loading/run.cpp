@@ -46,25 +46,26 @@ const Trace* Run::trace(DeviceRef ref) const {
     return parts[size_t(ref.part)].trace.get();
 }
 
-const AllocationIndex* Run::allocationIndex(DeviceRef ref) const {
+const DeviceView* Run::view(DeviceRef ref) const {
     if (ref.part < 0 || size_t(ref.part) >= parts.size()) return nullptr;
-    const auto& s = parts[size_t(ref.part)].allocations;
-    if (ref.device_index < 0 || size_t(ref.device_index) >= s.size()) return nullptr;
-    return s[size_t(ref.device_index)].get();
+    const auto& views = parts[size_t(ref.part)].views;
+    if (ref.device_index < 0 || size_t(ref.device_index) >= views.size()) return nullptr;
+    return &views[size_t(ref.device_index)];
+}
+
+const AllocationIndex* Run::allocationIndex(DeviceRef ref) const {
+    const DeviceView* v = view(ref);
+    return v ? v->allocations.get() : nullptr;
 }
 
 std::shared_ptr<const PhaseBandData> Run::phaseBands(DeviceRef ref) const {
-    if (ref.part < 0 || size_t(ref.part) >= parts.size()) return nullptr;
-    const auto& s = parts[size_t(ref.part)].phase_bands;
-    if (ref.device_index < 0 || size_t(ref.device_index) >= s.size()) return nullptr;
-    return s[size_t(ref.device_index)];
+    const DeviceView* v = view(ref);
+    return v ? v->phase_bands : nullptr;
 }
 
 std::span<const OomReport> Run::ooms(DeviceRef ref) const {
-    if (ref.part < 0 || size_t(ref.part) >= parts.size()) return {};
-    const auto& s = parts[size_t(ref.part)].ooms;
-    if (ref.device_index < 0 || size_t(ref.device_index) >= s.size()) return {};
-    return s[size_t(ref.device_index)];
+    const DeviceView* v = view(ref);
+    return v ? std::span<const OomReport>(v->ooms) : std::span<const OomReport>();
 }
 
 const ModuleAttribution* Run::moduleAttribution(DeviceRef ref) const {

@@ -11,18 +11,15 @@
 #include <span>
 #include <vector>
 
-#include "memscope/view/allocation_layout.h"
-#include "memscope/analysis/oom_report.h"
-#include "memscope/ranks/rank_run.h"
 #include "memscope/base/task_context.h"
 #include "memscope/model/module_attribution.h"
 #include "memscope/model/run_name.h"
 #include "memscope/model/trace.h"
+#include "memscope/ranks/rank_run.h"
 #include "memscope/timeline/timeline.h"
+#include "memscope/view/device_view.h"
 
 namespace memscope::gui {
-
-struct PhaseBandData;  // run_view/phase_bands.h
 
 // Up to this many ranks, a folder is opened whole (each rank's timeline kept,
 // and the rank selector shows them); past it, only their digests are kept.
@@ -34,15 +31,9 @@ struct RunPart {
     QString path;
     QString format;                     // the importer that read it
     std::vector<LoadWarning> warnings;  // what the load lost or changed
-    // Per device (parallel to timeline->devices()): each allocation's site and
-    // the index the by-allocation layout searches, built on the loader thread.
-    std::vector<std::shared_ptr<const AllocationIndex>> allocations;
-    // Per device (parallel too): core's out-of-memory reports (oom_report.h),
-    // or the report of a snapshot's end state when it holds nothing else.
-    std::vector<std::vector<OomReport>> ooms;
-    // Per device (parallel too): the phase strip's items, built here rather
-    // than in the first paint (180,000 phases in a 10 M event trace).
-    std::vector<std::shared_ptr<const PhaseBandData>> phase_bands;
+    // One per device of timeline->devices(), in its order: what its views
+    // draw, built by core on the loader thread (memscope/view/device_view.h).
+    std::vector<DeviceView> views;
     // Which module each time belongs to (core's one rule), built once on
     // the loader thread: the by-module plot, hover, inspector and tables
     // all ask it. Never null; empty for a trace without modules.
@@ -70,6 +61,8 @@ struct Run {
     QString deviceLabel(DeviceRef ref) const;  // "cuda:0", "rank 1 / cuda:0"
     const DeviceTimeline* timeline(DeviceRef ref) const;
     const Trace* trace(DeviceRef ref) const;
+    // The device's view data; nullptr for an unknown ref.
+    const DeviceView* view(DeviceRef ref) const;
     const AllocationIndex* allocationIndex(DeviceRef ref) const;
     std::span<const OomReport> ooms(DeviceRef ref) const;
     // The phase strip's items; nullptr for an unknown ref.

@@ -8,9 +8,8 @@
 
 #include "common/format.h"
 #include "memscope/builtin_plugins.h"
-#include "memscope/ranks/open_ranks.h"
 #include "memscope/open/open_run.h"
-#include "run_view/phase_bands.h"
+#include "memscope/ranks/open_ranks.h"
 
 namespace memscope::gui {
 
@@ -29,15 +28,7 @@ RunPart toPart(std::shared_ptr<const Trace> trace, std::shared_ptr<const Timelin
     part.timeline = std::move(timeline);
     part.path = path;
     part.modules = std::make_shared<const ModuleAttribution>(*part.trace);
-    for (const DeviceTimeline& d : part.timeline->devices()) {
-        part.allocations.push_back(std::make_shared<const AllocationIndex>(
-            AllocationIndex::build(*part.trace, d, AllocationIndex::Detail::WithPyramid, cancel)));
-        // Fails only on a timeline that does not match its trace: no report then.
-        auto ooms = oomReports(*part.trace, d);
-        part.ooms.push_back(ooms ? std::move(*ooms) : std::vector<OomReport>{});
-        part.phase_bands.push_back(
-            std::make_shared<const PhaseBandData>(buildPhaseBands(*part.trace, d.device)));
-    }
+    part.views = buildDeviceViews(*part.trace, *part.timeline, cancel);
     return part;
 }
 
@@ -90,25 +81,15 @@ Result<RunPtr> loadRun(const QString& path, const TaskContext& ctx) {
     auto opened = openRun(native, pluginRegistry(), ctx);
     if (!opened.ok()) return opened.error();
     run->name = toQString(opened->name);
-    auto ranks = std::make_shared<RankRun>();
-    ranks->path = native;
-    ranks->name = opened->name;
+    // A folder's ranks, for the Ranks view, before the parts move out.
+    if (RankRun ranks = ranksOfRun(*opened); ranks.ranks.size() > 1)
+        run->ranks = std::make_shared<const RankRun>(std::move(ranks));
     for (OpenedTrace& part : opened->parts) {
         const QString partPath = QFile::decodeName(QByteArray::fromStdString(part.path));
-        if (opened->folder)
-            ranks->ranks.push_back(
-                digestRank(*part.trace, *part.timeline, part.path,
-                           part.trace->metadata.name.empty()
-                               ? QFileInfo(partPath).completeBaseName().toStdString()
-                               : part.trace->metadata.name));
         run->paths << partPath;
         run->parts.push_back(toPart(std::move(part), partPath, ctx.cancel));
         if (ctx.cancelled()) return cancelledError();
     }
-    std::vector<std::string> names;
-    for (const RunPart& part : run->parts) names.push_back(part.trace->metadata.name);
-    if (const std::string script = scriptOfRanks(names); !script.empty()) ranks->name = script;
-    if (ranks->ranks.size() > 1) run->ranks = std::move(ranks);
     return RunPtr(std::move(run));
 }
 

@@ -4,7 +4,6 @@
 #include <QImage>
 #include <algorithm>
 #include <cmath>
-#include <map>
 
 #include "common/format.h"
 #include "memscope/base/units.h"
@@ -13,129 +12,47 @@ namespace memscope::gui {
 
 namespace {
 
-int rowOf(PhaseKind k) {
-    switch (k) {
-        case PhaseKind::Step:
-            return 0;
-        case PhaseKind::Forward:
-        case PhaseKind::Backward:
-        case PhaseKind::Optimizer:
-            return 1;
-        case PhaseKind::Block:
-        case PhaseKind::Recompute:
-            return 2;
-        case PhaseKind::Range:
-            return 3;
-    }
-    return 3;
-}
-
-QColor colorOf(const Phase& p) {
-    switch (p.kind) {
-        case PhaseKind::Step:
-            return (p.step % 2 == 0) ? QColor(0x8c, 0x8c, 0x9c) : QColor(0x6c, 0x6c, 0x7c);
-        case PhaseKind::Forward:
+QColor colorOf(PhaseBandShade shade) {
+    switch (shade) {
+        case PhaseBandShade::StepEven:
+            return QColor(0x8c, 0x8c, 0x9c);
+        case PhaseBandShade::StepOdd:
+            return QColor(0x6c, 0x6c, 0x7c);
+        case PhaseBandShade::Forward:
             return QColor(0x4e, 0x79, 0xa7);
-        case PhaseKind::Backward:
+        case PhaseBandShade::Backward:
             return QColor(0xf2, 0x8e, 0x2b);
-        case PhaseKind::Optimizer:
+        case PhaseBandShade::Optimizer:
             return QColor(0x59, 0xa1, 0x4f);
-        case PhaseKind::Block:
-            return (p.block % 2 == 0) ? QColor(0x9d, 0x7e, 0xc9) : QColor(0x7a, 0x5c, 0xa8);
-        case PhaseKind::Recompute:
+        case PhaseBandShade::BlockEven:
+            return QColor(0x9d, 0x7e, 0xc9);
+        case PhaseBandShade::BlockOdd:
+            return QColor(0x7a, 0x5c, 0xa8);
+        case PhaseBandShade::Recompute:
             return QColor(0xe1, 0x57, 0x59);
-        case PhaseKind::Range:
+        case PhaseBandShade::Range:
             return QColor(0x4a, 0xa8, 0xa0);
     }
     return Qt::gray;
 }
 
-// Phases memscope inferred are drawn paler than recorded ones (and named so).
-QRgb shadeOf(const Phase& p) {
-    const QColor c = colorOf(p);
-    return (p.inferred ? c.lighter(130) : c).rgba();
-}
-
-// Labels by (string, inferred), converted to QString once each.
-class LabelInterner {
-public:
-    LabelInterner(const Trace& trace, std::vector<QString>& names)
-        : trace_(trace), names_(names), index_(2 * trace.strings.size(), kUnset) {}
-
-    uint32_t operator()(StringId id, bool inferred) {
-        const size_t key = 2 * size_t(id.value) + (inferred ? 1 : 0);
-        if (key >= index_.size()) return add(id, inferred);  // not in the table: no reuse
-        if (index_[key] == kUnset) index_[key] = add(id, inferred);
-        return index_[key];
+// Every shade's colour, recorded and inferred, computed once: a frame looks
+// one up per painted item.
+struct ShadeColors {
+    std::array<std::array<QRgb, 2>, size_t(PhaseBandShade::Range) + 1> rgb{};
+    ShadeColors() {
+        for (size_t s = 0; s < rgb.size(); ++s) {
+            const QColor c = colorOf(PhaseBandShade(s));
+            rgb[s] = {c.rgba(), c.lighter(130).rgba()};
+        }
     }
-
-private:
-    static constexpr uint32_t kUnset = UINT32_MAX;
-    uint32_t add(StringId id, bool inferred) {
-        QString name = toQString(trace_.string(id));
-        if (inferred) name += QStringLiteral(" (inferred)");
-        names_.push_back(std::move(name));
-        return uint32_t(names_.size() - 1);
-    }
-    const Trace& trace_;
-    std::vector<QString>& names_;
-    std::vector<uint32_t> index_;
 };
 
 }  // namespace
 
-PhaseBandData buildPhaseBands(const Trace& trace, int16_t device) {
-    PhaseBandData d;
-    LabelInterner label(trace, d.names);
-    std::vector<PhaseBandItem> items;  // in the trace's order
-    items.reserve(trace.phases.size() + trace.annotations.size());
-    for (const Phase& p : trace.phases) {
-        if (p.device >= 0 && p.device != device) continue;
-        items.push_back({p.start, std::max(p.end, p.start), label(p.name, p.inferred), shadeOf(p),
-                         uint8_t(rowOf(p.kind))});
-    }
-    // Annotation START/END pairs become ranges (matched by name, innermost
-    // first); unmatched ones and instants are ticks.
-    const QRgb range = QColor(0x4a, 0xa8, 0xa0).rgba();
-    constexpr uint8_t kRangeRow = 3;
-    std::map<StringId, std::vector<int64_t>> open;
-    for (const Annotation& a : trace.annotations) {
-        if (a.device >= 0 && a.device != device) continue;
-        if (a.stage == AnnotationStage::Start) {
-            open[a.name].push_back(a.time);
-        } else if (a.stage == AnnotationStage::End && !open[a.name].empty()) {
-            const int64_t s = open[a.name].back();
-            open[a.name].pop_back();
-            items.push_back({s, std::max(a.time, s), label(a.name, false), range, kRangeRow});
-        } else {
-            items.push_back({a.time, a.time, label(a.name, false), range, kRangeRow});
-        }
-    }
-    for (auto& [name, starts] : open)
-        for (int64_t s : starts) items.push_back({s, s, label(name, false), range, kRangeRow});
-    // Each row's items by start. Recorded phases mostly come in start order
-    // already (a step is logged when it closes, after what it holds, but it
-    // has a row of its own), so a row is sorted only when it needs it.
-    for (const PhaseBandItem& it : items)
-        d.rows[std::min<size_t>(it.row, PhaseBandData::kRows - 1)].push_back(it);
-    for (size_t row = 0; row < PhaseBandData::kRows; ++row) {
-        auto& row_items = d.rows[row];
-        const auto byStart = [](const PhaseBandItem& a, const PhaseBandItem& b) {
-            return a.start < b.start;
-        };
-        if (!std::is_sorted(row_items.begin(), row_items.end(), byStart))
-            std::stable_sort(row_items.begin(), row_items.end(), byStart);
-        std::vector<int64_t> ends(row_items.size());
-        for (size_t k = 0; k < row_items.size(); ++k) ends[k] = row_items[k].end;
-        d.row_reach[row] = FirstReaching(ends);
-    }
-    return d;
-}
-
-size_t PhaseBandData::itemCount() const {
-    size_t n = 0;
-    for (const auto& row : rows) n += row.size();
-    return n;
+QRgb phaseBandColor(const PhaseBandItem& item) {
+    static const ShadeColors colors;
+    return colors.rgb[size_t(item.shade)][item.inferred ? 1 : 0];
 }
 
 namespace {
@@ -182,7 +99,7 @@ void paintPhaseBands(QPainter& painter, const QRectF& area, const PhaseBandData&
     StripPixels pixels(area.toAlignedRect(), palette.color(QPalette::Base).rgba());
     struct Label {
         QRectF rect;
-        const QString* name;
+        const std::string* name;
     };
     std::vector<Label> labels;
     const double rowH = area.height() / PhaseBandData::kRows;
@@ -212,7 +129,7 @@ void paintPhaseBands(QPainter& painter, const QRectF& area, const PhaseBandData&
             lastPx = std::floor(px0 + w + 0.5) - 1;
             const QRectF r(std::max(px0, area.left() - 1), top, std::min(w, area.width() + 2),
                            rowH - 2);
-            pixels.fill(r, it.color);
+            pixels.fill(r, phaseBandColor(it));
             if (r.width() > 24) labels.push_back({r, &data.nameOf(it)});
             // An item ending left of the next column's centre would start in a
             // painted column, and is merged away.
@@ -230,22 +147,14 @@ void paintPhaseBands(QPainter& painter, const QRectF& area, const PhaseBandData&
         painter.setPen(Qt::white);
         for (const Label& l : labels)
             painter.drawText(l.rect.adjusted(2, 0, -2, 0), Qt::AlignVCenter | Qt::AlignLeft,
-                             fm.elidedText(*l.name, Qt::ElideRight, l.rect.width() - 4));
+                             fm.elidedText(toQString(*l.name), Qt::ElideRight, l.rect.width() - 4));
     }
     painter.restore();
 }
 
 QString phasesAt(const PhaseBandData& data, const AxisMap& map, double x) {
-    const int64_t rx = map.inverse(x);
     QStringList names;
-    for (int row = 0; row < 3; ++row) {  // the nested phases; row 3 holds annotations
-        const auto& items = data.rows[size_t(row)];
-        for (size_t k = data.firstReaching(row, rx + 1); k < items.size(); ++k) {
-            const PhaseBandItem& it = items[k];
-            if (it.start > rx) break;
-            if (it.end > rx) names << data.nameOf(it);
-        }
-    }
+    for (const std::string& name : phaseNamesAt(data, map.inverse(x))) names << toQString(name);
     return names.join(QStringLiteral(" / "));
 }
 

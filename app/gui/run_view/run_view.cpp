@@ -11,23 +11,15 @@
 #include <algorithm>
 
 #include "common/format.h"
-#include "memscope/view/allocation_order.h"
 #include "memscope/analysis/compare.h"
 #include "memscope/analysis/oom_report.h"
 #include "memscope/base/units.h"
+#include "memscope/view/allocation_order.h"
 #include "run_view/overview_strip.h"
 #include "run_view/timeline_plot.h"
 #include "run_view/zoom_state.h"
 
 namespace memscope::gui {
-
-namespace {
-
-// The stack mode's settings value for "by module" (core's StackMode names
-// the other two).
-constexpr char kModuleModeName[] = "module";
-
-}  // namespace
 
 RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(run)) {
     zoom_ = new ZoomState(this);
@@ -38,6 +30,7 @@ RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(
         devices_->addItem(run_->deviceLabel(r),
                           QVariant::fromValue(QPoint(r.part, r.device_index)));
     mode_ = new QComboBox(this);
+    // In ViewMode's order: an entry's index is its mode.
     mode_->addItem(QStringLiteral("Stack by category"));
     mode_->addItem(QStringLiteral("Stack by allocation"));
     mode_->addItem(QStringLiteral("Stack by module"));
@@ -107,21 +100,13 @@ RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(
         const QPoint p = devices_->itemData(i).toPoint();
         setDevice({p.x(), p.y()});
     });
-    connect(mode_, &QComboBox::currentIndexChanged, this, [this](int i) {
-        if (i == 2)
-            plot_->setStackByModule(true);
-        else
-            plot_->setStackMode(i == 1 ? StackMode::ByAllocation : StackMode::ByCategory);
-    });
+    connect(mode_, &QComboBox::currentIndexChanged, this,
+            [this](int i) { plot_->setViewMode(ViewMode(std::clamp(i, 0, 2))); });
     // Only the user's own choice is remembered for the run (activated, not
     // currentIndexChanged: the default set below is not a choice).
     connect(mode_, &QComboBox::activated, this, [this](int i) {
-        QSettings().setValue(
-            stackModeKey(),
-            i == 2
-                ? QString::fromLatin1(kModuleModeName)
-                : QString::fromUtf8(
-                      toString(i == 1 ? StackMode::ByAllocation : StackMode::ByCategory).data()));
+        QSettings().setValue(stackModeKey(),
+                             QString::fromUtf8(toString(ViewMode(std::clamp(i, 0, 2))).data()));
     });
     connect(grouping_, &QComboBox::currentIndexChanged, this, [this](int i) {
         if (i < 0) return;
@@ -155,15 +140,10 @@ RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(
     // The mode the user chose for this run last time, else what suits the
     // file: by category where it recorded categories, by allocation otherwise.
     const QString remembered = QSettings().value(stackModeKey()).toString();
-    if (remembered == QLatin1String(kModuleModeName)) {
-        setStackByModule();
-        if (oomDevice) goToOom();
-        return;
-    }
-    std::optional<StackMode> mode = stackModeFromString(remembered.toStdString());
+    std::optional<ViewMode> mode = viewModeFromString(remembered.toStdString());
     if (!mode)
-        if (const DeviceTimeline* tl = run_->timeline(first)) mode = defaultStackMode(*tl);
-    setStackMode(mode.value_or(StackMode::ByCategory));
+        if (const DeviceTimeline* tl = run_->timeline(first)) mode = defaultViewMode(*tl);
+    setViewMode(mode.value_or(ViewMode::Category));
     if (oomDevice) goToOom();
 }
 
@@ -195,20 +175,12 @@ QString RunView::hoverText() const {
     return hover_->text();
 }
 
-StackMode RunView::stackMode() const {
-    return plot_->stackMode();
+ViewMode RunView::viewMode() const {
+    return plot_->viewMode();
 }
 
-void RunView::setStackMode(StackMode mode) {
-    mode_->setCurrentIndex(mode == StackMode::ByAllocation ? 1 : 0);
-}
-
-void RunView::setStackByModule() {
-    mode_->setCurrentIndex(2);
-}
-
-bool RunView::stacksByModule() const {
-    return plot_->stacksByModule();
+void RunView::setViewMode(ViewMode mode) {
+    mode_->setCurrentIndex(int(mode));
 }
 
 ModuleGroupingSpec RunView::moduleGrouping() const {
@@ -226,8 +198,7 @@ void RunView::setModuleGrouping(ModuleGroupingSpec spec) {
 }
 
 void RunView::highlightModule(std::optional<ModuleId> group) {
-    if (group && !plot_->stacksByModule() && plot_->stackMode() == StackMode::ByCategory)
-        setStackByModule();
+    if (group && plot_->viewMode() == ViewMode::Category) setViewMode(ViewMode::Module);
     plot_->setModuleHighlight(group);
 }
 

@@ -31,11 +31,9 @@ public:
     ZoomState* zoom() const { return zoom_; }
     QString hoverText() const;
 
-    void setStackMode(StackMode mode);
-    StackMode stackMode() const;
-    // Stack by module (the third entry of the mode box).
-    void setStackByModule();
-    bool stacksByModule() const;
+    // The mode box's entries are the modes, in ViewMode's order.
+    void setViewMode(ViewMode mode);
+    ViewMode viewMode() const;
     // How the plot's bands and the by-module table group modules.
     void setModuleGrouping(ModuleGroupingSpec spec);
     ModuleGroupingSpec moduleGrouping() const;

@@ -132,9 +132,10 @@ BandSet computeBands(const DeviceTimeline& tl, const AxisMap& map, const BandReq
     const size_t reservedJob = hasReserved ? reduced.add(tl.reserved, n) : 0;
     const size_t firstBandJob = totalJob + 1 + (hasReserved ? 1 : 0);
     std::vector<Category> categories;  // those with a band, bottom first
-    if (req.modules) {
-        for (const ModuleStackGroup& g : req.modules->groups) reduced.add(g.live, nBand);
-    } else if (req.mode == StackMode::ByCategory) {
+    const ModuleStack* modules = req.mode == ViewMode::Module ? req.modules : nullptr;
+    if (modules) {
+        for (const ModuleStackGroup& g : modules->groups) reduced.add(g.live, nBand);
+    } else if (req.mode == ViewMode::Category) {
         for (Category c : kAllCategories) {
             const StepSeries& s = tl.live_by_category[size_t(index(c))];
             if (s.empty() && s.initial == 0) continue;  // never used: no band, no legend entry
@@ -155,9 +156,9 @@ BandSet computeBands(const DeviceTimeline& tl, const AxisMap& map, const BandReq
     for (int64_t x : src) out.xs.push_back(map.forward(x));
     out.total = total;  // a predicted run's hatching covers it, whatever is stacked
 
-    if (req.modules) {
-        addModuleBands(out, *req.modules, src, total, reduced, firstBandJob);
-    } else if (req.mode == StackMode::ByCategory) {
+    if (modules) {
+        addModuleBands(out, *modules, src, total, reduced, firstBandJob);
+    } else if (req.mode == ViewMode::Category) {
         std::vector<double> acc(src.size(), 0.0), value;
         for (size_t j = 0; j < categories.size(); ++j) {
             const Category c = categories[j];

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "memscope/analysis/alignment.h"
-#include "memscope/view/allocation_order.h"
 #include "memscope/timeline/timeline.h"
-#include "run_view/module_stack.h"
+#include "memscope/view/allocation_order.h"
+#include "memscope/view/module_stack.h"
 
 namespace memscope::gui {
 
@@ -43,10 +43,10 @@ struct BandSet {
 };
 
 struct BandRequest {
-    StackMode mode = StackMode::ByCategory;
+    ViewMode mode = ViewMode::Category;
     double x0 = 0, x1 = 1;     // visible shared-axis range
     size_t max_points = 2000;  // about twice the plot width in pixels
-    // Set: stack by module group instead (mode is then ignored).
+    // By module: the groups to stack (none: only the live total is drawn).
     const ModuleStack* modules = nullptr;
 };
 

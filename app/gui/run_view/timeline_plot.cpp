@@ -262,19 +262,9 @@ void TimelinePlot::setZoomState(ZoomState* zoom) {
     rebuild();
 }
 
-void TimelinePlot::setStackMode(StackMode mode) {
-    if (mode_ == mode && !byModule_) return;
+void TimelinePlot::setViewMode(ViewMode mode) {
+    if (mode_ == mode) return;
     mode_ = mode;
-    byModule_ = false;
-    hovered_.reset();
-    updateHighlight();
-    updateModuleHighlight();
-    rebuild();
-}
-
-void TimelinePlot::setStackByModule(bool on) {
-    if (byModule_ == on) return;
-    byModule_ = on;
     hovered_.reset();
     updateHighlight();
     updateModuleHighlight();
@@ -288,7 +278,7 @@ void TimelinePlot::setModuleGrouping(ModuleGroupingSpec spec) {
     // A group of one grouping means nothing in another.
     moduleHighlight_.reset();
     updateModuleHighlight();
-    if (byModule_) rebuild();
+    if (mode_ == ViewMode::Module) rebuild();
 }
 
 const ModuleStack* TimelinePlot::moduleStack() {
@@ -315,7 +305,7 @@ void TimelinePlot::updateModuleHighlight() {
     const ModuleStack* stack = moduleHighlight_ ? moduleStack() : nullptr;
     if (stack) highlighted_ = intervalsOfGroup(*stack, *moduleHighlight_);
     std::vector<bool> mask;
-    if (stack && !byModule_ && mode_ == StackMode::ByAllocation) {
+    if (stack && mode_ == ViewMode::Allocation) {
         mask.assign(stack->group_of.size(), false);
         for (uint32_t i : highlighted_) mask[i] = true;
     }
@@ -439,16 +429,17 @@ void TimelinePlot::rebuild(bool replot) {
     // exact with buckets of about 1.3 px (1.5 points per pixel); by
     // allocation only the scale and the reserved line come from it, and the
     // layout samples each column at its own maximum.
-    req.max_points = size_t(mode_ == StackMode::ByCategory || byModule_ ? 3 * width / 2 : width);
-    req.modules = byModule_ ? moduleStack() : nullptr;
+    req.max_points = size_t(mode_ == ViewMode::Allocation ? width : 3 * width / 2);
+    req.modules = mode_ == ViewMode::Module ? moduleStack() : nullptr;
     bands_ = computeBands(*tl, map_, req);
     // By module on a trace without modules: one grey band, and why.
-    const bool noModules = byModule_ && (!req.modules || req.modules->source == ModuleSource::None);
+    const bool noModules =
+        mode_ == ViewMode::Module && (!req.modules || req.modules->source == ModuleSource::None);
     p_->message->setText(noModules ? noModulesMessage() : QString());
     p_->message->setVisible(noModules);
     const double ymax = fixedYMax_ > 0 ? fixedYMax_ : std::max(1.0, bands_.y_max * 1.08);
     const AllocationIndex* index = run_->allocationIndex(ref_);
-    if (mode_ == StackMode::ByAllocation && index && !byModule_) {
+    if (mode_ == ViewMode::Allocation && index) {
         // Every live allocation, one column per pixel; an allocation a pixel
         // tall or taller is a band of its own, thinner ones merge per site.
         LayoutRequest lr;
@@ -485,7 +476,7 @@ void TimelinePlot::rebuild(bool replot) {
 
     // By module, a highlighted group keeps its colour and the other bands fade.
     int64_t litBand = -1;
-    if (byModule_ && req.modules && !highlighted_.empty())
+    if (mode_ == ViewMode::Module && req.modules && !highlighted_.empty())
         litBand = int64_t(req.modules->band_of[highlighted_.front()]);
     const QColor base = palette().color(QPalette::Base);
     auto fadedBand = [&](const Band& b) { return litBand >= 0 && b.key != litBand; };
@@ -506,20 +497,16 @@ void TimelinePlot::rebuild(bool replot) {
         p_->bandGraphs.push_back(g);
     }
     plot_->legend->clearItems();
-    // Bands hold cumulative tops and fill down to zero, drawn top band first so
-    // lower ones paint over it (by allocation, trimmed to their lifetimes).
-    // Filling down to another graph (QCustomPlot's channel fill) would paint
-    // each pixel once but costs more per frame than the overdraw.
-    const bool channel = false;
+    // The graphs hold no data: the band layer draws the bands; a graph names
+    // its band in the legend, top band first, as stacked.
     for (size_t k = 0; k < p_->bandGraphs.size(); ++k) {
         QCPGraph* g = p_->bandGraphs[k];
         if (k >= n) {
             g->data()->clear();
             g->setVisible(false);
-            g->setChannelFillGraph(nullptr);
             continue;
         }
-        const Band& b = bands_.bands[channel ? k : n - 1 - k];
+        const Band& b = bands_.bands[n - 1 - k];
         // The band layer draws the band; the graph, without data, names it
         // in the legend.
         g->data()->clear();
@@ -530,7 +517,6 @@ void TimelinePlot::rebuild(bool replot) {
         // No outline: stroking thousands of step segments costs more than
         // filling them, and adjacent fills already show the band edges.
         g->setPen(Qt::NoPen);
-        g->setChannelFillGraph(channel && k > 0 ? p_->bandGraphs[k - 1] : nullptr);
         g->setName(b.label);
         g->setVisible(true);
     }
@@ -544,7 +530,7 @@ void TimelinePlot::rebuild(bool replot) {
     p_->bandLayer->setBands(&bands_, std::move(styles));
     // Legend: top band first, as stacked.
     for (size_t k = 0; k < n; ++k) {
-        QCPGraph* g = p_->bandGraphs[channel ? n - 1 - k : k];
+        QCPGraph* g = p_->bandGraphs[k];
         if (!g->name().isEmpty()) g->addToLegend();
     }
     QVector<QCPGraphData> rdata(qsizetype(bands_.reserved_x.size()));
@@ -612,13 +598,17 @@ std::optional<uint32_t> TimelinePlot::allocationAt(double x, double y) const {
     const DeviceTimeline* tl = timeline();
     if (!tl) return std::nullopt;
     // By allocation the drawn layout answers, so the hit is what is drawn.
-    if (byModule_) {
-        const ModuleStack* stack = moduleStack_.get();  // built by the last rebuild
-        return stack ? moduleAllocationAt(*tl, *stack, map_.inverse(x), y) : std::nullopt;
+    switch (mode_) {
+        case ViewMode::Module: {
+            const ModuleStack* stack = moduleStack_.get();  // built by the last rebuild
+            return stack ? moduleAllocationAt(*tl, *stack, map_.inverse(x), y) : std::nullopt;
+        }
+        case ViewMode::Allocation:
+            return memscope::allocationAt(*tl, p_->allocations->layout(), map_.inverse(x), y);
+        case ViewMode::Category:
+            break;
     }
-    if (mode_ == StackMode::ByAllocation)
-        return memscope::allocationAt(*tl, p_->allocations->layout(), map_.inverse(x), y);
-    return memscope::allocationAt(*tl, mode_, {}, map_.inverse(x), y);
+    return memscope::allocationAt(*tl, ViewMode::Category, map_.inverse(x), y);
 }
 
 QString TimelinePlot::hoverTextAt(double x, double y) const {
@@ -637,7 +627,7 @@ QString TimelinePlot::hoverTextAt(double x, double y) const {
     // By allocation the site heads the text: the user's own line of code is
     // what tells one band from its neighbours.
     const std::string site = siteLabel(*trace, a.stack);
-    if (mode_ == StackMode::ByAllocation && !byModule_ && !site.empty())
+    if (mode_ == ViewMode::Allocation && !site.empty())
         text = toQString(site) + QLatin1Char('\n') + text;
     // The module heads it in every mode: "which layer holds it" is the first
     // question, and the one a stack of frames answers slowest.
@@ -692,7 +682,7 @@ void TimelinePlot::updateHover() {
         return;
     }
     const QPointF c = pixelToCoord(hoverPos_);
-    if (mode_ == StackMode::ByAllocation) {
+    if (mode_ == ViewMode::Allocation) {
         const auto hit = allocationAt(c.x(), c.y());
         if (hit != hovered_) {
             hovered_ = hit;

@@ -12,8 +12,8 @@
 #include <optional>
 
 #include "loading/run.h"
-#include "memscope/view/allocation_layout.h"
 #include "memscope/analysis/compare.h"
+#include "memscope/view/allocation_layout.h"
 #include "run_view/phase_bands.h"
 #include "run_view/timeline_bands.h"
 
@@ -35,13 +35,10 @@ public:
     // `map` takes the device's x onto the shared axis; `xLabel` names its unit.
     void setSource(RunPtr run, DeviceRef ref, const AxisMap& map, const QString& xLabel);
     void setZoomState(ZoomState* zoom);
-    // Category or allocation; turns stacking by module off.
-    void setStackMode(StackMode mode);
-    StackMode stackMode() const { return mode_; }
-    // Stack by module group instead of the stack mode; the grouping also
-    // decides what setModuleHighlight's group means.
-    void setStackByModule(bool on);
-    bool stacksByModule() const { return byModule_; }
+    // By category, by allocation or by module group (the grouping, below,
+    // also decides what setModuleHighlight's group means).
+    void setViewMode(ViewMode mode);
+    ViewMode viewMode() const { return mode_; }
     void setModuleGrouping(ModuleGroupingSpec spec);
     ModuleGroupingSpec moduleGrouping() const { return moduleSpec_; }
     // The module stack of the current grouping (built on first use); null
@@ -128,8 +125,7 @@ private:
     std::shared_ptr<const PhaseBandData> phases_ = std::make_shared<const PhaseBandData>();
     BandSet bands_;
     ZoomState* zoom_ = nullptr;
-    StackMode mode_ = StackMode::ByCategory;
-    bool byModule_ = false;
+    ViewMode mode_ = ViewMode::Category;
     ModuleGroupingSpec moduleSpec_;
     std::shared_ptr<const ModuleStack> moduleStack_;  // for moduleSpec_; reset with the source
     std::optional<ModuleId> moduleHighlight_;

@@ -77,11 +77,8 @@ AppOptions parseOptions(const QStringList& arguments) {
             o.error = QStringLiteral("--size wants WxH, e.g. 1600x1000");
     }
     if (parser.isSet(colorBy)) {
-        // "module" is the GUI's third mode; core's StackMode names the other two.
-        o.color_by_module = parser.value(colorBy) == QLatin1String("module");
-        if (!o.color_by_module)
-            o.color_by = stackModeFromString(parser.value(colorBy).toStdString());
-        if (!o.color_by && !o.color_by_module)
+        o.color_by = viewModeFromString(parser.value(colorBy).toStdString());
+        if (!o.color_by)
             o.error =
                 QStringLiteral("--color-by wants 'category', 'allocation' or 'module', not '%1'")
                     .arg(parser.value(colorBy));

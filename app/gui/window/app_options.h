@@ -20,10 +20,9 @@ struct AppOptions {
     bool dark = false;       // force a dark palette
     QString screenshot;      // non-empty: render offscreen to this file and exit
     QSize size{1600, 1000};  // screenshot size
-    std::optional<memscope::StackMode> color_by;  // screenshot: stack mode (default: the file's)
-    bool color_by_module = false;                 // screenshot: stack by module instead
-    std::optional<memscope::AlignMode> align;     // compare screenshot: alignment (default: time)
-    QString compare_tab;                          // compare screenshot: one of compareTabNames()
+    std::optional<memscope::ViewMode> color_by;  // screenshot: view mode (default: the file's)
+    std::optional<memscope::AlignMode> align;    // compare screenshot: alignment (default: time)
+    QString compare_tab;                         // compare screenshot: one of compareTabNames()
     // --whatif: predict these policies (empty: core's default sweep) from the
     // first run opened, and show them in the compare view.
     std::optional<std::vector<memscope::WhatIfPolicy>> whatif;

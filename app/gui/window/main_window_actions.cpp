@@ -114,38 +114,24 @@ void MainWindow::createActions() {
     });
     view->addSeparator();
     stackGroup_ = new QActionGroup(this);
-    const std::pair<QString, StackMode> modes[] = {
-        {QStringLiteral("Stack by &Category"), StackMode::ByCategory},
-        {QStringLiteral("Stack by &Allocation"), StackMode::ByAllocation}};
+    const std::pair<QString, ViewMode> modes[] = {
+        {QStringLiteral("Stack by &Category"), ViewMode::Category},
+        {QStringLiteral("Stack by &Allocation"), ViewMode::Allocation},
+        {QStringLiteral("Stack by &Module"), ViewMode::Module}};
     int key = Qt::Key_1;
     for (const auto& [text, mode] : modes) {
         QAction* a = view->addAction(text);
         a->setCheckable(true);
-        a->setChecked(mode == StackMode::ByCategory);
+        a->setChecked(mode == ViewMode::Category);
         a->setShortcut(QKeySequence(key++));
         a->setShortcutContext(Qt::WidgetWithChildrenShortcut);
         tabs_->addAction(a);
         stackGroup_->addAction(a);
         connect(a, &QAction::triggered, this, [this, m = mode] {
             if (RunView* v = currentRunView())
-                v->setStackMode(m);
+                v->setViewMode(m);
             else if (compare_ && tabs_->currentWidget() == compare_)
-                compare_->setStackMode(m);
-        });
-    }
-    {
-        // The third mode is the GUI's own (core's StackMode has two).
-        QAction* a = view->addAction(QStringLiteral("Stack by &Module"));
-        a->setCheckable(true);
-        a->setShortcut(QKeySequence(key));
-        a->setShortcutContext(Qt::WidgetWithChildrenShortcut);
-        tabs_->addAction(a);
-        stackGroup_->addAction(a);
-        connect(a, &QAction::triggered, this, [this] {
-            if (RunView* v = currentRunView())
-                v->setStackByModule();
-            else if (compare_ && tabs_->currentWidget() == compare_)
-                compare_->setStackByModule();
+                compare_->setViewMode(m);
         });
     }
     view->addSeparator();

@@ -40,8 +40,7 @@ int runScreenshot(const AppOptions& options) {
     // Show something worth a picture: the first out-of-memory event of a
     // single run, else its peak, and the allocator state at that moment.
     if (RunView* v = comparing ? nullptr : window.currentRunView()) {
-        if (options.color_by) v->setStackMode(*options.color_by);
-        if (options.color_by_module) v->setStackByModule();
+        if (options.color_by) v->setViewMode(*options.color_by);
         if (!v->goToOom()) v->goToPeak();
         // Pin the largest allocation live at the peak, so the inspector shows a stack.
         const DeviceTimeline* tl = v->plot()->timeline();
@@ -52,7 +51,8 @@ int runScreenshot(const AppOptions& options) {
         }
     }
     // By module, the by-module table is the dock worth showing.
-    if (options.color_by_module && !comparing)
+    const bool byModule = options.color_by == ViewMode::Module;
+    if (byModule && !comparing)
         if (auto* dock = qobject_cast<QDockWidget*>(window.modulePanel()->parentWidget()))
             dock->raise();
     window.allocatorView()->waitForIdle();
@@ -64,7 +64,7 @@ int runScreenshot(const AppOptions& options) {
     if (comparing && window.compareView()) {
         if (options.align) window.compareView()->setAlignMode(*options.align);
         if (!options.compare_tab.isEmpty()) window.compareView()->showTab(options.compare_tab);
-        if (options.color_by_module) window.compareView()->setStackByModule();
+        if (byModule) window.compareView()->setViewMode(ViewMode::Module);
         QApplication::processEvents();
         const QString table = window.compareView()->summaryModel()->toTextTable();
         std::fputs(table.toUtf8().constData(), stdout);

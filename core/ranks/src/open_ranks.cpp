@@ -2,9 +2,9 @@
 
 #include <filesystem>
 
-#include "memscope/ranks/digest_trace.h"
 #include "memscope/open/open_each.h"
 #include "memscope/open/open_run.h"
+#include "memscope/ranks/digest_trace.h"
 
 namespace memscope {
 namespace fs = std::filesystem;
@@ -74,6 +74,27 @@ Result<RankRun> openRanks(const std::string& folder, const PluginRegistry& regis
     const std::string script = scriptOfRanks(names);
     run.name = !script.empty() ? script : folderName(folder);
     return run;
+}
+
+RankRun ranksOfRun(const OpenedRun& run) {
+    RankRun ranks;
+    ranks.path = run.path;
+    ranks.name = run.name;
+    if (!run.folder || run.parts.size() < 2) return ranks;
+    std::vector<std::string> names;
+    for (const OpenedTrace& part : run.parts) {
+        if (!part.trace || !part.timeline) {
+            ranks.ranks.clear();
+            return ranks;
+        }
+        const std::string& name = part.trace->metadata.name;
+        ranks.ranks.push_back(
+            digestRank(*part.trace, *part.timeline, part.path,
+                       name.empty() ? fs::path(part.path).stem().string() : name));
+        names.push_back(name);
+    }
+    if (const std::string script = scriptOfRanks(names); !script.empty()) ranks.name = script;
+    return ranks;
 }
 
 }  // namespace memscope

@@ -6,10 +6,10 @@
 #include <limits>
 #include <utility>
 
-#include "memscope/view/allocation_order.h"
-#include "memscope/view/layout_pyramid.h"
 #include "memscope/base/gallop.h"
 #include "memscope/base/parallel_for.h"
+#include "memscope/view/allocation_order.h"
+#include "memscope/view/layout_pyramid.h"
 
 namespace memscope {
 
@@ -745,7 +745,7 @@ std::optional<uint32_t> allocationAt(const DeviceTimeline& tl, const AllocationL
     // Inside an aggregate: the column's stack, stacked as the layout stacked it.
     const LayoutColumn* c = columnAt(layout, x);
     uint64_t acc = 0;
-    for (uint32_t i : stackedAt(tl, StackMode::ByAllocation, {}, c->sample)) {
+    for (uint32_t i : stackedAt(tl, ViewMode::Allocation, c->sample)) {
         acc += clampedSize(acc, tl.intervals[i].size);
         if (bytes < double(acc)) return i;
     }

@@ -91,4 +91,22 @@ SearchResult searchAllocations(const Trace& trace, const DeviceTimeline& tl, std
     return out;
 }
 
+std::vector<uint32_t> neighboursByAddress(const DeviceTimeline& timeline, uint32_t interval,
+                                          size_t each_side) {
+    if (interval >= timeline.intervals.size()) return {};
+    std::vector<uint32_t> live = timeline.liveAt(timeline.intervals[interval].start);
+    std::sort(live.begin(), live.end(), [&](uint32_t x, uint32_t y) {
+        return timeline.intervals[x].address < timeline.intervals[y].address;
+    });
+    const auto self = std::find(live.begin(), live.end(), interval);
+    std::vector<uint32_t> near;
+    if (self == live.end()) return near;
+    const auto side = ptrdiff_t(each_side);
+    const auto from = self - std::min<ptrdiff_t>(side, self - live.begin());
+    const auto to = self + 1 + std::min<ptrdiff_t>(side, live.end() - self - 1);
+    for (auto it = from; it != to; ++it)
+        if (it != self) near.push_back(*it);
+    return near;
+}
+
 }  // namespace memscope

@@ -29,8 +29,8 @@
 #include "../common/bench_args.h"
 #include "../common/malloc_mode.h"
 #include "loading/run_loader.h"
-#include "memscope/view/layout_pyramid.h"
 #include "memscope/base/huge_page_malloc.h"
+#include "memscope/view/layout_pyramid.h"
 #include "run_view/phase_bands.h"
 #include "run_view/run_view.h"
 #include "run_view/timeline_plot.h"
@@ -353,7 +353,7 @@ int main(int argc, char** argv) {
     // overview, the legend's new entries), timed apart from the scripts.
     QElapsedTimer switchTimer;
     switchTimer.start();
-    view.setStackMode(memscope::StackMode::ByAllocation);
+    view.setViewMode(memscope::ViewMode::Allocation);
     view.plot()->renderNow();
     QCoreApplication::processEvents();
     const double switchMs = double(switchTimer.nsecsElapsed()) / 1e6;

@@ -27,7 +27,7 @@ TEST(AllocationLayout, OneSegmentPerAllocationInAllocationOrder) {
     const AllocationLayout l = f.layout(1);  // nothing is thin: every allocation its own band
     ASSERT_FALSE(l.columns.empty());
     for (const LayoutColumn& c : l.columns) {
-        const std::vector<uint32_t> order = stackedAt(*f.tl, StackMode::ByAllocation, {}, c.sample);
+        const std::vector<uint32_t> order = stackedAt(*f.tl, ViewMode::Allocation, c.sample);
         ASSERT_EQ(size_t(c.last - c.first), order.size());
         uint64_t bottom = 0;
         for (size_t k = 0; k < order.size(); ++k) {
@@ -93,7 +93,7 @@ void expectSegmentsAsBuiltAfresh(const AllocationFixture& f, const AllocationLay
                                  uint64_t band) {
     ASSERT_FALSE(l.columns.empty());
     for (const LayoutColumn& c : l.columns) {
-        const std::vector<uint32_t> order = stackedAt(*f.tl, StackMode::ByAllocation, {}, c.sample);
+        const std::vector<uint32_t> order = stackedAt(*f.tl, ViewMode::Allocation, c.sample);
         const std::vector<LayoutSegment> want = segmentsOf(f, order, band);
         ASSERT_EQ(size_t(c.last - c.first), want.size()) << "column at " << c.sample;
         for (size_t k = 0; k < want.size(); ++k) {
@@ -146,7 +146,7 @@ TEST(AllocationLayout, ASweepInTwoHalvesDrawsEveryColumnAsOne) {
     ASSERT_GE(l.columns.size(), 64u);
     uint64_t maxTotal = 0;
     for (const LayoutColumn& c : l.columns) {
-        const std::vector<uint32_t> order = stackedAt(*f.tl, StackMode::ByAllocation, {}, c.sample);
+        const std::vector<uint32_t> order = stackedAt(*f.tl, ViewMode::Allocation, c.sample);
         ASSERT_EQ(size_t(c.last - c.first), order.size());
         ASSERT_LE(c.last, l.segments.size());
         uint64_t bottom = 0;
@@ -275,7 +275,7 @@ TEST(AllocationLayout, ThinAllocationsMergePerSiteAtTheThreshold) {
     const AllocationLayout l = f.layout(band, 150);
     bool merged = false;
     for (const LayoutColumn& c : l.columns) {
-        const std::vector<uint32_t> order = stackedAt(*f.tl, StackMode::ByAllocation, {}, c.sample);
+        const std::vector<uint32_t> order = stackedAt(*f.tl, ViewMode::Allocation, c.sample);
         size_t next = 0;  // position in the stack
         for (uint32_t k = c.first; k < c.last; ++k) {
             const LayoutSegment& s = l.segments[k];
@@ -329,7 +329,7 @@ TEST(AllocationLayout, HitTestAnswersWhatIsDrawn) {
         }
         // The allocation's place in the column's stack holds y, inside the segment.
         uint64_t bottom = 0;
-        for (uint32_t i : stackedAt(*f.tl, StackMode::ByAllocation, {}, c.sample)) {
+        for (uint32_t i : stackedAt(*f.tl, ViewMode::Allocation, c.sample)) {
             if (i == *hit) break;
             bottom += f.tl->intervals[i].size;
         }

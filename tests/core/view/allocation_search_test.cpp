@@ -36,5 +36,43 @@ TEST(AllocationSearch, ByAddressInsideABlockAndByFrameText) {
     EXPECT_EQ(searchAllocations(t, d, "   ", 10).total_matches, 0u);
 }
 
+// The inspector's neighbours: the live blocks nearest by address when the
+// allocation was made, up to three each side, in address order; blocks freed
+// before it or made after it are not neighbours.
+TEST(AllocationSearch, NeighboursByAddressAreTheLiveBlocksAroundIt) {
+    Trace t;
+    const uint64_t k = 0x1000;
+    for (int i = 0; i < 9; ++i)  // 9 blocks at k*1..k*9, made at times 0..8
+        t.events.push_back(
+            event(i, EventKind::Alloc, k * uint64_t(i + 1), 256, Category::Activation));
+    t.events.push_back(event(9, EventKind::FreeCompleted, k * 2, 256, Category::Activation));
+    t.events.push_back(event(10, EventKind::Alloc, k * 20, 256, Category::Activation));  // the one
+    t.events.push_back(event(11, EventKind::Alloc, k * 21, 256, Category::Activation));  // later
+    auto tl = *Timeline::build(t);
+    const DeviceTimeline& d = tl->devices().at(0);
+    auto intervalAt = [&](uint64_t address, int64_t start) {
+        for (uint32_t i = 0; i < d.intervals.size(); ++i)
+            if (d.intervals[i].address == address && d.intervals[i].start == start) return i;
+        return uint32_t(UINT32_MAX);
+    };
+    const uint32_t self = intervalAt(k * 20, 10);
+    ASSERT_NE(self, UINT32_MAX);
+    std::vector<uint64_t> addresses;
+    for (uint32_t i : neighboursByAddress(d, self)) addresses.push_back(d.intervals[i].address);
+    // Below: the three highest live addresses (k*2 was freed); none above.
+    EXPECT_EQ(addresses, (std::vector<uint64_t>{k * 7, k * 8, k * 9}));
+    // The lowest block: none below, three above, k*2 (live then) among them.
+    const uint32_t first = intervalAt(k * 1, 0);
+    addresses.clear();
+    for (uint32_t i : neighboursByAddress(d, first, 3)) addresses.push_back(d.intervals[i].address);
+    EXPECT_EQ(addresses, (std::vector<uint64_t>{}));  // alone when it was made
+    const uint32_t fourth = intervalAt(k * 4, 3);
+    addresses.clear();
+    for (uint32_t i : neighboursByAddress(d, fourth, 2))
+        addresses.push_back(d.intervals[i].address);
+    EXPECT_EQ(addresses, (std::vector<uint64_t>{k * 2, k * 3}));
+    EXPECT_TRUE(neighboursByAddress(d, uint32_t(d.intervals.size())).empty());
+}
+
 }  // namespace
 }  // namespace memscope

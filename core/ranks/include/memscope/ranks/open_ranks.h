@@ -9,9 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "memscope/ranks/rank_run.h"
 #include "memscope/base/task_context.h"
+#include "memscope/open/open_run.h"
 #include "memscope/open/plugin_registry.h"
+#include "memscope/ranks/rank_run.h"
 
 namespace memscope {
 
@@ -20,5 +21,10 @@ namespace memscope {
 // cancelled, or no rank readable at all (the first failure's message).
 Result<RankRun> openRanks(const std::string& folder, const PluginRegistry& registry,
                           const TaskContext& ctx = {}, unsigned threads = 0);
+
+// The ranks of a folder opened whole (openRun): each part reduced to its
+// digest, the run named by the script its ranks ran where they agree. Empty
+// (no ranks) unless `run` is a folder of at least two parts with timelines.
+RankRun ranksOfRun(const OpenedRun& run);
 
 }  // namespace memscope

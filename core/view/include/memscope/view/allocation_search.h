@@ -24,4 +24,11 @@ SearchResult searchAllocations(const Trace& trace, const DeviceTimeline& timelin
                                std::string_view query, size_t limit,
                                const std::atomic<bool>* cancel = nullptr);
 
+// The allocations live when `interval` was allocated that lie nearest to it
+// by address, up to `each_side` below and as many above, in address order
+// (what the inspector lists beside an allocation: what a fragmented segment
+// held around it). Empty for an index out of range.
+std::vector<uint32_t> neighboursByAddress(const DeviceTimeline& timeline, uint32_t interval,
+                                          size_t each_side = 3);
+
 }  // namespace memscope

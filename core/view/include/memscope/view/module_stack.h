@@ -19,7 +19,7 @@
 #include "memscope/timeline/step_series.h"
 #include "memscope/timeline/timeline.h"
 
-namespace memscope::gui {
+namespace memscope {
 
 // Groups drawn as bands of their own; the rest share one "other modules" band.
 inline constexpr size_t kMaxModuleBands = 12;
@@ -62,4 +62,4 @@ std::optional<uint32_t> moduleAllocationAt(const DeviceTimeline& timeline, const
 // grouping), in order of start.
 std::vector<uint32_t> intervalsOfGroup(const ModuleStack& stack, ModuleId group);
 
-}  // namespace memscope::gui
+}  // namespace memscope

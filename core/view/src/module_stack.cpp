@@ -1,10 +1,10 @@
-#include "run_view/module_stack.h"
+#include "memscope/view/module_stack.h"
 
 #include <algorithm>
 #include <numeric>
 #include <unordered_map>
 
-namespace memscope::gui {
+namespace memscope {
 
 namespace {
 
@@ -162,4 +162,4 @@ std::vector<uint32_t> intervalsOfGroup(const ModuleStack& stack, ModuleId group)
     return out;
 }
 
-}  // namespace memscope::gui
+}  // namespace memscope

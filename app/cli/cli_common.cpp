@@ -10,6 +10,7 @@
 #include "memscope/base/file_io.h"
 #include "memscope/builtin_plugins.h"
 #include "memscope/ranks/open_ranks.h"
+#include "memscope/report/summary_report.h"
 
 namespace memscope::cli {
 
@@ -103,12 +104,7 @@ void printWarnings(const char* command, const OpenedRun& run) {
 // "recorded only steps 3-4 ... alive at its start: ..." for a trace cut to
 // what `record --steps` / `--capture-range` asked for.
 void printRecordedRange(const Trace& t, const char* indent) {
-    const std::string* range = t.metadata.property("recorded_range");
-    if (!range) return;
-    std::printf("%srecorded only   %s (the run's own numbering)\n", indent, range->c_str());
-    if (const std::string* alive = t.metadata.property("recorded_range.alive_at_start"))
-        std::printf("%salive at start  %s, carried in from before the range\n", indent,
-                    alive->c_str());
+    std::fputs(recordedRangeText(t, indent).c_str(), stdout);
 }
 
 }  // namespace memscope::cli

@@ -1,0 +1,82 @@
+// `memscope-cli summary`'s text, built in core (memscope/report/summary_report.h):
+// the heading, the device's figures and the composition at the peak, a digest
+// and a recorded range said so, and a multi-rank run's table.
+#include "memscope/report/summary_report.h"
+
+#include <gtest/gtest.h>
+
+#include "../analysis_test_util.h"
+#include "memscope/analysis/summary.h"
+#include "memscope/base/units.h"
+#include "memscope/ranks/rank_digest.h"
+#include "memscope/timeline/timeline.h"
+
+namespace memscope {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+TEST(SummaryReport, AFileHeadsItsDevicesAndTheirPeaks) {
+    Trace t = testutil::trainingRun("train.py", "full", 4000);
+    auto tl = Timeline::build(t);
+    ASSERT_TRUE(tl.ok());
+    const FileReport f{"/runs/a.memscope", "native", &t,        tl->get(),
+                       summarize(t, **tl), {},       "train.py"};
+    const std::string text = summaryText(f);
+    // The importer, and the producer the trace says wrote it.
+    EXPECT_TRUE(contains(
+        text, "train.py: /runs/a.memscope  (native, from " + t.metadata.source_format + ")"))
+        << text;
+    EXPECT_TRUE(contains(text, "  device 0\n")) << text;
+    const DeviceTimeline& d = (*tl)->devices().at(0);
+    EXPECT_TRUE(contains(text, "peak active      " + formatBytes(d.peak.bytes))) << text;
+    EXPECT_TRUE(contains(text, "    at the peak\n")) << text;
+    EXPECT_TRUE(contains(text, "activation")) << text;
+    EXPECT_FALSE(contains(text, "a digest of")) << text;
+    EXPECT_FALSE(contains(text, "recorded only")) << text;
+
+    // A digest and a recording cut to a range say what they hold.
+    t.digest.emplace();
+    t.digest->source = "/far/rank0.memscope";
+    t.digest->summed_allocations = 7;
+    t.metadata.setProperty("recorded_range", "steps 3-5");
+    const std::string cut = summaryText(f);
+    EXPECT_TRUE(contains(cut,
+                         "a digest of /far/rank0.memscope: only the allocations alive at "
+                         "its peak, 7 of them summed by category"))
+        << cut;
+    EXPECT_TRUE(contains(cut, "  recorded only   steps 3-5")) << cut;
+    EXPECT_EQ(recordedRangeText(t, "> "),
+              "> recorded only   steps 3-5 (the run's own numbering)\n");
+}
+
+TEST(SummaryReport, RanksAreRowsWithTheirTopCategories) {
+    RankRun run;
+    run.name = "train.py";
+    run.path = "/runs";
+    for (int r = 0; r < 2; ++r) {
+        RankDigest d;
+        d.rank = r;
+        d.name = rankName(r, "x");
+        d.peak_bytes = (r + 1) * (int64_t(1) << 20);
+        d.categories_at_peak[size_t(index(Category::Activation))] = d.peak_bytes;
+        run.ranks.push_back(d);
+    }
+    RankDigest launcher;
+    launcher.name = "launcher";
+    launcher.path = "/runs/launcher.memscope";
+    run.ranks.push_back(launcher);
+    run.failures.push_back({"/runs/bad", "/runs/bad: not a trace"});
+    const std::string text = rankRunText(run);
+    EXPECT_TRUE(contains(text, "train.py: /runs  (2 ranks, 1 other process, 1 not read)")) << text;
+    EXPECT_TRUE(contains(text, "rank 1")) << text;
+    EXPECT_TRUE(contains(text, "activation 2.00 MiB")) << text;
+    EXPECT_TRUE(contains(text, "not a rank: launcher")) << text;
+    EXPECT_TRUE(contains(text, "not read: /runs/bad: not a trace")) << text;
+    EXPECT_TRUE(contains(text, "imbalance: ")) << text;
+}
+
+}  // namespace
+}  // namespace memscope

@@ -59,7 +59,6 @@ public:
 
     bool hasSteps() const { return !step_starts_.empty(); }
     size_t stepCount() const { return step_starts_.size(); }
-    int64_t firstStepStart() const { return step_starts_.empty() ? 0 : step_starts_.front(); }
     // Where the first step's forward began (its start when it has none).
     int64_t firstForwardStart() const { return first_forward_start_; }
 

@@ -9,17 +9,55 @@
 // Allocations that move or are copied get fresh addresses, so that an
 // address the measured run reused in between never holds two at once.
 
+#include <compare>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "memscope/whatif/layer_chain.h"
 #include "memscope/model/trace.h"
 #include "memscope/timeline/timeline.h"
+#include "memscope/whatif/layer_chain.h"
 
 namespace memscope::detail {
+
+// Where an event goes among the events at the same time. A measured event
+// keeps its own key; what an edit puts right after a measured event takes one
+// of the slots after it; what an edit places by time alone is synthetic, in
+// the order the edits were made, after every measured key.
+class OrderKey {
+public:
+    enum class Slot : uint8_t {
+        Event = 0,             // the measured event itself
+        Beside = 1,            // right after it: a copy freed where it was freed,
+                               // a birth moved to where another op completed
+        TemporaryBirth = 2,    // a temporary of the op that ends with it
+        TemporaryFree = 3,     // and its free
+        FreeWhenComplete = 4,  // an allocation freed once its op (and temporaries) ended
+    };
+    static OrderKey after(uint64_t event, Slot slot) {
+        return OrderKey((event << kSlotBits) | uint64_t(slot));
+    }
+    static OrderKey synthetic(uint64_t ordinal) { return OrderKey(kSynthetic + ordinal); }
+
+    // The measured event this key sits at or after; none for a synthetic key.
+    std::optional<uint64_t> event() const {
+        if (value_ >= kSynthetic) return std::nullopt;
+        return value_ >> kSlotBits;
+    }
+    // The key right after this one (a free that must follow its birth).
+    OrderKey next() const { return OrderKey(value_ + 1); }
+    friend auto operator<=>(const OrderKey&, const OrderKey&) = default;
+
+private:
+    static constexpr unsigned kSlotBits = 3;  // room for Slot's values
+    // Above every measured event's keys (events < 2^59).
+    static constexpr uint64_t kSynthetic = uint64_t{1} << 62;
+    explicit OrderKey(uint64_t value) : value_(value) {}
+    uint64_t value_ = 0;
+};
 
 class TraceRewrite {
 public:
@@ -64,7 +102,7 @@ private:
     struct Place {
         int64_t time = 0;
         std::optional<size_t> gap;  // time is an offset into this gap
-        uint64_t order = 0;
+        OrderKey order = OrderKey::synthetic(0);
     };
     struct Edit {
         std::optional<Place> birth, free;
@@ -102,9 +140,21 @@ private:
     std::vector<NewScope> scopes_;
     uint64_t next_order_ = 0;
 
-    uint64_t afterEvent(uint64_t event, uint64_t k) const { return event * 8 + k; }
-    uint64_t synthetic() { return (uint64_t{1} << 62) + next_order_++; }
-    int64_t birthTime(uint32_t id) const { return device_.intervals[id].start; }
+    OrderKey synthetic() { return OrderKey::synthetic(next_order_++); }
+
+    // The steps of build(), in order (trace_rewrite.cpp).
+    class GapTimes;
+    struct Pending;
+    std::vector<uint32_t> editedEvents() const;
+    std::vector<Pending> movedEvents(const GapTimes& times, std::span<const uint32_t> edited_event,
+                                     const std::unordered_map<uint32_t, uint64_t>& moved_address,
+                                     std::vector<uint8_t>& stays) const;
+    void addCopies(const GapTimes& times, uint64_t& fresh, std::vector<Pending>& out) const;
+    void copyTables(const GapTimes& times, Trace& t) const;
+    void mergeEvents(const GapTimes& times, std::vector<Pending> moved, std::vector<uint8_t> stays,
+                     Trace& t) const;
+    void copyEndState(const std::unordered_map<uint32_t, uint64_t>& moved_address, Trace& t) const;
+    void copyModules(const GapTimes& times, Trace& t) const;
 };
 
 }  // namespace memscope::detail

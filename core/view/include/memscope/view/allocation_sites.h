@@ -35,7 +35,6 @@ public:
     uint32_t siteOf(uint32_t interval) const {
         return interval < of_.size() ? of_[interval] : kNoSite;
     }
-    std::span<const uint32_t> perInterval() const { return of_; }
     const AllocationSite& site(uint32_t id) const;  // site 0 for an unknown id
     size_t siteCount() const { return sites_.size(); }
     size_t memoryBytes() const;

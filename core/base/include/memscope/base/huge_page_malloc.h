@@ -10,7 +10,7 @@
 // page faults, and on a virtual machine each costs microseconds: on this
 // project's 2-core VM, `memscope-cli summary` of a 1 GB snapshot with many
 // short-lived allocations took 2.57-3.28 s that way and 1.57-2.50 s in huge
-// pages (20,000 faults), at the same peak memory (README, Performance).
+// pages (20,000 faults), at the same peak memory (docs/PERFORMANCE.md, "Huge pages").
 //
 // The relaunched process puts GLIBC_TUNABLES back as the user had it, so the
 // programs it starts (record's training job) inherit the user's environment,

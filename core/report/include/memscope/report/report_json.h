@@ -1,7 +1,7 @@
 #pragma once
 // The JSON reports front ends print: `memscope-cli summary --json`, and the
 // per-phase peaks the trainer's summary.json embeds. Written with RapidJSON's
-// streaming writer; shapes documented in the README.
+// streaming writer; shapes documented in docs/JSON_REFERENCE.md.
 
 #include <span>
 #include <string>

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "memscope/analysis/policy_explainer.h"
 #include "memscope/base/units.h"
 
 namespace memscope {
@@ -216,6 +217,23 @@ std::string CompareTable::raw(size_t r, CompareColumn column) const {
                             : "";
     }
     return {};
+}
+
+std::optional<std::string> CompareTable::why(size_t r) const {
+    if (r >= rows.size() || r == baseline || baseline >= rows.size()) return std::nullopt;
+    if (!rows[r].peak || !rows[r].delta.peak_bytes) return std::nullopt;
+    auto side = [&](const CompareRow& row) {
+        PolicyPeak p;
+        p.name = row.name;
+        if (!row.run.trace || !row.peak) return p;
+        p.policy = recordedPolicy(*row.run.trace);
+        // A phase's peak has its phase; the whole run's is the timeline's.
+        const PhaseId phase =
+            scope.phase || !row.run.timeline ? row.peak->phase : row.run.timeline->peak.phase;
+        p.peak = peakPlace(*row.run.trace, phase, row.peak->bytes, row.peak->by_category);
+        return p;
+    };
+    return explainPolicyChange(side(rows[baseline]), side(rows[r]));
 }
 
 }  // namespace memscope

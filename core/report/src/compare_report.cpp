@@ -110,6 +110,7 @@ std::string toText(const CompareTable& table) {
         const CompareRow& row = table.rows[r];
         if (r == table.baseline || !row.peak || !row.delta.peak_bytes) continue;
         out += row.name + " vs " + table.rows[table.baseline].name + ": " + changeOf(row) + "\n";
+        if (const auto why = table.why(r)) out += "  why: " + *why + "\n";
         // The same change by layer ("h.0–h.11: −2.10 GiB activation").
         for (const std::string& line : describeModuleChanges(row.module_deltas, 4))
             out += "  " + line + "\n";
@@ -160,6 +161,13 @@ std::string toJson(const CompareTable& table) {
         categories(w, row.delta.by_category, &table.categories);
         key(w, "change_vs_baseline");
         string(w, row.peak && row.delta.peak_bytes ? changeOf(row) : std::string());
+        // Why it changed or did not (null for the baseline and unknown policies).
+        const auto why = table.why(size_t(&row - table.rows.data()));
+        key(w, "why");
+        if (why)
+            string(w, *why);
+        else
+            w.Null();
         if (row.run.trace && row.run.timeline && row.peak) {
             key(w, "peak_sites");
             const auto sites = table.scope.phase

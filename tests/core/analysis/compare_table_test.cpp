@@ -93,9 +93,11 @@ TEST(CompareTable, CsvTextAndJsonCarryTheSameNumbers) {
     EXPECT_NE(csv.find("/runs/full.memscope,full,9000,0,"), std::string::npos) << csv;
     const std::string text = toText(t);
     EXPECT_NE(text.find("full (baseline)"), std::string::npos);
-    // Header, three rows, and a line per non-baseline run on what changed.
-    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 6);
+    // Header, three rows, and two lines per non-baseline run: what changed,
+    // and why (policy_explainer.h).
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 8);
     EXPECT_NE(text.find("block vs full: \u2212"), std::string::npos) << text;
+    EXPECT_NE(text.find("  why: the peak is in backward"), std::string::npos) << text;
 
     const auto j = nlohmann::json::parse(toJson(t));
     EXPECT_EQ(j["baseline"], "/runs/full.memscope");

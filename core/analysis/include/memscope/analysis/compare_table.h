@@ -74,6 +74,11 @@ struct CompareTable {
     std::string cell(size_t row, CompareColumn column) const;
     // The plain number or text a CSV holds ("" when unknown).
     std::string raw(size_t row, CompareColumn column) const;
+    // Why a row's peak changed against the baseline's, or did not, from its
+    // recorded policy and where the baseline's peak lies in the table's scope
+    // (policy_explainer.h); none for the baseline, a row without a peak in
+    // scope, or a policy that is not known.
+    std::optional<std::string> why(size_t row) const;
 };
 
 // The full-save policy's run when there is one (recorded policy "full", or a

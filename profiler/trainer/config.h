@@ -71,7 +71,9 @@ std::string describe(const ModelConfig& model);
 
 // Presets. quick: seconds on 2 CPU cores even with Debian's reference BLAS
 // (the default); sized so that activations, not parameters, dominate memory,
-// which is what the policies change.
+// which is what the recomputing policies change.
+// wide: as quick in time; a wider model at batch 1, so that parameters,
+// gradients and Adam's state dominate memory, which is what opt-in-bwd changes.
 // paper: the literature's sizes (mlp: d=1024, 24 blocks, input (8, 512, 1024);
 // gpt: the per-layer shape of Korthikanti et al.'s smallest configuration,
 // h=6144, a=64, s=2048, with one layer, b=1 and a vocabulary of 1024).

@@ -138,6 +138,62 @@ TEST(TrainerCli, GptSummaryHasPeaksByPhase) {
 
 namespace {
 
+// The main job's demo (scripts/setup-and-run.sh): `--policy all` at the quick
+// preset, where activations dominate, and at the wide one, where gradients
+// and the optimizer step do. Each policy's peak is at least 5% below
+// full-save's at the preset made for it.
+void checkDemo(const std::string& model) {
+    auto peaks = [&](const std::string& preset) {
+        const fs::path dir =
+            fs::temp_directory_path() / ("memscope-trainer-demo-" + model + "-" + preset);
+        fs::remove_all(dir);
+        const Output run = runTrainer("--model " + model + " --policy all --preset " + preset +
+                                      " --out '" + dir.string() + "'");
+        EXPECT_EQ(run.status, 0) << run.text;
+        rapidjson::Document doc;
+        doc.Parse(readFile(dir / "summary.json").c_str());
+        std::vector<std::pair<std::string, double>> out;
+        const rapidjson::Value* runs = doc.HasParseError() ? nullptr : member(doc, "runs");
+        if (runs && runs->IsArray())
+            for (const rapidjson::Value& r : runs->GetArray())
+                out.emplace_back(member(r, "policy")->GetString(),
+                                 double(member(r, "peak_bytes")->GetInt64()));
+        fs::remove_all(dir);
+        return out;
+    };
+    auto ratio = [](const std::vector<std::pair<std::string, double>>& runs,
+                    const std::string& policy) {
+        double full = 0, mine = 0;
+        for (const auto& [name, bytes] : runs) {
+            if (name == "full") full = bytes;
+            if (name == policy) mine = bytes;
+        }
+        return full > 0 ? mine / full : 0.0;
+    };
+    const auto quick = peaks("quick");
+    const auto wide = peaks("wide");
+    ASSERT_EQ(quick.size(), 4u);
+    ASSERT_EQ(wide.size(), 4u);
+    EXPECT_LE(ratio(quick, "block"), 0.95) << model;
+    EXPECT_LE(ratio(quick, "selective"), 0.95) << model;
+    EXPECT_LE(ratio(wide, "opt-in-bwd"), 0.95) << model;
+    // And each leaves the other preset's peak where it is (within 1%).
+    EXPECT_NEAR(ratio(quick, "opt-in-bwd"), 1.0, 0.01) << model;
+    EXPECT_NEAR(ratio(wide, "block"), 1.0, 0.01) << model;
+}
+
+}  // namespace
+
+TEST(TrainerCli, MlpDemoPresetsShowEachPolicyLoweringItsPeak) {
+    checkDemo("mlp");
+}
+
+TEST(TrainerCli, GptDemoPresetsShowEachPolicyLoweringItsPeak) {
+    checkDemo("gpt");
+}
+
+namespace {
+
 struct SweepRow {
     std::string policy;
     int64_t peak = 0;

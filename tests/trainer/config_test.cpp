@@ -127,6 +127,21 @@ TEST(TrainerConfig, PaperPresetsAreTheLiteratureSizes) {
     EXPECT_FALSE(preset(ModelKind::Gpt, "huge").ok());
 }
 
+TEST(TrainerConfig, WidePresetIsParameterHeavyAtBatchOne) {
+    for (ModelKind kind : {ModelKind::Mlp, ModelKind::Gpt}) {
+        auto quick = preset(kind, "quick");
+        auto wide = preset(kind, "wide");
+        ASSERT_TRUE(wide.ok());
+        EXPECT_GT(wide->hidden, quick->hidden);
+        EXPECT_EQ(wide->batch, 1);
+        EXPECT_LT(wide->seq, quick->seq);
+    }
+    auto o = parseCommandLine({"--preset", "wide"});
+    ASSERT_TRUE(o.ok()) << o.message();
+    EXPECT_EQ(o->preset, "wide");
+    EXPECT_EQ(o->train.model.hidden, preset(ModelKind::Mlp, "wide")->hidden);
+}
+
 TEST(TrainerConfig, LiteraturePoliciesParseAndName) {
     auto p = parsePolicies(
         "sqrt,segments:3+opt-in-bwd,save:matmul,attention,save:none,"

@@ -12,7 +12,9 @@ public:
     std::string description() const override {
         return "torch.profiler memory timeline (export_memory_timeline .raw.json.gz / .json)";
     }
-    std::vector<std::string> extensions() const override { return {".raw.json.gz", ".json", ".json.gz"}; }
+    std::vector<std::string> extensions() const override {
+        return {".raw.json.gz", ".json", ".json.gz"};
+    }
     int probe(std::span<const std::byte> head, std::string_view path) const override {
         return memory_timeline::probe(head, path);
     }

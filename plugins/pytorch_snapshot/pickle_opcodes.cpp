@@ -3,6 +3,7 @@
 namespace memscope::pickle {
 
 std::string_view opName(uint8_t op) {
+    // clang-format off
     switch (op) {
         case MARK: return "MARK";
         case STOP: return "STOP";
@@ -74,6 +75,7 @@ std::string_view opName(uint8_t op) {
         case READONLY_BUFFER: return "READONLY_BUFFER";
         default: return "?";
     }
+    // clang-format on
 }
 
 }  // namespace memscope::pickle

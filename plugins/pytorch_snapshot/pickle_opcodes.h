@@ -7,6 +7,7 @@
 
 namespace memscope::pickle {
 
+// clang-format off
 enum Op : uint8_t {
     MARK = '(', STOP = '.', POP = '0', POP_MARK = '1', DUP = '2',
     FLOAT = 'F', INT = 'I', BININT = 'J', BININT1 = 'K', LONG = 'L', BININT2 = 'M',
@@ -30,6 +31,7 @@ enum Op : uint8_t {
     // protocol 5
     BYTEARRAY8 = 0x96, NEXT_BUFFER = 0x97, READONLY_BUFFER = 0x98,
 };
+// clang-format on
 
 // The name pickletools gives an opcode, for error messages ("" if unknown).
 std::string_view opName(uint8_t op);
@@ -37,8 +39,18 @@ std::string_view opName(uint8_t op);
 // Opcodes that make Python import and call things: a file using them is refused.
 constexpr bool runsCode(uint8_t op) {
     switch (op) {
-        case GLOBAL: case STACK_GLOBAL: case REDUCE: case BUILD: case INST: case OBJ:
-        case NEWOBJ: case NEWOBJ_EX: case EXT1: case EXT2: case EXT4: case PERSID:
+        case GLOBAL:
+        case STACK_GLOBAL:
+        case REDUCE:
+        case BUILD:
+        case INST:
+        case OBJ:
+        case NEWOBJ:
+        case NEWOBJ_EX:
+        case EXT1:
+        case EXT2:
+        case EXT4:
+        case PERSID:
         case BINPERSID:
             return true;
         default:

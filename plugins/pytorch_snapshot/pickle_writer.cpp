@@ -6,7 +6,9 @@
 
 namespace memscope::pickle {
 
-Writer::Writer(std::FILE* out) : out_(out) { buf_.reserve(kFrameTarget + 4096); }
+Writer::Writer(std::FILE* out) : out_(out) {
+    buf_.reserve(kFrameTarget + 4096);
+}
 
 void Writer::le(uint64_t v, int n) {
     for (int i = 0; i < n; ++i) buf_.push_back(char((v >> (8 * i)) & 0xff));
@@ -40,8 +42,12 @@ Result<void> Writer::status() const {
     return {};
 }
 
-void Writer::none() { op(NONE); }
-void Writer::boolean(bool v) { op(v ? NEWTRUE : NEWFALSE); }
+void Writer::none() {
+    op(NONE);
+}
+void Writer::boolean(bool v) {
+    op(v ? NEWTRUE : NEWFALSE);
+}
 
 void Writer::integer(int64_t v) {
     if (v >= 0 && v < 256) {
@@ -58,7 +64,9 @@ void Writer::integer(int64_t v) {
         uint8_t b[8];
         for (int i = 0; i < 8; ++i) b[i] = uint8_t(uint64_t(v) >> (8 * i));
         int n = 8;
-        while (n > 1 && ((b[n - 1] == 0x00 && !(b[n - 2] & 0x80)) || (b[n - 1] == 0xff && (b[n - 2] & 0x80)))) --n;
+        while (n > 1 && ((b[n - 1] == 0x00 && !(b[n - 2] & 0x80)) ||
+                         (b[n - 1] == 0xff && (b[n - 2] & 0x80))))
+            --n;
         op(LONG1);
         buf_.push_back(char(n));
         buf_.append(reinterpret_cast<const char*>(b), size_t(n));
@@ -92,12 +100,24 @@ void Writer::string(std::string_view s) {
     buf_.append(s.data(), s.size());
 }
 
-void Writer::emptyDict() { op(EMPTY_DICT); }
-void Writer::emptyList() { op(EMPTY_LIST); }
-void Writer::mark() { op(MARK); }
-void Writer::setItems() { op(SETITEMS); }
-void Writer::appends() { op(APPENDS); }
-void Writer::tuple2() { op(TUPLE2); }
+void Writer::emptyDict() {
+    op(EMPTY_DICT);
+}
+void Writer::emptyList() {
+    op(EMPTY_LIST);
+}
+void Writer::mark() {
+    op(MARK);
+}
+void Writer::setItems() {
+    op(SETITEMS);
+}
+void Writer::appends() {
+    op(APPENDS);
+}
+void Writer::tuple2() {
+    op(TUPLE2);
+}
 
 uint32_t Writer::memoize() {
     op(MEMOIZE);

@@ -584,15 +584,15 @@ private:
             for (uint32_t root = first_child[phases.size()]; root != kRoot;
                  root = next_sibling[root]) {
                 stack.push_back(root);
-                seq.push_back(
-                    {nanosToMicrosFloor(phases[root].start), phases[root].name, d, AnnotationStage::Start});
+                seq.push_back({nanosToMicrosFloor(phases[root].start), phases[root].name, d,
+                               AnnotationStage::Start});
                 std::vector<uint32_t> cursor{first_child[root]};
                 while (!stack.empty()) {
                     const uint32_t child = cursor.back();
                     if (child == kRoot) {
                         const Phase& p = phases[stack.back()];
-                        seq.push_back(
-                            {nanosToMicrosCeil(std::max(p.end, p.start)), p.name, d, AnnotationStage::End});
+                        seq.push_back({nanosToMicrosCeil(std::max(p.end, p.start)), p.name, d,
+                                       AnnotationStage::End});
                         stack.pop_back();
                         cursor.pop_back();
                         if (!cursor.empty()) cursor.back() = next_sibling[cursor.back()];

@@ -7,6 +7,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)memscope::kineto::importBytes(std::span(reinterpret_cast<const std::byte*>(data), size));
-    (void)memscope::kineto::probe(std::span(reinterpret_cast<const std::byte*>(data), size < 4096 ? size : 4096), "f.json");
+    (void)memscope::kineto::probe(
+        std::span(reinterpret_cast<const std::byte*>(data), size < 4096 ? size : 4096), "f.json");
     return 0;
 }

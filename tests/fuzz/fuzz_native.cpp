@@ -7,6 +7,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     memscope::NativeReadReport report;
-    (void)memscope::readNativeTrace(std::span(reinterpret_cast<const std::byte*>(data), size), {}, &report);
+    (void)memscope::readNativeTrace(std::span(reinterpret_cast<const std::byte*>(data), size), {},
+                                    &report);
     return 0;
 }

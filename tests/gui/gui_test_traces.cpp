@@ -11,7 +11,8 @@ namespace memscope::guitest {
 
 namespace {
 
-Event ev(int64_t t, EventKind k, uint64_t addr, uint64_t size, Category c, StackId stack = {}, PhaseId phase = {}) {
+Event ev(int64_t t, EventKind k, uint64_t addr, uint64_t size, Category c, StackId stack = {},
+         PhaseId phase = {}) {
     Event e;
     e.time = t;
     e.kind = k;
@@ -30,15 +31,19 @@ Trace makeSimpleTrace() {
     t.metadata.name = "simple";
     t.metadata.source_format = "test";
     const FrameId fwd = t.internFrame({t.internString("forward"), t.internString("model.py"), 12});
-    const FrameId noise = t.internFrame({t.internString("PyEval_EvalFrame"), t.internString("ceval.c"), 1});
+    const FrameId noise =
+        t.internFrame({t.internString("PyEval_EvalFrame"), t.internString("ceval.c"), 1});
     const FrameId bwd = t.internFrame({t.internString("backward"), t.internString("engine.py"), 7});
     const std::array fa{fwd, noise};
     const StackId sa = t.internStack(fa);
     const std::array fb{bwd};
     const StackId sb = t.internStack(fb);
-    const PhaseId step = t.addPhase({t.internString("step 0"), PhaseKind::Step, {}, 0, -1, -1, 5, 60});
-    const PhaseId f = t.addPhase({t.internString("forward"), PhaseKind::Forward, step, 0, -1, -1, 5, 25});
-    const PhaseId b = t.addPhase({t.internString("backward"), PhaseKind::Backward, step, 0, -1, -1, 25, 55});
+    const PhaseId step =
+        t.addPhase({t.internString("step 0"), PhaseKind::Step, {}, 0, -1, -1, 5, 60});
+    const PhaseId f =
+        t.addPhase({t.internString("forward"), PhaseKind::Forward, step, 0, -1, -1, 5, 25});
+    const PhaseId b =
+        t.addPhase({t.internString("backward"), PhaseKind::Backward, step, 0, -1, -1, 25, 55});
     t.events = {
         ev(5, EventKind::SegmentAlloc, 0x1000, 0x4000, Category::Unknown, {}, step),
         ev(10, EventKind::Alloc, 0x1000, 100, Category::Activation, sa, f),
@@ -84,7 +89,8 @@ Trace makeTrainerLikeTrace(const std::string& policy, int steps) {
     shape.hidden = 128, shape.seq = 256, shape.batch = 4;
     metrics.model = shape;
     t.metrics = metrics;
-    const FrameId fr = t.internFrame({t.internString("Block.forward"), t.internString("model.cpp"), 40});
+    const FrameId fr =
+        t.internFrame({t.internString("Block.forward"), t.internString("model.cpp"), 40});
     const std::array frames{fr};
     const StackId st = t.internStack(frames);
 
@@ -104,11 +110,20 @@ Trace makeTrainerLikeTrace(const std::string& policy, int steps) {
     const int64_t blockNs = recompute ? 1'300'000 : 1'000'000;
     for (int s = 0; s < steps; ++s) {
         const int64_t stepStart = now;
-        const PhaseId step = t.addPhase({t.internString("step " + std::to_string(s)), PhaseKind::Step, {}, s, -1, -1, now, now});
-        const PhaseId fwd = t.addPhase({t.internString("forward"), PhaseKind::Forward, step, s, -1, -1, now, now});
+        const PhaseId step = t.addPhase({t.internString("step " + std::to_string(s)),
+                                         PhaseKind::Step,
+                                         {},
+                                         s,
+                                         -1,
+                                         -1,
+                                         now,
+                                         now});
+        const PhaseId fwd =
+            t.addPhase({t.internString("forward"), PhaseKind::Forward, step, s, -1, -1, now, now});
         std::vector<uint64_t> acts;
         for (int b = 0; b < kBlocks; ++b) {
-            const PhaseId blk = t.addPhase({t.internString("block " + std::to_string(b)), PhaseKind::Block, fwd, s, b, -1, now, now});
+            const PhaseId blk = t.addPhase({t.internString("block " + std::to_string(b)),
+                                            PhaseKind::Block, fwd, s, b, -1, now, now});
             acts.push_back(alloc(saved, Category::Activation, blk));
             const uint64_t tmp = alloc(kParam / 4, Category::Temporary, blk);
             now += 1'000'000;
@@ -116,12 +131,15 @@ Trace makeTrainerLikeTrace(const std::string& policy, int steps) {
             t.phases[blk.value - 1].end = now;
         }
         t.phases[fwd.value - 1].end = now;
-        const PhaseId bwd = t.addPhase({t.internString("backward"), PhaseKind::Backward, step, s, -1, -1, now, now});
+        const PhaseId bwd = t.addPhase(
+            {t.internString("backward"), PhaseKind::Backward, step, s, -1, -1, now, now});
         for (int b = kBlocks - 1; b >= 0; --b) {
-            const PhaseId blk = t.addPhase({t.internString("block " + std::to_string(b)), PhaseKind::Block, bwd, s, b, -1, now, now});
+            const PhaseId blk = t.addPhase({t.internString("block " + std::to_string(b)),
+                                            PhaseKind::Block, bwd, s, b, -1, now, now});
             uint64_t re = 0;
             if (recompute) {
-                const PhaseId rc = t.addPhase({t.internString("recompute"), PhaseKind::Recompute, blk, s, b, -1, now, now});
+                const PhaseId rc = t.addPhase(
+                    {t.internString("recompute"), PhaseKind::Recompute, blk, s, b, -1, now, now});
                 re = alloc(4 * kParam - saved, Category::Activation, rc);
                 now += blockNs - 1'000'000;
                 t.phases[rc.value - 1].end = now;
@@ -140,9 +158,11 @@ Trace makeTrainerLikeTrace(const std::string& policy, int steps) {
         }
         t.phases[bwd.value - 1].end = now;
         if (!optInBwd) {
-            const PhaseId opt = t.addPhase({t.internString("optimizer"), PhaseKind::Optimizer, step, s, -1, -1, now, now});
+            const PhaseId opt = t.addPhase(
+                {t.internString("optimizer"), PhaseKind::Optimizer, step, s, -1, -1, now, now});
             if (s == 0)
-                for (int b = 0; b < kBlocks; ++b) optState.push_back(alloc(2 * kParam, Category::OptimizerState, opt));
+                for (int b = 0; b < kBlocks; ++b)
+                    optState.push_back(alloc(2 * kParam, Category::OptimizerState, opt));
             const uint64_t tmp = alloc(kBlocks * kParam, Category::Temporary, opt);
             now += 500'000;
             release(tmp, kBlocks * kParam, Category::Temporary, opt);
@@ -180,14 +200,19 @@ Trace makeModuleTrace(int h1Scale, ModuleSource source) {
     };
     const uint64_t s1 = uint64_t(h1Scale);
     const A allocs[] = {
-        {1, -1, 0x1000, 1000, Category::Parameter},    {12, 80, 0x2000, 200, Category::Activation},
-        {22, 75, 0x3000, 300, Category::Activation},   {25, 26, 0x4000, 50, Category::Temporary},
-        {32, 70, 0x5000, 400 * s1, Category::Activation}, {45, 65, 0x6000, 100 * s1, Category::Activation},
-        {52, 60, 0x7000, 250, Category::Activation},   {63, 78, 0x8000, 150, Category::Activation},
+        {1, -1, 0x1000, 1000, Category::Parameter},
+        {12, 80, 0x2000, 200, Category::Activation},
+        {22, 75, 0x3000, 300, Category::Activation},
+        {25, 26, 0x4000, 50, Category::Temporary},
+        {32, 70, 0x5000, 400 * s1, Category::Activation},
+        {45, 65, 0x6000, 100 * s1, Category::Activation},
+        {52, 60, 0x7000, 250, Category::Activation},
+        {63, 78, 0x8000, 150, Category::Activation},
     };
     for (const A& a : allocs) {
         t.events.push_back(ev(a.start, EventKind::Alloc, a.address, a.size, a.c));
-        if (a.end >= 0) t.events.push_back(ev(a.end, EventKind::FreeCompleted, a.address, a.size, a.c));
+        if (a.end >= 0)
+            t.events.push_back(ev(a.end, EventKind::FreeCompleted, a.address, a.size, a.c));
     }
     std::stable_sort(t.events.begin(), t.events.end(),
                      [](const Event& a, const Event& b) { return a.time < b.time; });
@@ -213,7 +238,8 @@ Trace makeModuleTrainingTrace(int layers, int steps) {
         t.events.push_back(ev(now, EventKind::FreeCompleted, a, size, c));
         now += 1000;
     };
-    auto scope = [&](const std::string& path, int64_t start, ModuleScopeKind k = ModuleScopeKind::Forward) {
+    auto scope = [&](const std::string& path, int64_t start,
+                     ModuleScopeKind k = ModuleScopeKind::Forward) {
         t.modules.scopes.push_back({start, now, in.intern("GPT", path), k});
     };
     const uint64_t param = 8 * kMiB;

@@ -10,9 +10,9 @@
 namespace memscope::guitest {
 
 // Four events on cuda:0 (times 10..50), peak 400 bytes at t = 20:
-//   A: 100 B activation at 0x1000, t 10..30, stack {forward (model.py:12), PyEval_EvalFrame (ceval.c:1)}
-//   B: 300 B gradient   at 0x2000, t 20..50, stack {backward (engine.py:7)}
-//   C:  50 B temporary  at 0x3000, t 40..,  no stack
+//   A: 100 B activation at 0x1000, t 10..30, stack {forward (model.py:12), PyEval_EvalFrame
+//   (ceval.c:1)} B: 300 B gradient   at 0x2000, t 20..50, stack {backward (engine.py:7)} C:  50 B
+//   temporary  at 0x3000, t 40..,  no stack
 // One segment 0x1000..0x5000 allocated at t 5. Phases: step 0 [5, 60):
 // forward [5, 25), backward [25, 55).
 Trace makeSimpleTrace();

@@ -14,28 +14,50 @@ namespace {
 // Builds pickle bytes by hand, opcode by opcode.
 struct P {
     std::vector<std::byte> b;
-    P& op(uint8_t o) { b.push_back(std::byte(o)); return *this; }
+    P& op(uint8_t o) {
+        b.push_back(std::byte(o));
+        return *this;
+    }
     P& u8(uint8_t v) { return op(v); }
-    P& le(uint64_t v, int n) { for (int i = 0; i < n; ++i) op(uint8_t(v >> (8 * i))); return *this; }
-    P& str(std::string_view s) { op(0x8c).u8(uint8_t(s.size())); for (char c : s) op(uint8_t(c)); return *this; }
+    P& le(uint64_t v, int n) {
+        for (int i = 0; i < n; ++i) op(uint8_t(v >> (8 * i)));
+        return *this;
+    }
+    P& str(std::string_view s) {
+        op(0x8c).u8(uint8_t(s.size()));
+        for (char c : s) op(uint8_t(c));
+        return *this;
+    }
     P& i1(uint8_t v) { return op('K').u8(v); }
     P& proto() { return op(0x80).u8(4); }
 };
 
-Result<Trace> load(const P& p) { return pytorch_snapshot::importBytes(p.b); }
+Result<Trace> load(const P& p) {
+    return pytorch_snapshot::importBytes(p.b);
+}
 
 // {'segments': [], 'device_traces': [[ENTRY]]} with ENTRY written by `entry`.
 template <typename F>
 P withEntry(F entry) {
     P p;
-    p.proto().op('}').op('(').str("segments").op(']').str("device_traces").op(']').op(']').op('}').op('(');
+    p.proto()
+        .op('}')
+        .op('(')
+        .str("segments")
+        .op(']')
+        .str("device_traces")
+        .op(']')
+        .op(']')
+        .op('}')
+        .op('(');
     entry(p);
     p.op('u').op('a').op('a').op('u').op('.');
     return p;
 }
 
 TEST(SnapshotBadInput, MinimalSnapshotLoads) {
-    auto t = load(withEntry([](P& p) { p.str("action").str("alloc").str("addr").i1(16).str("size").i1(8); }));
+    auto t = load(
+        withEntry([](P& p) { p.str("action").str("alloc").str("addr").i1(16).str("size").i1(8); }));
     ASSERT_TRUE(t.ok()) << t.message();
     ASSERT_EQ(t->events.size(), 1u);
     EXPECT_EQ(t->events[0].address, 16u);
@@ -46,13 +68,28 @@ TEST(SnapshotBadInput, MinimalSnapshotLoads) {
 TEST(SnapshotBadInput, NegativeCppPicklerAddressesMapBack) {
     // LONG1 of 8 bytes, 0xffff...f0 = -16 as the C++ pickler writes pointers >= 2^63.
     auto t = load(withEntry([](P& p) {
-        p.str("action").str("alloc").str("addr").op(0x8a).u8(8).le(0xfffffffffffffff0ull, 8).str("size").i1(8);
+        p.str("action")
+            .str("alloc")
+            .str("addr")
+            .op(0x8a)
+            .u8(8)
+            .le(0xfffffffffffffff0ull, 8)
+            .str("size")
+            .i1(8);
     }));
     ASSERT_TRUE(t.ok()) << t.message();
     EXPECT_EQ(t->events[0].address, 0xfffffffffffffff0ull);
     // and CPython's 9-byte form of the same pointer
     auto u = load(withEntry([](P& p) {
-        p.str("action").str("alloc").str("addr").op(0x8a).u8(9).le(0xfffffffffffffff0ull, 8).u8(0).str("size").i1(8);
+        p.str("action")
+            .str("alloc")
+            .str("addr")
+            .op(0x8a)
+            .u8(9)
+            .le(0xfffffffffffffff0ull, 8)
+            .u8(0)
+            .str("size")
+            .i1(8);
     }));
     ASSERT_TRUE(u.ok()) << u.message();
     EXPECT_EQ(u->events[0].address, 0xfffffffffffffff0ull);
@@ -63,7 +100,17 @@ TEST(SnapshotBadInput, FramesSharedThroughTheMemoAndListsGrownInSeveralBatches) 
     p.proto().op('}').op('(').str("segments").op(']').str("device_traces").op(']').op(']').op('(');
     // entry 1: a frames list with one frame dict, stored in memo slot 200
     p.op('}').op('(').str("action").str("alloc").str("size").i1(8).str("frames").op(']');
-    p.op('}').op('q').u8(200).op('(').str("filename").str("f.py").str("name").str("fn").str("line").i1(7).op('u');
+    p.op('}')
+        .op('q')
+        .u8(200)
+        .op('(')
+        .str("filename")
+        .str("f.py")
+        .str("name")
+        .str("fn")
+        .str("line")
+        .i1(7)
+        .op('u');
     p.op('a').op('u');
     // entry 2: the same frame by memo, in two APPENDS batches (the second one
     // lands on a list the mapper already folded into a stack)
@@ -110,9 +157,10 @@ TEST(SnapshotBadInput, LegacyFreePairsWithItsAllocLikeMemoryViz) {
 
 TEST(SnapshotBadInput, CodeRunningOpcodesAreRefusedByName) {
     const std::pair<uint8_t, const char*> ops[] = {
-        {'c', "GLOBAL"}, {0x93, "STACK_GLOBAL"}, {'R', "REDUCE"}, {'b', "BUILD"}, {'i', "INST"},
-        {'o', "OBJ"}, {0x81, "NEWOBJ"}, {0x92, "NEWOBJ_EX"}, {0x82, "EXT1"}, {0x83, "EXT2"},
-        {0x84, "EXT4"}, {'P', "PERSID"}, {'Q', "BINPERSID"}};
+        {'c', "GLOBAL"},   {0x93, "STACK_GLOBAL"}, {'R', "REDUCE"},  {'b', "BUILD"},
+        {'i', "INST"},     {'o', "OBJ"},           {0x81, "NEWOBJ"}, {0x92, "NEWOBJ_EX"},
+        {0x82, "EXT1"},    {0x83, "EXT2"},         {0x84, "EXT4"},   {'P', "PERSID"},
+        {'Q', "BINPERSID"}};
     for (auto [op, name] : ops) {
         P p;
         p.proto().str("os").str("system").op(op).u8(0).u8(0).op('.');
@@ -126,14 +174,14 @@ TEST(SnapshotBadInput, CodeRunningOpcodesAreRefusedByName) {
 
 TEST(SnapshotBadInput, HugeDeclaredLengthsFailWithoutAllocating) {
     std::vector<P> cases;
-    cases.emplace_back().proto().op(0x8d).le(1ull << 62, 8);       // BINUNICODE8
-    cases.emplace_back().proto().op('X').le(0xffffffffu, 4);       // BINUNICODE
-    cases.emplace_back().proto().op(0x8e).le(~0ull, 8);            // BINBYTES8
-    cases.emplace_back().proto().op(0x8b).le(0x7fffffffu, 4);      // LONG4
-    cases.emplace_back().proto().op(0x95).le(1ull << 40, 8);       // FRAME
+    cases.emplace_back().proto().op(0x8d).le(1ull << 62, 8);          // BINUNICODE8
+    cases.emplace_back().proto().op('X').le(0xffffffffu, 4);          // BINUNICODE
+    cases.emplace_back().proto().op(0x8e).le(~0ull, 8);               // BINBYTES8
+    cases.emplace_back().proto().op(0x8b).le(0x7fffffffu, 4);         // LONG4
+    cases.emplace_back().proto().op(0x95).le(1ull << 40, 8);          // FRAME
     cases.emplace_back().proto().op(']').op('r').le(0xfffffff0u, 4);  // LONG_BINPUT
-    cases.emplace_back().proto().op('j').le(0xfffffff0u, 4);       // LONG_BINGET
-    cases.emplace_back().proto().op('T').le(0x80000000u, 4);       // BINSTRING (negative)
+    cases.emplace_back().proto().op('j').le(0xfffffff0u, 4);          // LONG_BINGET
+    cases.emplace_back().proto().op('T').le(0x80000000u, 4);          // BINSTRING (negative)
     for (size_t i = 0; i < cases.size(); ++i) {
         auto t = load(cases[i]);
         EXPECT_FALSE(t.ok()) << "case " << i;
@@ -151,21 +199,22 @@ TEST(SnapshotBadInput, DeepMarksHitTheLimit) {
 
 TEST(SnapshotBadInput, WrongTypesGiveClearErrors) {
     std::vector<P> cases;
-    cases.emplace_back().proto().i1(3).op('.');                                         // int at top
-    cases.emplace_back().proto().op('}').str("a").i1(1).op('s').op('.');                // unrelated dict
-    cases.emplace_back().proto().op('}').str("segments").i1(1).op('s').op('.');         // segments: int
-    cases.emplace_back().proto().op('}').str("device_traces").op('}').op('s').op('.');  // traces: dict
+    cases.emplace_back().proto().i1(3).op('.');                                  // int at top
+    cases.emplace_back().proto().op('}').str("a").i1(1).op('s').op('.');         // unrelated dict
+    cases.emplace_back().proto().op('}').str("segments").i1(1).op('s').op('.');  // segments: int
+    cases.emplace_back().proto().op('}').str("device_traces").op('}').op('s').op('.');  // traces:
+                                                                                        // dict
     cases.emplace_back().proto().op('}').str("device_traces").op(']').i1(1).op('a').op('s').op('.');
-    cases.push_back(withEntry([](P& p) { p.str("action").i1(1); }));                    // action: int
+    cases.push_back(withEntry([](P& p) { p.str("action").i1(1); }));  // action: int
     cases.push_back(withEntry([](P& p) { p.str("action").str("alloc").str("size").str("big"); }));
-    cases.emplace_back().proto().i1(1).op('a').op('.');                                 // APPEND to int
-    cases.emplace_back().proto().op(']').i1(1).i1(2).op('s').op('.');                   // SETITEM on list
-    cases.emplace_back().proto().op('u').op('.');                                       // no MARK
-    cases.emplace_back().proto().op('.');                                               // empty STOP
-    cases.emplace_back().proto().op('h').u8(5).op('.');                                 // unset memo
-    cases.emplace_back().op(0x80).u8(9).op('.');                                        // protocol 9
-    cases.emplace_back().proto().op(0xff);                                              // unknown op
-    cases.emplace_back().proto().op('I').op('1').op('\n').op('.');                      // text INT
+    cases.emplace_back().proto().i1(1).op('a').op('.');                // APPEND to int
+    cases.emplace_back().proto().op(']').i1(1).i1(2).op('s').op('.');  // SETITEM on list
+    cases.emplace_back().proto().op('u').op('.');                      // no MARK
+    cases.emplace_back().proto().op('.');                              // empty STOP
+    cases.emplace_back().proto().op('h').u8(5).op('.');                // unset memo
+    cases.emplace_back().op(0x80).u8(9).op('.');                       // protocol 9
+    cases.emplace_back().proto().op(0xff);                             // unknown op
+    cases.emplace_back().proto().op('I').op('1').op('\n').op('.');     // text INT
     for (size_t i = 0; i < cases.size(); ++i) {
         auto t = load(cases[i]);
         ASSERT_FALSE(t.ok()) << "case " << i;
@@ -175,7 +224,8 @@ TEST(SnapshotBadInput, WrongTypesGiveClearErrors) {
 
 TEST(SnapshotBadInput, TruncationAtEveryOffsetOfASmallFile) {
     MEMSCOPE_SKIP_WITHOUT_FIXTURES();
-    const auto bytes = test::readBytes(test::fixtures() / "snapshots" / "settings_no_trace__DocuBox.pickle");
+    const auto bytes =
+        test::readBytes(test::fixtures() / "snapshots" / "settings_no_trace__DocuBox.pickle");
     ASSERT_FALSE(bytes.empty());
     ASSERT_TRUE(pytorch_snapshot::importBytes(bytes).ok());
     for (size_t n = 0; n < bytes.size(); ++n) {
@@ -186,7 +236,8 @@ TEST(SnapshotBadInput, TruncationAtEveryOffsetOfASmallFile) {
 
 TEST(SnapshotBadInput, TruncationSampledOnALargerFile) {
     MEMSCOPE_SKIP_WITHOUT_FIXTURES();
-    const auto bytes = test::readBytes(test::fixtures() / "snapshots" / "legacy_block_history_oom__LLM-inference.pickle");
+    const auto bytes = test::readBytes(test::fixtures() / "snapshots" /
+                                       "legacy_block_history_oom__LLM-inference.pickle");
     ASSERT_FALSE(bytes.empty());
     for (size_t n = 0; n < bytes.size(); n += 61) {
         auto t = pytorch_snapshot::importBytes(std::span(bytes).first(n));
@@ -196,7 +247,8 @@ TEST(SnapshotBadInput, TruncationSampledOnALargerFile) {
 
 TEST(SnapshotBadInput, BitFlipsNeverCrash) {
     MEMSCOPE_SKIP_WITHOUT_FIXTURES();
-    auto bytes = test::readBytes(test::fixtures() / "snapshots" / "settings_no_trace__DocuBox.pickle");
+    auto bytes =
+        test::readBytes(test::fixtures() / "snapshots" / "settings_no_trace__DocuBox.pickle");
     std::mt19937 rng(1234);
     size_t failed = 0;
     for (int i = 0; i < 3000; ++i) {

@@ -84,9 +84,10 @@ bool sameSummary(const TraceSummary& a, const TraceSummary& b) {
             x.final_active_bytes != y.final_active_bytes || x.trace_entries != y.trace_entries ||
             x.alloc_count != y.alloc_count || x.free_completed_count != y.free_completed_count ||
             x.segment_alloc_count != y.segment_alloc_count || x.oom_count != y.oom_count ||
-            x.peak_active_bytes != y.peak_active_bytes || x.peak_event_index != y.peak_event_index ||
-            x.peak_time_us != y.peak_time_us || x.first_time_us != y.first_time_us ||
-            x.last_time_us != y.last_time_us || x.categories_at_peak != y.categories_at_peak)
+            x.peak_active_bytes != y.peak_active_bytes ||
+            x.peak_event_index != y.peak_event_index || x.peak_time_us != y.peak_time_us ||
+            x.first_time_us != y.first_time_us || x.last_time_us != y.last_time_us ||
+            x.categories_at_peak != y.categories_at_peak)
             return false;
     }
     return true;
@@ -126,8 +127,9 @@ TEST_P(SnapshotFixture, ExportThenImportKeepsTheSummary) {
     for (size_t i = 0; i < trace->events.size(); ++i) {
         const Event& a = trace->events[i];
         const Event& b = back->events[i];
-        ASSERT_TRUE(a.time == b.time && a.address == b.address && a.size == b.size && a.kind == b.kind &&
-                    a.device == b.device && trace->streams[a.stream] == back->streams[b.stream])
+        ASSERT_TRUE(a.time == b.time && a.address == b.address && a.size == b.size &&
+                    a.kind == b.kind && a.device == b.device &&
+                    trace->streams[a.stream] == back->streams[b.stream])
             << name << ": event " << i << " differs after the round trip";
         const auto sa = trace->stack(a.stack);
         const auto sb = back->stack(b.stack);
@@ -170,7 +172,8 @@ TEST_P(SnapshotFixture, ExportThenImportKeepsTheSummary) {
 
 TEST_P(SnapshotFixture, CPythonRestrictedUnpicklerReadsTheExport) {
     MEMSCOPE_SKIP_WITHOUT_FIXTURES();
-    if (std::system("python3 -c 'import pickle' > /dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+    if (std::system("python3 -c 'import pickle' > /dev/null 2>&1") != 0)
+        GTEST_SKIP() << "no python3";
     const std::string name = GetParam();
     auto trace = pytorch_snapshot::importFile((test::fixtures() / "snapshots" / name).string());
     ASSERT_TRUE(trace.ok()) << trace.message();
@@ -220,12 +223,14 @@ TEST(SnapshotFixtures, ExpectedJsonIsReadable) {
 TEST(SnapshotImport, MetadataOfVariants) {
     MEMSCOPE_SKIP_WITHOUT_FIXTURES();
     auto dir = test::fixtures() / "snapshots";
-    auto noTime = pytorch_snapshot::importFile((dir / "no_time_us_deep_stacks__Maphsge4_select_n.pickle").string());
+    auto noTime = pytorch_snapshot::importFile(
+        (dir / "no_time_us_deep_stacks__Maphsge4_select_n.pickle").string());
     ASSERT_TRUE(noTime.ok());
     EXPECT_EQ(noTime->metadata.time_base, TimeBase::EventIndex);
     ASSERT_TRUE(noTime->metadata.property("pytorch.time_source"));
 
-    auto exp = pytorch_snapshot::importFile((dir / "expandable_map_unmap_oom_3dev_cpp_frames__code_location.pickle").string());
+    auto exp = pytorch_snapshot::importFile(
+        (dir / "expandable_map_unmap_oom_3dev_cpp_frames__code_location.pickle").string());
     ASSERT_TRUE(exp.ok());
     EXPECT_EQ(exp->metadata.time_base, TimeBase::Nanoseconds);
     ASSERT_TRUE(exp->metadata.property("allocator_settings.expandable_segments"));
@@ -238,12 +243,13 @@ TEST(SnapshotImport, MetadataOfVariants) {
     for (const auto& s : exp->allocator_state->segments) expandable |= s.expandable;
     EXPECT_TRUE(expandable);
 
-    auto legacy = pytorch_snapshot::importFile((dir / "legacy_block_history_oom__LLM-inference.pickle").string());
+    auto legacy = pytorch_snapshot::importFile(
+        (dir / "legacy_block_history_oom__LLM-inference.pickle").string());
     ASSERT_TRUE(legacy.ok());
     const auto& st = *legacy->allocator_state;
     ASSERT_FALSE(st.blocks.empty());
     EXPECT_EQ(st.blocks.front().address, st.segments.front().address);  // tiled from the segment
-    EXPECT_FALSE(st.blocks.front().stack.isNull());                       // frames from history
+    EXPECT_FALSE(st.blocks.front().stack.isNull());                     // frames from history
 }
 
 // record_function scopes in external_annotations become phases, with kinds

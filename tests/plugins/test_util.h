@@ -17,7 +17,9 @@
 
 namespace memscope::test {
 
-inline std::filesystem::path fixtures() { return MEMSCOPE_FIXTURES_DIR; }
+inline std::filesystem::path fixtures() {
+    return MEMSCOPE_FIXTURES_DIR;
+}
 
 // The real traces live beside the repository (../shared/fixtures); a clone
 // without them skips the tests that read them.
@@ -46,7 +48,8 @@ inline std::vector<std::byte> readBytes(const std::filesystem::path& p) {
 }
 
 inline std::filesystem::path tempPath(const std::string& name) {
-    auto dir = std::filesystem::temp_directory_path() / ("memscope-plugin-tests-" + std::to_string(::getpid()));
+    auto dir = std::filesystem::temp_directory_path() /
+               ("memscope-plugin-tests-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     return dir / name;
 }

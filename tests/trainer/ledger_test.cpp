@@ -482,7 +482,7 @@ TEST(ReportingThreads, WaitingWaitsForReportsInFlight) {
         });
     for (auto& t : many) t.join();
     EXPECT_EQ(done.load(), 600);
-    check(1);  // a thread on the shared counter
+    check(1);                              // a thread on the shared counter
     ReportingThreads::waitForReporters();  // returns: nobody is inside
 }
 

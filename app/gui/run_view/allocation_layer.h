@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "memscope/analysis/alignment.h"
-#include "memscope/view/allocation_layout.h"
+#include "memscope/analysis/allocation_layout.h"
 #include "run_view/raster_layer.h"
 
 namespace memscope::gui {
@@ -42,8 +42,8 @@ protected:
 
 private:
     QRgb colorOf(const LayoutSegment& s) const;
-    [[gnu::always_inline]] QRgb plainColorOf(
-        const LayoutSegment& s) const;  // no highlight, emphasis
+    // No highlight, no emphasis.
+    [[gnu::always_inline]] QRgb plainColorOf(const LayoutSegment& s) const;
 
     const AllocationSites* sites_ = nullptr;
     AxisMap map_;

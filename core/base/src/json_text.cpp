@@ -8,6 +8,7 @@ void appendJsonString(std::string& out, std::string_view s) {
     out += '"';
     for (const char ch : s) {
         const auto c = static_cast<unsigned char>(ch);
+        // clang-format off
         switch (ch) {
             case '"': out += "\\\""; break;
             case '\\': out += "\\\\"; break;
@@ -23,6 +24,7 @@ void appendJsonString(std::string& out, std::string_view s) {
                     out += ch;
                 }
         }
+        // clang-format on
     }
     out += '"';
 }

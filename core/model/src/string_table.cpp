@@ -7,7 +7,9 @@ StringTable::StringTable() {
     index_.emplace(strings_.front(), 0);
 }
 
-StringTable::StringTable(const StringTable& other) : strings_(other.strings_) { rebuildIndex(); }
+StringTable::StringTable(const StringTable& other) : strings_(other.strings_) {
+    rebuildIndex();
+}
 
 StringTable& StringTable::operator=(const StringTable& other) {
     if (this != &other) {
@@ -36,6 +38,8 @@ std::string_view StringTable::get(StringId id) const {
     return id.value < strings_.size() ? std::string_view(strings_[id.value]) : std::string_view();
 }
 
-void StringTable::reserve(size_t n) { index_.reserve(n); }
+void StringTable::reserve(size_t n) {
+    index_.reserve(n);
+}
 
 }  // namespace memscope

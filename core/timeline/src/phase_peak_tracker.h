@@ -50,7 +50,7 @@ private:
         int8_t phase = -1;  // TrainingPhase index, -1 = a step
         int32_t step = -1;  // step ordinal (for steps: their own)
         int32_t recorded_step = -1;
-        PhaseId id;           // the phase record of the window
+        PhaseId id;  // the phase record of the window
         // Tracking state, relative to the ghosts' initial bytes.
         bool seen = false;
         int64_t start_live = 0;

@@ -34,7 +34,7 @@ struct Gen {
     Writer& w;
     std::mt19937_64 rng;
     std::unordered_map<std::string, uint32_t> keys;
-    std::vector<uint32_t> frame_memo;  // frame index -> memo id (UINT32_MAX = not yet)
+    std::vector<uint32_t> frame_memo;           // frame index -> memo id (UINT32_MAX = not yet)
     std::vector<std::vector<uint32_t>> stacks;  // frame indexes, innermost first
     std::vector<bool> stack_used;               // in the device trace
 
@@ -50,11 +50,13 @@ struct Gen {
         frame_memo[f] = w.memoize();
         w.mark();
         key("name");
-        w.string((f % 7 == 0 ? "at::native::" : "torch::nn::functional::") + std::string("op_") + std::to_string(f) +
+        w.string((f % 7 == 0 ? "at::native::" : "torch::nn::functional::") + std::string("op_") +
+                 std::to_string(f) +
                  (f % 3 == 0 ? "(at::Tensor const&, c10::optional<at::Tensor> const&)" : ""));
         w.memoize();
         key("filename");
-        w.string("/opt/conda/lib/python3.11/site-packages/torch/nn/modules/module_" + std::to_string(f % 97) + ".py");
+        w.string("/opt/conda/lib/python3.11/site-packages/torch/nn/modules/module_" +
+                 std::to_string(f % 97) + ".py");
         w.memoize();
         key("line");
         w.integer(int64_t(10 + f % 2000));
@@ -84,17 +86,31 @@ struct Gen {
             w.emptyDict();
             w.memoize();
             w.mark();
-            key("device"); w.integer(0);
-            key("address"); w.unsignedInteger(addr);
-            key("total_size"); w.unsignedInteger(total);
-            key("allocated_size"); w.unsignedInteger(total / 2);
-            key("active_size"); w.unsignedInteger(total / 2);
-            key("requested_size"); w.unsignedInteger(total / 2);
-            key("stream"); w.integer(0);
-            key("segment_type"); key("large");
-            key("segment_pool_id"); w.integer(0); w.integer(0); w.tuple2();
-            key("is_expandable"); w.boolean(false);
-            key("frames"); w.emptyList(); w.memoize();
+            key("device");
+            w.integer(0);
+            key("address");
+            w.unsignedInteger(addr);
+            key("total_size");
+            w.unsignedInteger(total);
+            key("allocated_size");
+            w.unsignedInteger(total / 2);
+            key("active_size");
+            w.unsignedInteger(total / 2);
+            key("requested_size");
+            w.unsignedInteger(total / 2);
+            key("stream");
+            w.integer(0);
+            key("segment_type");
+            key("large");
+            key("segment_pool_id");
+            w.integer(0);
+            w.integer(0);
+            w.tuple2();
+            key("is_expandable");
+            w.boolean(false);
+            key("frames");
+            w.emptyList();
+            w.memoize();
             key("blocks");
             w.emptyList();
             w.memoize();
@@ -105,13 +121,20 @@ struct Gen {
                 w.emptyDict();
                 w.memoize();
                 w.mark();
-                key("address"); w.unsignedInteger(b);
-                key("size"); w.unsignedInteger(total / 4);
-                key("requested_size"); w.unsignedInteger(total / 4 - 512);
-                key("state"); key(k % 2 ? "inactive" : "active_allocated");
+                key("address");
+                w.unsignedInteger(b);
+                key("size");
+                w.unsignedInteger(total / 4);
+                key("requested_size");
+                w.unsignedInteger(total / 4 - 512);
+                key("state");
+                key(k % 2 ? "inactive" : "active_allocated");
                 key("frames");
-                if (k % 2) { w.emptyList(); w.memoize(); }
-                else frames(stacks[rng() % stacks.size()]);
+                if (k % 2) {
+                    w.emptyList();
+                    w.memoize();
+                } else
+                    frames(stacks[rng() % stacks.size()]);
                 w.setItems();
                 b += total / 4;
             }
@@ -130,14 +153,22 @@ struct Gen {
         w.emptyDict();
         w.memoize();
         w.mark();
-        key("action"); key(action);
-        key("addr"); w.unsignedInteger(a);
-        key("size"); w.unsignedInteger(size);
-        key("stream"); w.integer(0);
-        key("time_us"); w.unsignedInteger(time_us);
-        key("frames"); frames(stacks[stack]);
-        key("compile_context"); key("N/A");
-        key("user_metadata"); key("");
+        key("action");
+        key(action);
+        key("addr");
+        w.unsignedInteger(a);
+        key("size");
+        w.unsignedInteger(size);
+        key("stream");
+        w.integer(0);
+        key("time_us");
+        w.unsignedInteger(time_us);
+        key("frames");
+        frames(stacks[stack]);
+        key("compile_context");
+        key("N/A");
+        key("user_metadata");
+        key("");
         w.setItems();
         w.boundary();
         stack_used[stack] = true;
@@ -343,10 +374,14 @@ int main(int argc, char** argv) {
     w.emptyDict();
     w.memoize();
     w.mark();
-    g.key("PYTORCH_CUDA_ALLOC_CONF"); w.string("");
-    g.key("max_split_size"); w.integer(-1);
-    g.key("garbage_collection_threshold"); w.floating(0.0);
-    g.key("expandable_segments"); w.boolean(false);
+    g.key("PYTORCH_CUDA_ALLOC_CONF");
+    w.string("");
+    g.key("max_split_size");
+    w.integer(-1);
+    g.key("garbage_collection_threshold");
+    w.floating(0.0);
+    g.key("expandable_segments");
+    w.boolean(false);
     w.setItems();
     top.finish();
     w.end();

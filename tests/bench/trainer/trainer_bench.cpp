@@ -160,7 +160,7 @@ constexpr int kOverheadSteps = 25;
 struct Paired {
     std::vector<double> ratios;  // second configuration's median step / first's, per round
     std::vector<double> thread_cpu_ratios;  // the same of the training thread's CPU time
-    std::vector<double> first_ms;  // the first configuration's median step, per round
+    std::vector<double> first_ms;           // the first configuration's median step, per round
     double cpu_first = 1e300, cpu_second = 1e300;  // least process CPU of a whole run
     uint64_t events = 0;                           // recorded per run
     std::string recorder_cpus;                     // where the recording's threads ran

@@ -13,7 +13,9 @@ struct Error {
     std::string message;
 };
 
-inline Error makeError(std::string message) { return Error{std::move(message)}; }
+inline Error makeError(std::string message) {
+    return Error{std::move(message)};
+}
 
 template <typename T>
 class [[nodiscard]] Result {

@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <random>
+#include <thread>
 #include <unordered_map>
 
 #include "deferred_stacks.h"
@@ -100,13 +103,45 @@ TEST(DeferredStacks, DrainLetsTheCallerReadWhatWasSubmitted) {
 }
 
 TEST(DeferredStacks, DestroyedMidWayWithoutRemapStops) {
-    // An import that fails or is cancelled drops the worker with work queued.
-    Trace trace;
+    // An import that fails or is cancelled drops the worker with work queued
+    // (about 30 batches submitted, at most 8 queued): the destructor returns,
+    // the worker writes nothing after it, and the trace keeps whole batches
+    // interned in order (a prefix of what interning them directly gives),
+    // never the batch still being filled.
     std::mt19937 rng(3);
+    std::vector<std::vector<FrameId>> lists;
+    for (int i = 0; i < 50000; ++i) lists.push_back(randomStack(rng, 1000));
+    Trace direct;
+    for (const auto& l : lists) direct.internStack(l);
+
+    Trace trace;
     auto stacks = std::make_unique<pytorch_snapshot::DeferredStacks>(trace);
-    for (int i = 0; i < 50000; ++i) stacks->submit(randomStack(rng, 1000));
-    stacks.reset();
-    SUCCEED();
+    for (const auto& l : lists) stacks->submit(l);
+    std::promise<void> destroyed;
+    std::future<void> done = destroyed.get_future();
+    std::thread destroyer([&] {
+        stacks.reset();
+        destroyed.set_value();
+    });
+    if (done.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+        std::fprintf(stderr, "DeferredStacks' destructor did not return in 60 s\n");
+        std::abort();  // the worker still runs: returning would free what it uses
+    }
+    destroyer.join();
+
+    const size_t interned = trace.stackCount();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_EQ(trace.stackCount(), interned) << "the worker interned after the destructor";
+    EXPECT_LT(interned, direct.stackCount()) << "the unflushed batch was interned";
+    for (size_t id = 0; id < interned; ++id) {
+        const auto got = trace.stack(StackId(uint32_t(id)));
+        const auto want = direct.stack(StackId(uint32_t(id)));
+        ASSERT_TRUE(std::equal(got.begin(), got.end(), want.begin(), want.end())) << id;
+    }
+    // The caller's thread owns the trace again.
+    const StackId last = trace.internStack(lists.back());
+    const auto got = trace.stack(last);
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), lists.back().begin(), lists.back().end()));
 }
 
 TEST(ProjectedReserve, GrowsForTheRestOfTheInputOnly) {

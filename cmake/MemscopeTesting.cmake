@@ -50,6 +50,9 @@ function(memscope_add_test)
     memscope_precompile(${T_NAME} <gtest/gtest.h> <string> <vector>)
   endif()
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
+  if(TARGET memscope_test_support)
+    target_link_libraries(${T_NAME} PRIVATE memscope_test_support)  # tests/support
+  endif()
   target_compile_definitions(${T_NAME} PRIVATE
       MEMSCOPE_FIXTURES_DIR="${MEMSCOPE_FIXTURES_PATH}"
       MEMSCOPE_BINARY_DIR="${PROJECT_BINARY_DIR}")

@@ -17,8 +17,10 @@
 #include "memscope/open/open_run.h"
 #include "memscope/recording/recording_merge.h"
 #include "memscope/report/compare_report.h"
+#include "memscope_test/event_builder.h"
 
 using namespace memscope;
+using memscope::testsupport::makeEvent;
 
 namespace {
 
@@ -62,7 +64,7 @@ protected:
         t.metadata.name = "sample";
         const int64_t t0 = 1'700'000'000'000'000'000;
         auto ev = [&](int64_t dt, EventKind k, uint64_t addr, uint64_t size, Category c) {
-            t.events.push_back(Event{t0 + dt, addr, size, {}, {}, 0, 0, k, c});
+            t.events.push_back(makeEvent(t0 + dt, k, addr, size, c));
         };
         ev(0, EventKind::SegmentAlloc, 0x1000, 1 << 20, Category::Unknown);
         ev(1000, EventKind::Alloc, 0x1000, 100, Category::Parameter);
@@ -110,10 +112,8 @@ protected:
         cupti.metadata.source_format = "memscope-cupti";
         cupti.metadata.pid = pid;
         cupti.metadata.rank = rank;
-        cupti.events.push_back(
-            Event{t0 + 1000, 0x1000, peak, {}, {}, 0, 0, EventKind::Alloc, Category::Unknown});
-        cupti.events.push_back(Event{
-            t0 + 2000, 0x1000, peak, {}, {}, 0, 0, EventKind::FreeCompleted, Category::Unknown});
+        cupti.events.push_back(makeEvent(t0 + 1000, EventKind::Alloc, 0x1000, peak));
+        cupti.events.push_back(makeEvent(t0 + 2000, EventKind::FreeCompleted, 0x1000, peak));
         RecordingParts parts;
         parts.hook = std::move(hook);
         parts.cupti = std::move(cupti);
@@ -198,7 +198,7 @@ static std::string writeOomTrace(const std::string& path) {
     Trace t;
     const int64_t t0 = 1'700'000'000'000'000'000;
     auto ev = [&](int64_t dt, EventKind k, uint64_t addr, uint64_t size, Category c) {
-        t.events.push_back(Event{t0 + dt, addr, size, {}, {}, 0, 0, k, c});
+        t.events.push_back(makeEvent(t0 + dt, k, addr, size, c));
     };
     ev(0, EventKind::SegmentAlloc, 0x10000, 1000, Category::Unknown);
     ev(1000, EventKind::Alloc, 0x10000, 300, Category::Temporary);

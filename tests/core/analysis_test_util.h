@@ -5,20 +5,16 @@
 #include <vector>
 
 #include "memscope/model/trace.h"
+#include "memscope_test/event_builder.h"
 
 namespace memscope::testutil {
 
+using testsupport::makeEvent;
+
+// An event with its phase and device (tests/support's builder, positionally).
 inline Event event(int64_t t, EventKind k, uint64_t addr, uint64_t size, Category c,
                    PhaseId phase = {}, int16_t device = 0) {
-    Event e;
-    e.time = t;
-    e.kind = k;
-    e.address = addr;
-    e.size = size;
-    e.category = c;
-    e.phase = phase;
-    e.device = device;
-    return e;
+    return makeEvent(t, k, addr, size, c).phase(phase).device(device);
 }
 
 // An event of one category (an activation unless said), for the tests that

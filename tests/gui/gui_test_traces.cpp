@@ -6,22 +6,16 @@
 #include <array>
 
 #include "memscope/format/native_format.h"
+#include "memscope_test/event_builder.h"
 
 namespace memscope::guitest {
 
 namespace {
 
+// An event with its stack and phase (tests/support's builder, positionally).
 Event ev(int64_t t, EventKind k, uint64_t addr, uint64_t size, Category c, StackId stack = {},
          PhaseId phase = {}) {
-    Event e;
-    e.time = t;
-    e.kind = k;
-    e.address = addr;
-    e.size = size;
-    e.category = c;
-    e.stack = stack;
-    e.phase = phase;
-    return e;
+    return testsupport::makeEvent(t, k, addr, size, c).stack(stack).phase(phase);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "inspect/models.h"
 #include "inspect/search_panel.h"
 #include "loading/run_loader.h"
+#include "memscope_test/event_builder.h"
 #include "run_view/overview_strip.h"
 #include "run_view/phase_bands.h"
 #include "run_view/run_view.h"
@@ -26,12 +27,7 @@ using namespace memscope::gui;
 namespace {
 
 void addEvent(Trace& t, int64_t time, EventKind kind, uint64_t address, uint64_t size) {
-    Event e;
-    e.time = time;
-    e.kind = kind;
-    e.address = address;
-    e.size = size;
-    t.events.push_back(e);
+    t.events.push_back(testsupport::makeEvent(time, kind, address, size));
 }
 
 void addPhase(Trace& t, const char* name, PhaseKind kind, int64_t start, int64_t end,

@@ -19,10 +19,13 @@
 #include "memscope/recording/recording_folder.h"
 #include "memscope/report/report_json.h"
 #include "memscope/timeline/timeline.h"
+#include "memscope_test/event_builder.h"
 #include "test_util.h"
 
 namespace memscope {
 namespace {
+
+using testsupport::makeEvent;
 
 namespace fs = std::filesystem;
 
@@ -236,16 +239,6 @@ TEST(RecordingMerge, CuptiSegmentsOfTheAllocatorAreNotCountedTwice) {
     expectSameSeries((*before)->device(device)->live, (*after)->device(device)->live, "live");
 }
 
-Event tensor(EventKind kind, int64_t t, uint64_t address, uint64_t size) {
-    Event e;
-    e.kind = kind;
-    e.time = t;
-    e.address = address;
-    e.size = size;
-    e.device = 0;
-    return e;
-}
-
 HookPhase phase(HookPhaseKind kind, int step, int64_t start, int64_t end) {
     return {kind, step, start, end};
 }
@@ -257,11 +250,11 @@ TEST(RecordingMerge, HookPhasesNestAndLabelTheEvents) {
     Trace history;
     history.metadata.source_format = "pytorch-snapshot";
     const int64_t ms = 1'000'000, t0 = 1'700'000'000'000'000'000;
-    history.events = {tensor(EventKind::Alloc, t0 + 1 * ms, 0x1000, 100),          // forward 0
-                      tensor(EventKind::Alloc, t0 + 4 * ms, 0x2000, 50),           // recompute 0
-                      tensor(EventKind::FreeCompleted, t0 + 5 * ms, 0x1000, 100),  // backward 0
-                      tensor(EventKind::Alloc, t0 + 8 * ms, 0x3000, 10),           // optimizer 0
-                      tensor(EventKind::Alloc, t0 + 11 * ms, 0x4000, 20)};         // forward 1
+    history.events = {makeEvent(t0 + 1 * ms, EventKind::Alloc, 0x1000, 100),          // forward 0
+                      makeEvent(t0 + 4 * ms, EventKind::Alloc, 0x2000, 50),           // recompute 0
+                      makeEvent(t0 + 5 * ms, EventKind::FreeCompleted, 0x1000, 100),  // backward 0
+                      makeEvent(t0 + 8 * ms, EventKind::Alloc, 0x3000, 10),           // optimizer 0
+                      makeEvent(t0 + 11 * ms, EventKind::Alloc, 0x4000, 20)};         // forward 1
     HookSidecar hook;
     hook.pid = 42;
     for (int s = 0; s < 2; ++s) {
@@ -315,7 +308,7 @@ TEST(RecordingMerge, RunIsNamedAfterTheScriptAndRank) {
     cupti.metadata.source_format = "memscope-cupti";
     cupti.metadata.pid = 30337;
     cupti.metadata.rank = 1;
-    cupti.events.push_back(tensor(EventKind::SegmentAlloc, t0 + 1, 0x1000, 1 << 20));
+    cupti.events.push_back(makeEvent(t0 + 1, EventKind::SegmentAlloc, 0x1000, 1 << 20));
 
     // The hook alone: its command line names the run; the pid stays the pid.
     RecordingParts alone;
@@ -375,7 +368,7 @@ TEST(RecordingMerge, RunIsNamedAfterTheScriptAndRank) {
 TEST(RecordingMerge, HistoryWithoutTimestampsIsLeftOutWithAWarning) {
     Trace history;
     history.metadata.time_base = TimeBase::EventIndex;
-    history.events.push_back(tensor(EventKind::Alloc, 0, 0x10, 8));
+    history.events.push_back(makeEvent(0, EventKind::Alloc, 0x10, 8));
     RecordingParts parts;
     parts.histories.push_back({std::move(history), false});
     parts.cpu = {{100, 0xa0, 4096}};
@@ -459,7 +452,7 @@ TEST(RecordingFolder, MergesEachProcessAndCleansUp) {
     Trace cupti;
     cupti.metadata.source_format = "memscope-cupti";
     cupti.metadata.pid = 123;
-    Event e = tensor(EventKind::SegmentAlloc, 5, 0x99000000, 1 << 20);
+    Event e = makeEvent(5, EventKind::SegmentAlloc, 0x99000000, 1 << 20);
     cupti.events.push_back(e);
     const fs::path tracer = dir / "memscope-123-rank0.memscope";
     ASSERT_TRUE(writeNativeTrace(cupti, tracer.string()).ok());

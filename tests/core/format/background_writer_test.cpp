@@ -45,8 +45,9 @@ TEST(BackgroundTraceWriter, ManyThreads) {
                 }
                 // Address: thread and sequence, to check order per thread.
                 w.append(makeEvent(i, EventKind::Alloc, uint64_t(t) << 32 | uint64_t(i), 512,
-                                   stacks[t].back(), PhaseId(), 0, int16_t(t),
-                                   Category::Temporary));
+                                   Category::Temporary)
+                             .stack(stacks[t].back())
+                             .device(int16_t(t)));
             }
         });
     }
@@ -121,8 +122,7 @@ namespace {
 
 Event forkEvent(uint64_t i) {
     return makeEvent(int64_t(i) * 10, i % 2 ? EventKind::FreeCompleted : EventKind::Alloc,
-                     0x1000 + (i / 2) * 512, 512 * (1 + i % 7), StackId(), PhaseId(), 0, 0,
-                     Category::Activation);
+                     0x1000 + (i / 2) * 512, 512 * (1 + i % 7), Category::Activation);
 }
 
 // Waits up to `seconds` for `pid`; kills it and returns false if it hangs.

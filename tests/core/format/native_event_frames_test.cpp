@@ -95,8 +95,8 @@ TEST(NativeEventFrames, EachColumnIsAFrameAndNoisyColumnsKeepPlainLiterals) {
         time += int64_t(rng() % (1u << 22));
         const uint64_t address = 0x7f0000000000ull + (rng() % (1u << 30)) * 512;
         const uint64_t size = 512u << (rng() % 3);
-        t.events.push_back(makeEvent(time, EventKind::Alloc, address, size, stacks[rng() % 6],
-                                     PhaseId(), 0, 0, Category::Activation));
+        t.events.push_back(makeEvent(time, EventKind::Alloc, address, size, Category::Activation)
+                               .stack(stacks[rng() % 6]));
     }
     TempDir dir;
     ASSERT_TRUE(writeNativeTrace(t, dir.file("t"), {.events_per_chunk = 8192}));

@@ -31,7 +31,7 @@ TEST(NativeFormat, EveryChunkChecksumIsTheDocumentedCrcWhateverItsLength) {
     for (uint64_t i = 0; i < 120000; ++i)
         t.events.push_back(makeEvent(time += int64_t(rng() % 1000000), EventKind::Alloc,
                                      0x7f0000000000ull + rng() % (1ull << 36), 1 + rng() % 100000,
-                                     StackId(), PhaseId(), 0, 0, Category::Activation));
+                                     Category::Activation));
     TempDir dir;
     std::vector<size_t> lengths;
     for (uint32_t per_chunk : {1000u, 1777u, 9001u, 60013u}) {
@@ -84,10 +84,10 @@ TEST(NativeFormat, HandWrittenFileDecodesAsDocumented) {
     EXPECT_EQ(report.problem, "");
     ASSERT_EQ(t->events.size(), 4u);
     const Event want[] = {
-        makeEvent(5000, EventKind::Alloc, 0x1000, 1024, {}, {}, 0, 1, Category::Activation),
-        makeEvent(7000, EventKind::Alloc, 0x1001, 1000, {}, {}, 0, 1, Category::Activation),
-        makeEvent(6000, EventKind::FreeCompleted, 0x1000, 1024, {}, {}, 0, 1, Category::Activation),
-        makeEvent(6000, EventKind::Alloc, 0x1000, 7, {}, {}, 0, 1, Category::Activation),
+        makeEvent(5000, EventKind::Alloc, 0x1000, 1024, Category::Activation).device(1),
+        makeEvent(7000, EventKind::Alloc, 0x1001, 1000, Category::Activation).device(1),
+        makeEvent(6000, EventKind::FreeCompleted, 0x1000, 1024, Category::Activation).device(1),
+        makeEvent(6000, EventKind::Alloc, 0x1000, 7, Category::Activation).device(1),
     };
     expectSameEvents(std::vector<Event>(std::begin(want), std::end(want)), t->events, 4);
 }
@@ -126,12 +126,12 @@ TEST(NativeFormat, HandWrittenRecentAllocsChunkDecodesAsDocumented) {
     ASSERT_TRUE(t) << t.message();
     EXPECT_EQ(report.problem, "");
     const Event want[] = {
-        makeEvent(1, EventKind::Alloc, a, 1024, {}, {}, 0, 0, Category::Parameter),
-        makeEvent(2, EventKind::Alloc, b, 1536, {}, {}, 0, 0, Category::Parameter),
-        makeEvent(3, EventKind::Alloc, c, 512, {}, {}, 0, 0, Category::Parameter),
-        makeEvent(4, EventKind::FreeRequested, c, 512, {}, {}, 0, 0, Category::Parameter),
-        makeEvent(5, EventKind::FreeRequested, b, 100, {}, {}, 0, 0, Category::Parameter),
-        makeEvent(6, EventKind::FreeCompleted, b, 100, {}, {}, 0, 0, Category::Parameter),
+        makeEvent(1, EventKind::Alloc, a, 1024, Category::Parameter),
+        makeEvent(2, EventKind::Alloc, b, 1536, Category::Parameter),
+        makeEvent(3, EventKind::Alloc, c, 512, Category::Parameter),
+        makeEvent(4, EventKind::FreeRequested, c, 512, Category::Parameter),
+        makeEvent(5, EventKind::FreeRequested, b, 100, Category::Parameter),
+        makeEvent(6, EventKind::FreeCompleted, b, 100, Category::Parameter),
     };
     ASSERT_EQ(t->events.size(), 6u);
     expectSameEvents(std::vector<Event>(std::begin(want), std::end(want)), t->events, 6);
@@ -212,8 +212,7 @@ TEST(NativeFormat, DevicesBelowTheHostStopTheRead) {
     TempDir dir;
     auto w = NativeTraceWriter::create(dir.file("d"), {});
     ASSERT_TRUE(w);
-    (*w)->append(
-        makeEvent(1, EventKind::Alloc, 0x10, 8, StackId(), PhaseId(), 0, -5, Category::Unknown));
+    (*w)->append(makeEvent(1, EventKind::Alloc, 0x10, 8, Category::Unknown).device(-5));
     ASSERT_TRUE((*w)->close());
     NativeReadReport report;
     auto t = readNativeTrace(dir.file("d"), {}, &report);

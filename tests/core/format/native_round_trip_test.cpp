@@ -30,16 +30,16 @@ TEST(NativeFormat, FreesOfRecentAllocationsAreNamedNotDeltaCoded) {
             if (live.size() < 64 || rng() % 2) {
                 const uint64_t size = 512 * (1 + rng() % 4096);
                 live.emplace_back(next, size);
-                t.events.push_back(makeEvent(time += 1000, EventKind::Alloc, next, size, {}, {}, 0,
-                                             0, Category::Temporary));
+                t.events.push_back(
+                    makeEvent(time += 1000, EventKind::Alloc, next, size, Category::Temporary));
                 next += size + 512 * (rng() % 64);
             } else {
                 const size_t k = newest ? live.size() - 1 - rng() % 4 : 0;
                 const auto [address, size] = live[k];
                 live.erase(live.begin() + std::ptrdiff_t(k));
                 for (EventKind kind : {EventKind::FreeRequested, EventKind::FreeCompleted})
-                    t.events.push_back(makeEvent(time += 1000, kind, address, size, {}, {}, 0, 0,
-                                                 Category::Temporary));
+                    t.events.push_back(
+                        makeEvent(time += 1000, kind, address, size, Category::Temporary));
             }
         }
         return t;
@@ -180,8 +180,11 @@ TEST(NativeFormat, StreamingWriterIdsAreTheReadersIds) {
     w.setProperty("policy", "full");
     w.setProperty("policy", "selective");  // last value wins
     for (int i = 0; i < 23; ++i) {
-        const uint64_t index = w.append(makeEvent(i, EventKind::Alloc, 4096 * i, 512, stack, phase,
-                                                  stream, 0, Category::Activation));
+        const uint64_t index =
+            w.append(makeEvent(i, EventKind::Alloc, 4096 * i, 512, Category::Activation)
+                         .stack(stack)
+                         .phase(phase)
+                         .stream(stream));
         EXPECT_EQ(index, uint64_t(i));
         if (i == 11) {
             ASSERT_TRUE(w.flush());
@@ -226,8 +229,10 @@ TEST(NativeFormat, WriterStoresUnknownIdsAsNone) {
     TempDir dir;
     auto w = NativeTraceWriter::create(dir.file("u"), {});
     ASSERT_TRUE(w);
-    (*w)->append(makeEvent(1, static_cast<EventKind>(200), 1, 1, StackId(77), PhaseId(9), 5, 0,
-                           static_cast<Category>(99)));
+    (*w)->append(makeEvent(1, static_cast<EventKind>(200), 1, 1, static_cast<Category>(99))
+                     .stack(StackId(77))
+                     .phase(PhaseId(9))
+                     .stream(5));
     ASSERT_TRUE((*w)->close());
     auto t = readNativeTrace(dir.file("u"));
     ASSERT_TRUE(t) << t.message();
@@ -245,10 +250,11 @@ TEST(NativeFormat, LargeFilesDecodeInParallelAndStillStopAtABadChunk) {
     const StackId stack = big.internStack(std::vector<FrameId>{
         big.internFrame({big.internString("f"), big.internString("x.py"), 1})});
     for (uint64_t i = 0; i < 300000; ++i)
-        big.events.push_back(makeEvent(
-            int64_t(i) * 1000, i % 3 ? EventKind::Alloc : EventKind::FreeCompleted,
-            0x7f0000000000ull + (i % 977) * 512, 512 * (1 + i % 5), i % 2 ? stack : StackId(),
-            PhaseId(), 0, int16_t(i % 2), Category::Activation));
+        big.events.push_back(
+            makeEvent(int64_t(i) * 1000, i % 3 ? EventKind::Alloc : EventKind::FreeCompleted,
+                      0x7f0000000000ull + (i % 977) * 512, 512 * (1 + i % 5), Category::Activation)
+                .stack(i % 2 ? stack : StackId())
+                .device(int16_t(i % 2)));
     big.attributes.push_back({299999, big.internString("k"), big.internString("v")});
     TempDir dir;
     ASSERT_TRUE(writeNativeTrace(big, dir.file("big"), {.events_per_chunk = 4096}));
@@ -336,8 +342,9 @@ TEST(NativeFormat, LargeFilesWithTablesBetweenEventsChunksReadAsWritten) {
             }
             const Event e =
                 makeEvent(int64_t(i) * 1000, i % 2 ? EventKind::FreeCompleted : EventKind::Alloc,
-                          0x7f0000000000ull + (i / 2 % 977) * 512, 512, stack, phase, 0, 0,
-                          Category::Activation);
+                          0x7f0000000000ull + (i / 2 % 977) * 512, 512, Category::Activation)
+                    .stack(stack)
+                    .phase(phase);
             w.append(e);
             expected.events.push_back(e);
         }
@@ -403,10 +410,9 @@ TEST(NativeFormat, ProgressAndCancel) {
 TEST(NativeFormat, LargeFilesCancelAtAnyMoment) {
     Trace big;
     for (uint64_t i = 0; i < 600000; ++i)
-        big.events.push_back(makeEvent(int64_t(i) * 1000,
-                                       i % 2 ? EventKind::FreeCompleted : EventKind::Alloc,
-                                       0x7f0000000000ull + (i / 2 % 977) * 512, 512, StackId(),
-                                       PhaseId(), 0, 0, Category::Activation));
+        big.events.push_back(
+            makeEvent(int64_t(i) * 1000, i % 2 ? EventKind::FreeCompleted : EventKind::Alloc,
+                      0x7f0000000000ull + (i / 2 % 977) * 512, 512, Category::Activation));
     TempDir dir;
     ASSERT_TRUE(writeNativeTrace(big, dir.file("big"), {.events_per_chunk = 4096}));
     // From another thread, at moments spread over a read (about 15 ms here).

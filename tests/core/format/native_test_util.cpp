@@ -41,21 +41,6 @@ void writeFile(const std::string& path, const Bytes& b) {
     out.write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
 }
 
-Event makeEvent(int64_t time, EventKind kind, uint64_t address, uint64_t size, StackId stack,
-                PhaseId phase, uint32_t stream, int16_t device, Category category) {
-    Event e;
-    e.time = time;
-    e.kind = kind;
-    e.address = address;
-    e.size = size;
-    e.stack = stack;
-    e.phase = phase;
-    e.stream = stream;
-    e.device = device;
-    e.category = category;
-    return e;
-}
-
 // A trace that uses every field, with edge values where the encoding has cases.
 Trace sampleTrace(int event_count) {
     Trace t;
@@ -124,14 +109,20 @@ Trace sampleTrace(int event_count) {
         const PhaseId phase((rng() % 4 == 0) ? 0 : uint32_t(1 + rng() % 3));
         const uint32_t stream = (rng() % 3 == 0) ? s1 : (rng() % 2 ? s2 : 0);
         const auto device = int16_t(int(rng() % 5) - 1);
-        t.events.push_back(makeEvent(time, kind, address, size, stacks[rng() % stacks.size()],
-                                     phase, stream, device,
-                                     kAllCategories[rng() % kCategoryCount]));
+        t.events.push_back(
+            makeEvent(time, kind, address, size, kAllCategories[rng() % kCategoryCount])
+                .stack(stacks[rng() % stacks.size()])
+                .phase(phase)
+                .stream(stream)
+                .device(device));
     }
-    t.events.push_back(makeEvent(INT64_MIN, EventKind::Alloc, 0, 1, StackId(), PhaseId(), 0, -1,
-                                 Category::Parameter));  // -1 (the host): the lowest device
-    t.events.push_back(makeEvent(INT64_MAX, EventKind::FreeCompleted, ~0ull, ~0ull, stacks[2],
-                                 fwd_id, 0, INT16_MAX, Category::Gradient));
+    t.events.push_back(makeEvent(INT64_MIN, EventKind::Alloc, 0, 1, Category::Parameter)
+                           .device(-1));  // -1 (the host): the lowest device
+    t.events.push_back(
+        makeEvent(INT64_MAX, EventKind::FreeCompleted, ~0ull, ~0ull, Category::Gradient)
+            .stack(stacks[2])
+            .phase(fwd_id)
+            .device(INT16_MAX));
 
     t.annotations.push_back(
         {1500, t.internString("record_function: fwd"), 0, AnnotationStage::Start});

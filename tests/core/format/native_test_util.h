@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "memscope/format/native_format.h"
+#include "memscope_test/event_builder.h"
 
 namespace memscope::native_test {
 
@@ -46,8 +47,8 @@ private:
 Bytes readFile(const std::string& path);
 void writeFile(const std::string& path, const Bytes& b);
 
-Event makeEvent(int64_t time, EventKind kind, uint64_t address, uint64_t size, StackId stack,
-                PhaseId phase, uint32_t stream, int16_t device, Category category);
+using testsupport::makeEvent;  // tests/support's event builder
+
 // A trace that uses every field, with edge values where the encoding has cases.
 Trace sampleTrace(int event_count = 300);
 

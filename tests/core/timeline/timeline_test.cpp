@@ -6,6 +6,7 @@
 #include <random>
 
 #include "memscope/analysis/summary.h"
+#include "memscope_test/event_builder.h"
 
 using namespace memscope;
 
@@ -17,7 +18,7 @@ struct TraceBuilder {
     TraceBuilder& add(EventKind kind, uint64_t addr, uint64_t size,
                       Category cat = Category::Unknown, int16_t device = 0) {
         now += 1000;
-        trace.events.push_back(Event{now, addr, size, {}, {}, 0, device, kind, cat});
+        trace.events.push_back(testsupport::makeEvent(now, kind, addr, size, cat).device(device));
         return *this;
     }
     TraceBuilder& alloc(uint64_t a, uint64_t s, Category c = Category::Unknown, int16_t d = 0) {

@@ -1,4 +1,6 @@
-"""The environment contract with `memscope-cli record`."""
+"""The environment contract with `memscope-cli record`: the MEMSCOPE_* variables
+read here (and MEMSCOPE_HOOK in sitecustomize.py) are record_env.h's
+kHookVariables, which tests/contracts/record_env_test.py checks."""
 import os
 
 DEFAULT_MAX_ENTRIES = 1000000

@@ -3,6 +3,8 @@
 // injection library reads: written down once here so both sides agree.
 // Header-only on purpose: the CLI builds even where the library is skipped.
 
+#include <array>
+
 namespace memscope::cupti::env {
 
 inline constexpr const char* kCudaInjection = "CUDA_INJECTION64_PATH";
@@ -53,6 +55,16 @@ inline constexpr const char* kSignalAckFd = "MEMSCOPE_SIGNAL_ACK_FD";
 // MEMSCOPE_VMM_CALLBACKS is set explicitly.
 inline constexpr const char* kAllocConf = "PYTORCH_CUDA_ALLOC_CONF";
 inline constexpr const char* kAllocConfNew = "PYTORCH_ALLOC_CONF";
+
+// The variables the Python hook reads (profiler/pyhook: config.py, and
+// MEMSCOPE_HOOK in sitecustomize.py), every one of them: the others above are
+// the injection library's or the CLI's own. A ctest (tests/contracts) holds
+// this list and the hook's Python to the same set, and kDefaultModuleDepth to
+// config.py's DEFAULT_MODULE_DEPTH.
+inline constexpr std::array kHookVariables{
+    kHook,  kOutputDir,    kCaptureLibrary, kHistoryEntries, kHistoryRing,
+    kSteps, kCaptureRange, kModuleDepth,    kModuleBackward, kSignalAckFd,
+};
 
 // File names: memscope-<pid>[-rank<R>][-local<L>].memscope
 inline constexpr const char* kFilePrefix = "memscope-";

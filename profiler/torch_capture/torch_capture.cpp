@@ -1,5 +1,5 @@
 // The C entry points the Python hook calls through ctypes (see
-// profiler/pyhook/README.md): start capturing the calling thread's c10
+// docs/HOOK_FORMAT.md): start capturing the calling thread's c10
 // allocations into a log, flush it, and the LibTorch version this was built
 // against, so that the hook never loads it into another one (the hook's base
 // class layout is version-specific).

@@ -5,7 +5,7 @@ global module forward hooks call pre(module, recompute) / post(module) for
 every module call; each call of a module at most `depth` levels deep becomes
 one scope (start_ns, end_ns, module id, kind). Modules are interned once: the
 log gets one "module" record per module, then compact "module_scopes"
-batches (log.jsonl; profiler/pyhook/README.md has the schema).
+batches (log.jsonl; docs/HOOK_FORMAT.md has the schema).
 
 A module's path is its qualified name under the outermost module of the call
 (the root, called with no module running in this thread), as

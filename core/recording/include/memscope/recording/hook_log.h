@@ -2,7 +2,7 @@
 // The Python hook's append-only log, `.memscope-hook/<pid>/log.jsonl` (hook
 // file version 2): one JSON object per line, written as phases close, so a
 // process killed at any moment leaves every line it wrote (at most the last
-// one cut short). Schema: profiler/pyhook/README.md.
+// one cut short). Schema: docs/HOOK_FORMAT.md.
 //
 // The hook logs step records as steps end, and a later record for step s
 // replaces those with number >= s (a second optimizer joined the step, or

@@ -2,7 +2,7 @@
 // What memscope's Python startup hook (profiler/pyhook) leaves beside a
 // recording, per process: `.memscope-hook/<pid>/hook.json` with the training
 // phases it saw, the allocator-history dumps it wrote and what it could not
-// do. Schema: profiler/pyhook/README.md. Read by the recording merge.
+// do. Schema: docs/HOOK_FORMAT.md. Read by the recording merge.
 
 #include <cstdint>
 #include <optional>

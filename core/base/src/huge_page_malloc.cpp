@@ -57,7 +57,7 @@ std::string programToRelaunch() {
     char path[4096];
     const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
     if (n <= 0) return {};
-    const std::string exe(path, size_t(n));
+    std::string exe(path, size_t(n));
     const std::string name = exe.substr(exe.rfind('/') + 1);
     if (name.rfind("ld-", 0) == 0 || name.rfind("ld.so", 0) == 0) return {};
     return exe;

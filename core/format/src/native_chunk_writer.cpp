@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "memscope/format/native_format.h"
 #include "native_crc32c.h"
 #include "native_table_codec.h"
 
@@ -34,7 +35,8 @@ constexpr double kMinEntropyGain = 0.2;
 bool worthEntropyCoding(std::span<const unsigned char> bytes) {
     uint32_t counts[256] = {};
     for (size_t i = 0; i < bytes.size(); i += 2) ++counts[bytes[i]];
-    const double n = static_cast<double>((bytes.size() + 1) / 2);
+    const size_t sampled = (bytes.size() + 1) / 2;
+    const double n = static_cast<double>(sampled);
     double bits = 0;
     for (uint32_t c : counts)
         if (c) bits -= c * std::log2(c / n);
@@ -60,7 +62,7 @@ Result<std::unique_ptr<ChunkWriter>> ChunkWriter::open(const std::string& path,
     std::unique_ptr<ChunkWriter> w(new ChunkWriter(fd, path, events_per_chunk));
 
     unsigned char header[kFileHeaderSize];
-    std::memcpy(header, "MEMSCOPE", 8);
+    std::memcpy(header, kNativeMagic.data(), kNativeMagic.size());
     storeLE16(header + 8, kVersionMajor);
     storeLE16(header + 10, kVersionMinor);
     storeLE32(header + 12, crc32c(header, 12));

@@ -22,7 +22,8 @@ Result<Trace> readBytes(const unsigned char* data, size_t size, const TaskContex
                         NativeReadReport& report) {
     report = NativeReadReport();
     report.bytes_total = size;
-    if (size < kNativeMagic.size() || std::memcmp(data, kNativeMagic.data(), kNativeMagic.size()))
+    if (size < kNativeMagic.size() ||
+        std::memcmp(data, kNativeMagic.data(), kNativeMagic.size()) != 0)
         return makeError("not a memscope native trace (no MEMSCOPE magic at the start)");
     if (size < kFileHeaderSize)
         return makeError("memscope native trace header cut short (" + std::to_string(size) +

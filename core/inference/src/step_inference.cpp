@@ -484,8 +484,8 @@ bool addStepPhases(Trace& trace, const EventIndexList& order, const std::vector<
     bool any_frames = false;
     // One inferred phase over positions [begin, end), set as their events'
     // phase unless a recorded phase inside it (not around it) holds them.
-    auto add = [&](std::string name, PhaseKind kind, PhaseId parent, int32_t step, size_t begin,
-                   size_t end) {
+    auto add = [&](const std::string& name, PhaseKind kind, PhaseId parent, int32_t step,
+                   size_t begin, size_t end) {
         Phase p;
         p.name = trace.internString(name);
         p.kind = kind;

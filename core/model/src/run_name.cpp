@@ -72,7 +72,7 @@ std::string commandName(const std::vector<std::string>& argv) {
     if (first == "-c") return "python -c";
     if (first == "-m") return "python -m";  // while the module is still being found
     if (first.empty()) return "python";     // the interactive interpreter
-    const std::string program = baseName(first);
+    std::string program = baseName(first);
     if (isPythonInterpreter(program)) return pythonCommandName(argv);
     return program;
 }

@@ -7,7 +7,7 @@
 namespace memscope {
 
 RecordedModulesStats addRecordedModules(Trace& trace, const std::vector<HookModule>& modules,
-                                        std::vector<HookModuleScope> scopes) {
+                                        const std::vector<HookModuleScope>& scopes) {
     RecordedModulesStats stats;
     if (modules.empty()) {
         stats.unknown_module = scopes.size();

@@ -202,7 +202,7 @@ void warn(const TaskContext& ctx, WarningKind kind, std::string message, uint64_
 void addHookModules(Trace& out, const HookSidecar& hook, const TaskContext& ctx) {
     std::vector<HookModuleScope> scopes = hook.module_scopes;
     scopes.insert(scopes.end(), hook.open_module_scopes.begin(), hook.open_module_scopes.end());
-    const RecordedModulesStats stats = addRecordedModules(out, hook.modules, std::move(scopes));
+    const RecordedModulesStats stats = addRecordedModules(out, hook.modules, scopes);
     if (stats.unknown_module > 0)
         warn(ctx, WarningKind::SkippedRecords,
              std::to_string(stats.unknown_module) +

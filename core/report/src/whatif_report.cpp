@@ -107,7 +107,8 @@ std::string whatIfText(const WhatIfReport& report, const std::optional<WhatIfBud
     }
     if (!refused.empty()) {
         out += "\n  refused:\n";
-        for (const auto& [policy, why] : refused) out += "    " + policy + ": " + why + "\n";
+        for (const auto& [policy, why] : refused)
+            out.append("    ").append(policy).append(": ").append(why).append("\n");
     }
     if (!notes.texts.empty()) {
         out += "\n  assumptions:\n";

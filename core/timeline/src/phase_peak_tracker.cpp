@@ -256,10 +256,11 @@ PhasePeaks PhasePeakTracker::finish(
     for (int32_t i : phases_) {
         const Window& w = windows_[size_t(i)];
         const WindowPeak& p = peaks[size_t(i)];
-        auto& best = out.by_phase[size_t(w.phase)];
+        const auto phase = size_t(uint8_t(w.phase));  // a phase's window: 0 or more
+        auto& best = out.by_phase[phase];
         if (!best || higher(p, *best)) best = p;
         if (w.step >= 0) {
-            auto& in_step = out.by_step[size_t(w.step)].phases[size_t(w.phase)];
+            auto& in_step = out.by_step[size_t(w.step)].phases[phase];
             if (!in_step || higher(p, *in_step)) in_step = p;
         }
     }

@@ -16,7 +16,6 @@ namespace {
 
 using detail::addSat;
 using detail::clampSize;
-using detail::eventsByDevice;
 using detail::subSat;
 
 constexpr uint64_t kProgressEvery = 1u << 20;

@@ -1,6 +1,7 @@
 #include "policy_simulator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <unordered_map>
@@ -500,8 +501,7 @@ private:
             "optimizer step");
         if (ratio > 0)
             assumptions_.push_back(
-                "the optimizer step's temporaries (" +
-                std::to_string(static_cast<int>(ratio * 100 + 0.5)) +
+                "the optimizer step's temporaries (" + std::to_string(std::lround(ratio * 100)) +
                 "% of the gradients' bytes at most, measured) become "
                 "per-parameter ones of the same share, right after each gradient");
         assumptions_.push_back(

@@ -22,6 +22,6 @@ struct RecordedModulesStats {
 // by start, an enclosing scope before the ones it holds; exact duplicates
 // are one. Nothing happens without modules.
 RecordedModulesStats addRecordedModules(Trace& trace, const std::vector<HookModule>& modules,
-                                        std::vector<HookModuleScope> scopes);
+                                        const std::vector<HookModuleScope>& scopes);
 
 }  // namespace memscope

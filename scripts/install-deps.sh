@@ -19,6 +19,8 @@ packages=(
   dpkg-dev help2man man-db desktop-file-utils appstream shared-mime-info xdg-utils
   libfile-mimeinfo-perl
   clang libclang-rt-dev
+  # The style checks (scripts/check-style.sh, run by scripts/run-tests.sh)
+  clang-format clang-tidy
 )
 
 missing=()

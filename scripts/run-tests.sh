@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: the release build's suites (GUI tests offscreen), then the
+# Runs every test: the release build's suites (GUI tests offscreen), the style
+# checks (scripts/check-style.sh: clang-format over every tracked C/C++ file,
+# clang-tidy over core with the release build's compile database), then the
 # suites of what reads foreign bytes (core's base, format, open and recording
 # stages, the importers, the hostile corpus) again under AddressSanitizer and
 # UndefinedBehaviorSanitizer (the asan preset: MEMSCOPE_TEST_SCOPE=input).
@@ -20,6 +22,7 @@ asan_configure() {
 
 step "release build" scripts/build.sh
 step "release tests" env QT_QPA_PLATFORM=offscreen ctest --preset release -j "$jobs"
+step "style checks" env MEMSCOPE_JOBS="$jobs" scripts/check-style.sh build
 step "sanitizer configure" asan_configure
 step "sanitizer build" cmake --build --preset asan -j "$jobs"
 step "sanitizer tests" ctest --preset asan -j "$jobs"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "memscope/analysis/alignment.h"
-#include "memscope/analysis/allocation_layout.h"
+#include "memscope/view/allocation_layout.h"
 #include "run_view/raster_layer.h"
 
 namespace memscope::gui {

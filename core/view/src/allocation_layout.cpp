@@ -479,117 +479,97 @@ size_t LayoutBuffers::memoryBytes() const {
     return bytes;
 }
 
-AllocationLayout layoutAllocations(const DeviceTimeline& tl, const AllocationIndex& index,
-                                   const LayoutRequest& req, const AllocationLayout* previous,
-                                   LayoutBuffers* buffers) {
-    AllocationLayout out;
-    const int64_t lo = std::min(req.lo, req.hi);
-    int64_t hi = std::max(req.lo, req.hi);
+namespace {
+
+// An index built for this timeline: one entry per interval, one start block
+// per kStartBlock starts.
+bool indexMatches(const DeviceTimeline& tl, const AllocationIndex& index) {
     const size_t n = tl.intervals.size();
     constexpr size_t kBlock = AllocationIndex::kStartBlock;
-    if (index.sizes.size() != n || index.starts.size() != n || index.ends.size() != n ||
-        index.start_blocks.size() != (n + kBlock - 1) / kBlock)
-        return out;  // another timeline's
-    if (hi == lo) {
-        if (lo == std::numeric_limits<int64_t>::max()) return out;
-        hi = lo + 1;
-    }
-    // Coarser columns when many allocations are live at once (each changed
-    // column walks its whole stack), or when many start in the range (each
-    // column visits those alive at its sample: with heavy churn, about all
-    // of them at one column per pixel).
+    return index.sizes.size() == n && index.starts.size() == n && index.ends.size() == n &&
+           index.start_blocks.size() == (n + kBlock - 1) / kBlock;
+}
+
+// What a sweep of [lo, hi) would cost, and the column width that keeps it
+// within the request's budgets.
+struct SweepEstimate {
+    size_t wanted = 1;        // columns asked for: one per pixel, at most one per run-x
+    size_t liveEstimate = 1;  // allocations live at once, at the peak
+    size_t budget = 1;        // req.max_work
+    size_t startsIn = 0;      // allocations starting in the range
+    size_t columnWidth = 1;   // columns wanted per column swept
+};
+
+// Coarser columns when many allocations are live at once (each changed
+// column walks its whole stack), or when many start in the range (each
+// column visits those alive at its sample: with heavy churn, about all of
+// them at one column per pixel).
+SweepEstimate estimateSweep(const DeviceTimeline& tl, const AllocationIndex& index,
+                            const LayoutRequest& req, int64_t lo, int64_t hi) {
+    SweepEstimate e;
     const size_t span = uint64_t(hi) - uint64_t(lo) < req.columns
                             ? size_t(uint64_t(hi) - uint64_t(lo))
                             : req.columns;
-    const size_t wanted = std::max<size_t>(span, 1);
-    const size_t liveEstimate = std::max<size_t>(tl.peak.live_intervals.size(), 1);
-    const size_t budget = std::max<size_t>(req.max_work, 1);
+    e.wanted = std::max<size_t>(span, 1);
+    e.liveEstimate = std::max<size_t>(tl.peak.live_intervals.size(), 1);
+    e.budget = std::max<size_t>(req.max_work, 1);
     const size_t startBudget = std::max<size_t>(req.max_starts, 1);
-    const auto startsIn = size_t(std::lower_bound(index.starts.begin(), index.starts.end(), hi) -
-                                 std::lower_bound(index.starts.begin(), index.starts.end(), lo));
-    out.column_width = std::max<size_t>({1, (wanted * liveEstimate + budget - 1) / budget,
-                                         (startsIn + startBudget - 1) / startBudget});
-    // Read from the pyramid when it is at least as fine as the sweep would
-    // be: a frame then costs the pixels, not the allocations.
-    if (index.pyramid) {
-        LayoutRequest r = req;
-        r.lo = lo;
-        r.hi = hi;
-        r.columns = wanted;
-        if (auto read = layoutFromPyramid(tl, *index.pyramid, r, double(out.column_width)))
-            return std::move(*read);
-    }
-    if (buffers) out.segments = buffers->take();
-    const size_t count = (wanted + out.column_width - 1) / out.column_width;
+    e.startsIn = size_t(std::lower_bound(index.starts.begin(), index.starts.end(), hi) -
+                        std::lower_bound(index.starts.begin(), index.starts.end(), lo));
+    e.columnWidth = std::max<size_t>({1, (e.wanted * e.liveEstimate + e.budget - 1) / e.budget,
+                                      (e.startsIn + startBudget - 1) / startBudget});
+    return e;
+}
+
+// The layout read from the pyramid, when it is at least as fine as the sweep
+// would be: a frame then costs the pixels, not the allocations.
+std::optional<AllocationLayout> readFromPyramid(const DeviceTimeline& tl,
+                                                const AllocationIndex& index,
+                                                const LayoutRequest& req, int64_t lo, int64_t hi,
+                                                const SweepEstimate& e) {
+    if (!index.pyramid) return std::nullopt;
+    LayoutRequest r = req;
+    r.lo = lo;
+    r.hi = hi;
+    r.columns = e.wanted;
+    return layoutFromPyramid(tl, *index.pyramid, r, double(e.columnWidth));
+}
+
+// `count` columns over [lo, hi): on a grid when asked and the range allows
+// one (the layout then records what a later frame needs to reuse them),
+// else even columns.
+void placeColumns(AllocationLayout& out, const DeviceTimeline& tl, const AllocationIndex& index,
+                  const LayoutRequest& req, int64_t lo, int64_t hi, size_t count) {
     const int64_t step = req.grid ? gridStep(lo, hi, count) : 0;
     if (step > 0) {
         out.columns = gridColumns(tl, lo, hi, step);
         out.grid_step = step;
         out.min_band_bytes = req.min_band_bytes;
         out.source = &index;
-        out.source_intervals = n;
+        out.source_intervals = tl.intervals.size();
     } else {
         out.columns = columnsFor(tl, lo, hi, count);
     }
-    const size_t columns = out.columns.size();
+}
 
-    // Columns [from, to) into `segments`, numbered from 0 there: a sweep of
-    // its own from the first column's sample. Returns the sweep's work.
-    const auto sweepColumns = [&](size_t from, size_t to, std::vector<LayoutSegment>& segments) {
-        std::vector<int64_t> samples(to - from);
-        for (size_t k = from; k < to; ++k) samples[k - from] = out.columns[k].sample;
-        LiveSweep sweep(tl, index, samples);
-        const bool noRoom = segments.capacity() == 0;
-        ColumnBuilder builder(segments, req.min_band_bytes);
-        for (size_t k = from; k < to; ++k) {
-            LayoutColumn& c = out.columns[k];
-            const bool changed = k == from || sweep.advance(k - from);
-            if (!changed) {
-                // The same live set: the same segments.
-                c.first = out.columns[k - 1].first;
-                c.last = out.columns[k - 1].last;
-                c.total = out.columns[k - 1].total;
-                continue;
-            }
-            c.first = uint32_t(segments.size());
-            c.total = builder.build(sweep.live(), sweep.takeFirstChanged());
-            c.last = uint32_t(segments.size());
-            // Room for the rest at the first column's size and a quarter:
-            // growing by doubling copied megabytes a frame, and pages
-            // reserved but never written cost nothing. The layout's own
-            // segments, when they start with no room, get room for every
-            // column, so that the pieces after the first are appended
-            // without moving them. A room that earlier frames left (buffers)
-            // is kept as it is: it holds the pieces, or the join makes what
-            // room is missing, and moving to a room as large as this guess
-            // would write every segment into fresh pages.
-            if (k == from) {
-                const size_t room =
-                    &segments == &out.segments && noRoom ? columns - from : to - from;
-                makeRoom(segments, segments.size() + room * (c.last - c.first) * 5 / 4);
-            }
-        }
-        return sweep.work();
-    };
+// The columns in pieces, in order: swept, or copied from `previous`. A pan
+// sweeps the columns that came into view on either side and copies the
+// rest. A sweep that visits many allocations (zoomed in on heavy churn,
+// below the pyramid's resolution) runs as two, on the left and right halves
+// of the columns: the right one starts from the live set at its first
+// column, as the whole sweep starts from the range's first. Same columns and
+// segments; a piece's first column is built rather than carried over.
+struct LayoutPiece {
+    size_t from, to;
+    bool copied;
+    std::vector<LayoutSegment> segments;  // a swept piece's, but the first's
+    size_t work = 0;
+};
 
-    // The columns in pieces, in order: swept, or copied from `previous`.
-    // A pan sweeps the columns that came into view on either side and
-    // copies the rest. A sweep that visits many allocations (zoomed in on
-    // heavy churn, below the pyramid's resolution) runs as two, on the left
-    // and right halves of the columns: the right one starts from the live set
-    // at its first column, as the whole sweep starts from the range's first.
-    // Same columns and segments; a piece's first column is built rather than
-    // carried over.
-    struct Piece {
-        size_t from, to;
-        bool copied;
-        std::vector<LayoutSegment> segments;  // a swept piece's, but the first's
-        size_t work = 0;
-    };
-    const Reuse reuse = previous ? reusableColumns(out, *previous) : Reuse{};
-    std::vector<Piece> pieces;
-    constexpr size_t kParallelWork = 200'000;
-    const size_t expectedWork = std::min(columns * liveEstimate, budget) + startsIn;
+constexpr size_t kParallelWork = 200'000;
+
+std::vector<LayoutPiece> planPieces(const Reuse& reuse, size_t columns, size_t expectedWork) {
+    std::vector<LayoutPiece> pieces;
     if (reuse.count > 0) {
         if (reuse.from > 0) pieces.push_back({0, reuse.from, false, {}});
         pieces.push_back({reuse.from, reuse.from + reuse.count, true, {}});
@@ -601,73 +581,202 @@ AllocationLayout layoutAllocations(const DeviceTimeline& tl, const AllocationInd
     } else {
         pieces.push_back({0, columns, false, {}});
     }
-    std::vector<Piece*> swept;
-    for (Piece& p : pieces)
-        if (!p.copied) swept.push_back(&p);
-    // At most one swept piece is not the first (the pieces are a swept or
-    // copied middle with a swept piece on either side, or two halves): its
-    // segments go into the buffers' second room.
-    Piece* second = swept.size() > 0 && swept.back() != &pieces.front() ? swept.back() : nullptr;
+    return pieces;
+}
+
+// The swept one of the pieces that is not the first, if any. At most one
+// swept piece is not the first (the pieces are a swept or copied middle with
+// a swept piece on either side, or two halves): its segments go into the
+// buffers' second room, lent here and handed back once joined.
+LayoutPiece* lendSecondRoom(std::vector<LayoutPiece>& pieces,
+                            const std::vector<LayoutPiece*>& swept, LayoutBuffers* buffers) {
+    LayoutPiece* second =
+        swept.size() > 0 && swept.back() != &pieces.front() ? swept.back() : nullptr;
     if (buffers && second) {
         second->segments = std::move(buffers->piece());
         second->segments.clear();
     }
-    // The first piece sweeps into the layout's own segments: no copy after.
-    const auto sweepPiece = [&](Piece& p) {
-        p.work = sweepColumns(p.from, p.to, &p == &pieces.front() ? out.segments : p.segments);
-    };
-    const size_t sweptColumns = columns - reuse.count;  // what the two pieces of a pan share out
-    if (swept.size() == 2 &&
-        expectedWork / std::max<size_t>(columns, 1) * sweptColumns >= kParallelWork &&
-        hardwareThreads() > 1) {
-        parallelFor(2, 2, [&](size_t i) { sweepPiece(*swept[i]); });
-    } else {
-        for (Piece* p : swept) sweepPiece(*p);
+    return second;
+}
+
+// Sweeps the columns of a layout whose columns are placed.
+class ColumnSweeper {
+public:
+    ColumnSweeper(const DeviceTimeline& tl, const AllocationIndex& index, const LayoutRequest& req,
+                  AllocationLayout& out)
+        : tl_(tl), index_(index), req_(req), out_(out), columns_(out.columns.size()) {}
+
+    // Sweeps the pieces not copied, the two of a pan or the halves in
+    // parallel where the work is worth a thread. The first piece sweeps into
+    // the layout's own segments: no copy after.
+    void sweepPieces(std::vector<LayoutPiece>& pieces, const std::vector<LayoutPiece*>& swept,
+                     size_t reused, size_t expectedWork) {
+        const auto sweepPiece = [&](LayoutPiece& p) {
+            p.work = sweepColumns(p.from, p.to, &p == &pieces.front() ? out_.segments : p.segments);
+        };
+        const size_t sweptColumns = columns_ - reused;  // what the two pieces of a pan share out
+        if (swept.size() == 2 &&
+            expectedWork / std::max<size_t>(columns_, 1) * sweptColumns >= kParallelWork &&
+            hardwareThreads() > 1) {
+            parallelFor(2, 2, [&](size_t i) { sweepPiece(*swept[i]); });
+        } else {
+            for (LayoutPiece* p : swept) sweepPiece(*p);
+        }
     }
-    // One room for all the pieces: appending them one by one grew the
-    // segments by doubling, a copy of megabytes into fresh pages each time.
+
+private:
+    // Columns [from, to) into `segments`, numbered from 0 there: a sweep of
+    // its own from the first column's sample. Returns the sweep's work.
+    size_t sweepColumns(size_t from, size_t to, std::vector<LayoutSegment>& segments) {
+        std::vector<int64_t> samples(to - from);
+        for (size_t k = from; k < to; ++k) samples[k - from] = out_.columns[k].sample;
+        LiveSweep sweep(tl_, index_, samples);
+        const bool noRoom = segments.capacity() == 0;
+        ColumnBuilder builder(segments, req_.min_band_bytes);
+        for (size_t k = from; k < to; ++k) {
+            LayoutColumn& c = out_.columns[k];
+            const bool changed = k == from || sweep.advance(k - from);
+            if (!changed) {
+                // The same live set: the same segments.
+                c.first = out_.columns[k - 1].first;
+                c.last = out_.columns[k - 1].last;
+                c.total = out_.columns[k - 1].total;
+                continue;
+            }
+            c.first = uint32_t(segments.size());
+            c.total = builder.build(sweep.live(), sweep.takeFirstChanged());
+            c.last = uint32_t(segments.size());
+            if (k == from) makeRoomForSweep(segments, noRoom, from, to, c);
+        }
+        return sweep.work();
+    }
+
+    // Room for the rest at the first column's size and a quarter: growing by
+    // doubling copied megabytes a frame, and pages reserved but never written
+    // cost nothing. The layout's own segments, when they start with no room,
+    // get room for every column, so that the pieces after the first are
+    // appended without moving them. A room that earlier frames left
+    // (buffers) is kept as it is: it holds the pieces, or the join makes what
+    // room is missing, and moving to a room as large as this guess would
+    // write every segment into fresh pages.
+    void makeRoomForSweep(std::vector<LayoutSegment>& segments, bool noRoom, size_t from, size_t to,
+                          const LayoutColumn& first) const {
+        const size_t room = &segments == &out_.segments && noRoom ? columns_ - from : to - from;
+        makeRoom(segments, segments.size() + room * (first.last - first.first) * 5 / 4);
+    }
+
+    const DeviceTimeline& tl_;
+    const AllocationIndex& index_;
+    const LayoutRequest& req_;
+    AllocationLayout& out_;
+    const size_t columns_;
+};
+
+// Segments of the pieces joined: what the first piece swept into the layout
+// already, and what the others add.
+size_t joinedSize(const AllocationLayout& out, const std::vector<LayoutPiece>& pieces,
+                  const AllocationLayout* previous, const Reuse& reuse) {
     size_t joined = out.segments.size();
-    for (const Piece& p : pieces) {
+    for (const LayoutPiece& p : pieces) {
         if (p.copied)
             joined += previous->columns[reuse.at + reuse.count - 1].last -
                       previous->columns[reuse.at].first;
         else if (&p != &pieces.front())
             joined += p.segments.size();
     }
-    makeRoom(out.segments, joined);
-    for (Piece& p : pieces) {
-        const auto offset = uint32_t(out.segments.size());
-        if (p.copied) {
-            const std::span<const LayoutSegment> from = previous->drawnSegments();
-            const uint32_t first = previous->columns[reuse.at].first;
-            const uint32_t last = previous->columns[reuse.at + reuse.count - 1].last;
-            out.segments.insert(out.segments.end(), from.begin() + first, from.begin() + last);
-            for (size_t k = p.from; k < p.to; ++k) {
-                const LayoutColumn& was = previous->columns[reuse.at + (k - p.from)];
-                LayoutColumn& c = out.columns[k];
-                c.first = was.first - first + offset;
-                c.last = was.last - first + offset;
-                c.total = was.total;
-            }
-            p.work = last - first;
-            out.reused_columns = reuse.count;
-        } else if (&p != &pieces.front()) {
-            out.segments.insert(out.segments.end(), p.segments.begin(), p.segments.end());
-            for (size_t k = p.from; k < p.to; ++k) {
-                out.columns[k].first += offset;
-                out.columns[k].last += offset;
-            }
-        }
+    return joined;
+}
+
+// The copied piece: `previous`'s block of segments for its columns, appended,
+// and the columns pointed at it.
+void appendCopiedPiece(AllocationLayout& out, LayoutPiece& p, const AllocationLayout& previous,
+                       const Reuse& reuse) {
+    const auto offset = uint32_t(out.segments.size());
+    const std::span<const LayoutSegment> from = previous.drawnSegments();
+    const uint32_t first = previous.columns[reuse.at].first;
+    const uint32_t last = previous.columns[reuse.at + reuse.count - 1].last;
+    out.segments.insert(out.segments.end(), from.begin() + first, from.begin() + last);
+    for (size_t k = p.from; k < p.to; ++k) {
+        const LayoutColumn& was = previous.columns[reuse.at + (k - p.from)];
+        LayoutColumn& c = out.columns[k];
+        c.first = was.first - first + offset;
+        c.last = was.last - first + offset;
+        c.total = was.total;
+    }
+    p.work = last - first;
+    out.reused_columns = reuse.count;
+}
+
+// A swept piece after the first: its segments appended, its columns moved
+// past the segments before them.
+void appendSweptPiece(AllocationLayout& out, const LayoutPiece& p) {
+    const auto offset = uint32_t(out.segments.size());
+    out.segments.insert(out.segments.end(), p.segments.begin(), p.segments.end());
+    for (size_t k = p.from; k < p.to; ++k) {
+        out.columns[k].first += offset;
+        out.columns[k].last += offset;
+    }
+}
+
+// The pieces, in order, as the layout's segments, and their work added up.
+// One room for all the pieces: appending them one by one grew the segments
+// by doubling, a copy of megabytes into fresh pages each time.
+void joinPieces(AllocationLayout& out, std::vector<LayoutPiece>& pieces,
+                const AllocationLayout* previous, const Reuse& reuse) {
+    makeRoom(out.segments, joinedSize(out, pieces, previous, reuse));
+    for (LayoutPiece& p : pieces) {
+        if (p.copied)
+            appendCopiedPiece(out, p, *previous, reuse);
+        else if (&p != &pieces.front())
+            appendSweptPiece(out, p);
         out.work += p.work;
     }
-    if (buffers && second) {
-        buffers->piece() = std::move(second->segments);
-        buffers->piece().clear();
-    }
+}
+
+// The highest column, and the segments read, counted as work.
+void addColumnTotals(AllocationLayout& out) {
     for (const LayoutColumn& c : out.columns) {
         out.max_total = std::max(out.max_total, c.total);
         out.work += c.last - c.first;
     }
+}
+
+}  // namespace
+
+AllocationLayout layoutAllocations(const DeviceTimeline& tl, const AllocationIndex& index,
+                                   const LayoutRequest& req, const AllocationLayout* previous,
+                                   LayoutBuffers* buffers) {
+    AllocationLayout out;
+    const int64_t lo = std::min(req.lo, req.hi);
+    int64_t hi = std::max(req.lo, req.hi);
+    if (!indexMatches(tl, index)) return out;  // another timeline's
+    if (hi == lo) {
+        if (lo == std::numeric_limits<int64_t>::max()) return out;
+        hi = lo + 1;
+    }
+    const SweepEstimate estimate = estimateSweep(tl, index, req, lo, hi);
+    out.column_width = estimate.columnWidth;
+    if (auto read = readFromPyramid(tl, index, req, lo, hi, estimate)) return std::move(*read);
+    if (buffers) out.segments = buffers->take();
+    const size_t count = (estimate.wanted + out.column_width - 1) / out.column_width;
+    placeColumns(out, tl, index, req, lo, hi, count);
+    const size_t columns = out.columns.size();
+
+    const Reuse reuse = previous ? reusableColumns(out, *previous) : Reuse{};
+    const size_t expectedWork =
+        std::min(columns * estimate.liveEstimate, estimate.budget) + estimate.startsIn;
+    std::vector<LayoutPiece> pieces = planPieces(reuse, columns, expectedWork);
+    std::vector<LayoutPiece*> swept;
+    for (LayoutPiece& p : pieces)
+        if (!p.copied) swept.push_back(&p);
+    LayoutPiece* second = lendSecondRoom(pieces, swept, buffers);
+    ColumnSweeper(tl, index, req, out).sweepPieces(pieces, swept, reuse.count, expectedWork);
+    joinPieces(out, pieces, previous, reuse);
+    if (buffers && second) {
+        buffers->piece() = std::move(second->segments);
+        buffers->piece().clear();
+    }
+    addColumnTotals(out);
     return out;
 }
 

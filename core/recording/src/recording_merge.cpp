@@ -230,6 +230,267 @@ void addHookModules(Trace& out, const HookSidecar& hook, const TaskContext& ctx)
              info.dropped_modules + info.dropped_roots);
 }
 
+// The run's name, process, rank and properties as CUPTI's trace has them.
+void takeCuptiMetadata(TraceMetadata& out, const TraceMetadata& m) {
+    out.name = m.name;
+    out.pid = m.pid;
+    out.rank = m.rank;
+    for (const auto& [k, v] : m.properties) out.setProperty(k, v);
+}
+
+// The hook's warning when it could not finish its files.
+void warnHookUnfinished(const HookSidecar& hook, const TaskContext& ctx) {
+    warn(ctx, WarningKind::DamagedTail,
+         hook.log_file ? "the hook could not finish its files (the process was killed, left with "
+                         "os._exit, or the disk was full): its phases are kept up to the last "
+                         "second it could write, the allocator history up to its last dump"
+                       : "the process ended before the memscope hook could finish (killed?): "
+                         "phases and allocator history stop at its last save");
+}
+
+// What the hook knows of the process (pid and rank where CUPTI did not say,
+// versions, its hooks, how the process ended, its command line), and its
+// warnings.
+void takeHookMetadata(Trace& out, const HookSidecar& hook, const TaskContext& ctx) {
+    if (out.metadata.pid < 0) out.metadata.pid = hook.pid;
+    if (out.metadata.rank < 0) out.metadata.rank = hook.rank;
+    if (!hook.python.empty()) out.metadata.setProperty("python", hook.python);
+    if (!hook.torch.empty()) out.metadata.setProperty("torch", hook.torch);
+    for (const auto& [phase, how] : hook.hooks) out.metadata.setProperty("hook." + phase, how);
+    if (!hook.phases.empty())
+        out.metadata.setProperty("phases",
+                                 "recorded by the memscope Python hook (module forward, "
+                                 "autograd backward, optimizer hooks)");
+    if (!hook.history_enabled && !hook.history_reason.empty())
+        out.metadata.setProperty("allocator_history", "off: " + hook.history_reason);
+    if (hook.exit == "SIGTERM" || hook.exit == "SIGINT")
+        out.metadata.setProperty("ended_by", hook.exit);
+    if (!hook.complete) warnHookUnfinished(hook, ctx);
+    for (const std::string& w : hook.warnings) warn(ctx, WarningKind::Other, "hook: " + w);
+    if (!out.metadata.property("command") && !hook.orig_argv.empty()) {
+        std::string command;
+        for (const std::string& a : hook.orig_argv) command += (command.empty() ? "" : " ") + a;
+        out.metadata.setProperty("command", std::move(command));
+    }
+}
+
+// What people call the run: the script (or program) and its rank. The hook
+// knows the script best (CUPTI sees the interpreter's command line); the
+// tracer named its trace from its own; the pid when neither could.
+std::string runName(const TraceMetadata& m, const HookSidecar* hook) {
+    std::string name;
+    if (hook) name = runNameFromPython(hook->orig_argv, hook->argv, m.rank);
+    if (name.empty()) name = m.name;
+    if (name.empty()) name = fallbackRunName(m.pid, m.rank);
+    return name;
+}
+
+// A history without timestamps (PyTorch 2.1 and older record none) cannot be
+// lined up with the phases and CUPTI's records: it is left out here, and the
+// caller keeps it as a file of its own.
+void dropUntimedHistories(std::vector<HistoryPart>& histories, MergeStats& stats,
+                          const TaskContext& ctx) {
+    const size_t histories_given = histories.size();
+    std::erase_if(histories, [](const HistoryPart& h) {
+        return h.trace.metadata.time_base != TimeBase::Nanoseconds;
+    });
+    if (histories.size() == histories_given) return;
+    stats.untimed_histories = histories_given - histories.size();
+    warn(ctx, WarningKind::SkippedRecords,
+         "the allocator history has no timestamps (PyTorch 2.1 or older), so it cannot be "
+         "lined up with the phases and CUPTI's records: it is kept beside the trace as a "
+         "snapshot of its own",
+         stats.untimed_histories);
+}
+
+// One of the hook's training phases as a trace phase.
+Phase phaseFrom(const HookPhase& hp, Trace& out) {
+    Phase p;
+    p.kind = phaseKindOf(hp.kind);
+    p.step = hp.step;
+    p.start = hp.start_ns;
+    // A zero-length phase would read as "still open": give it 1 ns.
+    p.end = hp.end_ns > hp.start_ns ? hp.end_ns : hp.start_ns + 1;
+    p.name = out.internString(hp.kind == HookPhaseKind::Step ? "step " + std::to_string(hp.step)
+                                                             : std::string(toString(hp.kind)));
+    return p;
+}
+
+// The sources merged into one trace, one after the other: the events
+// collected so far, the annotations copied, and what the allocator history
+// covers, so that CUPTI's records of the same are left out.
+class SourceMerger {
+public:
+    SourceMerger(Trace& out, MergeStats& stats, const TaskContext& ctx)
+        : out_(out), stats_(stats), ctx_(ctx), builder_(out) {}
+
+    // 1. The allocator history, dump after dump. False: cancelled.
+    bool addHistories(const std::vector<HistoryPart>& histories) {
+        std::optional<Event> last_entry;
+        builder_.beginRun();
+        for (size_t d = 0; d < histories.size(); ++d) {
+            if (ctx_.cancelled()) return false;
+            const Trace& dump = histories[d].trace;
+            const size_t first = firstNewEntry(histories[d], d, last_entry);
+            TraceCopier copier(dump, out_);
+            for (size_t i = first; i < dump.events.size(); ++i) {
+                history_segments_.add(dump.events[i]);
+                if (dump.events[i].kind != EventKind::Marker)
+                    history_devices_.insert(dump.events[i].device);
+            }
+            stats_.history_events += dump.events.size() - first;
+            builder_.copyEvents(dump, copier, first);
+            copyAnnotations(dump, copier);
+            if (!dump.events.empty()) last_entry = dump.events.back();
+            if (d + 1 == histories.size() && dump.allocator_state)
+                out_.allocator_state = copier.allocatorState();
+        }
+        if (!histories.empty())
+            out_.metadata.setProperty("tensor_events", "PyTorch caching-allocator history");
+        return true;
+    }
+
+    // 2. CPU allocations from c10's reporting hook.
+    void addCpuAllocations(const std::vector<CapturedAllocation>& cpu) {
+        builder_.beginRun();
+        for (const CapturedAllocation& c : cpu) {
+            if (c.bytes == 0) continue;
+            Event e;
+            e.time = c.time;
+            e.address = c.address;
+            e.size = c.bytes > 0 ? uint64_t(c.bytes) : uint64_t(0) - uint64_t(c.bytes);
+            e.device = -1;
+            e.kind = c.bytes > 0 ? EventKind::Alloc : EventKind::FreeCompleted;
+            builder_.add(e);
+        }
+        stats_.cpu_events = cpu.size();
+        if (!cpu.empty()) out_.metadata.setProperty("host_events", "c10 CPU allocator reports");
+    }
+
+    // 3. CUPTI: segments the allocator did not report (memory outside
+    // PyTorch), tensor-level records of devices the history does not cover,
+    // NVTX phases and annotations.
+    void addCupti(const Trace& cupti) {
+        TraceCopier copier(cupti, out_);
+        builder_.beginRun();
+        const std::vector<bool> keep = cuptiEventsKept(cupti);
+        builder_.copyEvents(cupti, copier, 0, &keep);
+        if (out_.allocator_state) addCuptiOnlySegments(cupti, keep);
+        for (uint32_t p = 1; p <= cupti.phases.size(); ++p) copier.phase(PhaseId(p));
+        copyAnnotations(cupti, copier);
+        if (!out_.allocator_state && cupti.allocator_state)
+            out_.allocator_state = copier.allocatorState();
+    }
+
+    // 4. The hook's training phases, its module scopes, and where
+    // torch.profiler took CUPTI over.
+    void addHookRecords(const HookSidecar& hook) {
+        for (const HookPhase& hp : hook.phases) out_.addPhase(phaseFrom(hp, out_));
+        addHookModules(out_, hook, ctx_);
+        for (const HookProfilerSession& s : hook.profiler_sessions) {
+            builder_.marker(s.time_ns, -1, "cupti_taken_over",
+                            s.what +
+                                ": torch.profiler took CUPTI over; CUPTI segment records "
+                                "stop here (the allocator history is unaffected)");
+            warn(ctx_, WarningKind::DroppedRecords,
+                 "torch.profiler ran at " + secondsText(s.time_ns) +
+                     " s and took CUPTI over: CUPTI records after it are missing (tensor "
+                     "events come from the allocator history and are complete)");
+        }
+    }
+
+    void finish() { builder_.finish(); }
+
+private:
+    // A dump repeats what the ring buffer still held of the previous one:
+    // continue after the previous dump's last entry; if that entry is gone,
+    // entries were lost between (marked and warned of, unless the history
+    // was cleared before the dump).
+    size_t firstNewEntry(const HistoryPart& part, size_t d, const std::optional<Event>& last) {
+        const Trace& dump = part.trace;
+        if (!last || dump.events.empty()) return 0;
+        size_t j = dump.events.size();
+        while (j-- > 0)
+            if (sameEntry(dump.events[j], *last)) break;
+        if (j < dump.events.size()) return j + 1;
+        if (part.cleared_before) return 0;
+        ++stats_.gaps;
+        const int64_t from = last->time;
+        const int64_t to = dump.events.front().time;
+        builder_.marker(std::max(from, to), -1, "history_gap",
+                        "allocator history entries were lost between " + secondsText(from) +
+                            " s and " + secondsText(to) +
+                            " s: the ring buffer wrapped before memscope saved it");
+        warn(ctx_, WarningKind::DroppedRecords,
+             "allocator history entries were lost before dump " + std::to_string(d + 1) +
+                 " (the ring buffer wrapped; raise MEMSCOPE_HISTORY_MAX_ENTRIES)",
+             1);
+        return 0;
+    }
+
+    // Each annotation once, whichever source had it first.
+    void copyAnnotations(const Trace& from, TraceCopier& copier) {
+        for (const Annotation& a : from.annotations) {
+            Annotation copy = a;
+            copy.name = copier.string(a.name);
+            if (annotations_seen_
+                    .insert({copy.time, copy.name.value, copy.device, uint8_t(copy.stage)})
+                    .second)
+                out_.annotations.push_back(copy);
+        }
+    }
+
+    // Which of CUPTI's events are kept: not the segments the history has,
+    // nor the tensor events of the devices it covers.
+    std::vector<bool> cuptiEventsKept(const Trace& cupti) {
+        std::vector<bool> keep(cupti.events.size(), true);
+        for (size_t i = 0; i < cupti.events.size(); ++i) {
+            const Event& e = cupti.events[i];
+            if (isSegmentKind(e.kind) && history_segments_.match(e)) {
+                keep[i] = false;
+                ++stats_.cupti_segments_matched;
+            } else if (isTensorKind(e.kind) && history_devices_.count(e.device)) {
+                keep[i] = false;
+                ++stats_.cupti_tensor_events_dropped;
+            } else {
+                ++stats_.cupti_events_kept;
+            }
+        }
+        return keep;
+    }
+
+    // Segments only CUPTI saw and still held at the end belong in the end
+    // state too: the timeline derives the reserved bytes before recording
+    // from it, and would otherwise subtract them from the allocator's.
+    void addCuptiOnlySegments(const Trace& cupti, const std::vector<bool>& keep) {
+        std::map<std::pair<int16_t, uint64_t>, uint64_t> live;
+        for (size_t i = 0; i < cupti.events.size(); ++i) {
+            const Event& e = cupti.events[i];
+            if (!keep[i]) continue;
+            if (e.kind == EventKind::SegmentAlloc || e.kind == EventKind::SegmentMap)
+                live[{e.device, e.address}] = e.size;
+            else if (e.kind == EventKind::SegmentFree || e.kind == EventKind::SegmentUnmap)
+                live.erase({e.device, e.address});
+        }
+        for (const auto& [where, size] : live) {
+            Segment segment;
+            segment.device = where.first;
+            segment.address = where.second;
+            segment.total_size = size;
+            segment.first_block = uint32_t(out_.allocator_state->blocks.size());
+            out_.allocator_state->segments.push_back(segment);
+        }
+    }
+
+    Trace& out_;
+    MergeStats& stats_;
+    const TaskContext& ctx_;
+    Builder builder_;
+    SegmentIndex history_segments_;
+    std::set<int16_t> history_devices_;
+    std::set<std::tuple<int64_t, uint32_t, int16_t, uint8_t>> annotations_seen_;
+};
+
 }  // namespace
 
 Result<Trace> mergeRecording(RecordingParts parts, const TaskContext& ctx, MergeStats* stats_out) {
@@ -237,223 +498,18 @@ Result<Trace> mergeRecording(RecordingParts parts, const TaskContext& ctx, Merge
     Trace out;
     out.metadata.source_format = "memscope-record";
     out.metadata.time_base = TimeBase::Nanoseconds;
-    if (parts.cupti) {
-        const TraceMetadata& m = parts.cupti->metadata;
-        out.metadata.name = m.name;
-        out.metadata.pid = m.pid;
-        out.metadata.rank = m.rank;
-        for (const auto& [k, v] : m.properties) out.metadata.setProperty(k, v);
-    }
+    if (parts.cupti) takeCuptiMetadata(out.metadata, parts.cupti->metadata);
     const HookSidecar* hook = parts.hook ? &*parts.hook : nullptr;
-    if (hook) {
-        if (out.metadata.pid < 0) out.metadata.pid = hook->pid;
-        if (out.metadata.rank < 0) out.metadata.rank = hook->rank;
-        if (!hook->python.empty()) out.metadata.setProperty("python", hook->python);
-        if (!hook->torch.empty()) out.metadata.setProperty("torch", hook->torch);
-        for (const auto& [phase, how] : hook->hooks) out.metadata.setProperty("hook." + phase, how);
-        if (!hook->phases.empty())
-            out.metadata.setProperty("phases",
-                                     "recorded by the memscope Python hook (module forward, "
-                                     "autograd backward, optimizer hooks)");
-        if (!hook->history_enabled && !hook->history_reason.empty())
-            out.metadata.setProperty("allocator_history", "off: " + hook->history_reason);
-        if (hook->exit == "SIGTERM" || hook->exit == "SIGINT")
-            out.metadata.setProperty("ended_by", hook->exit);
-        if (!hook->complete)
-            warn(ctx, WarningKind::DamagedTail,
-                 hook->log_file
-                     ? "the hook could not finish its files (the process was killed, left with "
-                       "os._exit, or the disk was full): its phases are kept up to the last "
-                       "second it could write, the allocator history up to its last dump"
-                     : "the process ended before the memscope hook could finish (killed?): "
-                       "phases and allocator history stop at its last save");
-        for (const std::string& w : hook->warnings) warn(ctx, WarningKind::Other, "hook: " + w);
-        if (!out.metadata.property("command") && !hook->orig_argv.empty()) {
-            std::string command;
-            for (const std::string& a : hook->orig_argv)
-                command += (command.empty() ? "" : " ") + a;
-            out.metadata.setProperty("command", std::move(command));
-        }
-    }
-    // What people call the run: the script (or program) and its rank. The
-    // hook knows the script best (CUPTI sees the interpreter's command line);
-    // the tracer named its trace from its own; the pid when neither could.
-    {
-        std::string name;
-        if (hook) name = runNameFromPython(hook->orig_argv, hook->argv, out.metadata.rank);
-        if (name.empty()) name = out.metadata.name;
-        if (name.empty()) name = fallbackRunName(out.metadata.pid, out.metadata.rank);
-        out.metadata.name = std::move(name);
-    }
+    if (hook) takeHookMetadata(out, *hook, ctx);
+    out.metadata.name = runName(out.metadata, hook);
+    dropUntimedHistories(parts.histories, stats, ctx);
 
-    // A history without timestamps (PyTorch 2.1 and older record none) cannot
-    // be lined up with the phases and CUPTI's records: it is left out here,
-    // and the caller keeps it as a file of its own.
-    const size_t histories_given = parts.histories.size();
-    std::erase_if(parts.histories, [](const HistoryPart& h) {
-        return h.trace.metadata.time_base != TimeBase::Nanoseconds;
-    });
-    if (parts.histories.size() != histories_given) {
-        stats.untimed_histories = histories_given - parts.histories.size();
-        warn(ctx, WarningKind::SkippedRecords,
-             "the allocator history has no timestamps (PyTorch 2.1 or older), so it cannot be "
-             "lined up with the phases and CUPTI's records: it is kept beside the trace as a "
-             "snapshot of its own",
-             stats.untimed_histories);
-    }
-
-    Builder builder(out);
-    SegmentIndex history_segments;
-    std::set<int16_t> history_devices;
-    std::set<std::tuple<int64_t, uint32_t, int16_t, uint8_t>> annotations_seen;
-    auto copyAnnotations = [&](const Trace& from, TraceCopier& copier) {
-        for (const Annotation& a : from.annotations) {
-            Annotation copy = a;
-            copy.name = copier.string(a.name);
-            if (annotations_seen
-                    .insert({copy.time, copy.name.value, copy.device, uint8_t(copy.stage)})
-                    .second)
-                out.annotations.push_back(copy);
-        }
-    };
-
-    // 1. The allocator history, dump after dump. A dump repeats what the ring
-    // buffer still held of the previous one: continue after the previous
-    // dump's last entry; if that entry is gone, entries were lost between.
-    std::optional<Event> last_entry;
-    builder.beginRun();
-    for (size_t d = 0; d < parts.histories.size(); ++d) {
-        if (ctx.cancelled()) return cancelledError();
-        const Trace& dump = parts.histories[d].trace;
-        size_t first = 0;
-        if (last_entry && !dump.events.empty()) {
-            size_t j = dump.events.size();
-            while (j-- > 0)
-                if (sameEntry(dump.events[j], *last_entry)) break;
-            if (j < dump.events.size()) {
-                first = j + 1;
-            } else if (!parts.histories[d].cleared_before) {
-                ++stats.gaps;
-                const int64_t from = last_entry->time;
-                const int64_t to = dump.events.front().time;
-                builder.marker(std::max(from, to), -1, "history_gap",
-                               "allocator history entries were lost between " + secondsText(from) +
-                                   " s and " + secondsText(to) +
-                                   " s: the ring buffer wrapped before memscope saved it");
-                warn(ctx, WarningKind::DroppedRecords,
-                     "allocator history entries were lost before dump " + std::to_string(d + 1) +
-                         " (the ring buffer wrapped; raise MEMSCOPE_HISTORY_MAX_ENTRIES)",
-                     1);
-            }
-        }
-        TraceCopier copier(dump, out);
-        for (size_t i = first; i < dump.events.size(); ++i) {
-            history_segments.add(dump.events[i]);
-            if (dump.events[i].kind != EventKind::Marker)
-                history_devices.insert(dump.events[i].device);
-        }
-        stats.history_events += dump.events.size() - first;
-        builder.copyEvents(dump, copier, first);
-        copyAnnotations(dump, copier);
-        if (!dump.events.empty()) last_entry = dump.events.back();
-        if (d + 1 == parts.histories.size() && dump.allocator_state)
-            out.allocator_state = copier.allocatorState();
-    }
-    if (!parts.histories.empty())
-        out.metadata.setProperty("tensor_events", "PyTorch caching-allocator history");
-
-    // 2. CPU allocations from c10's reporting hook.
-    builder.beginRun();
-    for (const CapturedAllocation& c : parts.cpu) {
-        if (c.bytes == 0) continue;
-        Event e;
-        e.time = c.time;
-        e.address = c.address;
-        e.size = c.bytes > 0 ? uint64_t(c.bytes) : uint64_t(0) - uint64_t(c.bytes);
-        e.device = -1;
-        e.kind = c.bytes > 0 ? EventKind::Alloc : EventKind::FreeCompleted;
-        builder.add(e);
-    }
-    stats.cpu_events = parts.cpu.size();
-    if (!parts.cpu.empty()) out.metadata.setProperty("host_events", "c10 CPU allocator reports");
-
-    // 3. CUPTI: segments the allocator did not report (memory outside
-    // PyTorch), tensor-level records of devices the history does not cover,
-    // NVTX phases and annotations.
-    if (parts.cupti) {
-        const Trace& cupti = *parts.cupti;
-        TraceCopier copier(cupti, out);
-        builder.beginRun();
-        std::vector<bool> keep(cupti.events.size(), true);
-        for (size_t i = 0; i < cupti.events.size(); ++i) {
-            const Event& e = cupti.events[i];
-            if (isSegmentKind(e.kind) && history_segments.match(e)) {
-                keep[i] = false;
-                ++stats.cupti_segments_matched;
-            } else if (isTensorKind(e.kind) && history_devices.count(e.device)) {
-                keep[i] = false;
-                ++stats.cupti_tensor_events_dropped;
-            } else {
-                ++stats.cupti_events_kept;
-            }
-        }
-        builder.copyEvents(cupti, copier, 0, &keep);
-        // Segments only CUPTI saw and still held at the end belong in the end
-        // state too: the timeline derives the reserved bytes before recording
-        // from it, and would otherwise subtract them from the allocator's.
-        if (out.allocator_state) {
-            std::map<std::pair<int16_t, uint64_t>, uint64_t> live;
-            for (size_t i = 0; i < cupti.events.size(); ++i) {
-                const Event& e = cupti.events[i];
-                if (!keep[i]) continue;
-                if (e.kind == EventKind::SegmentAlloc || e.kind == EventKind::SegmentMap)
-                    live[{e.device, e.address}] = e.size;
-                else if (e.kind == EventKind::SegmentFree || e.kind == EventKind::SegmentUnmap)
-                    live.erase({e.device, e.address});
-            }
-            for (const auto& [where, size] : live) {
-                Segment segment;
-                segment.device = where.first;
-                segment.address = where.second;
-                segment.total_size = size;
-                segment.first_block = uint32_t(out.allocator_state->blocks.size());
-                out.allocator_state->segments.push_back(segment);
-            }
-        }
-        for (uint32_t p = 1; p <= cupti.phases.size(); ++p) copier.phase(PhaseId(p));
-        copyAnnotations(cupti, copier);
-        if (!out.allocator_state && cupti.allocator_state)
-            out.allocator_state = copier.allocatorState();
-    }
-
-    // 4. The hook's training phases.
-    if (hook) {
-        for (const HookPhase& hp : hook->phases) {
-            Phase p;
-            p.kind = phaseKindOf(hp.kind);
-            p.step = hp.step;
-            p.start = hp.start_ns;
-            // A zero-length phase would read as "still open": give it 1 ns.
-            p.end = hp.end_ns > hp.start_ns ? hp.end_ns : hp.start_ns + 1;
-            p.name =
-                out.internString(hp.kind == HookPhaseKind::Step ? "step " + std::to_string(hp.step)
-                                                                : std::string(toString(hp.kind)));
-            out.addPhase(p);
-        }
-        addHookModules(out, *hook, ctx);
-        for (const HookProfilerSession& s : hook->profiler_sessions) {
-            builder.marker(s.time_ns, -1, "cupti_taken_over",
-                           s.what +
-                               ": torch.profiler took CUPTI over; CUPTI segment records "
-                               "stop here (the allocator history is unaffected)");
-            warn(ctx, WarningKind::DroppedRecords,
-                 "torch.profiler ran at " + secondsText(s.time_ns) +
-                     " s and took CUPTI over: CUPTI records after it are missing (tensor "
-                     "events come from the allocator history and are complete)");
-        }
-    }
-
-    builder.finish();
+    SourceMerger merger(out, stats, ctx);
+    if (!merger.addHistories(parts.histories)) return cancelledError();
+    merger.addCpuAllocations(parts.cpu);
+    if (parts.cupti) merger.addCupti(*parts.cupti);
+    if (hook) merger.addHookRecords(*hook);
+    merger.finish();
     nestPhasesByTime(out);
     assignInnermostPhases(out);
     if (stats_out) *stats_out = stats;

@@ -85,6 +85,14 @@ protected:
 private:
     // main_window_actions.cpp
     void createActions();
+    void createFileMenu();
+    void createViewMenu();
+    void addZoomActions(QMenu* view);
+    void addPeakAndBoxZoomActions(QMenu* view);
+    void addStackModeActions(QMenu* view);
+    void createCompareMenu();
+    void addWhatIfActions(QMenu* compare);
+    void addAlignModeActions(QMenu* compare);
     void updateRecentMenu();
     void updateActionStates();
     void openFilesDialog();

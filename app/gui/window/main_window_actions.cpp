@@ -38,6 +38,14 @@ QString traceFilter() {
 }  // namespace
 
 void MainWindow::createActions() {
+    createFileMenu();
+    createViewMenu();
+    createCompareMenu();
+    QMenu* help = menuBar()->addMenu(QStringLiteral("&Help"));
+    help->addAction(QStringLiteral("&About memscope"), this, &MainWindow::showAbout);
+}
+
+void MainWindow::createFileMenu() {
     QMenu* file = menuBar()->addMenu(QStringLiteral("&File"));
     QAction* open = file->addAction(QStringLiteral("&Open…"), this, &MainWindow::openFilesDialog);
     open->setShortcut(QKeySequence::Open);
@@ -63,10 +71,31 @@ void MainWindow::createActions() {
     file->addSeparator();
     QAction* quit = file->addAction(QStringLiteral("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
+}
 
-    // View actions act on the current tab's ZoomState. They are bound to the
-    // tab area so that arrow keys still move through tables in the docks.
+// View actions act on the current tab's ZoomState. They are bound to the tab
+// area so that arrow keys still move through tables in the docks.
+void MainWindow::createViewMenu() {
     QMenu* view = menuBar()->addMenu(QStringLiteral("&View"));
+    addZoomActions(view);
+    addPeakAndBoxZoomActions(view);
+    view->addSeparator();
+    addStackModeActions(view);
+    view->addSeparator();
+    QAction* find = view->addAction(QStringLiteral("&Find Allocation…"));
+    find->setShortcut(QKeySequence::Find);
+    connect(find, &QAction::triggered, this, [this] {
+        if (auto* dock = qobject_cast<QDockWidget*>(search_->parentWidget())) {
+            dock->show();
+            dock->raise();
+        }
+        search_->focusQuery();
+    });
+    view->addSeparator();
+    for (QDockWidget* d : findChildren<QDockWidget*>()) view->addAction(d->toggleViewAction());
+}
+
+void MainWindow::addZoomActions(QMenu* view) {
     auto zoomAction = [this, view](const QString& text, QList<QKeySequence> keys, auto fn) {
         QAction* a = view->addAction(text);
         a->setShortcuts(keys);
@@ -91,6 +120,9 @@ void MainWindow::createActions() {
                [](ZoomState* z) { z->reset(); });
     zoomAction(QStringLiteral("&Back"), {QKeySequence::Back, QKeySequence(Qt::Key_Backspace)},
                [](ZoomState* z) { z->back(); });
+}
+
+void MainWindow::addPeakAndBoxZoomActions(QMenu* view) {
     QAction* peak = view->addAction(QStringLiteral("Go to &Peak"));
     peak->setShortcut(QKeySequence(Qt::Key_P));
     peak->setShortcutContext(Qt::WidgetWithChildrenShortcut);
@@ -112,7 +144,9 @@ void MainWindow::createActions() {
             for (TimelinePlot* p : tabs_->widget(i)->findChildren<TimelinePlot*>())
                 p->setBoxZoomMode(on);
     });
-    view->addSeparator();
+}
+
+void MainWindow::addStackModeActions(QMenu* view) {
     stackGroup_ = new QActionGroup(this);
     const std::pair<QString, ViewMode> modes[] = {
         {QStringLiteral("Stack by &Category"), ViewMode::Category},
@@ -134,27 +168,31 @@ void MainWindow::createActions() {
                 compare_->setViewMode(m);
         });
     }
-    view->addSeparator();
-    QAction* find = view->addAction(QStringLiteral("&Find Allocation…"));
-    find->setShortcut(QKeySequence::Find);
-    connect(find, &QAction::triggered, this, [this] {
-        if (auto* dock = qobject_cast<QDockWidget*>(search_->parentWidget())) {
-            dock->show();
-            dock->raise();
-        }
-        search_->focusQuery();
-    });
-    view->addSeparator();
-    for (QDockWidget* d : findChildren<QDockWidget*>()) view->addAction(d->toggleViewAction());
+}
 
+void MainWindow::createCompareMenu() {
     QMenu* compare = menuBar()->addMenu(QStringLiteral("&Compare"));
+    addWhatIfActions(compare);
+    addAlignModeActions(compare);
+    compare->addSeparator();
+    QAction* grid = compare->addAction(QStringLiteral("&Grid Layout"));
+    grid->setCheckable(true);
+    grid->setChecked(true);
+    grid->setShortcut(QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_G));
+    connect(grid, &QAction::toggled, this, [this](bool on) {
+        if (compare_) compare_->setGridLayout(on);
+    });
+}
+
+// What If in the Compare menu, and the same on a run tab's own menu (right
+// click).
+void MainWindow::addWhatIfActions(QMenu* compare) {
     QAction* whatIf = compare->addAction(QStringLiteral("&What If… Other Checkpointing Policies"),
                                          this, &MainWindow::whatIfDialog);
     whatIf->setShortcut(QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_W));
     whatIf->setToolTip(
         QStringLiteral("Predict the memory of other checkpointing policies from this run"));
     compare->addSeparator();
-    // The same on a run tab's own menu (right click).
     tabs_->tabBar()->setContextMenuPolicy(Qt::CustomContextMenu);
     connect(tabs_->tabBar(), &QWidget::customContextMenuRequested, this, [this](const QPoint& at) {
         const int i = tabs_->tabBar()->tabAt(at);
@@ -166,6 +204,9 @@ void MainWindow::createActions() {
         a->setEnabled(whatIfSource() != nullptr);  // not from a predicted run
         menu.exec(tabs_->tabBar()->mapToGlobal(at));
     });
+}
+
+void MainWindow::addAlignModeActions(QMenu* compare) {
     auto* alignGroup = new QActionGroup(this);
     const std::pair<QString, AlignMode> aligns[] = {
         {QStringLiteral("Align by &Time"), AlignMode::Time},
@@ -182,17 +223,6 @@ void MainWindow::createActions() {
             if (compare_) compare_->setAlignMode(m);
         });
     }
-    compare->addSeparator();
-    QAction* grid = compare->addAction(QStringLiteral("&Grid Layout"));
-    grid->setCheckable(true);
-    grid->setChecked(true);
-    grid->setShortcut(QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_G));
-    connect(grid, &QAction::toggled, this, [this](bool on) {
-        if (compare_) compare_->setGridLayout(on);
-    });
-
-    QMenu* help = menuBar()->addMenu(QStringLiteral("&Help"));
-    help->addAction(QStringLiteral("&About memscope"), this, &MainWindow::showAbout);
 }
 
 void MainWindow::updateActionStates() {

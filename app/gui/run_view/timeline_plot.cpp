@@ -58,6 +58,19 @@ QString shortSiteLabel(const std::string& label) {
 
 }  // namespace
 
+// By module, a highlighted group keeps its colour and the other bands fade
+// towards the background.
+struct TimelinePlot::BandFade {
+    int64_t litBand = -1;  // the highlighted group's band; -1: none, nothing fades
+    QColor base;           // the background faded towards
+    bool faded(const Band& b) const { return litBand >= 0 && b.key != litBand; }
+    QColor apply(const QColor& c) const {
+        return QColor::fromRgbF(0.25f * c.redF() + 0.75f * base.redF(),
+                                0.25f * c.greenF() + 0.75f * base.greenF(),
+                                0.25f * c.blueF() + 0.75f * base.blueF());
+    }
+};
+
 struct TimelinePlot::Parts {
     QCPAxisRect* main = nullptr;
     QCPAxisRect* phaseRect = nullptr;
@@ -420,74 +433,112 @@ void TimelinePlot::rebuild(bool replot) {
     }
     QElapsedTimer timer;
     timer.start();
+    const int width = std::max(200, p_->main->width() > 0 ? p_->main->width() : plot_->width());
+    const BandRequest req = bandRequest(width);
+    bands_ = computeBands(*tl, map_, req);
+    showNoModulesMessage(req);
+    const double ymax = fixedYMax_ > 0 ? fixedYMax_ : std::max(1.0, bands_.y_max * 1.08);
+    updateAllocationLayout(*tl, req, width, ymax);
+    updateBandGraphs(req);
+    updateReservedAndPredictedLines();
+    p_->main->axis(QCPAxis::atBottom)->setRange(zoom_->begin(), zoom_->end());
+    p_->main->axis(QCPAxis::atLeft)->setRange(0, ymax);
+    buildMs_ = double(timer.nsecsElapsed()) / 1e6;
+    if (replot) plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+BandRequest TimelinePlot::bandRequest(int width) {
     BandRequest req;
     req.mode = mode_;
     req.x0 = zoom_->begin();
     req.x1 = zoom_->end();
-    const int width = std::max(200, p_->main->width() > 0 ? p_->main->width() : plot_->width());
     // levelOfDetail keeps each bucket's min and max, so the envelope stays
     // exact with buckets of about 1.3 px (1.5 points per pixel); by
     // allocation only the scale and the reserved line come from it, and the
     // layout samples each column at its own maximum.
     req.max_points = size_t(mode_ == ViewMode::Allocation ? width : 3 * width / 2);
     req.modules = mode_ == ViewMode::Module ? moduleStack() : nullptr;
-    bands_ = computeBands(*tl, map_, req);
-    // By module on a trace without modules: one grey band, and why.
+    return req;
+}
+
+// By module on a trace without modules: one grey band, and why.
+void TimelinePlot::showNoModulesMessage(const BandRequest& req) {
     const bool noModules =
         mode_ == ViewMode::Module && (!req.modules || req.modules->source == ModuleSource::None);
     p_->message->setText(noModules ? noModulesMessage() : QString());
     p_->message->setVisible(noModules);
-    const double ymax = fixedYMax_ > 0 ? fixedYMax_ : std::max(1.0, bands_.y_max * 1.08);
+}
+
+void TimelinePlot::updateAllocationLayout(const DeviceTimeline& tl, const BandRequest& req,
+                                          int width, double ymax) {
     const AllocationIndex* index = run_->allocationIndex(ref_);
-    if (mode_ == ViewMode::Allocation && index) {
-        // Every live allocation, one column per pixel; an allocation a pixel
-        // tall or taller is a band of its own, thinner ones merge per site.
-        LayoutRequest lr;
-        lr.lo = map_.inverse(req.x0);
-        lr.hi = std::max(addSaturating(map_.inverse(req.x1), 1), addSaturating(lr.lo, 1));
-        lr.columns = size_t(width);
-        const double rows = std::max(1, p_->main->height() > 0 ? p_->main->height() : height());
-        // The scale follows the highest column in view; a pan that moves it
-        // a little keeps the band height, so that the next layout can take
-        // over the columns both frames show (a grid, below).
-        lr.min_band_bytes = bandBytesForRow(ymax / rows);
-        // On a grid, so that a pan sweeps only the columns it brings into
-        // view and takes the rest from the frame before.
-        lr.grid = true;
-        p_->allocations->setLayout(layoutAllocations(*tl, *index, lr, &p_->allocations->layout(),
-                                                     &p_->allocations->buffers()));
-        p_->allocations->setVisible(true);
-        // The legend names the sites that cover most of the picture; the
-        // bands without data only carry the legend's entries.
-        for (uint32_t site : mostDrawnSites(p_->allocations->layout(), kLegendSites)) {
-            const AllocationSite& s = index->sites.site(site);
-            Band b{shortSiteLabel(s.label), siteColor(s.hash), int64_t(site), {}};
-            if (site == AllocationSites::kNoSite) {
-                b.label = QStringLiteral("(no stack)");
-                b.color = QColor(0xa0, 0xa0, 0xa0);
-            }
-            b.end = 0;
-            bands_.bands.insert(bands_.bands.begin(), std::move(b));  // first in the legend
-        }
-    } else {
+    if (mode_ != ViewMode::Allocation || !index) {
         p_->allocations->setLayout({});
         p_->allocations->setVisible(false);
+        return;
     }
+    // Every live allocation, one column per pixel; an allocation a pixel
+    // tall or taller is a band of its own, thinner ones merge per site.
+    LayoutRequest lr;
+    lr.lo = map_.inverse(req.x0);
+    lr.hi = std::max(addSaturating(map_.inverse(req.x1), 1), addSaturating(lr.lo, 1));
+    lr.columns = size_t(width);
+    const double rows = std::max(1, p_->main->height() > 0 ? p_->main->height() : height());
+    // The scale follows the highest column in view; a pan that moves it
+    // a little keeps the band height, so that the next layout can take
+    // over the columns both frames show (a grid, below).
+    lr.min_band_bytes = bandBytesForRow(ymax / rows);
+    // On a grid, so that a pan sweeps only the columns it brings into
+    // view and takes the rest from the frame before.
+    lr.grid = true;
+    p_->allocations->setLayout(
+        layoutAllocations(tl, *index, lr, &p_->allocations->layout(), &p_->allocations->buffers()));
+    p_->allocations->setVisible(true);
+    addSiteLegendBands(*index);
+}
 
+// The legend names the sites that cover most of the picture; the bands
+// without data only carry the legend's entries.
+void TimelinePlot::addSiteLegendBands(const AllocationIndex& index) {
+    for (uint32_t site : mostDrawnSites(p_->allocations->layout(), kLegendSites)) {
+        const AllocationSite& s = index.sites.site(site);
+        Band b{shortSiteLabel(s.label), siteColor(s.hash), int64_t(site), {}};
+        if (site == AllocationSites::kNoSite) {
+            b.label = QStringLiteral("(no stack)");
+            b.color = QColor(0xa0, 0xa0, 0xa0);
+        }
+        b.end = 0;
+        bands_.bands.insert(bands_.bands.begin(), std::move(b));  // first in the legend
+    }
+}
+
+void TimelinePlot::updateBandGraphs(const BandRequest& req) {
     // By module, a highlighted group keeps its colour and the other bands fade.
     int64_t litBand = -1;
     if (mode_ == ViewMode::Module && req.modules && !highlighted_.empty())
         litBand = int64_t(req.modules->band_of[highlighted_.front()]);
-    const QColor base = palette().color(QPalette::Base);
-    auto fadedBand = [&](const Band& b) { return litBand >= 0 && b.key != litBand; };
-    auto fade = [&](const QColor& c) {
-        return QColor::fromRgbF(0.25f * c.redF() + 0.75f * base.redF(),
-                                0.25f * c.greenF() + 0.75f * base.greenF(),
-                                0.25f * c.blueF() + 0.75f * base.blueF());
-    };
-
-    // Grow the graph pool; graphs are reused from frame to frame.
+    const BandFade fade{litBand, palette().color(QPalette::Base)};
     const size_t n = bands_.bands.size();
+    growBandGraphs(n);
+    plot_->legend->clearItems();
+    styleBandGraphs(fade);
+    std::vector<BandLayer::Style> styles;
+    styles.reserve(n);
+    for (const Band& b : bands_.bands) {
+        QColor color = fade.faded(b) ? fade.apply(b.color) : b.color;
+        if (b.inferred) color = color.lighter(115);
+        styles.push_back({color.rgb(), b.inferred});
+    }
+    p_->bandLayer->setBands(&bands_, std::move(styles));
+    // Legend: top band first, as stacked.
+    for (size_t k = 0; k < n; ++k) {
+        QCPGraph* g = p_->bandGraphs[k];
+        if (!g->name().isEmpty()) g->addToLegend();
+    }
+}
+
+// Grow the graph pool; graphs are reused from frame to frame.
+void TimelinePlot::growBandGraphs(size_t n) {
     while (p_->bandGraphs.size() < n) {
         QCPGraph* g =
             plot_->addGraph(p_->main->axis(QCPAxis::atBottom), p_->main->axis(QCPAxis::atLeft));
@@ -496,9 +547,13 @@ void TimelinePlot::rebuild(bool replot) {
         g->setAntialiasedFill(false);
         p_->bandGraphs.push_back(g);
     }
-    plot_->legend->clearItems();
-    // The graphs hold no data: the band layer draws the bands; a graph names
-    // its band in the legend, top band first, as stacked.
+}
+
+// The graphs hold no data: the band layer draws the bands; a graph names its
+// band in the legend, top band first, as stacked. The graphs past the bands
+// are hidden.
+void TimelinePlot::styleBandGraphs(const BandFade& fade) {
+    const size_t n = bands_.bands.size();
     for (size_t k = 0; k < p_->bandGraphs.size(); ++k) {
         QCPGraph* g = p_->bandGraphs[k];
         if (k >= n) {
@@ -512,7 +567,7 @@ void TimelinePlot::rebuild(bool replot) {
         g->data()->clear();
         // Inferred categories and modules: paler and hatched, in the plot and the legend.
         QColor color = b.color;
-        if (fadedBand(b)) color = fade(color);
+        if (fade.faded(b)) color = fade.apply(color);
         g->setBrush(b.inferred ? QBrush(color.lighter(115), Qt::Dense2Pattern) : QBrush(color));
         // No outline: stroking thousands of step segments costs more than
         // filling them, and adjacent fills already show the band edges.
@@ -520,19 +575,11 @@ void TimelinePlot::rebuild(bool replot) {
         g->setName(b.label);
         g->setVisible(true);
     }
-    std::vector<BandLayer::Style> styles;
-    styles.reserve(n);
-    for (const Band& b : bands_.bands) {
-        QColor color = fadedBand(b) ? fade(b.color) : b.color;
-        if (b.inferred) color = color.lighter(115);
-        styles.push_back({color.rgb(), b.inferred});
-    }
-    p_->bandLayer->setBands(&bands_, std::move(styles));
-    // Legend: top band first, as stacked.
-    for (size_t k = 0; k < n; ++k) {
-        QCPGraph* g = p_->bandGraphs[k];
-        if (!g->name().isEmpty()) g->addToLegend();
-    }
+}
+
+// The reserved line, and on a predicted run its predicted total, each in the
+// legend when it has data.
+void TimelinePlot::updateReservedAndPredictedLines() {
     QVector<QCPGraphData> rdata(qsizetype(bands_.reserved_x.size()));
     for (size_t i = 0; i < bands_.reserved_x.size(); ++i)
         rdata[qsizetype(i)] = QCPGraphData(bands_.reserved_x[i], bands_.reserved_y[i]);
@@ -548,11 +595,6 @@ void TimelinePlot::rebuild(bool replot) {
     p_->predicted->data()->set(pdata, true);
     p_->predicted->setVisible(predicted);
     if (predicted) p_->predicted->addToLegend();
-
-    p_->main->axis(QCPAxis::atBottom)->setRange(zoom_->begin(), zoom_->end());
-    p_->main->axis(QCPAxis::atLeft)->setRange(0, ymax);
-    buildMs_ = double(timer.nsecsElapsed()) / 1e6;
-    if (replot) plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void TimelinePlot::applyPalette() {

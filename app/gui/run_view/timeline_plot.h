@@ -99,6 +99,20 @@ protected:
 
 private:
     void rebuild(bool replot = true);
+    // rebuild's steps.
+    struct BandFade;
+    BandRequest bandRequest(int width);
+    void showNoModulesMessage(const BandRequest& req);
+    // By allocation: the layout of the live allocations in view, and its
+    // sites in the legend; else the layout hidden.
+    void updateAllocationLayout(const DeviceTimeline& tl, const BandRequest& req, int width,
+                                double ymax);
+    void addSiteLegendBands(const AllocationIndex& index);
+    // The band layer's styles and the legend's graphs for bands_.
+    void updateBandGraphs(const BandRequest& req);
+    void growBandGraphs(size_t n);
+    void styleBandGraphs(const BandFade& fade);
+    void updateReservedAndPredictedLines();
     void applyPalette();
     void onRangeChanged(double x0, double x1);
     void onMousePress(QMouseEvent* e);

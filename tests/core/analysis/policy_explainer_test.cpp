@@ -14,6 +14,7 @@
 
 #include "../analysis_test_util.h"
 #include "memscope/analysis/compare_table.h"
+#include "memscope/report/compare_report.h"
 #include "memscope/timeline/timeline.h"
 
 namespace memscope {

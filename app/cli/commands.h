@@ -33,6 +33,7 @@ Command addCompare(CLI::App& parent);
 Command addCheck(CLI::App& parent);
 Command addWhatIf(CLI::App& parent);
 Command addDigest(CLI::App& parent);
+Command addStacks(CLI::App& parent);
 
 // A size option's validator: "7.5GiB", "800MB", plain bytes.
 CLI::Validator byteSizeValidator();

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "../core/analysis_test_util.h"
 #include "memscope/analysis/compare_table.h"
@@ -575,4 +576,76 @@ TEST_F(Cli, ConvertWritesNoWarningIntoItsOutput) {
     for (const auto& [key, value] : back->parts[0].trace->metadata.properties)
         EXPECT_EQ(value.find("damaged"), std::string::npos) << key;
     EXPECT_EQ(run("convert " + dir_.string() + " " + file("x.memscope")).exit_code, 1);  // a folder
+}
+
+namespace {
+
+// A run whose live allocations carry stacks: two user stacks and one none.
+Trace stackedRun() {
+    Trace t;
+    t.metadata.name = "stacked";
+    const int64_t t0 = 1'700'000'000'000'000'000;
+    auto frame = [&](const char* fn, const char* file, uint32_t line) {
+        return t.internFrame({t.internString(fn), t.internString(file), line});
+    };
+    const FrameId train = frame("train", "/home/me/train.py", 40);
+    const FrameId fwd = frame("forward", "/home/me/model.py", 12);
+    const FrameId head = frame("head", "/home/me/model.py", 30);
+    const FrameId s1[] = {fwd, train}, s2[] = {head, train};
+    const StackId a = t.internStack(s1), b = t.internStack(s2);
+    auto alloc = [&](int64_t dt, uint64_t address, uint64_t size, StackId s) {
+        Event e = makeEvent(t0 + dt, EventKind::Alloc, address, size, Category::Activation);
+        e.stack = s;
+        t.events.push_back(e);
+    };
+    alloc(1000, 0x1000, 1 << 20, a);
+    alloc(2000, 0x2000, 3 << 20, b);
+    alloc(3000, 0x3000, 4096, {});
+    t.events.push_back(
+        makeEvent(t0 + 4000, EventKind::FreeCompleted, 0x2000, 3 << 20, Category::Activation));
+    return t;
+}
+
+}  // namespace
+
+TEST_F(Cli, StacksFoldedAddUpToTheLiveBytesAtTheMoment) {
+    const std::string path = file("stacked.memscope");
+    ASSERT_TRUE(writeNativeTrace(stackedRun(), path));
+    auto folded_sum = [](const std::string& text, size_t& lines) {
+        int64_t sum = 0;
+        std::istringstream in(text);
+        std::string line;
+        lines = 0;
+        while (std::getline(in, line)) {
+            const size_t space = line.rfind(' ');
+            EXPECT_NE(space, std::string::npos) << line;
+            sum += std::stoll(line.substr(space + 1));
+            ++lines;
+        }
+        return sum;
+    };
+    const CliRun peak = run("stacks " + path + " --folded");
+    ASSERT_EQ(peak.exit_code, 0) << peak.err;
+    size_t lines = 0;
+    EXPECT_EQ(folded_sum(peak.out, lines), (1 << 20) + (3 << 20) + 4096);
+    EXPECT_EQ(lines, 3u);
+    EXPECT_NE(peak.out.find("train  (/home/me/train.py:40);head  (/home/me/model.py:30) 3145728\n"),
+              std::string::npos)
+        << peak.out;
+    EXPECT_NE(peak.out.find("(no stack) 4096\n"), std::string::npos) << peak.out;
+    // 3 µs after the first event, its last: the head's allocation is freed.
+    const CliRun later = run("stacks " + path + " --folded --at 3us --device 0");
+    ASSERT_EQ(later.exit_code, 0) << later.err;
+    EXPECT_EQ(folded_sum(later.out, lines), (1 << 20) + 4096);
+    EXPECT_EQ(lines, 2u);
+    const CliRun text = run("stacks " + path);
+    EXPECT_NE(text.out.find("device 0 at the peak: 4.00 MiB live in 3 stacks"), std::string::npos)
+        << text.out;
+    // Bad input: a clear error.
+    EXPECT_EQ(run("stacks " + path + " --at soon").exit_code, 1);
+    const CliRun no_device = run("stacks " + path + " --device 5");
+    EXPECT_EQ(no_device.exit_code, 2);
+    EXPECT_NE(no_device.err.find("the trace has no device 5"), std::string::npos) << no_device.err;
+    EXPECT_EQ(run("stacks " + path + " --at 9s").exit_code, 2);
+    EXPECT_NE(run("stacks --help").out.find("flamegraph.pl"), std::string::npos);
 }

@@ -1,0 +1,91 @@
+#include "memscope/analysis/live_stacks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <unordered_map>
+
+#include "memscope/base/units.h"
+#include "memscope/inference/frames.h"
+
+namespace memscope {
+
+namespace {
+
+std::string secondsText(int64_t ns) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.9g s", double(ns) / 1e9);
+    return buf;
+}
+
+}  // namespace
+
+int64_t timeFromStart(const Trace& trace, const DeviceTimeline& timeline, double seconds) {
+    if (trace.metadata.time_base == TimeBase::EventIndex)
+        return timeline.start + int64_t(std::llround(seconds));
+    return timeline.start + int64_t(std::llround(seconds * 1e9));
+}
+
+Result<LiveStacks> liveStacks(const Trace& trace, const Timeline& timeline,
+                              std::optional<int16_t> device, std::optional<int64_t> time) {
+    const DeviceTimeline* tl = nullptr;
+    if (device) {
+        tl = timeline.device(*device);
+        if (!tl) return makeError("the trace has no device " + std::to_string(*device));
+    } else {
+        for (const DeviceTimeline& d : timeline.devices())
+            if (!tl || d.peak.bytes > tl->peak.bytes) tl = &d;
+        if (!tl) return makeError("the trace holds no allocations");
+    }
+    LiveStacks out;
+    out.device = tl->device;
+    std::vector<uint32_t> at_time;
+    std::span<const uint32_t> live;
+    if (time) {
+        if (*time < tl->start || *time > tl->end)
+            return makeError("the time is outside device " + std::to_string(tl->device) +
+                             "'s events (from 0 to " +
+                             (trace.metadata.time_base == TimeBase::EventIndex
+                                  ? std::to_string(tl->end - tl->start) + " events"
+                                  : secondsText(tl->end - tl->start)) +
+                             ")");
+        out.time = *time;
+        at_time = tl->liveAt(*time);
+        live = at_time;
+    } else {
+        out.at_peak = true;
+        out.time = tl->peak.time;
+        live = tl->peak.live_intervals;
+    }
+    // Stacks by id; each stack's frames are made text once.
+    std::unordered_map<uint32_t, size_t> row_of_stack;
+    std::unordered_map<std::string, size_t> row_of_text;  // stacks whose visible frames agree
+    for (uint32_t i : live) {
+        if (i >= tl->intervals.size()) continue;
+        const AllocationInterval& a = tl->intervals[i];
+        auto [it, fresh] = row_of_stack.try_emplace(a.stack.value, 0);
+        if (fresh) {
+            std::vector<FrameId> frames = visibleFrames(trace, a.stack, SIZE_MAX);
+            LiveStack s;
+            for (auto f = frames.rbegin(); f != frames.rend(); ++f)
+                s.frames.push_back(frameText(trace, *f));
+            if (s.frames.empty()) s.frames.emplace_back(kNoStackFrame);
+            std::string key;
+            for (const std::string& f : s.frames) key += f + '\n';
+            auto [t, added] = row_of_text.try_emplace(key, out.stacks.size());
+            if (added) out.stacks.push_back(std::move(s));
+            it->second = t->second;
+        }
+        LiveStack& s = out.stacks[it->second];
+        s.bytes = addSaturating(s.bytes, int64_t(std::min<uint64_t>(a.size, INT64_MAX)));
+        s.count += 1;
+        out.live_bytes =
+            addSaturating(out.live_bytes, int64_t(std::min<uint64_t>(a.size, INT64_MAX)));
+    }
+    std::sort(out.stacks.begin(), out.stacks.end(), [](const LiveStack& a, const LiveStack& b) {
+        return a.bytes != b.bytes ? a.bytes > b.bytes : a.frames < b.frames;
+    });
+    return out;
+}
+
+}  // namespace memscope

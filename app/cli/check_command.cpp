@@ -10,6 +10,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "memscope/analysis/leak_finder.h"
 #include "memscope/analysis/peak_check.h"
 #include "memscope/base/units.h"
 #include "memscope/open/open_each.h"
@@ -25,6 +26,7 @@ struct CheckOptions {
     double max_growth = 0;
     std::optional<int> device;
     std::string phase;
+    std::string max_growth_per_step;  // SIZE text: gate the growth per step (leak_finder.h)
 };
 
 constexpr int kWithin = 0, kOver = 1, kUnreadable = 2;
@@ -37,7 +39,8 @@ struct FilePeaks {
     std::vector<CheckedPeak> peaks;
     std::string error;  // the file could not be read or lacks the device / phase
     std::vector<std::string> warnings;
-    bool skipped = false;  // a part of a folder that recorded no memory event
+    std::vector<DeviceGrowth> growth;  // with --max-growth-per-step
+    bool skipped = false;              // a part of a folder that recorded no memory event
 };
 
 struct PathPeaks {
@@ -51,6 +54,17 @@ Result<std::vector<CheckedPeak>> checkedPeaks(const OpenedTrace& part, const Che
     auto peaks = peaksToCheck(*part.timeline, device, trainingPhaseFromString(o.phase));
     if (!peaks) return makeError(part.path + ": " + peaks.message());
     return peaks;
+}
+
+// The growth per step of each device checked (all, or --device).
+std::vector<DeviceGrowth> growthOf(const OpenedTrace& part, const CheckOptions& o) {
+    std::vector<DeviceGrowth> out;
+    if (o.max_growth_per_step.empty()) return out;
+    const ModuleAttribution modules(*part.trace);
+    for (const DeviceTimeline& tl : part.timeline->devices())
+        if (!o.device || tl.device == *o.device)
+            out.push_back(deviceGrowth(*part.trace, tl, modules));
+    return out;
 }
 
 // A folder of ranks: each opened, reduced to its peaks and dropped, on every
@@ -82,6 +96,7 @@ PathPeaks rankPeaksOf(const std::string& folder, const CheckOptions& o) {
             f.error = peaks.message();
         else
             f.peaks = std::move(*peaks);
+        f.growth = growthOf(*opened, o);
     });
     std::stable_sort(out.files.begin(), out.files.end(),
                      [](const FilePeaks& a, const FilePeaks& b) {
@@ -100,7 +115,8 @@ Result<PathPeaks> peaksOf(const std::string& path, const CheckOptions& o) {
     for (const OpenedTrace& part : opened->parts) {
         auto peaks = checkedPeaks(part, o);
         if (!peaks) return peaks.error();
-        out.files.push_back({part.path, part.path, -1, std::move(*peaks), {}, {}, false});
+        out.files.push_back(
+            {part.path, part.path, -1, std::move(*peaks), {}, {}, growthOf(part, o), false});
     }
     return out;
 }
@@ -122,7 +138,10 @@ int run(const CheckOptions& o) {
             baseline_peaks.insert(baseline_peaks.end(), f.peaks.begin(), f.peaks.end());
         }
     }
-    const int64_t absolute = growth ? 0 : parseByteSize(o.max_peak).value();
+    const bool peak_limit = growth || !o.max_peak.empty();
+    const int64_t absolute = growth || o.max_peak.empty() ? 0 : parseByteSize(o.max_peak).value();
+    const int64_t per_step =
+        o.max_growth_per_step.empty() ? 0 : parseByteSize(o.max_growth_per_step).value();
     int code = kWithin;
     for (const std::string& path : o.paths) {
         auto checked = peaksOf(path, o);
@@ -150,6 +169,19 @@ int run(const CheckOptions& o) {
                             f.label.c_str());
                 continue;
             }
+            for (const DeviceGrowth& g : f.growth) {
+                auto v = judgeGrowth(g, per_step);
+                if (!v) {
+                    std::fprintf(stderr, "memscope-cli check: %s: %s\n", f.label.c_str(),
+                                 v.message().c_str());
+                    code = kUnreadable;
+                    continue;
+                }
+                std::printf("%s  %s: %s\n", v->over ? "OVER" : "ok  ", f.label.c_str(),
+                            v->message.c_str());
+                if (v->over && code == kWithin) code = kOver;
+            }
+            if (!peak_limit) continue;
             for (const CheckedPeak& p : f.peaks) {
                 int64_t limit = absolute;
                 if (growth) {
@@ -204,6 +236,9 @@ Command addCheck(CLI::App& parent) {
                        ->needs(baseline);
     baseline->needs(growth);
     max_peak->excludes(baseline);
+    app->add_option("--max-growth-per-step", o->max_growth_per_step,
+                    "the most the live bytes may grow per training step (as `leaks` fits it)")
+        ->check(byteSizeValidator());
     app->add_option("--device", o->device, "only this device (-1 = host)");
     app->add_option("--phase", o->phase, "the peak within this training phase")
         ->check(CLI::IsMember({"forward", "backward", "optimizer"}));
@@ -215,14 +250,19 @@ Command addCheck(CLI::App& parent) {
         "a rank that cannot be read is reported while the others are still judged, and a last\n"
         "line names the worst rank."
         "\n\n"
+        "--max-growth-per-step SIZE holds the growth of live bytes per training step (the fit\n"
+        "of `memscope-cli leaks`) against SIZE, alone or beside a peak limit; a trace with\n"
+        "fewer than 4 steps cannot be judged (exit status 2)."
+        "\n\n"
         "Exit status: 0 every peak within its limit, 1 some peak over it (one line says which "
         "file,\n"
         "device and phase, and by how much), 2 an input could not be read or used (a missing\n"
         "device or phase) or a usage error.");
-    app->callback([app, max_peak, baseline] {
-        if (max_peak->count() == 0 && baseline->count() == 0)
-            throw CLI::ValidationError(
-                "check", "give --max-peak SIZE, or --baseline FILE with --max-growth PCT");
+    app->callback([app, max_peak, baseline, o] {
+        if (max_peak->count() == 0 && baseline->count() == 0 && o->max_growth_per_step.empty())
+            throw CLI::ValidationError("check",
+                                       "give --max-peak SIZE, or --baseline FILE with --max-growth "
+                                       "PCT, or --max-growth-per-step SIZE");
         (void)app;
     });
     return {app, [o] { return run(*o); }, {}};

@@ -34,6 +34,7 @@ Command addCheck(CLI::App& parent);
 Command addWhatIf(CLI::App& parent);
 Command addDigest(CLI::App& parent);
 Command addStacks(CLI::App& parent);
+Command addLeaks(CLI::App& parent);
 
 // A size option's validator: "7.5GiB", "800MB", plain bytes.
 CLI::Validator byteSizeValidator();

@@ -649,3 +649,62 @@ TEST_F(Cli, StacksFoldedAddUpToTheLiveBytesAtTheMoment) {
     EXPECT_EQ(run("stacks " + path + " --at 9s").exit_code, 2);
     EXPECT_NE(run("stacks --help").out.find("flamegraph.pl"), std::string::npos);
 }
+
+TEST_F(Cli, LeaksSummaryAndCheckSayWhatGrowsPerStep) {
+    const std::string leaky = file("leaky.memscope"), fixed = file("fixed.memscope"),
+                      short_run = file("short.memscope");
+    ASSERT_TRUE(writeNativeTrace(
+        testutil::leakyRun({.keep_logits = true, .hook_stores = true, .plateau_cache = false}),
+        leaky));
+    ASSERT_TRUE(writeNativeTrace(testutil::leakyRun({}), fixed));
+    ASSERT_TRUE(writeNativeTrace(testutil::leakyRun({.keep_logits = true, .steps = 2}), short_run));
+
+    const CliRun text = run("leaks " + leaky);
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("device 0: grows 2.50 MiB per step: head 2.00 MiB, blocks.3 512 KiB"),
+              std::string::npos)
+        << text.out;
+    const auto j = nlohmann::json::parse(run("leaks --json " + leaky).out);
+    const auto& dev = j["devices"]["0"];
+    const double truth = 2.5 * (1 << 20);
+    EXPECT_NEAR(dev["growth_bytes_per_step"].get<double>(), truth, 0.1 * truth);
+    ASSERT_EQ(dev["groups"].size(), 2u);
+    EXPECT_EQ(dev["groups"][0]["module"], "head");
+    EXPECT_EQ(dev["groups"][0]["site"], "forward  (/home/me/model.py:50)");
+    EXPECT_EQ(dev["groups"][0]["bytes_per_step"], 2 << 20);
+    EXPECT_EQ(dev["groups"][0]["count_per_step"], 1.0);
+    EXPECT_EQ(dev["groups"][0]["first_step"], 0);
+    EXPECT_EQ(dev["groups"][0]["frames"].back(), "forward  (/home/me/model.py:50)");
+    EXPECT_EQ(dev["groups"][1]["module"], "blocks.3");
+
+    const CliRun none = run("leaks " + fixed);
+    EXPECT_NE(none.out.find("device 0: no growth"), std::string::npos) << none.out;
+    EXPECT_EQ(nlohmann::json::parse(run("leaks --json " + fixed).out)["devices"]["0"]["grows"],
+              false);
+
+    // summary says it in one line, only when the run grows.
+    EXPECT_NE(run("summary " + leaky).out.find("    grows 2.50 MiB per step: head 2.00 MiB"),
+              std::string::npos);
+    EXPECT_EQ(run("summary " + fixed).out.find("grows"), std::string::npos);
+
+    // check gates it.
+    const CliRun over = run("check " + leaky + " --max-growth-per-step 1MiB");
+    EXPECT_EQ(over.exit_code, 1) << over.out << over.err;
+    EXPECT_NE(over.out.find("OVER  " + leaky + ": device 0: grows 2.50 MiB per step"),
+              std::string::npos)
+        << over.out;
+    const CliRun ok = run("check " + fixed + " --max-growth-per-step 1MiB --max-peak 1GiB");
+    EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+    EXPECT_NE(ok.out.find("device 0: no growth (limit 1.00 MiB per step)"), std::string::npos)
+        << ok.out;
+    const CliRun too_short = run("check " + short_run + " --max-growth-per-step 1MiB");
+    EXPECT_EQ(too_short.exit_code, 2);
+    EXPECT_NE(too_short.err.find("2 steps: growth per step needs 4 or more"), std::string::npos)
+        << too_short.err;
+    EXPECT_EQ(run("check " + leaky + " --max-growth-per-step lots").exit_code, 2);
+    EXPECT_NE(run("leaks " + short_run).out.find("2 steps: growth per step needs 4"),
+              std::string::npos);
+    EXPECT_EQ(run("leaks " + file("missing.memscope")).exit_code, 2);
+    EXPECT_NE(run("leaks --help").out.find("no growth"), std::string::npos);
+    EXPECT_NE(run("check --help").out.find("--max-growth-per-step"), std::string::npos);
+}

@@ -223,4 +223,83 @@ Trace layeredFullSaveRun(int steps, const std::string& policy) {
     return std::move(b.t);
 }
 
+namespace {
+
+constexpr uint64_t MiB = 1 << 20;
+constexpr int64_t kStepLen = 1'000'000;
+constexpr int64_t kT0 = 1'000'000'000'000'000'000;
+
+}  // namespace
+
+Trace leakyRun(const LeakyOptions& o) {
+    Trace t;
+    t.metadata.name = "leaky";
+    auto frame = [&](const char* fn, const char* file, uint32_t line) {
+        return t.internFrame({t.internString(fn), t.internString(file), line});
+    };
+    const FrameId train = frame("train", "/home/me/train.py", 80);
+    const FrameId block_fwd = frame("forward", "/home/me/model.py", 30);
+    const FrameId head_fwd = frame("forward", "/home/me/model.py", 50);
+    const FrameId hook = frame("save_output", "/home/me/train.py", 20);
+    const FrameId cache = frame("cached_mask", "/home/me/model.py", 70);
+    const FrameId s_block[] = {block_fwd, train}, s_head[] = {head_fwd, train},
+                  s_hook[] = {hook, block_fwd, train}, s_cache[] = {cache, train};
+    const StackId block_stack = t.internStack(s_block), head_stack = t.internStack(s_head),
+                  hook_stack = t.internStack(s_hook), cache_stack = t.internStack(s_cache);
+    ModuleInterner in(t);
+    std::vector<ModuleId> blocks;
+    for (int k = 0; k < 4; ++k) blocks.push_back(in.intern("Net", "blocks." + std::to_string(k)));
+    const ModuleId head = in.intern("Net", "head");
+    if (o.modules) t.modules.source = ModuleSource::Recorded;
+    uint64_t next = 0x100000;
+    auto alloc = [&](int64_t time, uint64_t size, Category c, PhaseId ph, StackId s = {}) {
+        Event e = testutil::event(time, EventKind::Alloc, next, size, c, ph);
+        e.stack = s;
+        t.events.push_back(e);
+        next += 0x10000000;
+        return std::pair{e.address, size};
+    };
+    auto release = [&](int64_t time, std::pair<uint64_t, uint64_t> a, Category c, PhaseId ph) {
+        t.events.push_back(
+            testutil::event(time, EventKind::FreeCompleted, a.first, a.second, c, ph));
+    };
+    auto scope = [&](int64_t start, int64_t end, ModuleId m) {
+        if (o.modules) t.modules.scopes.push_back({start, end, m, ModuleScopeKind::Forward});
+    };
+    alloc(kT0 - 1000, 8 * MiB, Category::Parameter, {});
+    for (int s = 0; s < o.steps; ++s) {
+        const int64_t B = kT0 + s * kStepLen;
+        auto phase = [&](PhaseKind kind, const char* name, PhaseId parent, int64_t a, int64_t b) {
+            return t.addPhase({t.internString(name), kind, parent, s, -1, -1, B + a, B + b});
+        };
+        const PhaseId step = phase(PhaseKind::Step, "step", {}, 0, 900000);
+        const PhaseId fwd = phase(PhaseKind::Forward, "forward", step, 0, 400000);
+        const PhaseId bwd = phase(PhaseKind::Backward, "backward", step, 400000, 800000);
+        const PhaseId opt = phase(PhaseKind::Optimizer, "optimizer", step, 800000, 900000);
+        if (s == 0) alloc(B + 100, 4 * MiB, Category::Unknown, fwd);  // warm-up workspace, kept
+        std::vector<std::pair<uint64_t, uint64_t>> saved;
+        for (int k = 0; k < 4; ++k) {
+            const int64_t f = B + 1000 + k * 50000;
+            scope(f, f + 40000, blocks[size_t(k)]);
+            saved.push_back(alloc(f + 10, MiB, Category::Activation, fwd, block_stack));
+            if (k == 3) {
+                const auto out = alloc(f + 20, MiB / 2, Category::Activation, fwd, hook_stack);
+                if (!o.hook_stores) release(f + 30, out, Category::Activation, fwd);
+            }
+        }
+        scope(B + 250000, B + 300000, head);
+        const auto logits = alloc(B + 250010, 2 * MiB, Category::Activation, fwd, head_stack);
+        if (o.plateau_cache && s < 4) alloc(B + 350000, MiB, Category::Unknown, fwd, cache_stack);
+        for (size_t k = 0; k < saved.size(); ++k)
+            release(B + 400000 + int64_t(k) * 10, saved[k], Category::Activation, bwd);
+        if (!o.keep_logits) release(B + 450000, logits, Category::Activation, bwd);
+        const auto grads = alloc(B + 500000, 8 * MiB, Category::Gradient, bwd);
+        if (s == 0) alloc(B + 800010, 16 * MiB, Category::OptimizerState, opt);  // kept
+        const auto tmp = alloc(B + 800020, MiB + uint64_t(s) * 4096, Category::Temporary, opt);
+        release(B + 800030, tmp, Category::Temporary, opt);
+        release(B + 850000, grads, Category::Gradient, opt);
+    }
+    return t;
+}
+
 }  // namespace memscope::testutil

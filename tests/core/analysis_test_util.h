@@ -58,4 +58,22 @@ inline constexpr int64_t kLayeredStepLen = 10000;
 inline constexpr int64_t kLayeredT0 = 1000;
 Trace layeredFullSaveRun(int steps = 2, const std::string& policy = "full");
 
+// A run of `steps` steps of 1 ms on device 0 (clock in ns from 1e18) with
+// recorded module scopes (blocks.0-3 of 1 MiB saved activations each, a
+// `head` of 2 MiB logits), 8 MiB of parameters, 8 MiB of gradients per step
+// freed by the optimizer, 16 MiB of optimizer state born in the first step,
+// a 4 MiB workspace kept from the first step, and what the options add: the
+// logits kept (preds.append(logits.detach()), 2 MiB a step, site
+// "forward  (/home/me/model.py:50)"), a hook storing blocks.3's output
+// (0.5 MiB a step, site "save_output  (/home/me/train.py:20)"), a cache
+// filled by 1 MiB in each of the first four steps and then kept.
+struct LeakyOptions {
+    bool keep_logits = false;
+    bool hook_stores = false;
+    bool plateau_cache = true;
+    int steps = 10;
+    bool modules = true;
+};
+Trace leakyRun(const LeakyOptions& options);
+
 }  // namespace memscope::testutil

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "memscope/analysis/activation_theory.h"
+#include "memscope/analysis/leak_finder.h"
 #include "memscope/analysis/module_breakdown.h"
 #include "memscope/analysis/oom_report.h"
 #include "memscope/analysis/peak_explainer.h"
@@ -245,6 +246,9 @@ std::string summaryText(const FileReport& f) {
                          inferredPhases);
         if (f.trace && f.timeline)
             if (const DeviceTimeline* tl = f.timeline->device(device)) {
+                // One line when the run grows step after step (leak_finder.h).
+                const DeviceGrowth growth = deviceGrowth(*f.trace, *tl, modules);
+                if (growth.grows) appendf(out, "    %s\n", growthText(growth).c_str());
                 appendSites(out, *f.trace, *tl);
                 appendModules(out, *f.trace, modules, *tl);
                 appendTheory(out, *f.trace, *tl);

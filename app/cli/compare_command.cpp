@@ -8,8 +8,10 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "memscope/analysis/allocation_diff.h"
 #include "memscope/analysis/compare_table.h"
 #include "memscope/ranks/rank_compare.h"
+#include "memscope/report/allocation_diff_report.h"
 #include "memscope/report/compare_report.h"
 #include "memscope/report/rank_report.h"
 
@@ -24,7 +26,66 @@ struct CompareOptions {
     std::string phase;  // "" = the whole run
     bool json = false;
     bool csv = false;
+    bool allocations = false;  // the allocation-set diff of two runs
+    std::string at = "peak";   // its moment
 };
+
+// The device with the highest peak of a run's only trace.
+const DeviceTimeline* highestDevice(const OpenedTrace& part) {
+    const DeviceTimeline* best = nullptr;
+    for (const DeviceTimeline& d : part.timeline->devices())
+        if (!best || d.peak.bytes > best->peak.bytes) best = &d;
+    return best;
+}
+
+// compare --allocations A B: what is alive in one and not the other.
+int runAllocations(const CompareOptions& o) {
+    if (o.paths.size() != 2 || o.csv || !o.baseline.empty() || !o.phase.empty() ||
+        o.align != "time") {
+        std::fprintf(stderr,
+                     "memscope-cli compare --allocations: give two runs, A and B; --baseline, "
+                     "--phase, --align and --csv do not apply (--at picks the moment)\n");
+        return 1;
+    }
+    auto moment = parseAllocationMoment(o.at);
+    if (!moment) {
+        std::fprintf(stderr, "memscope-cli compare: %s\n", moment.message().c_str());
+        return 1;
+    }
+    std::vector<OpenedRun> runs;
+    for (const std::string& path : o.paths) {
+        auto opened = openWithProgress(path);
+        if (!opened) {
+            std::fprintf(stderr, "memscope-cli compare: %s\n", opened.message().c_str());
+            return 2;
+        }
+        printWarnings("compare", *opened);
+        if (opened->parts.size() != 1) {
+            std::fprintf(stderr,
+                         "memscope-cli compare --allocations: %s holds %zu traces; give one "
+                         "file each\n",
+                         path.c_str(), opened->parts.size());
+            return 2;
+        }
+        if (!highestDevice(opened->parts.front())) {
+            std::fprintf(stderr, "memscope-cli compare: %s: no device with memory events\n",
+                         path.c_str());
+            return 2;
+        }
+        runs.push_back(std::move(*opened));
+    }
+    const OpenedTrace& a = runs[0].parts.front();
+    const OpenedTrace& b = runs[1].parts.front();
+    auto diff = diffAllocations(*a.trace, *highestDevice(a), *b.trace, *highestDevice(b), *moment);
+    if (!diff) {
+        std::fprintf(stderr, "memscope-cli compare: %s\n", diff.message().c_str());
+        return 2;
+    }
+    std::fputs(o.json ? allocationDiffJson(*diff, o.paths[0], o.paths[1]).c_str()
+                      : allocationDiffText(*diff, o.paths[0], o.paths[1]).c_str(),
+               stdout);
+    return 0;
+}
 
 // --baseline N (1-based position among the runs) or a path given among them.
 Result<size_t> resolveBaseline(const std::string& text, const std::vector<CompareInput>& inputs) {
@@ -66,6 +127,11 @@ int runRanks(const CompareOptions& o) {
 }
 
 int run(const CompareOptions& o) {
+    if (o.allocations) return runAllocations(o);
+    if (o.at != "peak") {
+        std::fprintf(stderr, "memscope-cli compare: --at goes with --allocations\n");
+        return 1;
+    }
     // Every run given is a folder of ranks: compare them rank by rank.
     if (o.paths.size() > 1 && std::all_of(o.paths.begin(), o.paths.end(), isMultiRankFolder)) {
         if (!o.baseline.empty() || o.csv || !o.phase.empty() || o.align != "time") {
@@ -154,11 +220,21 @@ Command addCompare(CLI::App& parent) {
         ->check(CLI::IsMember({"forward", "backward", "optimizer"}));
     auto* json = app->add_flag("--json", o->json, "print JSON");
     app->add_flag("--csv", o->csv, "print CSV (raw numbers)")->excludes(json);
+    app->add_flag("--allocations", o->allocations,
+                  "two runs A B: the allocations alive in only A, both, only B, by site");
+    app->add_option("--at", o->at,
+                    "with --allocations, the moment: peak (default), step:N or step:N:PHASE");
     app->footer(
         "When every run given is a folder of several traces (a multi-rank run), they are\n"
         "compared rank by rank against the first: each rank's peak in both and its delta\n"
         "(ranks matched by number), and the worst rank of each with the change between them;\n"
         "ranks are read one by one on every core.\n\n"
+        "--allocations A B: the allocations alive in A and in B at matched moments (each\n"
+        "one's peak on its highest device, or --at step:N[:forward|backward|optimizer]),\n"
+        "matched by site (the user frames by function, file name and line, not the\n"
+        "absolute path, so two checkouts of one script match), then by size: only-A, both\n"
+        "and only-B with counts and bytes per site. Only-A minus only-B bytes is A's live\n"
+        "bytes minus B's.\n\n"
         "Exit status: 0 compared, 1 usage error, 2 a run could not be read.");
     return {app, [o] { return run(*o); }, {}};
 }

@@ -708,3 +708,32 @@ TEST_F(Cli, LeaksSummaryAndCheckSayWhatGrowsPerStep) {
     EXPECT_NE(run("leaks --help").out.find("no growth"), std::string::npos);
     EXPECT_NE(run("check --help").out.find("--max-growth-per-step"), std::string::npos);
 }
+
+TEST_F(Cli, CompareAllocationsSplitsOnlyABothOnlyBAndAddsUp) {
+    const std::string a = file("a.memscope"), b = file("b.memscope");
+    ASSERT_TRUE(writeNativeTrace(testutil::leakyRun({.keep_logits = true}), a));
+    ASSERT_TRUE(writeNativeTrace(testutil::leakyRun({}), b));
+    const CliRun json = run("compare --allocations --json " + a + " " + b);
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    const auto j = nlohmann::json::parse(json.out);
+    EXPECT_EQ(j["moment"], "the peak");
+    EXPECT_EQ(j["only_a_bytes"].get<int64_t>() - j["only_b_bytes"].get<int64_t>(),
+              j["a"]["live_bytes"].get<int64_t>() - j["b"]["live_bytes"].get<int64_t>());
+    int64_t sum = 0;
+    for (const auto& g : j["groups"])
+        sum += g["only_a_bytes"].get<int64_t>() - g["only_b_bytes"].get<int64_t>();
+    EXPECT_EQ(sum, j["a"]["live_bytes"].get<int64_t>() - j["b"]["live_bytes"].get<int64_t>());
+    EXPECT_EQ(j["groups"][0]["site"], "forward  (model.py:50)");
+    EXPECT_GT(j["groups"][0]["only_a_count"].get<int>(), 0);
+    for (const char* k : {"frames", "both_bytes", "only_b_count"})
+        EXPECT_TRUE(j["groups"][0].contains(k)) << k;
+
+    const CliRun step = run("compare --allocations --at step:3:forward " + a + " " + b);
+    ASSERT_EQ(step.exit_code, 0) << step.err;
+    EXPECT_NE(step.out.find("device 0 at step 3 forward"), std::string::npos) << step.out;
+    EXPECT_EQ(run("compare --allocations --at step:30 " + a + " " + b).exit_code, 2);
+    EXPECT_EQ(run("compare --allocations --at later " + a + " " + b).exit_code, 1);
+    EXPECT_EQ(run("compare --allocations " + a).exit_code, 1);
+    EXPECT_EQ(run("compare --at step:1 " + a + " " + b).exit_code, 1);
+    EXPECT_NE(run("compare --help").out.find("--allocations"), std::string::npos);
+}

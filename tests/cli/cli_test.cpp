@@ -737,3 +737,29 @@ TEST_F(Cli, CompareAllocationsSplitsOnlyABothOnlyBAndAddsUp) {
     EXPECT_EQ(run("compare --at step:1 " + a + " " + b).exit_code, 1);
     EXPECT_NE(run("compare --help").out.find("--allocations"), std::string::npos);
 }
+
+TEST_F(Cli, SummaryByLineListsTheUsersLinesAtThePeak) {
+    const std::string path = file("leaky.memscope");
+    ASSERT_TRUE(
+        writeNativeTrace(testutil::leakyRun({.keep_logits = true, .hook_stores = true}), path));
+    const CliRun text = run("summary --by-line " + path);
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("source lines at the peak  (the innermost user frame)"),
+              std::string::npos)
+        << text.out;
+    EXPECT_NE(text.out.find("head             forward  (/home/me/model.py:50)"), std::string::npos)
+        << text.out;
+    EXPECT_EQ(run("summary " + path).out.find("source lines at the peak"), std::string::npos);
+    const auto j = nlohmann::json::parse(run("summary --json --by-line " + path).out);
+    const auto& dev = j["files"][0]["devices"]["0"];
+    int64_t sum = dev["lines_rest_bytes"].get<int64_t>();
+    for (const auto& r : dev["lines_at_peak"]) sum += r["bytes"].get<int64_t>();
+    EXPECT_EQ(sum, dev["peak_active_bytes"].get<int64_t>());
+    EXPECT_EQ(dev["lines_at_peak"][0]["module"], "head");
+    EXPECT_EQ(dev["lines_at_peak"][0]["line"], 50);
+    EXPECT_EQ(dev["lines_at_peak"][0]["file"], "/home/me/model.py");
+    EXPECT_FALSE(
+        nlohmann::json::parse(run("summary --json " + path).out)["files"][0]["devices"]["0"]
+            .contains("lines_at_peak"));
+    EXPECT_NE(run("summary --help").out.find("--by-line"), std::string::npos);
+}

@@ -7,6 +7,7 @@
 #include "memscope/analysis/module_breakdown.h"
 #include "memscope/analysis/oom_report.h"
 #include "memscope/analysis/peak_explainer.h"
+#include "memscope/analysis/source_lines.h"
 #include "memscope/base/units.h"
 #include "memscope/model/phases.h"
 
@@ -369,6 +370,33 @@ std::string summaryToJson(std::span<const FileReport> files, std::span<const Ran
                         w.EndArray();
                     } else {
                         modulesAtPeak(w, by_module);
+                    }
+                    // summary --by-line: the source lines at the peak.
+                    if (f.by_line) {
+                        const LinesAtPeak lines = linesAtPeak(*f.trace, modules, *tl, f.by_line);
+                        key(w, "lines_at_peak");
+                        w.StartArray();
+                        for (const LineBytes& r : lines.rows) {
+                            w.StartObject();
+                            field(w, "label", r.label);
+                            key(w, "file");
+                            if (r.file.empty())
+                                w.Null();
+                            else
+                                string(w, r.file);
+                            field(w, "line", uint64_t(r.line));
+                            field(w, "function", r.function);
+                            key(w, "module");
+                            if (r.module.empty())
+                                w.Null();
+                            else
+                                string(w, r.module);
+                            field(w, "bytes", r.bytes);
+                            field(w, "count", uint64_t(r.count));
+                            w.EndObject();
+                        }
+                        w.EndArray();
+                        field(w, "lines_rest_bytes", lines.rest_bytes);
                     }
                     // Runs of memscope-train: activations per layer against
                     // the literature's formulas (activation_theory.h).

@@ -10,6 +10,7 @@
 #include "memscope/analysis/module_breakdown.h"
 #include "memscope/analysis/oom_report.h"
 #include "memscope/analysis/peak_explainer.h"
+#include "memscope/analysis/source_lines.h"
 #include "memscope/base/units.h"
 #include "memscope/inference/inference.h"
 #include "memscope/model/phases.h"
@@ -113,6 +114,23 @@ void appendModules(std::string& out, const Trace& trace, const ModuleAttribution
 
 // Each out-of-memory event in words (core's text), or the end state of a
 // snapshot that holds nothing else.
+// summary --by-line: the user's source lines holding the most at the peak.
+void appendLines(std::string& out, const Trace& trace, const ModuleAttribution& modules,
+                 const DeviceTimeline& tl, size_t top) {
+    const LinesAtPeak lines = linesAtPeak(trace, modules, tl, top);
+    if (lines.rows.empty()) return;
+    appendf(out, "    source lines at the peak  (the innermost user frame)\n");
+    auto share = [&](int64_t bytes) {
+        return lines.total > 0 ? 100.0 * double(bytes) / double(lines.total) : 0.0;
+    };
+    for (const LineBytes& r : lines.rows)
+        appendf(out, "      %10s  %5.1f%%  %5u x  %-16s %s\n", formatBytes(r.bytes).c_str(),
+                share(r.bytes), r.count, r.module.c_str(), r.label.c_str());
+    if (lines.rest_count)
+        appendf(out, "      %10s  %5.1f%%  (%zu more lines)\n",
+                formatBytes(lines.rest_bytes).c_str(), share(lines.rest_bytes), lines.rest_count);
+}
+
 void appendOoms(std::string& out, const Trace& trace, const DeviceSummary& d) {
     uint64_t shown = 0;
     for (const OomReport& r : d.ooms) {
@@ -251,6 +269,7 @@ std::string summaryText(const FileReport& f) {
                 if (growth.grows) appendf(out, "    %s\n", growthText(growth).c_str());
                 appendSites(out, *f.trace, *tl);
                 appendModules(out, *f.trace, modules, *tl);
+                if (f.by_line) appendLines(out, *f.trace, modules, *tl, f.by_line);
                 appendTheory(out, *f.trace, *tl);
             }
     }

@@ -27,6 +27,9 @@ struct FileReport {
     // The run's name as shown beside the others' (run_name.h's
     // distinctRunNames); "" = the trace's own name.
     std::string name;
+    // `summary --by-line`: the source lines holding the most bytes at the
+    // peak (source_lines.h), at most this many; 0 = not shown.
+    size_t by_line = 0;
 };
 
 // {"files": [{"path", "name"?, "format", "source"?, "warnings"?, "devices": {"0": {...}}}],

@@ -33,6 +33,10 @@ std::string leaksText(const LeakReport& report) {
             appendf(out, "    step %-5d %12s%s\n", g.step_ends[k].step,
                     formatBytes(g.step_ends[k].live_bytes).c_str(),
                     g.fitted_bytes_per_step && int(k) < g.steady_from ? "  (warm-up)" : "");
+        if (g.grows && g.groups.empty())
+            out +=
+                "  no group of allocations born in a step piles up to the end: the growth is in\n"
+                "  allocations born between steps, or freed some steps later\n";
         if (g.groups.empty()) continue;
         out += "  what survives its step and piles up (per step)\n";
         for (const LeakGroup& lg : g.groups) {
@@ -40,7 +44,12 @@ std::string leaksText(const LeakReport& report) {
                     formatBytes(rounded(lg.bytes_per_step)).c_str(), lg.count_per_step,
                     lg.module.c_str(), lg.module.empty() ? "" : "  ", lg.site.c_str(),
                     lg.first_step);
-            for (const std::string& f : lg.frames) appendf(out, "          %s\n", f.c_str());
+            // The innermost frames; --json gives them all.
+            constexpr size_t kShown = 8;
+            const size_t first = lg.frames.size() > kShown ? lg.frames.size() - kShown : 0;
+            if (first) appendf(out, "          ... (%zu outer frames)\n", first);
+            for (size_t k = first; k < lg.frames.size(); ++k)
+                appendf(out, "          %s\n", lg.frames[k].c_str());
         }
     }
     return out;

@@ -6,7 +6,7 @@
 //
 // The rules, so that what is not a leak stays out:
 // - warm-up: the first step (the first two from six steps on), and the
-//   steps after it while their change of live bytes still differs from the
+//   steps right after it while their change of live bytes still differs from the
 //   later steps' usual change (the median of the second half's; by more than
 //   the threshold below or 10%), three steps kept to fit, are left out of the
 //   fit and of the groups: parameters, optimizer state and caches born there

@@ -56,8 +56,17 @@ private slots:
         QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
         m.setRuns(entries, 0, AlignMode::Time, {});
         QCOMPARE(m.rowCount(), 2);
-        // Fixed columns, then only the categories that hold bytes at a peak.
-        QCOMPARE(m.columnCount(), 9 + int(m.table().categories.size()));
+        // Fixed columns, "Why" (both runs recorded their policy), then only
+        // the categories that hold bytes at a peak.
+        QCOMPARE(m.columnCount(), 10 + int(m.table().categories.size()));
+        const int why = m.whyColumn();
+        QVERIFY(why >= 0);
+        QCOMPARE(m.headerData(why, Qt::Horizontal).toString(), QStringLiteral("Why"));
+        // The baseline has none; block's says why its peak changed, as the CLI's why line.
+        QVERIFY(m.data(m.index(0, why)).isNull());
+        const QString blockWhy = m.data(m.index(1, why)).toString();
+        QVERIFY2(blockWhy.contains(QStringLiteral("block")), qPrintable(blockWhy));
+        QVERIFY(m.toTextTable().contains(QStringLiteral("  why: ") + blockWhy));
         int delta = -1;
         for (int c = 0; c < m.columnCount(); ++c)
             if (m.column(c).kind == CompareColumnKind::PeakDelta) delta = c;

@@ -30,13 +30,19 @@ void SummaryTableModel::setRuns(std::vector<CompareEntry> entries, int baseline,
     columns_ = table_.columns();
     checks_ = memscope::predictionChecks(table_);
     // Beside the baseline's difference, where the eye compares peaks.
-    checkColumn_ = -1;
-    if (std::any_of(checks_.begin(), checks_.end(), [](const auto& c) { return bool(c); })) {
-        const auto delta = std::find(columns_.begin(), columns_.end(),
-                                     CompareColumn{CompareColumnKind::PeakDelta});
-        checkColumn_ =
-            int(delta == columns_.end() ? columns_.size() : size_t(delta - columns_.begin()) + 1);
-    }
+    whys_.assign(table_.rows.size(), std::nullopt);
+    for (size_t r = 0; r < table_.rows.size(); ++r) whys_[r] = table_.why(r);
+    // Beside the baseline's difference, where the eye compares peaks: the
+    // prediction's check, then why the peak changed.
+    const auto delta =
+        std::find(columns_.begin(), columns_.end(), CompareColumn{CompareColumnKind::PeakDelta});
+    int next =
+        int(delta == columns_.end() ? columns_.size() : size_t(delta - columns_.begin()) + 1);
+    auto any = [](const auto& v) {
+        return std::any_of(v.begin(), v.end(), [](const auto& x) { return bool(x); });
+    };
+    checkColumn_ = any(checks_) ? next++ : -1;
+    whyColumn_ = any(whys_) ? next : -1;
     endResetModel();
 }
 
@@ -49,8 +55,10 @@ int SummaryTableModel::predictionCheckColumn() const {
 }
 
 int SummaryTableModel::coreColumn(int section) const {
-    if (section < 0 || section == checkColumn_) return -1;
-    const int at = checkColumn_ >= 0 && section > checkColumn_ ? section - 1 : section;
+    if (section < 0 || section == checkColumn_ || section == whyColumn_) return -1;
+    int at = section;
+    for (int extra : {checkColumn_, whyColumn_})
+        if (extra >= 0 && section > extra) --at;
     return size_t(at) < columns_.size() ? at : -1;
 }
 
@@ -64,13 +72,16 @@ int SummaryTableModel::rowCount(const QModelIndex& parent) const {
 }
 
 int SummaryTableModel::columnCount(const QModelIndex& parent) const {
-    return parent.isValid() ? 0 : int(columns_.size()) + (checkColumn_ >= 0 ? 1 : 0);
+    return parent.isValid()
+               ? 0
+               : int(columns_.size()) + (checkColumn_ >= 0 ? 1 : 0) + (whyColumn_ >= 0 ? 1 : 0);
 }
 
 QVariant SummaryTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
     if (role != Qt::DisplayRole) return {};
     if (orientation == Qt::Vertical) return section + 1;
     if (section == predictionCheckColumn()) return QStringLiteral("vs measured");
+    if (section == whyColumn_) return QStringLiteral("Why");
     const int at = coreColumn(section);
     if (at < 0) return {};
     return toQString(table_.header(columns_[size_t(at)]));
@@ -97,6 +108,12 @@ QVariant SummaryTableModel::data(const QModelIndex& index, int role) const {
     const bool predicted = row < entries_.size() && entries_[row].predicted;
     if (role == PredictedRole) return predicted;
     if (index.column() == predictionCheckColumn()) return checkData(row, role);
+    if (index.column() == whyColumn_) {
+        const auto& why = row < whys_.size() ? whys_[row] : std::nullopt;
+        if (why && (role == Qt::DisplayRole || role == Qt::ToolTipRole || role == RawRole))
+            return toQString(*why);
+        return {};
+    }
     const int at = coreColumn(index.column());
     if (at < 0) return {};
     const CompareColumn c = columns_[size_t(at)];

@@ -51,6 +51,10 @@ public:
     // difference; -1 when no row has one.
     int predictionCheckColumn() const;
     const std::vector<std::optional<PredictionCheck>>& predictionChecks() const { return checks_; }
+    // The model column of "Why" (core's CompareTable::why: why a run's peak
+    // changed against the baseline's, or did not), after the difference and
+    // the check; -1 when no row has one.
+    int whyColumn() const { return whyColumn_; }
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -62,7 +66,8 @@ public:
     QString toTextTable() const;  // core's toText
 
 private:
-    // The index into columns_ shown at a model column; -1 for "vs measured" or none.
+    // The index into columns_ shown at a model column; -1 for "vs measured",
+    // "Why" or none.
     int coreColumn(int section) const;
     QVariant checkData(size_t row, int role) const;
     QString predictionTooltip(size_t row) const;
@@ -71,7 +76,9 @@ private:
     CompareTable table_;
     std::vector<CompareColumn> columns_;
     std::vector<std::optional<PredictionCheck>> checks_;  // per row
-    int checkColumn_ = -1;  // the model column of "vs measured", -1 = none
+    int checkColumn_ = -1;                          // the model column of "vs measured", -1 = none
+    std::vector<std::optional<std::string>> whys_;  // per row
+    int whyColumn_ = -1;                            // the model column of "Why", -1 = none
 };
 
 }  // namespace memscope::gui

@@ -66,7 +66,7 @@ DeviceGrowth deviceGrowth(const Trace& trace, const DeviceTimeline& tl,
     const double usual = late[late.size() / 2];
     const double tolerance = std::max(threshold, 0.1 * std::abs(usual));
     g.steady_from = n >= 6 ? 2 : 1;
-    while (g.steady_from < n - 3 && std::abs(delta[size_t(g.steady_from + 1)] - usual) > tolerance)
+    while (g.steady_from < n - 3 && std::abs(delta[size_t(g.steady_from) + 1] - usual) > tolerance)
         ++g.steady_from;
     std::vector<double> y;
     for (int k = g.steady_from; k < n; ++k) y.push_back(double(g.step_ends[size_t(k)].live_bytes));

@@ -90,6 +90,7 @@ DeviceGrowth deviceGrowth(const Trace& trace, const DeviceTimeline& tl,
         int64_t bytes = 0;
         uint32_t count = 0;
         uint32_t largest = 0;
+        std::vector<uint32_t> intervals;
     };
     std::map<std::pair<uint32_t, uint32_t>, Acc> groups;  // (module, site frame)
     FrameRoleCache roles(trace);
@@ -125,6 +126,7 @@ DeviceGrowth deviceGrowth(const Trace& trace, const DeviceTimeline& tl,
         if (acc.first_step < 0 || k < acc.first_step) acc.first_step = k;
         acc.bytes += int64_t(std::min<uint64_t>(a.size, INT64_MAX / 4));
         acc.count += 1;
+        acc.intervals.push_back(i);
         if (a.size > tl.intervals[acc.largest].size) acc.largest = i;
     }
     const int needed = std::max(2, (window + 1) / 2);
@@ -147,6 +149,7 @@ DeviceGrowth deviceGrowth(const Trace& trace, const DeviceTimeline& tl,
         lg.first_step = g.step_ends[size_t(acc.first_step)].step;
         lg.bytes = acc.bytes;
         lg.count = acc.count;
+        lg.intervals = std::move(acc.intervals);
         g.groups.push_back(std::move(lg));
     }
     std::sort(g.groups.begin(), g.groups.end(), [](const LeakGroup& a, const LeakGroup& b) {

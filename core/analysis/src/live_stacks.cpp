@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <string_view>
 #include <unordered_map>
 
 #include "memscope/base/units.h"
@@ -79,12 +81,76 @@ Result<LiveStacks> liveStacks(const Trace& trace, const Timeline& timeline,
         LiveStack& s = out.stacks[it->second];
         s.bytes = addSaturating(s.bytes, int64_t(std::min<uint64_t>(a.size, INT64_MAX)));
         s.count += 1;
+        s.intervals.push_back(i);
         out.live_bytes =
             addSaturating(out.live_bytes, int64_t(std::min<uint64_t>(a.size, INT64_MAX)));
     }
     std::sort(out.stacks.begin(), out.stacks.end(), [](const LiveStack& a, const LiveStack& b) {
         return a.bytes != b.bytes ? a.bytes > b.bytes : a.frames < b.frames;
     });
+    for (LiveStack& s : out.stacks) std::sort(s.intervals.begin(), s.intervals.end());
+    return out;
+}
+
+FrameTree frameTree(const LiveStacks& stacks) {
+    FrameTree tree;
+    tree.nodes.emplace_back();
+    // (parent, frame) -> node
+    std::map<std::pair<int32_t, std::string_view>, int32_t> child_of;
+    for (uint32_t si = 0; si < stacks.stacks.size(); ++si) {
+        const LiveStack& s = stacks.stacks[si];
+        int32_t node = 0;
+        auto add = [&](int32_t n) {
+            FrameNode& f = tree.nodes[size_t(n)];
+            f.bytes = addSaturating(f.bytes, s.bytes);
+            f.count += s.count;
+            f.stacks.push_back(si);
+        };
+        add(0);
+        for (const std::string& frame : s.frames) {
+            auto [it, fresh] = child_of.try_emplace({node, std::string_view(frame)}, 0);
+            if (fresh) {
+                FrameNode child;
+                child.frame = frame;
+                child.parent = node;
+                child.depth = tree.nodes[size_t(node)].depth + 1;
+                tree.max_depth = std::max(tree.max_depth, child.depth);
+                it->second = int32_t(tree.nodes.size());
+                tree.nodes[size_t(node)].children.push_back(it->second);
+                tree.nodes.push_back(std::move(child));
+            }
+            node = it->second;
+            add(node);
+        }
+    }
+    // Children most bytes first; offsets from the parents' (parents come first).
+    for (FrameNode& n : tree.nodes) {
+        std::sort(n.children.begin(), n.children.end(), [&](int32_t a, int32_t b) {
+            const FrameNode& x = tree.nodes[size_t(a)];
+            const FrameNode& y = tree.nodes[size_t(b)];
+            return x.bytes != y.bytes ? x.bytes > y.bytes : x.frame < y.frame;
+        });
+    }
+    for (FrameNode& n : tree.nodes) {
+        int64_t left = n.offset;
+        for (int32_t c : n.children) {
+            tree.nodes[size_t(c)].offset = left;
+            left = addSaturating(left, tree.nodes[size_t(c)].bytes);
+        }
+    }
+    return tree;
+}
+
+std::vector<uint32_t> intervalsOfNode(const LiveStacks& stacks, const FrameTree& tree,
+                                      int32_t node) {
+    std::vector<uint32_t> out;
+    if (node < 0 || size_t(node) >= tree.nodes.size()) return out;
+    for (uint32_t si : tree.nodes[size_t(node)].stacks) {
+        if (si >= stacks.stacks.size()) continue;
+        const std::vector<uint32_t>& iv = stacks.stacks[si].intervals;
+        out.insert(out.end(), iv.begin(), iv.end());
+    }
+    std::sort(out.begin(), out.end());
     return out;
 }
 

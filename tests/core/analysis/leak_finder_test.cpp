@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "../analysis_test_util.h"
 
 namespace memscope {
@@ -42,6 +44,8 @@ TEST(LeakFinder, KeptLogitsAndAStoringHookGrowByWhatTheyKeep) {
     EXPECT_DOUBLE_EQ(g.groups[0].count_per_step, 1.0);
     EXPECT_EQ(g.groups[0].first_step, 0);
     EXPECT_EQ(g.groups[0].count, 10u);
+    EXPECT_EQ(g.groups[0].intervals.size(), size_t(g.groups[0].count));
+    EXPECT_TRUE(std::is_sorted(g.groups[0].intervals.begin(), g.groups[0].intervals.end()));
     EXPECT_EQ(g.groups[1].module, "blocks.3");
     EXPECT_EQ(g.groups[1].site, "save_output  (/home/me/train.py:20)");
     EXPECT_NEAR(g.groups[1].bytes_per_step, 0.5 * MiB, 0.1 * 0.5 * MiB);
@@ -54,6 +58,28 @@ TEST(LeakFinder, KeptLogitsAndAStoringHookGrowByWhatTheyKeep) {
     EXPECT_EQ(cached.steady_from, 3);  // the cache's last entry came in step 3
     EXPECT_NEAR(cached.growth_bytes_per_step, truth, 0.1 * truth) << cached.growth_bytes_per_step;
     EXPECT_EQ(cached.groups.size(), 2u);
+}
+
+TEST(LeakFinder, AGroupsIntervalsAreItsSurvivors) {
+    const Trace t = leakyRun({.keep_logits = true, .hook_stores = true, .plateau_cache = false});
+    auto tl = Timeline::build(t);
+    ASSERT_TRUE(tl.ok());
+    const DeviceGrowth g = deviceGrowth(t, (*tl)->devices().at(0), ModuleAttribution(t));
+    const DeviceTimeline& d = (*tl)->devices().at(0);
+    ASSERT_FALSE(g.groups.empty());
+    for (const LeakGroup& lg : g.groups) {
+        ASSERT_EQ(lg.intervals.size(), size_t(lg.count)) << lg.module;
+        int64_t bytes = 0;
+        for (uint32_t i : lg.intervals) {
+            ASSERT_LT(i, d.intervals.size());
+            bytes += int64_t(d.intervals[i].size);
+            // Alive at the end of the last step: never freed, or freed after it.
+            EXPECT_TRUE(d.intervals[i].free_event == kNoEvent ||
+                        d.intervals[i].end > g.step_ends.back().time)
+                << i;
+        }
+        EXPECT_EQ(bytes, lg.bytes) << lg.module;
+    }
 }
 
 TEST(LeakFinder, EachLeakAloneIsFoundWithinTenPercent) {

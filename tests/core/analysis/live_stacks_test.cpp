@@ -107,6 +107,57 @@ TEST(LiveStacks, AtThePeakTheStacksAddUpToTheLiveBytes) {
     EXPECT_EQ(folded.at("(no stack)"), 70);
 }
 
+TEST(LiveStacks, TheFrameTreeSumsTheStacksAndLaysThemSideBySide) {
+    const StackRun r = stackRun();
+    auto tl = Timeline::build(r.trace);
+    ASSERT_TRUE(tl.ok());
+    const DeviceTimeline& d = (*tl)->devices().at(0);
+    auto s = liveStacks(r.trace, **tl, std::nullopt, std::nullopt);
+    ASSERT_TRUE(s.ok()) << s.message();
+    const FrameTree tree = frameTree(*s);
+    ASSERT_FALSE(tree.nodes.empty());
+    const FrameNode& root = tree.nodes[0];
+    EXPECT_EQ(root.frame, "");
+    EXPECT_EQ(root.bytes, s->live_bytes);
+    EXPECT_EQ(root.bytes, d.peak.bytes);
+    EXPECT_EQ(tree.max_depth, 3);
+    // The root's children: train (1500 + 300 + 4000) and (no stack) 70.
+    ASSERT_EQ(root.children.size(), 2u);
+    const FrameNode& train = tree.nodes[size_t(root.children[0])];
+    EXPECT_EQ(train.frame, "train  (/home/me/train.py:40)");
+    EXPECT_EQ(train.bytes, 1500 + 300 + 4000);
+    EXPECT_EQ(train.offset, 0);
+    const FrameNode& none = tree.nodes[size_t(root.children[1])];
+    EXPECT_EQ(none.frame, "(no stack)");
+    EXPECT_EQ(none.offset, train.bytes);
+    // forward holds attention's 4000 and its own 1500; loss 300 beside it.
+    ASSERT_EQ(train.children.size(), 2u);
+    const FrameNode& fwd = tree.nodes[size_t(train.children[0])];
+    EXPECT_EQ(fwd.frame, "forward  (/home/me/model.py:12)");
+    EXPECT_EQ(fwd.bytes, 5500);
+    EXPECT_EQ(fwd.depth, 2);
+    EXPECT_EQ(tree.nodes[size_t(train.children[1])].offset, 5500);
+    // Every node: its children fit inside it, side by side; its intervals'
+    // bytes are its bytes.
+    for (size_t n = 0; n < tree.nodes.size(); ++n) {
+        const FrameNode& node = tree.nodes[n];
+        int64_t left = node.offset, sum = 0;
+        for (int32_t c : node.children) {
+            EXPECT_EQ(tree.nodes[size_t(c)].offset, left);
+            EXPECT_EQ(tree.nodes[size_t(c)].parent, int32_t(n));
+            left += tree.nodes[size_t(c)].bytes;
+            sum += tree.nodes[size_t(c)].bytes;
+        }
+        EXPECT_LE(sum, node.bytes);
+        int64_t bytes = 0;
+        const std::vector<uint32_t> iv = intervalsOfNode(*s, tree, int32_t(n));
+        EXPECT_EQ(iv.size(), size_t(node.count));
+        for (uint32_t i : iv) bytes += int64_t(d.intervals.at(i).size);
+        EXPECT_EQ(bytes, node.bytes) << node.frame;
+    }
+    EXPECT_EQ(intervalsOfNode(*s, tree, int32_t(tree.nodes.size())), std::vector<uint32_t>{});
+}
+
 TEST(LiveStacks, AtATimeTheStacksAddUpToTheLiveBytesThen) {
     const StackRun r = stackRun();
     auto tl = Timeline::build(r.trace);

@@ -53,6 +53,8 @@ struct LeakGroup {
     int32_t first_step = -1;  // the first step with a survivor (warm-up included)
     int64_t bytes = 0;        // the group's survivors alive at the end of the last step
     uint32_t count = 0;
+    std::vector<uint32_t>
+        intervals;  // those survivors: DeviceTimeline::intervals indices, ascending
 };
 
 struct DeviceGrowth {

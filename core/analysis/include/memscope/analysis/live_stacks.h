@@ -25,6 +25,7 @@ struct LiveStack {
     std::vector<std::string> frames;
     int64_t bytes = 0;
     uint32_t count = 0;
+    std::vector<uint32_t> intervals;  // its live allocations (DeviceTimeline::intervals), ascending
 };
 
 struct LiveStacks {
@@ -34,6 +35,35 @@ struct LiveStacks {
     int64_t live_bytes = 0;         // the device's live bytes then (= the sum of stacks' bytes)
     std::vector<LiveStack> stacks;  // most bytes first, then by frames
 };
+
+// The stacks merged into a tree of frames, what an icicle draws: the root
+// (nodes[0], frame "") holds every live byte; a node's children are the
+// frames called from it, most bytes first (then by text), and each node's
+// bytes are the sum of the stacks through it; a node whose stacks end there
+// holds more than its children. `offset` is the bytes to its left in its row
+// (its parent's offset plus its elder siblings' bytes), so that a node spans
+// [offset, offset + bytes) of the root's live_bytes.
+struct FrameNode {
+    std::string frame;  // frameText; "" for the root
+    int32_t parent = -1;
+    int32_t depth = 0;  // the root's 0
+    int64_t bytes = 0;
+    uint32_t count = 0;
+    int64_t offset = 0;
+    std::vector<int32_t> children;
+    std::vector<uint32_t> stacks;  // indices into LiveStacks::stacks through this node
+};
+
+struct FrameTree {
+    std::vector<FrameNode> nodes;  // nodes[0] the root; parents before children
+    int32_t max_depth = 0;
+};
+
+FrameTree frameTree(const LiveStacks& stacks);
+
+// The live allocations under a node (DeviceTimeline::intervals), ascending.
+std::vector<uint32_t> intervalsOfNode(const LiveStacks& stacks, const FrameTree& tree,
+                                      int32_t node);
 
 // The moment: the device's peak (nullopt), else `time` (Event::time units;
 // the intervals live at it: start <= time < end). The device is `device`, else

@@ -202,6 +202,12 @@ void RunView::highlightModule(std::optional<ModuleId> group) {
     plot_->setModuleHighlight(group);
 }
 
+void RunView::highlightAllocations(std::vector<uint32_t> intervals) {
+    if (!intervals.empty() && plot_->viewMode() != ViewMode::Allocation)
+        setViewMode(ViewMode::Allocation);
+    plot_->setHighlightedAllocations(std::move(intervals));
+}
+
 void RunView::fillGroupings() {
     const Trace* trace = run_->trace(ref_);
     const ModuleAttribution* attribution = run_->moduleAttribution(ref_);

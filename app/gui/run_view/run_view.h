@@ -42,6 +42,10 @@ public:
     // plot stacked by category, which cannot show modules, stacks by module
     // first. nullopt: none.
     void highlightModule(std::optional<ModuleId> group);
+    // Brings these allocations forward (a flame graph's frame, a leak
+    // group), by allocation: a plot stacked otherwise is stacked by
+    // allocation first. Empty: none.
+    void highlightAllocations(std::vector<uint32_t> intervals);
     void setBoxZoom(bool on);
     void goToPeak();
     double peakX() const;  // shared-axis x of the device's peak

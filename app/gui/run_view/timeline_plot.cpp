@@ -201,6 +201,7 @@ void TimelinePlot::setSource(RunPtr run, DeviceRef ref, const AxisMap& map, cons
     moduleStack_.reset();
     moduleHighlight_.reset();
     highlighted_.clear();
+    allocationHighlight_.clear();
     const AllocationIndex* index = run_ ? run_->allocationIndex(ref_) : nullptr;
     p_->allocations->setSource(index ? &index->sites : nullptr, map_);
     const Trace* trace = run_ ? run_->trace(ref_) : nullptr;
@@ -309,6 +310,14 @@ const ModuleStack* TimelinePlot::moduleStack() {
 
 void TimelinePlot::setModuleHighlight(std::optional<ModuleId> group) {
     moduleHighlight_ = group;
+    if (group) allocationHighlight_.clear();
+    updateModuleHighlight();
+    rebuild();
+}
+
+void TimelinePlot::setHighlightedAllocations(std::vector<uint32_t> intervals) {
+    allocationHighlight_ = std::move(intervals);
+    if (!allocationHighlight_.empty()) moduleHighlight_.reset();
     updateModuleHighlight();
     rebuild();
 }
@@ -317,9 +326,15 @@ void TimelinePlot::updateModuleHighlight() {
     highlighted_.clear();
     const ModuleStack* stack = moduleHighlight_ ? moduleStack() : nullptr;
     if (stack) highlighted_ = intervalsOfGroup(*stack, *moduleHighlight_);
+    const DeviceTimeline* tl = timeline();
+    if (!moduleHighlight_ && tl) {
+        for (uint32_t i : allocationHighlight_)
+            if (i < tl->intervals.size()) highlighted_.push_back(i);
+    }
     std::vector<bool> mask;
-    if (stack && mode_ == ViewMode::Allocation) {
-        mask.assign(stack->group_of.size(), false);
+    const bool any = stack || (!moduleHighlight_ && !allocationHighlight_.empty());
+    if (tl && any && mode_ == ViewMode::Allocation) {
+        mask.assign(tl->intervals.size(), false);
         for (uint32_t i : highlighted_) mask[i] = true;
     }
     p_->allocations->setEmphasis(std::move(mask));

@@ -49,7 +49,12 @@ public:
     // by module its band, by allocation its allocations. nullopt: none.
     void setModuleHighlight(std::optional<ModuleId> group);
     std::optional<ModuleId> moduleHighlight() const { return moduleHighlight_; }
-    // The allocations setModuleHighlight brought forward, in order of start.
+    // Brings forward these allocations (DeviceTimeline::intervals; a flame
+    // graph's frame, a leak group), fading the rest, by allocation; replaces
+    // a module highlight. Empty: none.
+    void setHighlightedAllocations(std::vector<uint32_t> intervals);
+    // The allocations setModuleHighlight or setHighlightedAllocations brought
+    // forward (a module's in order of start).
     const std::vector<uint32_t>& highlightedAllocations() const { return highlighted_; }
     // The message shown over the plot instead of bands ("" when none).
     QString overlayMessage() const;
@@ -144,6 +149,7 @@ private:
     std::shared_ptr<const ModuleStack> moduleStack_;  // for moduleSpec_; reset with the source
     std::optional<ModuleId> moduleHighlight_;
     std::vector<uint32_t> highlighted_;
+    std::vector<uint32_t> allocationHighlight_;  // setHighlightedAllocations'
     double fixedYMax_ = 0;
     bool boxMode_ = false;
     std::optional<uint32_t> pinned_;

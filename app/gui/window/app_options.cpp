@@ -11,6 +11,11 @@ QStringList compareTabNames() {
             QStringLiteral("theory"),  QStringLiteral("difference"),  QStringLiteral("modules")};
 }
 
+QStringList dockNames() {
+    return {QStringLiteral("inspector"), QStringLiteral("search"), QStringLiteral("modules"),
+            QStringLiteral("allocator"), QStringLiteral("flame"),  QStringLiteral("leaks")};
+}
+
 AppOptions parseOptions(const QStringList& arguments) {
     QCommandLineParser parser;
     parser.setApplicationDescription(
@@ -54,7 +59,14 @@ AppOptions parseOptions(const QStringList& arguments) {
                        "(e.g. block,sqrt,layers:0,2), or 'default' for every policy its layers "
                        "allow."),
         QStringLiteral("POLICIES"));
-    parser.addOptions({compare, screenshot, size, dark, colorBy, align, tab, whatif});
+    const QCommandLineOption dock(
+        QStringLiteral("dock"),
+        QStringLiteral("Screenshot of one run: the dock to show: 'inspector', 'search', "
+                       "'modules', 'allocator', 'flame' (the stacks alive at the peak, its "
+                       "largest innermost frame highlighted) or 'leaks' (what grows per step, "
+                       "its first group highlighted)."),
+        QStringLiteral("DOCK"));
+    parser.addOptions({compare, screenshot, size, dark, colorBy, align, tab, whatif, dock});
     parser.addPositionalArgument(QStringLiteral("files"),
                                  QStringLiteral("Traces or folders of per-rank traces."),
                                  QStringLiteral("[FILES...]"));
@@ -121,6 +133,14 @@ AppOptions parseOptions(const QStringList& arguments) {
         else if (o.screenshot.isEmpty() || !comparing)
             o.error =
                 QStringLiteral("--compare-tab applies to --screenshot with --compare or --whatif");
+    }
+    if (parser.isSet(dock)) {
+        o.dock = parser.value(dock);
+        if (!dockNames().contains(o.dock))
+            o.error = QStringLiteral("--dock wants one of %1, not '%2'")
+                          .arg(dockNames().join(QStringLiteral(", ")), o.dock);
+        else if (o.screenshot.isEmpty() || comparing)
+            o.error = QStringLiteral("--dock applies to --screenshot of one run");
     }
     if (!o.screenshot.isEmpty() && o.paths.isEmpty())
         o.error = QStringLiteral("--screenshot needs at least one file");

@@ -22,7 +22,8 @@ struct AppOptions {
     QSize size{1600, 1000};  // screenshot size
     std::optional<memscope::ViewMode> color_by;  // screenshot: view mode (default: the file's)
     std::optional<memscope::AlignMode> align;    // compare screenshot: alignment (default: time)
-    QString compare_tab;                         // compare screenshot: one of compareTabNames()
+    QString dock;         // screenshot: the dock to raise, one of dockNames()
+    QString compare_tab;  // compare screenshot: one of compareTabNames()
     // --whatif: predict these policies (empty: core's default sweep) from the
     // first run opened, and show them in the compare view.
     std::optional<std::vector<memscope::WhatIfPolicy>> whatif;
@@ -32,5 +33,7 @@ struct AppOptions {
 AppOptions parseOptions(const QStringList& arguments);
 // The compare view's lower tabs by command-line name, in their order.
 QStringList compareTabNames();
+// The docks --dock can raise.
+QStringList dockNames();
 
 }  // namespace memscope::gui

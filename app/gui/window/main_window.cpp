@@ -28,6 +28,8 @@
 #include "run_view/run_view.h"
 #include "run_view/timeline_plot.h"
 #include "run_view/zoom_state.h"
+#include "stacks/flame_panel.h"
+#include "stacks/leak_panel.h"
 #include "window/recent_files.h"
 
 namespace memscope::gui {
@@ -56,6 +58,8 @@ MainWindow::MainWindow(bool persistSettings, QWidget* parent)
     search_ = new SearchPanel(this);
     modules_ = new ModulePanel(this);
     allocator_ = new AllocatorView(this);
+    flame_ = new FlamePanel(this);
+    leaks_ = new LeakPanel(this);
     auto addDock = [this](QWidget* w, const QString& title, const QString& name,
                           Qt::DockWidgetArea area) {
         auto* dock = new QDockWidget(title, this);
@@ -68,8 +72,15 @@ MainWindow::MainWindow(bool persistSettings, QWidget* parent)
                                 QStringLiteral("inspectorDock"), Qt::RightDockWidgetArea);
     QDockWidget* srch = addDock(search_, QStringLiteral("Search"), QStringLiteral("searchDock"),
                                 Qt::RightDockWidgetArea);
-    addDock(allocator_, QStringLiteral("Allocator state"), QStringLiteral("allocatorDock"),
-            Qt::BottomDockWidgetArea);
+    QDockWidget* alloc = addDock(allocator_, QStringLiteral("Allocator state"),
+                                 QStringLiteral("allocatorDock"), Qt::BottomDockWidgetArea);
+    QDockWidget* flame = addDock(flame_, QStringLiteral("Stacks alive"),
+                                 QStringLiteral("flameDock"), Qt::BottomDockWidgetArea);
+    QDockWidget* leaks = addDock(leaks_, QStringLiteral("Leaks"), QStringLiteral("leaksDock"),
+                                 Qt::BottomDockWidgetArea);
+    tabifyDockWidget(alloc, flame);
+    tabifyDockWidget(flame, leaks);
+    alloc->raise();
     QDockWidget* mods = addDock(modules_, QStringLiteral("By module at the peak"),
                                 QStringLiteral("modulesDock"), Qt::RightDockWidgetArea);
     tabifyDockWidget(insp, srch);
@@ -147,6 +158,14 @@ MainWindow::MainWindow(bool persistSettings, QWidget* parent)
             [this](std::optional<ModuleId> group) {
                 if (RunView* v = currentRunView()) v->highlightModule(group);
             });
+    auto highlight = [this](RunPtr run, DeviceRef ref, std::vector<uint32_t> intervals) {
+        RunView* v = currentRunView();
+        if (!v || v->run() != run) return;
+        if (!(v->device() == ref)) v->setDevice(ref);
+        v->highlightAllocations(std::move(intervals));
+    };
+    connect(flame_, &FlamePanel::allocationsHighlightRequested, this, highlight);
+    connect(leaks_, &LeakPanel::allocationsHighlightRequested, this, highlight);
     connect(inspector_, &InspectorView::neighbourActivated, this, [this](uint32_t i) {
         if (RunView* v = currentRunView()) v->showAllocation(i);
     });
@@ -394,6 +413,8 @@ void MainWindow::onCurrentTabChanged() {
         search_->setSource(v->run(), v->device());
         allocator_->setSource(v->run(), v->device());
         modules_->setSource(v->run(), v->device(), v->moduleGrouping());
+        flame_->setSource(v->run(), v->device());
+        leaks_->setSource(v->run(), v->device());
         setWindowTitle(QStringLiteral("%1 — memscope").arg(tabs_->tabText(tabs_->indexOf(v))));
     } else {
         setWindowTitle(QStringLiteral("memscope"));
@@ -401,7 +422,23 @@ void MainWindow::onCurrentTabChanged() {
     updateActionStates();
 }
 
+bool MainWindow::raiseDock(const QString& name) {
+    QWidget* w = name == QLatin1String("inspector")   ? static_cast<QWidget*>(inspector_)
+                 : name == QLatin1String("search")    ? static_cast<QWidget*>(search_)
+                 : name == QLatin1String("modules")   ? static_cast<QWidget*>(modules_)
+                 : name == QLatin1String("allocator") ? static_cast<QWidget*>(allocator_)
+                 : name == QLatin1String("flame")     ? static_cast<QWidget*>(flame_)
+                 : name == QLatin1String("leaks")     ? static_cast<QWidget*>(leaks_)
+                                                      : nullptr;
+    auto* dock = w ? qobject_cast<QDockWidget*>(w->parentWidget()) : nullptr;
+    if (!dock) return false;
+    dock->show();
+    dock->raise();
+    return true;
+}
+
 void MainWindow::followCursor(RunPtr run, DeviceRef ref, int64_t runX) {
+    if (flame_->isVisible()) flame_->cursorMovedTo(run, ref, runX);
     if (!allocator_->isVisible()) return;  // no replay for a hidden dock
     allocator_->setSource(run, ref);       // returns at once when unchanged
     allocator_->setTime(runX);

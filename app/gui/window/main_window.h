@@ -1,6 +1,7 @@
 #pragma once
 // The main window only wires views together: run tabs, the compare tab, the
-// inspector, search, by-module and allocator-state docks, the loader's progress, menus.
+// inspector, search, by-module, allocator-state, stacks-alive and leaks
+// docks, the loader's progress, menus.
 
 #include <QMainWindow>
 #include <QPointer>
@@ -23,6 +24,8 @@ namespace memscope::gui {
 class AllocatorView;
 class CompareView;
 class InspectorView;
+class FlamePanel;
+class LeakPanel;
 class ModulePanel;
 class RunLoader;
 class RunView;
@@ -59,6 +62,11 @@ public:
     SearchPanel* searchPanel() const { return search_; }
     ModulePanel* modulePanel() const { return modules_; }
     AllocatorView* allocatorView() const { return allocator_; }
+    FlamePanel* flamePanel() const { return flame_; }
+    LeakPanel* leakPanel() const { return leaks_; }
+    // Shows and raises a dock by its short name: "inspector", "search",
+    // "modules", "allocator", "flame", "leaks"; false for another name.
+    bool raiseDock(const QString& name);
     QStringList errors() const { return errors_; }  // every "file: problem" shown so far
 
     // main_window_whatif.cpp. The run What if… predicts from: the current
@@ -124,6 +132,8 @@ private:
     SearchPanel* search_ = nullptr;
     ModulePanel* modules_ = nullptr;
     AllocatorView* allocator_ = nullptr;
+    FlamePanel* flame_ = nullptr;
+    LeakPanel* leaks_ = nullptr;
     RunLoader* loader_ = nullptr;
     QProgressBar* progress_ = nullptr;
     QPushButton* cancel_ = nullptr;

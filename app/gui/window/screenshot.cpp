@@ -14,6 +14,9 @@
 #include "inspect/module_panel.h"
 #include "run_view/run_view.h"
 #include "run_view/timeline_plot.h"
+#include "run_view/zoom_state.h"
+#include "stacks/flame_panel.h"
+#include "stacks/leak_panel.h"
 #include "window/main_window.h"
 
 namespace memscope::gui {
@@ -42,9 +45,12 @@ int runScreenshot(const AppOptions& options) {
     if (RunView* v = comparing ? nullptr : window.currentRunView()) {
         if (options.color_by) v->setViewMode(*options.color_by);
         if (!v->goToOom()) v->goToPeak();
-        // Pin the largest allocation live at the peak, so the inspector shows a stack.
+        // Pin the largest allocation live at the peak, so the inspector shows
+        // a stack (not for a stacks or leaks dock: their highlight is the picture).
         const DeviceTimeline* tl = v->plot()->timeline();
-        if (tl && !tl->peak.live_intervals.empty()) {
+        const bool dockHighlights =
+            options.dock == QLatin1String("flame") || options.dock == QLatin1String("leaks");
+        if (tl && !tl->peak.live_intervals.empty() && !dockHighlights) {
             const uint32_t i = tl->peak.live_intervals.front();
             v->plot()->setPinned(i);
             window.inspector()->setAllocation(v->run(), v->device(), i);
@@ -55,6 +61,41 @@ int runScreenshot(const AppOptions& options) {
     if (byModule && !comparing)
         if (auto* dock = qobject_cast<QDockWidget*>(window.modulePanel()->parentWidget()))
             dock->raise();
+    if (!options.dock.isEmpty() && !comparing && window.raiseDock(options.dock)) {
+        // The bottom docks get room enough to read.
+        QWidget* w =
+            options.dock == QLatin1String("flame")   ? static_cast<QWidget*>(window.flamePanel())
+            : options.dock == QLatin1String("leaks") ? static_cast<QWidget*>(window.leakPanel())
+                                                     : nullptr;
+        if (auto* dock = w ? qobject_cast<QDockWidget*>(w->parentWidget()) : nullptr)
+            window.resizeDocks({dock}, {options.size.height() * 2 / 5}, Qt::Vertical);
+        QApplication::processEvents();
+        if (options.dock == QLatin1String("flame")) {
+            // The deepest frame of the largest stack: its allocations highlighted.
+            FlamePanel* f = window.flamePanel();
+            const FrameTree& tree = f->tree();
+            int32_t node = tree.nodes.empty() ? -1 : 0;
+            // The largest stack with frames, not the allocations without one.
+            if (node == 0)
+                for (int32_t c : tree.nodes[0].children)
+                    if (tree.nodes[size_t(c)].frame != kNoStackFrame) {
+                        node = c;
+                        break;
+                    }
+            while (node >= 0 && !tree.nodes[size_t(node)].children.empty())
+                node = tree.nodes[size_t(node)].children.front();
+            if (node > 0) f->activateNode(node);
+        } else if (options.dock == QLatin1String("leaks")) {
+            // The whole run: growth shows over the steps, not at the peak.
+            if (RunView* v = window.currentRunView()) v->zoom()->reset();
+            LeakPanel* l = window.leakPanel();
+            for (int d = 0; d < int(l->report().devices.size()); ++d)
+                if (!l->report().devices[size_t(d)].groups.empty()) {
+                    l->activateGroup(d, 0);
+                    break;
+                }
+        }
+    }
     window.allocatorView()->waitForIdle();
     QApplication::processEvents();
     // The zoom's rebuild and the plot's replot are queued one after the

@@ -30,14 +30,6 @@ struct CompareOptions {
     std::string at = "peak";   // its moment
 };
 
-// The device with the highest peak of a run's only trace.
-const DeviceTimeline* highestDevice(const OpenedTrace& part) {
-    const DeviceTimeline* best = nullptr;
-    for (const DeviceTimeline& d : part.timeline->devices())
-        if (!best || d.peak.bytes > best->peak.bytes) best = &d;
-    return best;
-}
-
 // compare --allocations A B: what is alive in one and not the other.
 int runAllocations(const CompareOptions& o) {
     if (o.paths.size() != 2 || o.csv || !o.baseline.empty() || !o.phase.empty() ||
@@ -67,7 +59,7 @@ int runAllocations(const CompareOptions& o) {
                          path.c_str(), opened->parts.size());
             return 2;
         }
-        if (!highestDevice(opened->parts.front())) {
+        if (!opened->parts.front().timeline->highestPeakDevice()) {
             std::fprintf(stderr, "memscope-cli compare: %s: no device with memory events\n",
                          path.c_str());
             return 2;
@@ -76,7 +68,8 @@ int runAllocations(const CompareOptions& o) {
     }
     const OpenedTrace& a = runs[0].parts.front();
     const OpenedTrace& b = runs[1].parts.front();
-    auto diff = diffAllocations(*a.trace, *highestDevice(a), *b.trace, *highestDevice(b), *moment);
+    auto diff = diffAllocations(*a.trace, *a.timeline->highestPeakDevice(), *b.trace,
+                                *b.timeline->highestPeakDevice(), *moment);
     if (!diff) {
         std::fprintf(stderr, "memscope-cli compare: %s\n", diff.message().c_str());
         return 2;
@@ -160,8 +153,9 @@ int run(const CompareOptions& o) {
         const OpenedTrace* best_part = nullptr;
         const DeviceTimeline* best = nullptr;
         for (const OpenedTrace& part : r.parts)
-            for (const DeviceTimeline& d : part.timeline->devices())
-                if (!best || d.peak.bytes > best->peak.bytes) best = &d, best_part = &part;
+            if (const DeviceTimeline* d = part.timeline->highestPeakDevice();
+                d && (!best || d->peak.bytes > best->peak.bytes))
+                best = d, best_part = &part;
         if (!best) {
             std::fprintf(stderr,
                          "memscope-cli compare: %s: no device with memory events to compare\n",

@@ -62,13 +62,8 @@ int run(const StacksOptions& o) {
         o.device ? std::optional<int16_t>(int16_t(*o.device)) : std::nullopt;
     std::optional<int64_t> time;
     if (seconds) {
-        const DeviceTimeline* tl = nullptr;
-        if (device) {
-            tl = part.timeline->device(*device);
-        } else {
-            for (const DeviceTimeline& d : part.timeline->devices())
-                if (!tl || d.peak.bytes > tl->peak.bytes) tl = &d;
-        }
+        const DeviceTimeline* tl =
+            device ? part.timeline->device(*device) : part.timeline->highestPeakDevice();
         if (tl) time = timeFromStart(*part.trace, *tl, *seconds);
     }
     auto stacks = liveStacks(*part.trace, *part.timeline, device, time);

@@ -35,8 +35,7 @@ Result<LiveStacks> liveStacks(const Trace& trace, const Timeline& timeline,
         tl = timeline.device(*device);
         if (!tl) return makeError("the trace has no device " + std::to_string(*device));
     } else {
-        for (const DeviceTimeline& d : timeline.devices())
-            if (!tl || d.peak.bytes > tl->peak.bytes) tl = &d;
+        tl = timeline.highestPeakDevice();
         if (!tl) return makeError("the trace holds no allocations");
     }
     LiveStacks out;

@@ -71,9 +71,7 @@ RankDigest digestRank(const Trace& trace, const Timeline& timeline, const std::s
     d.pid = trace.metadata.pid;
     d.name = rankName(d.rank, run_name);
     d.time_base = trace.metadata.time_base;
-    const DeviceTimeline* top = nullptr;
-    for (const DeviceTimeline& tl : timeline.devices())
-        if (!top || tl.peak.bytes > top->peak.bytes) top = &tl;
+    const DeviceTimeline* top = timeline.highestPeakDevice();
     if (!top) return d;
     d.device = top->device;
     d.peak_bytes = top->peak.bytes;

@@ -390,4 +390,11 @@ const DeviceTimeline* Timeline::device(int16_t id) const {
     return nullptr;
 }
 
+const DeviceTimeline* Timeline::highestPeakDevice() const {
+    const DeviceTimeline* best = nullptr;
+    for (const auto& d : devices_)
+        if (!best || d.peak.bytes > best->peak.bytes) best = &d;
+    return best;
+}
+
 }  // namespace memscope

@@ -7,14 +7,6 @@
 namespace memscope {
 namespace {
 
-// The device a prediction is about: the one with the highest peak.
-const DeviceTimeline* busiestDevice(const Timeline& timeline) {
-    const DeviceTimeline* best = nullptr;
-    for (const DeviceTimeline& d : timeline.devices())
-        if (!best || d.peak.bytes > best->peak.bytes) best = &d;
-    return best;
-}
-
 // Mean of `values` leaving out the first (warm-up) one when there are others.
 double meanAfterFirst(const std::vector<int64_t>& values) {
     if (values.empty()) return 0;
@@ -48,7 +40,8 @@ void fillPeaks(WhatIfRow& row, const DeviceTimeline& d) {
 Result<WhatIfReport> whatIf(const Trace& measured, const Timeline& timeline, std::string source,
                             std::span<const WhatIfPolicy> policies, const WhatIfOptions& options,
                             const TaskContext& ctx) {
-    const DeviceTimeline* device = busiestDevice(timeline);
+    // The device a prediction is about: the one with the highest peak.
+    const DeviceTimeline* device = timeline.highestPeakDevice();
     if (!device) return makeError("the trace has no allocations: nothing to predict");
     if (measured.prediction)
         return makeError("this run is itself a prediction (" + measured.prediction->policy +

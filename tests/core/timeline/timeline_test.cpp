@@ -153,6 +153,11 @@ TEST(Timeline, DevicesAreSeparateAndReservedFollowsSegments) {
     EXPECT_EQ(s.devices.at(1).reserved_bytes, 2048u);
     EXPECT_EQ(s.devices.at(0).peak_active_bytes, 7);
     EXPECT_FALSE(s.devices.at(0).reserved_bytes.has_value());
+    // The device a run is about when none is named: device 1, whose peak
+    // (1000 B) is above device 0's (7 B).
+    ASSERT_NE(tl->highestPeakDevice(), nullptr);
+    EXPECT_EQ(tl->highestPeakDevice()->device, 1);
+    EXPECT_EQ(TraceBuilder{}.build()->highestPeakDevice(), nullptr);  // no devices
 }
 
 // Opening a file computes the device order once for inference and the

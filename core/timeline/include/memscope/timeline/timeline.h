@@ -109,6 +109,10 @@ public:
 
     const std::vector<DeviceTimeline>& devices() const { return devices_; }
     const DeviceTimeline* device(int16_t id) const;
+    // The device with the highest peak of live bytes (the first of equal
+    // ones): what a run's summary, prediction or comparison is about when
+    // no device is named. nullptr without devices.
+    const DeviceTimeline* highestPeakDevice() const;
 
 private:
     std::vector<DeviceTimeline> devices_;

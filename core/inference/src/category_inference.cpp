@@ -67,8 +67,7 @@ public:
                 case Stage::Optimizer:
                     return {Category::OptimizerState, CategoryRule::OptimizerBornKept};
                 case Stage::Backward:
-                    if (optimizer_keeps_) return {Category::Gradient, CategoryRule::BackwardKept};
-                    return {Category::OptimizerState, CategoryRule::OptimizerInBackwardKept};
+                    return keptFromBackward(born, frames);
                 default:
                     return {Category::Unknown, CategoryRule::Weak};
             }
@@ -123,6 +122,24 @@ public:
     }
 
 private:
+    // Made in backward and alive to the end of the trace: the gradients a
+    // later optimizer step reads (zero_grad at the top of the loop keeps
+    // them until the next step), or the state of an optimizer run inside
+    // backward (which consumes each gradient as it is made).
+    InferredCategory keptFromBackward(Position born, FrameActivity frames) const {
+        if (born.optimizer_phase != 0)
+            return {Category::OptimizerState, CategoryRule::OptimizerInBackwardKept};
+        // Autograd's engine made it (AccumulateGrad's clone, or a backward
+        // op's output it took as the gradient): the optimizer's own frames
+        // would have been stronger.
+        if (frames == FrameActivity::Backward)
+            return {Category::Gradient, CategoryRule::GradientByAutograd};
+        if (act_.recordedOptimizerAfterBackward(born.step))
+            return {Category::Gradient, CategoryRule::BackwardKeptForOptimizer};
+        if (optimizer_keeps_) return {Category::Gradient, CategoryRule::BackwardKept};
+        return {Category::OptimizerState, CategoryRule::OptimizerInBackwardKept};
+    }
+
     // Born in an optimizer step (not zero_grad) and freed after that step
     // ended: state a user's optimizer made in its step (created at the first
     // step, dropped when training ends), not a temporary of the update.

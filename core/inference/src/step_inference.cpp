@@ -266,6 +266,14 @@ std::vector<Sub> fromFrames(const Trace& trace, const EventIndexList& order, Win
         if (s == 1 && first[2] != kNone && first[2] > first[1]) end = std::min(end, first[2]);
         out.push_back({first[s], end, kinds[s]});
     }
+    // No optimizer frames (a user's optimizer, in their own file): what the
+    // step allocates after its backward is its optimizer's.
+    if (first[2] == kNone && first[1] != kNone) {
+        bool allocates = false;
+        for (size_t p = last[1] + 1; p < w.end && !allocates; ++p)
+            allocates = trace.events[order[p]].kind == EventKind::Alloc;
+        if (allocates) out.push_back({last[1] + 1, w.end, PhaseKind::Optimizer});
+    }
     return out;
 }
 
@@ -441,10 +449,15 @@ std::vector<StepWindow> stepsFromOptimizerRanges(const Trace& trace, const Event
                                  : e.kind == EventKind::FreeCompleted ? -size
                                                                       : 0.0);
     }
+    // The largest climb from a trough: a zero_grad after the step frees the
+    // gradients before the forward rises again, often below where it began.
     auto rise = [&](size_t from, size_t to) {
-        double top = live[from];
-        for (size_t p = from; p < to; ++p) top = std::max(top, live[p + 1]);
-        return top - live[from];
+        double low = live[from], climb = 0;
+        for (size_t p = from; p < to; ++p) {
+            low = std::min(low, live[p + 1]);
+            climb = std::max(climb, live[p + 1] - low);
+        }
+        return climb;
     };
     std::vector<double> gaps;  // after range i, up to range i + 1
     double largest = rise(0, ranges.front().begin);

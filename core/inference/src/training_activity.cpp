@@ -181,6 +181,34 @@ TrainingActivity::TrainingActivity(const Trace& trace)
         if (info.step >= 0 && info.forward_start == INT64_MAX)
             info.forward_start = phase_info_[steps[size_t(info.step)]].forward_start;
     }
+    markRecordedOptimizerSteps(zero_grad_name);
+}
+
+void TrainingActivity::markRecordedOptimizerSteps(const std::vector<uint8_t>& zero_grad_name) {
+    const size_t n = trace_.phases.size();
+    optimizer_after_backward_.assign(step_starts_.size(), 0);
+    for (uint32_t id = 1; id <= n; ++id) {
+        const Phase& p = trace_.phases[id - 1];
+        if (p.inferred || p.kind != PhaseKind::Optimizer || zero_grad_name[id]) continue;
+        // Inside backward (an optimizer fused into it) it is not after it.
+        bool in_backward = false;
+        uint32_t up = p.parent.value;
+        for (int depth = 0; up != 0 && up <= n && depth < 64; ++depth) {
+            const PhaseKind k = trace_.phases[up - 1].kind;
+            in_backward |= k == PhaseKind::Backward || k == PhaseKind::Recompute;
+            up = trace_.phases[up - 1].parent.value;
+        }
+        if (in_backward) continue;
+        if (insideBackwardSpan(p.start, p.device)) continue;
+        // A recorded range outside the steps' tree takes its step by time.
+        int32_t step = phase_info_[id].step;
+        if (step < 0 && !step_starts_.empty() && p.start >= step_starts_.front())
+            step = int32_t(std::upper_bound(step_starts_.begin(), step_starts_.end(), p.start) -
+                           step_starts_.begin()) -
+                   1;
+        if (step >= 0 && size_t(step) < optimizer_after_backward_.size())
+            optimizer_after_backward_[size_t(step)] = 1;
+    }
 }
 
 FrameActivity TrainingActivity::classifyStack(StackId stack) {
@@ -224,6 +252,20 @@ const TrainingActivity::StageSpan* TrainingActivity::stageAt(int64_t time, int16
         if (time < it->end && (span_devices_[i] < 0 || span_devices_[i] == device)) return &*it;
     }
     return nullptr;
+}
+
+bool TrainingActivity::insideBackwardSpan(int64_t time, int16_t device) const {
+    auto it = std::upper_bound(spans_.begin(), spans_.end(), time,
+                               [](int64_t t, const StageSpan& s) { return t < s.start; });
+    // As stageAt: nested spans are few deep.
+    for (int walked = 0; it != spans_.begin() && walked < 16; ++walked) {
+        --it;
+        const auto i = size_t(it - spans_.begin());
+        if (it->stage == Stage::Backward && time < it->end &&
+            (span_devices_[i] < 0 || device < 0 || span_devices_[i] == device))
+            return true;
+    }
+    return false;
 }
 
 Position TrainingActivity::of(uint64_t event) {

@@ -61,6 +61,14 @@ public:
     size_t stepCount() const { return step_starts_.size(); }
     // Where the first step's forward began (its start when it has none).
     int64_t firstForwardStart() const { return first_forward_start_; }
+    // Whether the trace recorded an optimizer step (not zero_grad) after
+    // backward in step `step`, outside backward: what backward made and kept
+    // then waits for it (gradients), where an optimizer run inside backward
+    // would have consumed them.
+    bool recordedOptimizerAfterBackward(int32_t step) const {
+        return step >= 0 && size_t(step) < optimizer_after_backward_.size() &&
+               optimizer_after_backward_[size_t(step)];
+    }
 
 private:
     struct PhaseInfo {
@@ -78,16 +86,19 @@ private:
         Stage stage = Stage::None;
         bool recompute = false;
     };
+    void markRecordedOptimizerSteps(const std::vector<uint8_t>& zero_grad_name);
     FrameActivity classifyStack(StackId stack);
     uint16_t traits(StringId id);  // what the string says as a function name or file
     const StageSpan* stageAt(int64_t time, int16_t device) const;
+    bool insideBackwardSpan(int64_t time, int16_t device) const;
     const Trace& trace_;
     std::vector<uint8_t> stack_memo_;      // FrameActivity + 1, 0 = not yet
     std::vector<uint8_t> frame_memo_;      // per FrameId: FrameActivity + 1
     std::vector<uint16_t> string_traits_;  // per StringId, 0 = not yet read
     std::vector<PhaseInfo> phase_info_;    // per PhaseId value
     std::vector<int64_t> step_starts_;
-    std::vector<int64_t> step_forward_starts_;  // by step ordinal
+    std::vector<int64_t> step_forward_starts_;       // by step ordinal
+    std::vector<uint8_t> optimizer_after_backward_;  // by step ordinal
     int64_t first_forward_start_ = 0;
     std::vector<StageSpan> spans_;       // by start
     std::vector<int16_t> span_devices_;  // parallel to spans_

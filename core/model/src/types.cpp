@@ -66,6 +66,11 @@ std::string_view describe(CategoryRule rule) {
             return "alive before the trace, freed by zero_grad";
         case CategoryRule::OptimizerRangeOutlived:
             return "born in an optimizer step and freed after that step ended";
+        case CategoryRule::GradientByAutograd:
+            return "made by autograd's engine in backward (AccumulateGrad, a backward op) and kept "
+                   "past it";
+        case CategoryRule::BackwardKeptForOptimizer:
+            return "born in backward and kept past it, with an optimizer step after backward";
         case CategoryRule::FreedByOptimizerStep:
             return "alive before the trace, freed by an optimizer step (state it replaced)";
         case CategoryRule::GradientKeptOfSet:

@@ -86,9 +86,11 @@ enum class CategoryRule : uint8_t {
     GradientFreedByZeroGrad,  // gradient: alive before the trace, freed by zero_grad
     OptimizerRangeOutlived,   // optimizer state: born in an optimizer step, freed after it ended
     FreedByOptimizerStep,     // optimizer state: alive before the trace, freed by an optimizer step
-    GradientKeptOfSet,  // gradient: alive before the trace, one of a parameter's same-size set
+    GradientKeptOfSet,   // gradient: alive before the trace, one of a parameter's same-size set
+    GradientByAutograd,  // gradient: made by autograd's engine in backward, kept past it
+    BackwardKeptForOptimizer,  // gradient: born in backward, kept for the optimizer step after it
 };
-inline constexpr int kCategoryRuleCount = 21;
+inline constexpr int kCategoryRuleCount = 23;
 
 // An inferred category and the rule that gave it.
 struct InferredCategory {

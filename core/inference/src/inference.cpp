@@ -273,20 +273,54 @@ InferenceReport inferMissingLabels(Trace& trace, const detail::DeviceOrder& orde
     return report;
 }
 
+CategoryRuleLookup::CategoryRuleLookup(const Trace& trace) : trace_(trace) {
+    if (!trace.allocator_state) return;
+    const auto& blocks = trace.allocator_state->blocks;
+    for (size_t i = 0; i < trace.inferred_block_categories.size() && i < blocks.size(); ++i)
+        if (blocks[i].state == BlockState::ActiveAllocated)
+            blocks_.push_back({blocks[i].address, trace.inferred_block_categories[i].rule});
+    std::stable_sort(blocks_.begin(), blocks_.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+}
+
+namespace {
+
+// The rule of an interval's alloc, else of its free; false when it has
+// neither (a block alive before the trace and after it).
+bool ruleOfEvents(const Trace& trace, const AllocationInterval& a, CategoryRule& rule) {
+    const auto& inferred = trace.inferred_categories;
+    if (a.alloc_event != kNoEvent && a.alloc_event < inferred.size()) {
+        rule = inferred[a.alloc_event].rule;
+        return true;
+    }
+    if (a.free_event != kNoEvent && a.free_event < inferred.size()) {
+        rule = inferred[a.free_event].rule;
+        return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+CategoryRule CategoryRuleLookup::of(const AllocationInterval& a) const {
+    if (!a.category_inferred) return CategoryRule::Recorded;
+    if (CategoryRule rule{}; ruleOfEvents(trace_, a, rule)) return rule;
+    // The last block at the address, as the scan this replaces found it.
+    const auto it =
+        std::upper_bound(blocks_.begin(), blocks_.end(), a.address,
+                         [](uint64_t address, const auto& block) { return address < block.first; });
+    if (it != blocks_.begin() && std::prev(it)->first == a.address) return std::prev(it)->second;
+    return CategoryRule::Weak;
+}
+
 std::string explainCategory(const Trace& trace, const DeviceTimeline& timeline,
                             const AllocationInterval& a) {
     const std::string name(toString(a.category));
     if (!a.category_inferred) return name + " (recorded)";
+    // A hover: the block lookup (a sort of the end state) only for an
+    // interval that has no event of its own.
     CategoryRule rule = CategoryRule::Weak;
-    if (a.alloc_event != kNoEvent && a.alloc_event < trace.inferred_categories.size())
-        rule = trace.inferred_categories[a.alloc_event].rule;
-    else if (a.free_event != kNoEvent && a.free_event < trace.inferred_categories.size())
-        rule = trace.inferred_categories[a.free_event].rule;
-    else if (trace.allocator_state)
-        for (size_t i = 0; i < trace.inferred_block_categories.size(); ++i)
-            if (trace.allocator_state->blocks[i].address == a.address &&
-                trace.allocator_state->blocks[i].state == BlockState::ActiveAllocated)
-                rule = trace.inferred_block_categories[i].rule;
+    if (!ruleOfEvents(trace, a, rule)) rule = CategoryRuleLookup(trace).of(a);
     std::string out = name + " (inferred): " + std::string(describe(rule));
     const int64_t origin = timeline.start;
     auto where = [&](uint64_t event) {

@@ -199,7 +199,7 @@ void TrainingActivity::markRecordedOptimizerSteps(const std::vector<uint8_t>& ze
             up = trace_.phases[up - 1].parent.value;
         }
         if (in_backward) continue;
-        if (insideBackwardSpan(p.start, p.device)) continue;
+        if (insideBackwardSpan(p.start, std::max(p.end, p.start), p.device)) continue;
         // A recorded range outside the steps' tree takes its step by time.
         int32_t step = phase_info_[id].step;
         if (step < 0 && !step_starts_.empty() && p.start >= step_starts_.front())
@@ -254,14 +254,16 @@ const TrainingActivity::StageSpan* TrainingActivity::stageAt(int64_t time, int16
     return nullptr;
 }
 
-bool TrainingActivity::insideBackwardSpan(int64_t time, int16_t device) const {
-    auto it = std::upper_bound(spans_.begin(), spans_.end(), time,
+bool TrainingActivity::insideBackwardSpan(int64_t start, int64_t end, int16_t device) const {
+    auto it = std::upper_bound(spans_.begin(), spans_.end(), start,
                                [](int64_t t, const StageSpan& s) { return t < s.start; });
-    // As stageAt: nested spans are few deep.
+    // As stageAt: nested spans are few deep. A backward inferred up to a
+    // recorded optimizer step ends where it begins: only one that goes on
+    // past the range's end holds it.
     for (int walked = 0; it != spans_.begin() && walked < 16; ++walked) {
         --it;
         const auto i = size_t(it - spans_.begin());
-        if (it->stage == Stage::Backward && time < it->end &&
+        if (it->stage == Stage::Backward && it->start < start && end < it->end &&
             (span_devices_[i] < 0 || device < 0 || span_devices_[i] == device))
             return true;
     }

@@ -90,7 +90,7 @@ private:
     FrameActivity classifyStack(StackId stack);
     uint16_t traits(StringId id);  // what the string says as a function name or file
     const StageSpan* stageAt(int64_t time, int16_t device) const;
-    bool insideBackwardSpan(int64_t time, int16_t device) const;
+    bool insideBackwardSpan(int64_t start, int64_t end, int16_t device) const;
     const Trace& trace_;
     std::vector<uint8_t> stack_memo_;      // FrameActivity + 1, 0 = not yet
     std::vector<uint8_t> frame_memo_;      // per FrameId: FrameActivity + 1

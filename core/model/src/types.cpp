@@ -1,5 +1,7 @@
 #include "memscope/model/types.h"
 
+#include <array>
+
 #include "memscope/base/task_context.h"
 
 namespace memscope {
@@ -24,6 +26,39 @@ std::string_view toString(EventKind kind) {
 std::string_view toString(Category category) {
     const auto i = static_cast<size_t>(category);
     return i < kCategoryNames.size() ? kCategoryNames[i] : std::string_view("invalid");
+}
+
+namespace {
+// In CategoryRule's order.
+constexpr std::array<std::string_view, kCategoryRuleCount> kRuleNames = {
+    "recorded",
+    "alive_throughout",
+    "module_setup_frame",
+    "optimizer_born_kept",
+    "optimizer_in_backward_kept",
+    "backward_kept",
+    "backward_to_optimizer",
+    "forward_to_backward",
+    "forward_outlived_backward",
+    "recomputed_for_backward",
+    "freed_in_backward",
+    "before_forward",
+    "within_phase",
+    "weak",
+    "parameter_of_set",
+    "adam_state_of_set",
+    "momentum_state_of_set",
+    "gradient_freed_by_zero_grad",
+    "optimizer_range_outlived",
+    "freed_by_optimizer_step",
+    "gradient_kept_of_set",
+    "gradient_by_autograd",
+    "backward_kept_for_optimizer"};
+}  // namespace
+
+std::string_view toString(CategoryRule rule) {
+    const auto i = static_cast<size_t>(rule);
+    return i < kRuleNames.size() ? kRuleNames[i] : std::string_view("invalid");
 }
 
 std::string_view describe(CategoryRule rule) {

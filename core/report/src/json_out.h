@@ -9,6 +9,7 @@
 #include <optional>
 #include <string_view>
 
+#include "memscope/analysis/category_rules.h"
 #include "memscope/analysis/peak_explainer.h"
 #include "memscope/model/trace.h"
 #include "memscope/ranks/rank_run.h"
@@ -84,6 +85,8 @@ void peakSites(Out& w, const Trace& trace, const DeviceTimeline& tl,
                const std::vector<SiteAtPeak>& sites);
 // {"activation": "inferred", ...}: the categories that hold bytes, and how each was known.
 void categorySources(Out& w, const std::array<CategorySources, kCategoryCount>& sources);
+// category_rules_at_peak: [{category, source, rule, why, bytes, count}].
+void categoryRules(Out& w, const std::vector<CategoryRuleBytes>& rules);
 
 // A multi-rank run: rank_json.h's object.
 void rankRun(Out& w, const RankRun& run);

@@ -4,6 +4,7 @@
 
 #include "json_out.h"
 #include "memscope/analysis/activation_theory.h"
+#include "memscope/analysis/category_rules.h"
 #include "memscope/analysis/module_breakdown.h"
 #include "memscope/analysis/oom_report.h"
 #include "memscope/analysis/peak_explainer.h"
@@ -210,6 +211,22 @@ void categorySources(Out& w, const std::array<CategorySources, kCategoryCount>& 
     w.EndObject();
 }
 
+void categoryRules(Out& w, const std::vector<CategoryRuleBytes>& rules) {
+    w.StartArray();
+    for (const CategoryRuleBytes& r : rules) {
+        w.StartObject();
+        field(w, "category", toString(r.category));
+        field(w, "source",
+              std::string_view(r.rule == CategoryRule::Recorded ? "recorded" : "inferred"));
+        field(w, "rule", toString(r.rule));
+        field(w, "why", describe(r.rule));
+        field(w, "bytes", r.bytes);
+        field(w, "count", uint64_t(r.count));
+        w.EndObject();
+    }
+    w.EndArray();
+}
+
 // One out-of-memory report (oom_report.h); an end state's has no request.
 void oomReport(Out& w, const Trace& trace, const DeviceTimeline* tl, const OomReport& r) {
     w.StartObject();
@@ -357,6 +374,9 @@ std::string summaryToJson(std::span<const FileReport> files, std::span<const Ran
                     // rather than read from the trace.
                     key(w, "category_sources");
                     categorySources(w, tl->category_sources);
+                    // And the rule that decided each category's bytes at the peak.
+                    key(w, "category_rules_at_peak");
+                    categoryRules(w, categoryRulesAtPeak(*f.trace, *tl));
                     key(w, "peak_sites");
                     peakSites(w, *f.trace, *tl, sitesAtPeak(*f.trace, *tl, 10));
                     // Which layer holds the peak (module_breakdown.h); empty

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "memscope/analysis/activation_theory.h"
+#include "memscope/analysis/category_rules.h"
 #include "memscope/analysis/leak_finder.h"
 #include "memscope/analysis/module_breakdown.h"
 #include "memscope/analysis/oom_report.h"
@@ -62,6 +63,36 @@ void appendPhasePeaks(std::string& out, const DeviceSummary& d, bool inferredSte
     if (!pp.by_step.empty())
         appendf(out, "    steps            %zu%s\n", pp.by_step.size(),
                 inferredSteps ? "  (inferred)" : "");
+}
+
+// The categories at the peak; an inferred one says the rule that decided
+// most of its bytes (category_rules.h), so that a user can judge it.
+void appendCategoriesAtPeak(std::string& out, const FileReport& f, int16_t device,
+                            const DeviceSummary& d) {
+    const DeviceTimeline* tl = f.timeline ? f.timeline->device(device) : nullptr;
+    const std::vector<CategoryRuleBytes> rules =
+        tl && f.trace ? categoryRulesAtPeak(*f.trace, *tl) : std::vector<CategoryRuleBytes>{};
+    bool any = false;
+    for (Category c : kAllCategories) {
+        const int64_t bytes = d.categories_at_peak[size_t(index(c))];
+        if (bytes == 0) continue;
+        if (!any) appendf(out, "    at the peak\n");
+        any = true;
+        const auto name = toString(c);
+        const CategorySources src = tl ? tl->category_sources[size_t(index(c))] : CategorySources{};
+        appendf(out, "      %-16.*s %s%s", int(name.size()), name.data(),
+                formatBytes(bytes).c_str(),
+                src.inferred ? (src.recorded ? "  (partly inferred)" : "  (inferred)") : "");
+        const auto main = std::find_if(rules.begin(), rules.end(), [&](const auto& r) {
+            return r.category == c && r.rule != CategoryRule::Recorded;
+        });
+        if (src.inferred && main != rules.end() && c != Category::Unknown) {
+            const auto why = describe(main->rule);
+            appendf(out, "  %.*s", int(why.size()), why.data());
+            if (main->bytes < bytes) appendf(out, " (%s)", formatBytes(main->bytes).c_str());
+        }
+        appendf(out, "\n");
+    }
 }
 
 // The allocation sites that hold the most at the peak, by their user frame.
@@ -242,20 +273,7 @@ std::string summaryText(const FileReport& f) {
             appendf(out, "    duration         %.3f s\n",
                     double(*d.last_time_us - *d.first_time_us) / 1e6);
         if (f.trace) appendOoms(out, *f.trace, d);
-        bool any = false;
-        for (Category c : kAllCategories) {
-            const int64_t bytes = d.categories_at_peak[size_t(index(c))];
-            if (bytes == 0) continue;
-            if (!any) appendf(out, "    at the peak\n");
-            any = true;
-            const auto name = toString(c);
-            const DeviceTimeline* tl = f.timeline ? f.timeline->device(device) : nullptr;
-            const CategorySources src =
-                tl ? tl->category_sources[size_t(index(c))] : CategorySources{};
-            appendf(out, "      %-16.*s %s%s\n", int(name.size()), name.data(),
-                    formatBytes(bytes).c_str(),
-                    src.inferred ? (src.recorded ? "  (partly inferred)" : "  (inferred)") : "");
-        }
+        appendCategoriesAtPeak(out, f, device, d);
         const bool inferredPhases =
             f.trace &&
             std::any_of(f.trace->phases.begin(), f.trace->phases.end(),

@@ -10,7 +10,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "memscope/analysis/category_rules.h"
 #include "memscope/base/units.h"
+#include "memscope/plugins/pytorch_snapshot.h"
 #include "memscope/builtin_plugins.h"
 #include "optimizer_peak_score.h"
 #include "training_recipe.h"
@@ -54,20 +56,33 @@ TEST_P(CategoryClasses, ParameterGradientAndStateWithinFivePercentAtTheOptimizer
     ASSERT_TRUE(score.ok()) << score.message();
     // The recipe's truth at the peak is the model's own count (every
     // parameter, gradient and state tensor is alive there), but for the
-    // allocator's rounding to 512 B.
+    // allocator's rounding to 512 B. An optimizer in backward drops each
+    // gradient as it steps: at its peak one gradient at most is alive.
     EXPECT_LE(relativeError(score->truth_of(Category::Parameter), built.parameter_bytes), 0.01);
-    EXPECT_LE(relativeError(score->truth_of(Category::Gradient), built.gradient_bytes), 0.01);
+    if (!recipe.optimizer_in_backward) {
+        EXPECT_LE(relativeError(score->truth_of(Category::Gradient), built.gradient_bytes), 0.01);
+    }
     EXPECT_LE(relativeError(score->truth_of(Category::OptimizerState), built.optimizer_state_bytes),
               0.01);
     printHeader();
-    printRow(recipe.name, *score,
-             {built.parameter_bytes, built.gradient_bytes, built.optimizer_state_bytes},
-             score->composition_right());
+    printRow(
+        recipe.name, *score,
+        {built.parameter_bytes,
+         recipe.optimizer_in_backward ? score->truth_of(Category::Gradient) : built.gradient_bytes,
+         built.optimizer_state_bytes},
+        score->composition_right());
     EXPECT_TRUE(score->in_optimizer_phase);
-    for (Category c : kScored)
+    for (Category c : kScored) {
+        // The one gradient alive inside backward is measured against the
+        // peak: 5 % of a single tensor would be noise.
+        if (recipe.optimizer_in_backward && c == Category::Gradient) {
+            EXPECT_LE(std::abs(score->found_of(c) - score->truth_of(c)), score->bytes / 20);
+            continue;
+        }
         EXPECT_LE(relativeError(score->found_of(c), score->truth_of(c)), 0.05)
             << toString(c) << ": " << formatBytes(score->found_of(c)) << " against "
             << formatBytes(score->truth_of(c));
+    }
     EXPECT_GE(score->composition_right(), 0.9);
 }
 
@@ -78,6 +93,36 @@ INSTANTIATE_TEST_SUITE_P(Issue58, CategoryClasses, ::testing::ValuesIn(issue58Cl
                                  name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
                              return name;
                          });
+
+// summary says which rule decided each category's bytes at the peak: the
+// rules' bytes add up to the categories', and autograd's gradients say so.
+TEST(CategoryRulesAtPeak, SayWhichRuleDecidedTheBytes) {
+    const RecipeTrace built = buildRecipe(issue58Classes().front());  // foreach, set_to_none
+    const fs::path scratch =
+        fs::temp_directory_path() / ("memscope-category-rules-" + std::to_string(::getpid()));
+    ASSERT_TRUE(pytorch_snapshot::exportFile(built.trace, scratch.string()).ok());
+    auto imported = pytorch_snapshot::importFile(scratch.string());
+    fs::remove(scratch);
+    ASSERT_TRUE(imported.ok()) << imported.message();
+    auto opened = openTrace(std::move(*imported), "recipe");
+    ASSERT_TRUE(opened.ok()) << opened.message();
+    const DeviceTimeline& tl = opened->timeline->devices().front();
+    const std::vector<CategoryRuleBytes> rules = categoryRulesAtPeak(*opened->trace, tl);
+    std::array<int64_t, kCategoryCount> by_category{};
+    for (const CategoryRuleBytes& r : rules) {
+        by_category[size_t(index(r.category))] += r.bytes;
+        EXPECT_NE(r.rule, CategoryRule::Recorded);  // a snapshot records no category
+    }
+    for (Category c : kAllCategories)
+        EXPECT_EQ(by_category[size_t(index(c))], tl.peak.by_category[size_t(index(c))])
+            << toString(c);
+    const auto gradient = std::find_if(rules.begin(), rules.end(), [](const auto& r) {
+        return r.category == Category::Gradient;
+    });
+    ASSERT_NE(gradient, rules.end());
+    EXPECT_EQ(gradient->rule, CategoryRule::GradientByAutograd);
+    EXPECT_EQ(toString(gradient->rule), "gradient_by_autograd");
+}
 
 // The shared fixtures with a truth in CATEGORIES.json (real snapshots, made
 // by PyTorch's own optimizers).

@@ -1,6 +1,7 @@
 #include "training_recipe.h"
 
 #include <initializer_list>
+#include <string_view>
 
 namespace memscope::recipes {
 namespace {
@@ -117,6 +118,7 @@ private:
                 if (p.grad == 0) {
                     p.grad = alloc(p.size, Category::Gradient,
                                    stolen ? Site::GradStolen : Site::GradAccumulate);
+                    if (r_.optimizer_in_backward) stepInBackward(p);
                 } else {
                     // Accumulated in place: the op's output is added, then freed.
                     release(alloc(p.size, Category::Temporary, Site::BackwardTemp),
@@ -135,16 +137,35 @@ private:
         release(input, Site::Input);
     }
 
+    const char* optimizerClass() const {
+        return r_.optimizer == OptimizerKind::SgdMomentum ? "SGD" : "AdamW";
+    }
+
+    void initState(Param& p) {
+        const size_t per = r_.optimizer == OptimizerKind::SgdMomentum ? 1 : 2;
+        if (p.buffer || !p.state.empty() || p.grad == 0) return;
+        for (size_t j = 0; j < per; ++j)
+            p.state.push_back(alloc(p.size, Category::OptimizerState, Site::StateInit));
+    }
+
+    // A post-accumulate-grad hook: one optimizer per parameter steps and
+    // drops its gradient as soon as autograd has made it.
+    void stepInBackward(Param& p) {
+        range(std::string("Optimizer.step#") + optimizerClass() + ".step", [&] {
+            initState(p);
+            if (r_.path != UpdatePath::Fused)
+                release(alloc(p.size, Category::Temporary, Site::UpdateTemp), Site::UpdateTemp);
+        });
+        range(std::string("Optimizer.zero_grad#") + optimizerClass() + ".zero_grad", [&] {
+            release(p.grad, Site::ZeroGrad);
+            p.grad = 0;
+        });
+    }
+
     void optimizerStep() {
-        const char* cls = r_.optimizer == OptimizerKind::SgdMomentum ? "SGD" : "AdamW";
-        const std::string name = std::string("Optimizer.step#") + cls + ".step";
-        range(name, [&] {
-            const size_t per = r_.optimizer == OptimizerKind::SgdMomentum ? 1 : 2;
-            for (Param& p : params_) {
-                if (p.buffer || !p.state.empty() || p.grad == 0) continue;
-                for (size_t j = 0; j < per; ++j)
-                    p.state.push_back(alloc(p.size, Category::OptimizerState, Site::StateInit));
-            }
+        if (r_.optimizer_in_backward) return;
+        range(std::string("Optimizer.step#") + optimizerClass() + ".step", [&] {
+            for (Param& p : params_) initState(p);
             if (r_.path == UpdatePath::Fused) return;
             if (r_.path == UpdatePath::ForLoop || r_.optimizer == OptimizerKind::UserAdam) {
                 for (const Param& p : params_)
@@ -162,8 +183,8 @@ private:
     }
 
     void zeroGrad() {
-        const char* cls = r_.optimizer == OptimizerKind::SgdMomentum ? "SGD" : "AdamW";
-        range(std::string("Optimizer.zero_grad#") + cls + ".zero_grad", [&] {
+        if (r_.optimizer_in_backward) return;
+        range(std::string("Optimizer.zero_grad#") + optimizerClass() + ".zero_grad", [&] {
             if (!r_.set_to_none) return;  // zeroed in place: nothing allocated or freed
             for (Param& p : params_)
                 if (p.grad) {
@@ -211,9 +232,16 @@ private:
 
     StackId stack(std::initializer_list<F> frames) {
         std::vector<FrameId> ids;
-        for (const F& f : frames)
+        for (const F& f : frames) {
+            if (r_.frames == RecordedFrames::None) break;
+            // C++ frames name a namespace or a .cpp file, or no file at all.
+            const std::string_view file = f.file;
+            const bool cpp = std::string_view(f.function).find("::") != std::string_view::npos ||
+                             file.empty() || file.ends_with(".cpp");
+            if (cpp && r_.frames == RecordedFrames::Python) continue;
             ids.push_back(out_.trace.internFrame(
                 {out_.trace.internString(f.function), out_.trace.internString(f.file), f.line}));
+        }
         return out_.trace.internStack(ids);
     }
 
@@ -424,6 +452,33 @@ std::vector<TrainingRecipe> issue58Classes() {
         r.optimizer = OptimizerKind::SgdMomentum;
         out.push_back(r);
     }
+    // ... as older PyTorch writes them (no optimizer annotations before
+    // 2.5), with Python frames only, without frames, and three steps.
+    {
+        TrainingRecipe r;
+        r.name = "a adamw foreach, no annotations (< 2.5)";
+        r.annotations = false;
+        r.recorded_steps = 2;
+        out.push_back(r);
+    }
+    {
+        TrainingRecipe r;
+        r.name = "a adamw foreach, python frames only";
+        r.frames = RecordedFrames::Python;
+        out.push_back(r);
+    }
+    {
+        TrainingRecipe r;
+        r.name = "a adamw foreach, no frames";
+        r.frames = RecordedFrames::None;
+        out.push_back(r);
+    }
+    {
+        TrainingRecipe r;
+        r.name = "a adamw foreach, 3 steps";
+        r.recorded_steps = 3;
+        out.push_back(r);
+    }
     // (b) The first optimizer step inside the trace.
     {
         TrainingRecipe r;
@@ -462,6 +517,24 @@ std::vector<TrainingRecipe> issue58Classes() {
         r.conv_batch_norm = true;
         r.from_creation = creation;
         r.recorded_steps = creation ? 3 : 1;
+        out.push_back(r);
+    }
+    {
+        TrainingRecipe r;
+        r.name = "f conv+bn sgd momentum, no frames";
+        r.optimizer = OptimizerKind::SgdMomentum;
+        r.conv_batch_norm = true;
+        r.frames = RecordedFrames::None;
+        out.push_back(r);
+    }
+    // The optimizer fused into backward (post-accumulate-grad hooks): its
+    // state is not gradients, from the first step and after warm-up.
+    for (bool first : {true, false}) {
+        TrainingRecipe r;
+        r.name = std::string("opt-in-bwd adamw") + (first ? ", first step in the trace" : "");
+        r.optimizer_in_backward = true;
+        r.warmup_steps = first ? 0 : 3;
+        r.recorded_steps = 2;
         out.push_back(r);
     }
     // (g) A user's own optimizer, without PyTorch's annotations.

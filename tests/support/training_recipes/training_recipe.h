@@ -35,19 +35,25 @@ enum class UpdatePath : uint8_t {
     ForLoop,  // _single_tensor_*: one parameter's intermediates at a time
 };
 
+// What `_record_memory_history(stacks=...)` kept: C++ and Python frames
+// ("all"), Python frames only ("python"), or none (context=None).
+enum class RecordedFrames : uint8_t { All, Python, None };
+
 struct TrainingRecipe {
     std::string name;  // the class, as the truth table prints it
     OptimizerKind optimizer = OptimizerKind::AdamW;
     UpdatePath path = UpdatePath::Foreach;
-    bool set_to_none = true;       // zero_grad frees the gradients (else zeroes them in place)
-    bool zero_grad_first = true;   // zero_grad at the top of the loop (else after step())
-    bool annotations = true;       // PyTorch >= 2.5's Optimizer.step# / zero_grad# ranges
-    bool from_creation = false;    // the history starts before the model is made
-    int warmup_steps = 3;          // steps before the history starts (without from_creation)
-    int recorded_steps = 1;        // steps the history holds
-    int micro_batches = 1;         // backwards per optimizer step (gradient accumulation)
-    bool autocast = false;         // forwards cast the weights to bf16 (saved for backward)
-    bool conv_batch_norm = false;  // conv layers with BatchNorm (running statistics: buffers)
+    bool set_to_none = true;      // zero_grad frees the gradients (else zeroes them in place)
+    bool zero_grad_first = true;  // zero_grad at the top of the loop (else after step())
+    bool annotations = true;      // PyTorch >= 2.5's Optimizer.step# / zero_grad# ranges
+    RecordedFrames frames = RecordedFrames::All;
+    bool from_creation = false;          // the history starts before the model is made
+    int warmup_steps = 3;                // steps before the history starts (without from_creation)
+    int recorded_steps = 1;              // steps the history holds
+    int micro_batches = 1;               // backwards per optimizer step (gradient accumulation)
+    bool optimizer_in_backward = false;  // a step per parameter as autograd makes its gradient
+    bool autocast = false;               // forwards cast the weights to bf16 (saved for backward)
+    bool conv_batch_norm = false;        // conv layers with BatchNorm (running statistics: buffers)
     int layers = 6;
 };
 

@@ -76,6 +76,19 @@ InferenceReport inferMissingLabels(Trace& trace, const detail::DeviceOrder& orde
 // The source of a trace's steps as it stands (after inference, if any ran).
 StepSource stepSource(const Trace& trace);
 
+// The rule that gave an interval its category (Recorded for a recorded one):
+// its alloc's, else its free's, else its end-state block's. Blocks are looked
+// up by address once, at construction.
+class CategoryRuleLookup {
+public:
+    explicit CategoryRuleLookup(const Trace& trace);
+    CategoryRule of(const AllocationInterval& interval) const;
+
+private:
+    const Trace& trace_;
+    std::vector<std::pair<uint64_t, CategoryRule>> blocks_;  // active blocks by address
+};
+
 // Why an interval of `timeline` has its category: "gradient (inferred): born
 // in backward, …; born at 1.234 s (step 2 / backward), freed at 1.500 s
 // (step 2 / optimizer)", times since the timeline's start; for a recorded

@@ -102,6 +102,8 @@ std::string_view toString(EventKind kind);
 std::string_view toString(Category category);
 // "born in forward, freed in backward": the rule as the inspector says it.
 std::string_view describe(CategoryRule rule);
+// "forward_to_backward": the rule's stable name, for JSON.
+std::string_view toString(CategoryRule rule);
 std::optional<EventKind> eventKindFromString(std::string_view name);
 std::optional<Category> categoryFromString(std::string_view name);
 

@@ -1,6 +1,6 @@
 // memscope-cli record [-o DIR] [--no-python-hook] [--tensor-level] [--stacks] [--vmm]
 //                     [--history-entries N] [--module-depth N] [--module-backward]
-//                     -- CMD ARGS...
+//                     [--no-tensor-roles] -- CMD ARGS...
 // memscope-cli record --merge DIR
 // Two recorders are injected through the environment (record_env.h): the CUPTI
 // tracer into every process that initializes CUDA, and the Python startup hook
@@ -44,6 +44,7 @@ struct RecordOptions {
     std::string capture_range;                    // "nvtx:NAME"
     int module_depth = env::kDefaultModuleDepth;  // module levels recorded; 0: none
     bool module_backward = false;
+    bool no_tensor_roles = false;  // categories inferred, not recorded
     std::vector<std::string> command;
     std::string merge;  // --merge DIR: finish what a run left there, run nothing
     bool output_given = false;
@@ -175,6 +176,7 @@ Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
         if (!o.capture_range.empty()) in.set.emplace_back(env::kCaptureRange, o.capture_range);
         in.set.emplace_back(env::kModuleDepth, std::to_string(o.module_depth));
         if (o.module_backward) in.set.emplace_back(env::kModuleBackward, "1");
+        if (o.no_tensor_roles) in.set.emplace_back(env::kTensorRoles, "0");
     } else if (!o.steps.empty() || !o.capture_range.empty()) {
         return makeError(
             "--steps and --capture-range need the Python hook (they count steps "
@@ -335,6 +337,9 @@ Command addRecord(CLI::App& parent) {
     app->add_flag("--module-backward", o->module_backward,
                   "module scopes in backward too (PyTorch 2.0+ global backward hooks; in-place "
                   "ops on a module's output then fail)");
+    app->add_flag("--no-tensor-roles", o->no_tensor_roles,
+                  "do not record which tensors are parameters, gradients, optimizer state and "
+                  "inputs (their categories are then inferred)");
     app->add_flag("--tensor-level", o->tensor_level,
                   "programs without PyTorch: caching allocator off (changes the program)");
     app->add_flag("--stacks", o->stacks, "host stack at each cudaMalloc (CUPTI callbacks)");

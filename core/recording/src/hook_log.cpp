@@ -28,8 +28,16 @@ std::string_view text(const Value& o, const char* key) {
 
 struct Seen {
     std::unordered_set<uint64_t> scope_batches;  // seq of the batches taken
+    std::unordered_set<uint64_t> role_batches;   // seq of the tensor role batches taken
     std::unordered_set<uint32_t> modules;        // ids taken
 };
+
+// A JSON number as an unsigned 64-bit integer (addresses above INT64_MAX
+// are valid); none for anything else.
+std::optional<uint64_t> unsignedOf(const Value& v) {
+    if (!v.IsUint64()) return std::nullopt;
+    return v.GetUint64();
+}
 
 bool parseModule(const Value& d, HookLog& log, Seen& seen) {
     const auto id = integer(d, "id");
@@ -60,6 +68,34 @@ bool parseModuleScopes(const Value& d, HookLog& log, Seen& seen) {
             log.module_scopes.push_back(*scope);
         else
             ++log.bad_module_scopes;
+    }
+    return true;
+}
+
+// {"t": "tensor_roles", "role", "time_ns", "s": [device, address, bytes, ...]}.
+bool parseTensorRoles(const Value& d, HookLog& log, Seen& seen) {
+    const auto time = integer(d, "time_ns");
+    auto flat = d.FindMember("s");
+    auto role_name = d.FindMember("role");
+    if (!time || *time < 0 || flat == d.MemberEnd() || !flat->value.IsArray() ||
+        role_name == d.MemberEnd() || !role_name->value.IsString())
+        return false;
+    const auto role = tensorRoleFromString(text(d, "role"));
+    if (!role) return true;  // a role a newer hook records: not damage
+    if (const auto seq = integer(d, "seq"); seq && !seen.role_batches.insert(*seq).second)
+        return true;  // the same batch written again (a signal handler's flush)
+    const auto& s = flat->value;
+    const rapidjson::SizeType n = s.Size();
+    log.bad_tensor_roles += n % 3 > 0 ? 1 : 0;  // a group cut short
+    for (rapidjson::SizeType i = 0; i + 3 <= n; i += 3) {
+        const auto address = unsignedOf(s[i + 1]);
+        const auto bytes = unsignedOf(s[i + 2]);
+        if (!s[i].IsInt64() || s[i].GetInt64() < -1 || s[i].GetInt64() > INT16_MAX || !address ||
+            *address == 0 || !bytes || *bytes == 0) {
+            ++log.bad_tensor_roles;
+            continue;
+        }
+        log.tensor_roles.push_back({*time, *address, *bytes, int16_t(s[i].GetInt64()), *role});
     }
     return true;
 }
@@ -108,6 +144,7 @@ bool parseLine(std::string_view line, HookLog& log, Seen& seen) {
     }
     if (type == "module") return parseModule(d, log, seen);
     if (type == "module_scopes") return parseModuleScopes(d, log, seen);
+    if (type == "tensor_roles") return parseTensorRoles(d, log, seen);
     // A record type a newer hook writes: not damage.
     return !type.empty();
 }

@@ -69,6 +69,12 @@ Result<void> resolveLoggedPhases(const fs::path& folder, HookSidecar& hook,
                       log->bad_module_scopes});
         hook.modules = std::move(log->modules);
         hook.module_scopes = std::move(log->module_scopes);
+        if (log->bad_tensor_roles > 0)
+            ctx.warn({WarningKind::SkippedRecords,
+                      std::to_string(log->bad_tensor_roles) +
+                          " tensor roles of the hook's log were malformed and were left out",
+                      log->bad_tensor_roles});
+        hook.tensor_roles = std::move(log->tensor_roles);
     } else if (!hook.open_phases.empty()) {
         hook.phases = resolveHookPhases({}, hook.open_phases);
     }

@@ -230,6 +230,24 @@ void addHookModules(Trace& out, const HookSidecar& hook, const TaskContext& ctx)
              info.dropped_modules + info.dropped_roots);
 }
 
+// The hook's tensor roles as the categories of the allocations holding
+// them; what they labelled, and what they could not, said in the metadata
+// (labels outside the recorded range find nothing, as expected).
+void labelRoles(Trace& out, std::vector<HookTensorRole> roles, MergeStats& stats) {
+    if (roles.empty()) return;
+    stats.tensor_roles = labelTensorRoles(out, std::move(roles));
+    const TensorRoleStats& s = stats.tensor_roles;
+    std::string text = "recorded by the memscope Python hook: " + std::to_string(s.allocations) +
+                       " allocations labelled from " + std::to_string(s.labels) + " labels";
+    if (s.unplaced > 0)
+        text += "; " + std::to_string(s.unplaced) +
+                " found no allocation (outside the recorded range, or memory not recorded)";
+    if (s.conflicting > 0)
+        text += "; " + std::to_string(s.conflicting) +
+                " named another role for an allocation already labelled (the first kept)";
+    out.metadata.setProperty("tensor_roles", std::move(text));
+}
+
 // The run's name, process, rank and properties as CUPTI's trace has them.
 void takeCuptiMetadata(TraceMetadata& out, const TraceMetadata& m) {
     out.name = m.name;
@@ -510,6 +528,7 @@ Result<Trace> mergeRecording(RecordingParts parts, const TaskContext& ctx, Merge
     if (parts.cupti) merger.addCupti(*parts.cupti);
     if (hook) merger.addHookRecords(*hook);
     merger.finish();
+    if (hook) labelRoles(out, std::move(parts.hook->tensor_roles), stats);
     nestPhasesByTime(out);
     assignInnermostPhases(out);
     if (stats_out) *stats_out = stats;

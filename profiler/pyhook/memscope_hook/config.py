@@ -54,7 +54,8 @@ def parse_steps(text):
 class Config:
     def __init__(self, output_dir, max_entries=DEFAULT_MAX_ENTRIES, capture_library=None,
                  rank=-1, local_rank=-1, warnings=(), steps=None, nvtx_range=None, ring=False,
-                 signal_ack_fd=-1, module_depth=DEFAULT_MODULE_DEPTH, module_backward=False):
+                 signal_ack_fd=-1, module_depth=DEFAULT_MODULE_DEPTH, module_backward=False,
+                 tensor_roles=True):
         self.output_dir = output_dir
         self.max_entries = max_entries
         self.capture_library = capture_library
@@ -67,6 +68,7 @@ class Config:
         self.signal_ack_fd = signal_ack_fd
         self.module_depth = module_depth        # module levels recorded; 0: no module scopes
         self.module_backward = module_backward  # backward scopes (global backward hooks, 2.0+)
+        self.tensor_roles = tensor_roles        # log what parameters, gradients, state, inputs are
 
     @property
     def gated(self):
@@ -125,7 +127,15 @@ class Config:
                 module_depth = DEFAULT_MODULE_DEPTH
                 warnings.append("MEMSCOPE_MODULE_DEPTH=%r is not a number of levels (0 = off); "
                                 "using %d" % (raw, DEFAULT_MODULE_DEPTH))
+        tensor_roles = True
+        raw = env.get("MEMSCOPE_TENSOR_ROLES", "")
+        if raw == "0":
+            tensor_roles = False
+        elif raw not in ("", "1"):
+            warnings.append("MEMSCOPE_TENSOR_ROLES=%r is not 0 or 1; recording tensor roles"
+                            % raw)
         return cls(output_dir=os.path.abspath(out),
+                   tensor_roles=tensor_roles,
                    module_depth=module_depth,
                    module_backward=env.get("MEMSCOPE_MODULE_BACKWARD", "") == "1",
                    steps=steps, nvtx_range=nvtx_range,

@@ -96,6 +96,7 @@ class Recorder:
             self._opt_ids = []         # optimizers whose step is running, outermost first
             self._opt_in_bwd = False
             self._zg = 0
+            self.root_forwards = 0     # outermost module forwards outside backward (tensor roles)
             self._notify = []          # step notifications to deliver outside the lock
 
     # ----------------------------------------------------------------- queries
@@ -257,6 +258,7 @@ class Recorder:
             self._fwd += 1
             if self._fwd != 1:
                 return False
+            self.root_forwards += 1
             t = self._clock()
             if (self._step_open and self._step_backward and not self._opt_seen
                     and not self._opt_ids and not self._deferred):

@@ -18,7 +18,7 @@ import threading
 import time
 
 from . import (capture, capture_range, history, log, modules, output, phases, profiler_watch,
-               signals, torch_hooks)
+               signals, tensor_roles, torch_hooks)
 
 FLUSH_INTERVAL_S = 1.0
 
@@ -41,6 +41,9 @@ class Session:
                                    on_step_closed=self._step_closed,
                                    params_of=torch_hooks.optimizer_params, keep=False)
         self.modules = modules.ModuleRecorder(depth=cfg.module_depth)
+        # Through the recorder's note: role records are sequenced with the phases.
+        self.roles = (tensor_roles.TensorRoles(self.rec.note, is_tensor=torch.is_tensor)
+                      if cfg.tensor_roles else None)
         self.log = log.HookLog(self.dir, self.warn)
         self.history = history.History(torch, cfg.max_entries, self.dir, self.warn,
                                        gated=cfg.gated, ring=cfg.ring, on_oom=self._oom)
@@ -67,7 +70,9 @@ class Session:
         self.hooks = torch_hooks.install(self.torch, self.rec, self.warn,
                                          nvtx=self.range if self.cfg.nvtx_range else None,
                                          modules=self.modules,
-                                         module_backward=self.cfg.module_backward)
+                                         module_backward=self.cfg.module_backward,
+                                         roles=self.roles)
+        self.hooks["tensor_roles"] = self._roles_hook()
         try:
             self.history.install()
         except Exception as exc:
@@ -79,6 +84,15 @@ class Session:
             os.register_at_fork(after_in_child=self._forked)
         self._start_flusher()
 
+    def _roles_hook(self):
+        """hook.json's hooks.tensor_roles: what the role records come from."""
+        if self.roles is None:
+            return "off: MEMSCOPE_TENSOR_ROLES=0 (record --no-tensor-roles)"
+        if self.hooks.get("forward", "").startswith("unavailable"):
+            return "unavailable: needs the global module forward hooks"
+        return ("parameters and buffers at root forwards, positional inputs, gradients at "
+                "optimizer steps (after backward without one), optimizer state after steps")
+
     def _forked(self):
         """A forked child (DataLoader worker) has a copy of everything: start
         over as an empty recording of its own, which it writes only if it
@@ -89,6 +103,8 @@ class Session:
             self._bind_pid()
             self.rec.after_fork()
             self.modules.after_fork()
+            if self.roles is not None:
+                self.roles.reset()
             self.log.after_fork(self.dir)
             self.history.directory = self.dir
             self.history.forget("forked child: CUDA is not usable here")

@@ -30,17 +30,20 @@ class _Guard:
                        % (where, type(exc).__name__, exc, what))
 
 
-def install(torch, rec, warn, nvtx=None, modules=None, module_backward=False):
+def install(torch, rec, warn, nvtx=None, modules=None, module_backward=False, roles=None):
     """nvtx: an object with nvtx_push(name) / nvtx_pop() (the capture range),
     or None to leave torch.cuda.nvtx alone. modules: a modules.ModuleRecorder
     (module scopes), or None; module_backward: also record backward scopes
-    where PyTorch has global module backward hooks."""
+    where PyTorch has global module backward hooks. roles: a
+    tensor_roles.TensorRoles, told of root forwards, backward ends and
+    optimizer steps by the same hooks, or None."""
     guard = _Guard(warn)
     hooks = {}
     mods = modules if modules is not None and modules.depth > 0 else None
-    for name, installer in (("forward", functools.partial(_forward, mods=mods)),
-                            ("backward", _backward),
-                            ("recompute", _recompute), ("optimizer", _optimizer),
+    for name, installer in (("forward", functools.partial(_forward, mods=mods, roles=roles)),
+                            ("backward", functools.partial(_backward, roles=roles)),
+                            ("recompute", _recompute),
+                            ("optimizer", functools.partial(_optimizer, roles=roles)),
                             ("zero_grad", _zero_grad)):
         try:
             hooks[name] = installer(torch, rec, guard)
@@ -102,21 +105,53 @@ def _nvtx(torch, listener, guard):
     return "wrapped torch.cuda.nvtx.range_push+range_pop"
 
 
-def _forward(torch, rec, guard, mods=None):
+def _root_watch(rec, roles, guard):
+    """A function of (module, args) that tells `roles` of each root forward:
+    the phase recorder counts them (rec.root_forwards), so that other module
+    calls cost one comparison. None without roles."""
+    if roles is None:
+        return None
+
+    def watch(module, args):
+        count = rec.root_forwards
+        if count != roles.root_count and count > 0:
+            roles.root_count = count
+            try:
+                roles.root_forward(module, args)
+            except Exception as exc:
+                guard.failed("tensor roles (forward)", exc, "its tensor roles")
+    return watch
+
+
+def _forward(torch, rec, guard, mods=None, roles=None):
     mm = torch.nn.modules.module
     reg_pre = getattr(mm, "register_module_forward_pre_hook", None)
     reg_post = getattr(mm, "register_module_forward_hook", None)
     if reg_pre is None or reg_post is None:
         return "unavailable: no global module forward hooks in this PyTorch"
     module_pre, module_post = rec.module_pre, rec.module_post
+    watch = _root_watch(rec, roles, guard)
 
     # Kept minimal: they run for every module call.
-    if mods is None:
+    if mods is None and watch is None:
         def pre(module, args):
             try:
                 module_pre()
             except Exception as exc:
                 guard.failed("forward pre", exc)
+
+        def post(module, args, output):
+            try:
+                module_post()
+            except Exception as exc:
+                guard.failed("forward", exc)
+    elif mods is None:
+        def pre(module, args):
+            try:
+                module_pre()
+            except Exception as exc:
+                guard.failed("forward pre", exc)
+            watch(module, args)
 
         def post(module, args, output):
             try:
@@ -136,6 +171,8 @@ def _forward(torch, rec, guard, mods=None):
                 scope_pre(module, recompute)
             except Exception as exc:
                 guard.failed("module scope pre", exc, "its module scopes")
+            if watch is not None:
+                watch(module, args)
 
         # The scope closes before the phase does (and opens after it): a
         # recomputed module's scope lies inside its recompute phase.
@@ -159,10 +196,12 @@ def _forward(torch, rec, guard, mods=None):
     return "register_module_forward_pre_hook+register_module_forward_hook"
 
 
-def _wrap_backward_fn(ag, name, rec, guard, is_grad):
+def _wrap_backward_fn(ag, name, rec, guard, is_grad, roles=None):
     original = getattr(ag, name)
     if getattr(original, "_memscope_wrapped", False):
         return
+    # autograd.grad fills no .grad: only backward tells the roles.
+    roles = None if is_grad else roles
 
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
@@ -171,6 +210,8 @@ def _wrap_backward_fn(ag, name, rec, guard, is_grad):
         except Exception as exc:
             guard.failed(name, exc)
             tracked = False
+        if roles is not None:
+            roles.backward_begin()
         try:
             return original(*args, **kwargs)
         finally:
@@ -179,15 +220,20 @@ def _wrap_backward_fn(ag, name, rec, guard, is_grad):
                     rec.backward_end()
                 except Exception as exc:
                     guard.failed(name, exc)
+            if roles is not None:
+                try:
+                    roles.backward_end()
+                except Exception as exc:
+                    guard.failed("tensor roles (backward)", exc, "its tensor roles")
 
     wrapper._memscope_wrapped = True
     setattr(ag, name, wrapper)
 
 
-def _backward(torch, rec, guard):
+def _backward(torch, rec, guard, roles=None):
     # Tensor.backward and torch.utils.checkpoint call these through the module
     # attribute, so replacing the attribute catches them.
-    _wrap_backward_fn(torch.autograd, "backward", rec, guard, False)
+    _wrap_backward_fn(torch.autograd, "backward", rec, guard, False, roles)
     _wrap_backward_fn(torch.autograd, "grad", rec, guard, True)
     return "wrapped torch.autograd.backward+torch.autograd.grad"
 
@@ -228,18 +274,41 @@ def _recompute(torch, rec, guard):
     return base + "+wrapped CheckpointFunction.backward"
 
 
-def _optimizer(torch, rec, guard):
+def _roles_step(roles, guard):
+    """(before, after) an optimizer step for the tensor roles: the gradients
+    it reads, the state it keeps. No-ops without roles."""
+    if roles is None:
+        return (lambda optimizer: None), (lambda optimizer: None)
+
+    def before(optimizer):
+        try:
+            roles.optimizer_pre(optimizer)
+        except Exception as exc:
+            guard.failed("tensor roles (optimizer step pre)", exc, "its tensor roles")
+
+    def after(optimizer):
+        try:
+            roles.optimizer_post(optimizer)
+        except Exception as exc:
+            guard.failed("tensor roles (optimizer step)", exc, "its tensor roles")
+    return before, after
+
+
+def _optimizer(torch, rec, guard, roles=None):
     optmod = importlib.import_module("torch.optim.optimizer")
     reg_pre = getattr(optmod, "register_optimizer_step_pre_hook", None)
     reg_post = getattr(optmod, "register_optimizer_step_post_hook", None)
+    roles_before, roles_after = _roles_step(roles, guard)
     if reg_pre is not None and reg_post is not None:
         def pre(optimizer, args, kwargs):
             try:
                 rec.optimizer_begin(optimizer)
             except Exception as exc:
                 guard.failed("optimizer step pre", exc)
+            roles_before(optimizer)
 
         def post(optimizer, args, kwargs):
+            roles_after(optimizer)
             try:
                 rec.optimizer_end(optimizer)
             except Exception as exc:
@@ -260,7 +329,7 @@ def _optimizer(torch, rec, guard):
     def __init__(self, *args, **kwargs):
         original_init(self, *args, **kwargs)
         try:
-            _wrap_step(type(self), rec, guard)
+            _wrap_step(type(self), rec, guard, roles_before, roles_after)
         except Exception as exc:
             guard.failed("Optimizer.__init__", exc)
 
@@ -269,7 +338,7 @@ def _optimizer(torch, rec, guard):
     return "wrapped Optimizer.step per class (from Optimizer.__init__)"
 
 
-def _wrap_step(cls, rec, guard):
+def _wrap_step(cls, rec, guard, roles_before=None, roles_after=None):
     step = getattr(cls, "step", None)
     # The marker sits on the function, so a subclass inheriting an already
     # wrapped step is not wrapped twice. functools.wraps copies __dict__, which
@@ -284,9 +353,17 @@ def _wrap_step(cls, rec, guard):
             rec.optimizer_begin(self)
         except Exception as exc:
             guard.failed("Optimizer.step", exc)
+        if roles_before is not None:
+            roles_before(self)
+        completed = False
         try:
-            return step(self, *args, **kwargs)
+            result = step(self, *args, **kwargs)
+            completed = True
+            return result
         finally:
+            # As the 2.0+ post hook: only after a step that returned.
+            if completed and roles_after is not None:
+                roles_after(self)
             try:
                 rec.optimizer_end(self)
             except Exception as exc:

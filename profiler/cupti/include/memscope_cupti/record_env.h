@@ -45,6 +45,10 @@ inline constexpr const char* kHistoryRing = "MEMSCOPE_HISTORY_RING";
 inline constexpr const char* kModuleDepth = "MEMSCOPE_MODULE_DEPTH";
 inline constexpr const char* kModuleBackward = "MEMSCOPE_MODULE_BACKWARD";
 inline constexpr int kDefaultModuleDepth = 6;  // config.py's DEFAULT_MODULE_DEPTH
+// Tensor roles (memscope-cli record --no-tensor-roles): "0" stops the hook
+// logging what the tensors it sees are (parameters, gradients, optimizer
+// state, inputs), so that every category is inferred again. On by default.
+inline constexpr const char* kTensorRoles = "MEMSCOPE_TENSOR_ROLES";
 // The write end of a pipe `record` keeps open: the hook makes it Python's
 // signal wakeup fd, so each signal the process receives writes its number
 // there at once. `record` forwards a signal only when no such byte arrives
@@ -64,6 +68,7 @@ inline constexpr const char* kAllocConfNew = "PYTORCH_ALLOC_CONF";
 inline constexpr std::array kHookVariables{
     kHook,  kOutputDir,    kCaptureLibrary, kHistoryEntries, kHistoryRing,
     kSteps, kCaptureRange, kModuleDepth,    kModuleBackward, kSignalAckFd,
+    kTensorRoles,
 };
 
 // File names: memscope-<pid>[-rank<R>][-local<L>].memscope

@@ -53,6 +53,11 @@ struct HookLog {
     std::vector<HookModule> modules;
     std::vector<HookModuleScope> module_scopes;
     size_t bad_module_scopes = 0;  // entries of a batch that make no scope: left out
+    // Tensor roles: {"t": "tensor_roles", "role", "time_ns", "s": [device,
+    // address, bytes, ...]}; batches written twice (same seq) count once. A
+    // role this reader does not know (a newer hook's) is skipped silently.
+    std::vector<HookTensorRole> tensor_roles;
+    size_t bad_tensor_roles = 0;  // entries of a batch that make no label: left out
     size_t damaged_lines = 0;      // not JSON or not a known record: left out
     bool cut_short = false;        // the last line has no newline (killed mid-write)
 };

@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "memscope/base/result.h"
 #include "memscope/model/module_scopes.h"
+#include "memscope/model/types.h"
 
 namespace memscope {
 
@@ -43,6 +45,20 @@ struct HookModuleScope {
 // or reversed times, no module, an unknown kind).
 std::optional<HookModuleScope> hookModuleScope(int64_t start_ns, int64_t end_ns, int64_t module,
                                                int64_t kind);
+
+// What the hook knew a tensor to be (log.jsonl's "tensor_roles" records;
+// tensor_roles.h labels the allocations with them).
+struct HookTensorRole {
+    int64_t time_ns = 0;   // when the hook saw the tensor
+    uint64_t address = 0;  // its storage's data_ptr()
+    uint64_t bytes = 0;    // its storage's nbytes()
+    int16_t device = -1;   // -1: host; else the CUDA ordinal
+    Category role = Category::Unknown;
+};
+
+// The hook's role names: "parameter", "gradient", "optimizer_state", "input"
+// (core's category names); none for any other.
+std::optional<Category> tensorRoleFromString(std::string_view name);
 
 // hook.json's "modules": how the module scopes were recorded.
 struct HookModuleInfo {
@@ -103,6 +119,8 @@ struct HookSidecar {
     std::vector<HookModuleScope> module_scopes;
     std::vector<HookModuleScope> open_module_scopes;
     HookModuleInfo module_info;
+    // Tensor roles from the log, in the log's order.
+    std::vector<HookTensorRole> tensor_roles;
 
     bool recordedAnything() const {
         return !phases.empty() || log_file.has_value() || !open_phases.empty() ||

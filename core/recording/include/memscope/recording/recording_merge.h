@@ -7,7 +7,8 @@
 //   - the CUPTI tracer's trace: segment records (which also see allocations
 //     made outside PyTorch) and NVTX phases;
 //   - the training phases the hook recorded (step k / forward, backward,
-//     recompute, optimizer).
+//     recompute, optimizer), and what the tensors it saw were (their
+//     allocations' categories, as recorded ones).
 // All carry CLOCK_REALTIME times (the history in µs), so they merge by time.
 
 #include <optional>
@@ -18,6 +19,7 @@
 #include "memscope/model/trace.h"
 #include "memscope/recording/capture_log.h"
 #include "memscope/recording/hook_sidecar.h"
+#include "memscope/recording/tensor_roles.h"
 
 namespace memscope {
 
@@ -41,6 +43,7 @@ struct MergeStats {
     size_t cpu_events = 0;
     size_t gaps = 0;
     size_t untimed_histories = 0;  // left out: no timestamps to merge by
+    TensorRoleStats tensor_roles;  // the hook's labels (tensor_roles.h)
 };
 
 // A CUPTI segment record and an allocator segment entry are one cudaMalloc

@@ -19,7 +19,7 @@ Runs the benchmarks and prints one table: what, memscope's figure, the peer
 (CPython) and its figure measured in the same run, the target, met or not.
   --quick      smaller sizes (snapshots of 30 and 100 MB, 1 M events, ...)
   --only NAME  one benchmark: snapshot kineto native gui hostile ranks trainer
-               whatif inference
+               whatif inference roles
   --keep       keep the generated data (printed at the end)
   --growth     also snapshot import, timeline build, layout index and frame
                time at three sizes (30 MB, 300 MB, 1 GB; steady and churn) and
@@ -43,7 +43,7 @@ while (($#)); do
             only=$2
             shift
             case "$only" in
-                snapshot | kineto | native | gui | hostile | ranks | trainer | whatif | inference) ;;
+                snapshot | kineto | native | gui | hostile | ranks | trainer | whatif | inference | roles) ;;
                 *) echo "bench.sh: --only: unknown benchmark '$only'" >&2; usage >&2; exit 2 ;;
             esac
             ;;
@@ -280,6 +280,15 @@ if want inference && [[ -x $bin/memscope-bench-inference ]]; then
     t=$(grab inference 'every step found: (met|NOT met)')
     row "inference: mix, parameter and state bytes, steps" "$(or_dash "$t")" "-" "-" \
         ">= 90 %, within 5 %, all" "$([[ $t == met ]] && echo yes || { [[ -n $t ]] && echo NO || echo -; })"
+fi
+if want roles && [[ -x $bin/memscope-cli ]]; then
+    # record's tensor roles on against off, alternating runs of a CPU
+    # transformer (needs a python3 with torch; it says so otherwise).
+    args=(--cli "$bin/memscope-cli")
+    ((quick)) && args+=(--pairs 2 --steps 10)
+    run roles "$python" "$root/tests/bench/record/bench_record_roles.py" "${args[@]}"
+    o=$(grab roles 'overhead: ([-+0-9.]+ %)')
+    row "record: tensor roles on / off, step time" "$(or_dash "$o")" "-" "-" "-" "-"
 fi
 
 # --- growth: cost against size ---

@@ -173,7 +173,7 @@ class Base(unittest.TestCase):
         self.assertIs(doc["complete"], complete)
         self.assertEqual(sorted(doc["hooks"]),
                          ["backward", "compile", "forward", "module_backward", "modules",
-                          "optimizer", "recompute", "zero_grad"])
+                          "optimizer", "recompute", "tensor_roles", "zero_grad"])
         for name, what in doc["hooks"].items():
             # Module backward hooks and torch.compile are PyTorch 2.0+.
             if name not in ("module_backward", "compile"):
@@ -478,6 +478,19 @@ class Training(Base):
         self.assertFalse(doc["history"]["enabled"])
         self.assertIsNone(doc["cpu_events"])
         self.assertEqual(doc["warnings"], [])
+        # Tensor roles with the real PyTorch (tensor_roles.py's own tests use fakes).
+        roles = {}
+        for r in doc["records"]:
+            if r["t"] == "tensor_roles":
+                roles[r["role"]] = roles.get(r["role"], 0) + len(r["s"]) // 3
+        self.assertEqual(sorted(roles), ["gradient", "input", "optimizer_state", "parameter"])
+        # Every gradient at each of the 3 optimizer steps, and after the first
+        # backward (no optimizer had stepped yet); Adam's 3 state tensors per
+        # parameter once (unchanged after); the parameters once; one input a step.
+        n = roles["parameter"]
+        self.assertEqual(roles, {"parameter": n, "gradient": 4 * n, "optimizer_state": 3 * n,
+                                 "input": 3})
+        self.assertNotIn("off", doc["hooks"]["tensor_roles"])
 
     def test_training_nonreentrant(self):
         run([script("train_checkpoint.py"), "3", "0"], hook_env(self.out))

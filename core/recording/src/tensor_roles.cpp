@@ -193,10 +193,9 @@ TensorRoleStats labelTensorRoles(Trace& trace, std::vector<HookTensorRole> label
     TensorRoleStats stats;
     stats.labels = labels.size();
     if (labels.empty()) return stats;
-    std::stable_sort(labels.begin(), labels.end(),
-                     [](const HookTensorRole& a, const HookTensorRole& b) {
-                         return a.time_ns < b.time_ns;
-                     });
+    std::stable_sort(
+        labels.begin(), labels.end(),
+        [](const HookTensorRole& a, const HookTensorRole& b) { return a.time_ns < b.time_ns; });
     Labeller labeller(trace, stats);
     for (const HookTensorRole& l : labels) labeller.addDevice(l.device);
     size_t next = 0;

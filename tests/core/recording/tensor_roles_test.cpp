@@ -67,16 +67,19 @@ TEST(HookLogTensorRoles, BadTriplesAreCountedAndSkipped) {
 }
 
 TEST(HookLogTensorRoles, RecordsWithoutTheirFieldsAreDamage) {
-    for (const char* line : {
-             R"({"t":"tensor_roles","time_ns":5,"s":[-1,64,8],"seq":1})",                  // no role
-             R"({"t":"tensor_roles","role":7,"time_ns":5,"s":[-1,64,8],"seq":1})",          // role a number
-             R"({"t":"tensor_roles","role":"input","s":[-1,64,8],"seq":1})",                // no time
-             R"({"t":"tensor_roles","role":"input","time_ns":-5,"s":[-1,64,8],"seq":1})",   // negative time
-             R"({"t":"tensor_roles","role":"input","time_ns":1e300,"s":[-1,64,8],"seq":1})",
-             R"({"t":"tensor_roles","role":"input","time_ns":5,"s":{"a":1},"seq":1})",      // s not a list
-             R"({"t":"tensor_roles","role":"input","time_ns":5,"seq":1})",                  // no s
-         }) {
-        const HookLog log = parseHookLog(std::string(line) + "\n");
+    // No role, a role that is a number, no time, a negative time, a time
+    // that is no integer, "s" not a list, no "s".
+    const std::vector<std::string> lines = {
+        R"({"t":"tensor_roles","time_ns":5,"s":[-1,64,8],"seq":1})",
+        R"({"t":"tensor_roles","role":7,"time_ns":5,"s":[-1,64,8],"seq":1})",
+        R"({"t":"tensor_roles","role":"input","s":[-1,64,8],"seq":1})",
+        R"({"t":"tensor_roles","role":"input","time_ns":-5,"s":[-1,64,8],"seq":1})",
+        R"({"t":"tensor_roles","role":"input","time_ns":1e300,"s":[-1,64,8],"seq":1})",
+        R"({"t":"tensor_roles","role":"input","time_ns":5,"s":{"a":1},"seq":1})",
+        R"({"t":"tensor_roles","role":"input","time_ns":5,"seq":1})",
+    };
+    for (const std::string& line : lines) {
+        const HookLog log = parseHookLog(line + "\n");
         EXPECT_EQ(log.damaged_lines, 1u) << line;
         EXPECT_TRUE(log.tensor_roles.empty()) << line;
     }
@@ -94,8 +97,8 @@ TEST(HookLogTensorRoles, ARoleOfANewerHookIsIgnoredSilently) {
 
 TEST(HookLogTensorRoles, AHugeBatchIsReadWhole) {
     std::string line = R"({"t":"tensor_roles","role":"parameter","time_ns":5,"s":[)";
-    for (int i = 1; i <= 20000; ++i) line += (i > 1 ? "," : "") + std::to_string(-1) + "," +
-                                            std::to_string(i * 64) + ",64";
+    for (int i = 1; i <= 20000; ++i)
+        line += (i > 1 ? "," : "") + std::to_string(-1) + "," + std::to_string(i * 64) + ",64";
     line += R"(],"seq":1})";
     const HookLog log = parseHookLog(line + "\n");
     EXPECT_EQ(log.tensor_roles.size(), 20000u);
@@ -152,8 +155,8 @@ TEST(LabelTensorRoles, DevicesAreKeptApart) {
     Trace t;
     t.events = {event(EventKind::Alloc, 10, 0x1000, 64, -1),
                 event(EventKind::Alloc, 10, 0x1000, 64, 1)};
-    const TensorRoleStats s = labelTensorRoles(t, {role(Category::Input, 20, 0x1000, 64, 1),
-                                                   role(Category::Input, 20, 0x1000, 64, 3)});
+    const TensorRoleStats s = labelTensorRoles(
+        t, {role(Category::Input, 20, 0x1000, 64, 1), role(Category::Input, 20, 0x1000, 64, 3)});
     EXPECT_EQ(t.events[0].category, Category::Unknown);
     EXPECT_EQ(t.events[1].category, Category::Input);
     EXPECT_EQ(s.unplaced, 1u);  // device 3 has no allocation
@@ -184,10 +187,9 @@ TEST(LabelTensorRoles, TheFirstLabelWinsAndRecordedCategoriesStay) {
     Trace t;
     t.events = {event(EventKind::Alloc, 10, 0x1000, 64), event(EventKind::Alloc, 10, 0x2000, 64)};
     t.events[1].category = Category::Activation;  // recorded by its source
-    const TensorRoleStats s = labelTensorRoles(t, {role(Category::Parameter, 20, 0x1000, 64),
-                                                   role(Category::Gradient, 30, 0x1000, 64),
-                                                   role(Category::Parameter, 40, 0x1000, 64),
-                                                   role(Category::Input, 20, 0x2000, 64)});
+    const TensorRoleStats s = labelTensorRoles(
+        t, {role(Category::Parameter, 20, 0x1000, 64), role(Category::Gradient, 30, 0x1000, 64),
+            role(Category::Parameter, 40, 0x1000, 64), role(Category::Input, 20, 0x2000, 64)});
     EXPECT_EQ(t.events[0].category, Category::Parameter);
     EXPECT_EQ(t.events[1].category, Category::Activation);
     EXPECT_EQ(s.allocations, 1u);

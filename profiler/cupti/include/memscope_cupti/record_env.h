@@ -66,9 +66,8 @@ inline constexpr const char* kAllocConfNew = "PYTORCH_ALLOC_CONF";
 // this list and the hook's Python to the same set, and kDefaultModuleDepth to
 // config.py's DEFAULT_MODULE_DEPTH.
 inline constexpr std::array kHookVariables{
-    kHook,  kOutputDir,    kCaptureLibrary, kHistoryEntries, kHistoryRing,
-    kSteps, kCaptureRange, kModuleDepth,    kModuleBackward, kSignalAckFd,
-    kTensorRoles,
+    kHook,         kOutputDir,   kCaptureLibrary, kHistoryEntries, kHistoryRing, kSteps,
+    kCaptureRange, kModuleDepth, kModuleBackward, kSignalAckFd,    kTensorRoles,
 };
 
 // File names: memscope-<pid>[-rank<R>][-local<L>].memscope

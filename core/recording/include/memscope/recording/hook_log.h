@@ -58,8 +58,8 @@ struct HookLog {
     // role this reader does not know (a newer hook's) is skipped silently.
     std::vector<HookTensorRole> tensor_roles;
     size_t bad_tensor_roles = 0;  // entries of a batch that make no label: left out
-    size_t damaged_lines = 0;      // not JSON or not a known record: left out
-    bool cut_short = false;        // the last line has no newline (killed mid-write)
+    size_t damaged_lines = 0;     // not JSON or not a known record: left out
+    bool cut_short = false;       // the last line has no newline (killed mid-write)
 };
 
 // A missing file is an empty log (the process closed no phase).

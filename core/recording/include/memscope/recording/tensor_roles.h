@@ -21,10 +21,10 @@ namespace memscope {
 inline constexpr int64_t kTensorRoleSlackNs = 1'000'000;
 
 struct TensorRoleStats {
-    size_t labels = 0;        // labels given
-    size_t allocations = 0;   // allocations (or frees of ones from before the trace) labelled
-    size_t unplaced = 0;      // labels whose address no allocation held then: dropped
-    size_t conflicting = 0;   // labels of an allocation already labelled otherwise: the first kept
+    size_t labels = 0;       // labels given
+    size_t allocations = 0;  // allocations (or frees of ones from before the trace) labelled
+    size_t unplaced = 0;     // labels whose address no allocation held then: dropped
+    size_t conflicting = 0;  // labels of an allocation already labelled otherwise: the first kept
 };
 
 // For each label, the allocation on its device alive at its time, or born at

@@ -216,8 +216,16 @@ class Session:
             "history": self.history.describe(),
             "cpu_events": {"file": capture.FILE_NAME} if self.capture is not None else None,
             "profiler": list(self.profiler),
-            "warnings": list(self.warnings),
+            "warnings": list(self.warnings) + self._roles_warnings(),
         }
+
+    def _roles_warnings(self):
+        # Counted as they happen (the hooks stay silent), said once per write.
+        if self.roles is None or not self.roles.unreadable:
+            return []
+        return ["tensor roles: the storage of %d tensors could not be read (sparse or "
+                "unusual tensors); their allocations' categories are inferred"
+                % self.roles.unreadable]
 
     def write(self, exit_reason, complete):
         with self._lock:

@@ -12,9 +12,11 @@ buffers, gradients and optimizer state:
 For each, `summary --json` at the optimizer phase's peak
 (peaks_by_phase.optimizer.by_category) must give parameter, gradient and
 optimizer_state within 1% of the truth, and category_sources must say
-"recorded" for them ("recorded+inferred" where inference labelled a few
-other allocations with the same category: the recorded bytes are checked by
-the 1%). On the CNN, `whatif --policy opt-in-bwd` must predict, not refuse
+"recorded" for them. One exception: the CNN's targets (torch.randint between
+the optimizer step and the next zero_grad, passed to the functional loss, so
+no hook sees them) are inferred as optimizer state by core's inference, so
+there optimizer_state may be "recorded+inferred"; the 1% holds its bytes to
+the truth. On the CNN, `whatif --policy opt-in-bwd` must predict, not refuse
 ("0 B made in backward" was the refusal before).
 
 usage: record_roles_test.py MEMSCOPE_CLI CASE      (CASE: adam, cnn)
@@ -33,6 +35,8 @@ sys.path.insert(0, HERE)
 from record_test_util import SKIP, Skip, fail, python_with_torch  # noqa: E402
 
 SCRIPTS = {"adam": "train_roles_adam.py", "cnn": "train_roles_cnn.py"}
+# category_sources each case may give, beyond "recorded" (see above).
+ALSO_INFERRED = {"cnn": ("optimizer_state",)}
 CATEGORIES = ("parameter", "gradient", "optimizer_state")
 TOLERANCE = 0.01
 
@@ -55,7 +59,7 @@ def record(cli, py, out, script, truth_file):
     return os.path.join(out, traces[0])
 
 
-def check_categories(cli, trace, truth):
+def check_categories(cli, trace, truth, case):
     summary = json.loads(run([cli, "summary", "--json", trace]))
     devices = summary["files"][0]["devices"]
     if not devices:
@@ -74,8 +78,11 @@ def check_categories(cli, trace, truth):
         print("%-16s %12d %12d %+7.3f%%  %s" % (c, want, got, 100 * rel, sources.get(c)))
         if abs(rel) > TOLERANCE:
             problems.append("%s: %d B at the optimizer peak, the script says %d B" % (c, got, want))
-        if sources.get(c) not in ("recorded", "recorded+inferred"):
-            problems.append("category_sources.%s is %r, not recorded" % (c, sources.get(c)))
+        allowed = ("recorded", "recorded+inferred") if c in ALSO_INFERRED.get(case, ()) \
+            else ("recorded",)
+        if sources.get(c) not in allowed:
+            problems.append("category_sources.%s is %r, not %s" % (c, sources.get(c),
+                                                                   " or ".join(allowed)))
     return problems
 
 
@@ -107,7 +114,7 @@ def main():
         trace = record(cli, py, os.path.join(tmp, "out"), SCRIPTS[case], truth_file)
         with open(truth_file) as f:
             truth = json.load(f)
-        problems = check_categories(cli, trace, truth)
+        problems = check_categories(cli, trace, truth, case)
         if case == "cnn":
             problems += check_whatif(cli, trace)
         if problems:

@@ -70,6 +70,16 @@ TEST_P(GroundTruth, InfersCategoriesAndSteps) {
             c.model == trainer::ModelKind::Mlp && style.steps == 1 ? 0.10 : 0.05;
         EXPECT_LE(score->error(Category::Parameter), param_tolerance) << "misses: " << score->wrong;
         EXPECT_LE(score->error(Category::OptimizerState), 0.05) << "misses: " << score->wrong;
+        // Issue 58's figures, at the optimizer phase's peak of snapshots as
+        // PyTorch >= 2.5 writes them; an optimizer in backward leaves one
+        // gradient at a time alive, too few bytes to hold to a share.
+        if (style.optimizer_annotations && score->optimizer_peak) {
+            EXPECT_LE(score->optimizerError(Category::Parameter), param_tolerance);
+            if (std::string_view(c.policy) != "opt-in-bwd") {
+                EXPECT_LE(score->optimizerError(Category::Gradient), 0.05);
+            }
+            EXPECT_LE(score->optimizerError(Category::OptimizerState), 0.05);
+        }
     }
     fs::remove_all(dir);
 }

@@ -73,6 +73,14 @@ public:
             }
         }
         const Position died = act_.of(free);
+        // zero_grad(set_to_none=True) after backward frees gradients and
+        // nothing else, even where the phases put their birth in forward (a
+        // backward inferred to begin late, after a checkpointed block's
+        // recompute). One inside backward (an optimizer per parameter) is
+        // left to the stages: its range may hold backward's own frees.
+        if (born.stage == Stage::Forward && died.stage == Stage::Optimizer &&
+            (died.zero_grad || act_.ofStack(trace_.events[free].stack) == FrameActivity::ZeroGrad))
+            return {Category::Gradient, CategoryRule::FreedByZeroGrad};
         switch (born.stage) {
             case Stage::BeforeForward:
                 if (sameStage(born, died)) return {Category::Temporary, CategoryRule::WithinPhase};
@@ -99,6 +107,13 @@ public:
                 if (outlivedOptimizerStep(born, free))
                     return {Category::OptimizerState, CategoryRule::OptimizerRangeOutlived};
                 if (sameStage(born, died)) return {Category::Temporary, CategoryRule::WithinPhase};
+                // Made after the recorded optimizer step, outside it and not
+                // by an optimizer, and used up by the next step's forward or
+                // backward: the batch a loop fetches at its end.
+                if (born.optimizer_phase == 0 && act_.recordedOptimizerAfterBackward(born.step) &&
+                    died.step > born.step &&
+                    (died.stage == Stage::Forward || died.stage == Stage::Backward))
+                    return {Category::Input, CategoryRule::InputForNextStep};
                 return {Category::OptimizerState, CategoryRule::OptimizerBornKept};
             case Stage::None:
                 break;

@@ -53,7 +53,9 @@ constexpr std::array<std::string_view, kCategoryRuleCount> kRuleNames = {
     "freed_by_optimizer_step",
     "gradient_kept_of_set",
     "gradient_by_autograd",
-    "backward_kept_for_optimizer"};
+    "backward_kept_for_optimizer",
+    "input_for_next_step",
+    "freed_by_zero_grad"};
 }  // namespace
 
 std::string_view toString(CategoryRule rule) {
@@ -106,6 +108,11 @@ std::string_view describe(CategoryRule rule) {
                    "past it";
         case CategoryRule::BackwardKeptForOptimizer:
             return "born in backward and kept past it, with an optimizer step after backward";
+        case CategoryRule::InputForNextStep:
+            return "born after the optimizer step, outside it, and used up by the next step (the "
+                   "batch a loop fetches at its end)";
+        case CategoryRule::FreedByZeroGrad:
+            return "freed by zero_grad, which frees gradients and nothing else";
         case CategoryRule::FreedByOptimizerStep:
             return "alive before the trace, freed by an optimizer step (state it replaced)";
         case CategoryRule::GradientKeptOfSet:

@@ -9,6 +9,7 @@
 #include "memscope/base/units.h"
 #include "memscope/open/open_run.h"
 #include "memscope/plugins/pytorch_snapshot.h"
+#include "optimizer_peak_score.h"
 
 namespace memscope::ground_truth {
 namespace {
@@ -165,6 +166,13 @@ double Score::error(Category c) const {
     return std::fabs(found - truth) / truth;
 }
 
+double Score::optimizerError(Category c) const {
+    const auto truth = double(truth_at_optimizer[size_t(index(c))]);
+    const auto found = double(inferred_at_optimizer[size_t(index(c))]);
+    if (truth == 0) return found == 0 ? 0.0 : 1.0;
+    return std::fabs(found - truth) / truth;
+}
+
 Result<Score> scoreInference(const Trace& labelled, const std::string& scratch,
                              const ExportStyle& style) {
     auto blinded = blind(labelled, style);
@@ -230,6 +238,11 @@ Result<Score> scoreInference(const Trace& labelled, const std::string& scratch,
         if (t == a.category) tr += w;
     }
     score.timeline_correct = ta > 0 ? double(tr / ta) : 1.0;
+    const recipes::OptimizerPeakScore at_optimizer = recipes::scoreAtOptimizerPeak(
+        *tl, [&](const AllocationInterval& a) { return truthOf(*tl, a); });
+    score.optimizer_peak = at_optimizer.in_optimizer_phase;
+    score.truth_at_optimizer = at_optimizer.truth;
+    score.inferred_at_optimizer = at_optimizer.found;
     std::vector<std::pair<int64_t, std::pair<int, int>>> sorted;
     for (const auto& [k, v] : misses) sorted.push_back({v, k});
     std::sort(sorted.rbegin(), sorted.rend());

@@ -41,10 +41,18 @@ struct Score {
     std::array<int64_t, kCategoryCount> truth_at_peak{};     // bytes by true category
     std::array<int64_t, kCategoryCount> inferred_at_peak{};  // bytes by inferred category
     std::string wrong;  // the largest misses at the peak, "activation->temporary 64 KiB, ..."
+    // At the optimizer phase's peak, where every parameter, gradient and
+    // state tensor is alive (optimizer_peak_score.h), by true and inferred
+    // category.
+    bool optimizer_peak = false;  // the import has an optimizer phase
+    std::array<int64_t, kCategoryCount> truth_at_optimizer{};
+    std::array<int64_t, kCategoryCount> inferred_at_optimizer{};
 
     // |inferred - truth| / truth of a category's bytes at the peak (0 when
     // both are 0, 1 when only the truth is 0).
     double error(Category c) const;
+    // The same at the optimizer phase's peak.
+    double optimizerError(Category c) const;
 };
 
 // `scratch` is a file path the exported snapshot is written to.

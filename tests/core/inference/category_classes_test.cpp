@@ -12,8 +12,8 @@
 
 #include "memscope/analysis/category_rules.h"
 #include "memscope/base/units.h"
-#include "memscope/plugins/pytorch_snapshot.h"
 #include "memscope/builtin_plugins.h"
+#include "memscope/plugins/pytorch_snapshot.h"
 #include "optimizer_peak_score.h"
 #include "training_recipe.h"
 
@@ -116,9 +116,8 @@ TEST(CategoryRulesAtPeak, SayWhichRuleDecidedTheBytes) {
     for (Category c : kAllCategories)
         EXPECT_EQ(by_category[size_t(index(c))], tl.peak.by_category[size_t(index(c))])
             << toString(c);
-    const auto gradient = std::find_if(rules.begin(), rules.end(), [](const auto& r) {
-        return r.category == Category::Gradient;
-    });
+    const auto gradient = std::find_if(
+        rules.begin(), rules.end(), [](const auto& r) { return r.category == Category::Gradient; });
     ASSERT_NE(gradient, rules.end());
     EXPECT_EQ(gradient->rule, CategoryRule::GradientByAutograd);
     EXPECT_EQ(toString(gradient->rule), "gradient_by_autograd");

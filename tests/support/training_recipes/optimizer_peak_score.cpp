@@ -17,10 +17,9 @@ const DeviceTimeline* busiest(const Timeline& tl) {
     return best;
 }
 
-// Scores the intervals live at the optimizer-phase peak; `truth` gives an
-// interval's true category (Unknown without truth).
-template <typename TruthOf>
-OptimizerPeakScore score(const DeviceTimeline& d, TruthOf truth) {
+}  // namespace
+
+OptimizerPeakScore scoreAtOptimizerPeak(const DeviceTimeline& d, const TruthOf& truth) {
     OptimizerPeakScore s;
     const auto& optimizer = d.phase_peaks.by_phase[size_t(index(TrainingPhase::Optimizer))];
     s.in_optimizer_phase = optimizer.has_value();
@@ -58,8 +57,6 @@ OptimizerPeakScore score(const DeviceTimeline& d, TruthOf truth) {
     return s;
 }
 
-}  // namespace
-
 double OptimizerPeakScore::composition_right() const {
     if (bytes == 0) return 0.0;
     double off = 0;
@@ -76,7 +73,7 @@ double relativeError(int64_t found, int64_t truth) {
 OptimizerPeakScore scoreAtOptimizerPeak(const OpenedTrace& opened) {
     const DeviceTimeline* d = busiest(*opened.timeline);
     if (!d) return {};
-    return score(*d, [](const AllocationInterval&) { return Category::Unknown; });
+    return scoreAtOptimizerPeak(*d, [](const AllocationInterval&) { return Category::Unknown; });
 }
 
 Result<OptimizerPeakScore> scoreRecipe(const RecipeTrace& recipe, const std::string& scratch) {
@@ -104,7 +101,7 @@ Result<OptimizerPeakScore> scoreRecipe(const RecipeTrace& recipe, const std::str
         return makeError("the snapshot came back with other events than the recipe wrote");
     const DeviceTimeline* d = busiest(*opened->timeline);
     if (!d) return makeError("the snapshot came back without a device");
-    return score(*d, [&](const AllocationInterval& a) {
+    return scoreAtOptimizerPeak(*d, [&](const AllocationInterval& a) {
         if (a.alloc_event != kNoEvent) return truth_of[a.alloc_event];
         if (a.free_event != kNoEvent) return truth_of[a.free_event];
         const auto it = recipe.blocks.find(a.address);

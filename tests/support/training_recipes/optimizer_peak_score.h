@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "memscope/base/result.h"
@@ -35,6 +36,11 @@ struct OptimizerPeakScore {
     // bytes add up (recipes only).
     double composition_right() const;
 };
+
+// The figures at a device's optimizer-phase peak (its peak without an
+// optimizer phase); `truth` gives an interval's true category.
+using TruthOf = std::function<Category(const AllocationInterval&)>;
+OptimizerPeakScore scoreAtOptimizerPeak(const DeviceTimeline& device, const TruthOf& truth);
 
 // The figures at the optimizer-phase peak of the device with the highest
 // peak of an opened trace, without truth.

@@ -95,10 +95,15 @@ private:
         for (int micro = 0; micro < r_.micro_batches; ++micro) forwardBackward();
         optimizerStep();
         if (!r_.zero_grad_first) zeroGrad();
+        if (r_.fetch_at_loop_end) next_batch_ = alloc(kFetchedBatch, Category::Input, Site::Input);
     }
 
     void forwardBackward() {
-        const uint64_t input = alloc(65536, Category::Input, Site::Input);
+        uint64_t input = next_batch_;
+        next_batch_ = 0;
+        if (input == 0)
+            input =
+                alloc(r_.fetch_at_loop_end ? kFetchedBatch : 65536, Category::Input, Site::Input);
         std::vector<uint64_t> saved;
         const size_t per_layer = params_.size() / size_t(r_.layers);
         for (int k = 0; k < r_.layers; ++k) {
@@ -410,8 +415,13 @@ private:
         int64_t start, end;
     };
 
+    // A batch fetched at the loop's end is large, so that calling it
+    // optimizer state would show.
+    static constexpr uint64_t kFetchedBatch = 1 << 20;
+
     const TrainingRecipe& r_;
     RecipeTrace out_;
+    uint64_t next_batch_ = 0;
     std::vector<Param> params_;
     std::vector<Recorded> all_;
     std::vector<Range> ranges_;
@@ -477,6 +487,13 @@ std::vector<TrainingRecipe> issue58Classes() {
         TrainingRecipe r;
         r.name = "a adamw foreach, 3 steps";
         r.recorded_steps = 3;
+        out.push_back(r);
+    }
+    {
+        TrainingRecipe r;
+        r.name = "a adamw foreach, batch fetched at the loop's end";
+        r.fetch_at_loop_end = true;
+        r.recorded_steps = 2;
         out.push_back(r);
     }
     // (b) The first optimizer step inside the trace.

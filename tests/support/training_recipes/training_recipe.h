@@ -52,8 +52,9 @@ struct TrainingRecipe {
     int recorded_steps = 1;              // steps the history holds
     int micro_batches = 1;               // backwards per optimizer step (gradient accumulation)
     bool optimizer_in_backward = false;  // a step per parameter as autograd makes its gradient
-    bool autocast = false;               // forwards cast the weights to bf16 (saved for backward)
-    bool conv_batch_norm = false;        // conv layers with BatchNorm (running statistics: buffers)
+    bool fetch_at_loop_end = false;  // the next batch is loaded after step(), before the loop turns
+    bool autocast = false;           // forwards cast the weights to bf16 (saved for backward)
+    bool conv_batch_norm = false;    // conv layers with BatchNorm (running statistics: buffers)
     int layers = 6;
 };
 

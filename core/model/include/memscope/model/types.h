@@ -89,8 +89,10 @@ enum class CategoryRule : uint8_t {
     GradientKeptOfSet,   // gradient: alive before the trace, one of a parameter's same-size set
     GradientByAutograd,  // gradient: made by autograd's engine in backward, kept past it
     BackwardKeptForOptimizer,  // gradient: born in backward, kept for the optimizer step after it
+    InputForNextStep,          // input: born after the optimizer step, used up by the next step
+    FreedByZeroGrad,           // gradient: born in the trace, freed by zero_grad
 };
-inline constexpr int kCategoryRuleCount = 23;
+inline constexpr int kCategoryRuleCount = 25;
 
 // An inferred category and the rule that gave it.
 struct InferredCategory {

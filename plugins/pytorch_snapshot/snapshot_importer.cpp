@@ -6,6 +6,7 @@
 #include "memscope/base/file_io.h"
 #include "memscope/base/read_ahead.h"
 #include "memscope/plugins/pytorch_snapshot.h"
+#include "metadata_categories.h"
 #include "pickle_machine.h"
 #include "pickle_opcodes.h"
 #include "snapshot_mapper.h"
@@ -30,6 +31,8 @@ Result<Trace> run(std::span<const std::byte> bytes, const TaskContext& ctx, std:
     Result<pickle::Value> root = machine.run(ctx, consumed);
     if (!root) return root.error();
     if (auto ok = mapper.finish(machine, *root, ctx); !ok) return ok.error();
+    // PyTorch's and frameworks' own labels, before any inference rule.
+    labelFromMetadata(trace);
     for (LoadWarning& w : mapper.warnings()) ctx.warn(std::move(w));
     return trace;
 }

@@ -280,6 +280,11 @@ private slots:
         const AppOptions ok = parseOptions({m, shot, png, by, QStringLiteral("allocation"), file});
         QVERIFY2(ok.error.isEmpty(), qPrintable(ok.error));
         QVERIFY(ok.color_by == ViewMode::Allocation);
+        const QString whole = QStringLiteral("--whole-run");
+        QVERIFY(parseOptions({m, shot, png, whole, file}).whole_run);
+        QVERIFY(parseOptions({m, whole, file}).error.contains(whole));
+        QVERIFY(parseOptions({m, shot, png, QStringLiteral("--compare"), whole, file, file})
+                    .error.contains(whole));
         QVERIFY(parseOptions({m, shot, png, by, QStringLiteral("site"), file})
                     .error.contains(QStringLiteral("site")));
         QVERIFY(!parseOptions({m, by, QStringLiteral("category"), file})

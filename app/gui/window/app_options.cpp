@@ -66,7 +66,12 @@ AppOptions parseOptions(const QStringList& arguments) {
                        "largest innermost frame highlighted) or 'leaks' (what grows per step, "
                        "its first group highlighted)."),
         QStringLiteral("DOCK"));
-    parser.addOptions({compare, screenshot, size, dark, colorBy, align, tab, whatif, dock});
+    const QCommandLineOption wholeRun(
+        QStringLiteral("whole-run"),
+        QStringLiteral("Screenshot of one run: show the whole run (its forward, backward and "
+                       "optimizer) instead of zooming to its peak."));
+    parser.addOptions(
+        {compare, screenshot, size, dark, colorBy, align, tab, whatif, dock, wholeRun});
     parser.addPositionalArgument(QStringLiteral("files"),
                                  QStringLiteral("Traces or folders of per-rank traces."),
                                  QStringLiteral("[FILES...]"));
@@ -134,6 +139,9 @@ AppOptions parseOptions(const QStringList& arguments) {
             o.error =
                 QStringLiteral("--compare-tab applies to --screenshot with --compare or --whatif");
     }
+    o.whole_run = parser.isSet(wholeRun);
+    if (o.whole_run && (o.screenshot.isEmpty() || comparing))
+        o.error = QStringLiteral("--whole-run applies to --screenshot of one run");
     if (parser.isSet(dock)) {
         o.dock = parser.value(dock);
         if (!dockNames().contains(o.dock))

@@ -22,8 +22,9 @@ struct AppOptions {
     QSize size{1600, 1000};  // screenshot size
     std::optional<memscope::ViewMode> color_by;  // screenshot: view mode (default: the file's)
     std::optional<memscope::AlignMode> align;    // compare screenshot: alignment (default: time)
-    QString dock;         // screenshot: the dock to raise, one of dockNames()
-    QString compare_tab;  // compare screenshot: one of compareTabNames()
+    QString dock;            // screenshot: the dock to raise, one of dockNames()
+    bool whole_run = false;  // screenshot of one run: the whole run, not zoomed to its peak
+    QString compare_tab;     // compare screenshot: one of compareTabNames()
     // --whatif: predict these policies (empty: core's default sweep) from the
     // first run opened, and show them in the compare view.
     std::optional<std::vector<memscope::WhatIfPolicy>> whatif;

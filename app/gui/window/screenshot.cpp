@@ -56,6 +56,10 @@ int runScreenshot(const AppOptions& options) {
             window.inspector()->setAllocation(v->run(), v->device(), i);
         }
     }
+    // The whole run after the pin: the inspector still names the peak's
+    // largest allocation, the plot shows every phase.
+    if (RunView* v = comparing ? nullptr : window.currentRunView(); v && options.whole_run)
+        v->zoom()->reset();
     // By module, the by-module table is the dock worth showing.
     const bool byModule = options.color_by == ViewMode::Module;
     if (byModule && !comparing)

@@ -482,10 +482,11 @@ std::string decodeDigest(ByteReader& r, Trace& trace) {
         DigestInference entry;
         entry.event = r.varint();
         const uint8_t category = r.byte(), rule = r.byte();
-        if (category >= kCategoryCount || rule >= kCategoryRuleCount)
-            return "bad inferred category";
+        if (category >= kCategoryCount || rule == 0) return "bad inferred category";
         entry.category = kAllCategories[category];
-        entry.rule = CategoryRule(rule);
+        // Rules are appended, never renumbered: one from a later memscope
+        // keeps its category and reads as weak evidence here.
+        entry.rule = rule < kCategoryRuleCount ? CategoryRule(rule) : CategoryRule::Weak;
         d.inferred.push_back(entry);
     }
     d.allocations = r.varint();

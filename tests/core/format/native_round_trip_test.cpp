@@ -129,6 +129,16 @@ TEST(NativeFormat, RoundTripsADigestSection) {
     EXPECT_EQ(read->digest->version, kDigestVersion + 1);
     EXPECT_EQ(read->digest->peak_bytes, 0);
     EXPECT_TRUE(read->digest->inferred.empty());
+
+    // A rule a later memscope appended keeps its category, as weak evidence.
+    Trace later = original;
+    later.digest->inferred[0].rule = CategoryRule(kCategoryRuleCount + 3);
+    ASSERT_TRUE(writeNativeTrace(later, dir.file("later.memscope")));
+    auto with_later = readNativeTrace(dir.file("later.memscope"));
+    ASSERT_TRUE(with_later) << with_later.message();
+    ASSERT_EQ(with_later->digest->inferred.size(), 1u);
+    EXPECT_EQ(with_later->digest->inferred[0].category, Category::Activation);
+    EXPECT_EQ(with_later->digest->inferred[0].rule, CategoryRule::Weak);
 }
 
 TEST(NativeFormat, RoundTripsWithTinyChunksAndEmptyTrace) {

@@ -27,6 +27,54 @@ double slope(const std::vector<double>& y) {
     return sxx > 0 ? sxy / sxx : 0.0;
 }
 
+// What the steps do with what they allocate: the share the median step still
+// holds at its end, and the share of all of it that a later step frees. An
+// iteration of a loop frees most of what it makes (activations in backward,
+// an inference pass's as it goes), and what it hands on (inputs, a cache,
+// gradients) a later step frees. The "steps" repetition finds inside one
+// pass (a model's layers, forward only) keep their activations for a
+// backward the trace does not reach, and no layer frees an earlier one's.
+struct StepKeeping {
+    double median_kept = 0;  // of a step's bytes, alive at its end
+    double freed_later = 0;  // of all steps' bytes, freed in a later step
+};
+
+StepKeeping stepKeeping(const DeviceTimeline& tl, const std::vector<StepPeaks>& steps) {
+    std::vector<double> made(steps.size(), 0.0), kept(steps.size(), 0.0);
+    double all = 0, later = 0;
+    for (const AllocationInterval& a : tl.intervals) {
+        if (a.alloc_event == kNoEvent) continue;
+        auto it = std::upper_bound(steps.begin(), steps.end(), a.start,
+                                   [](int64_t t, const StepPeaks& s) { return t < s.start; });
+        if (it == steps.begin()) continue;
+        --it;
+        if (a.start >= it->end) continue;
+        const auto k = size_t(it - steps.begin());
+        made[k] += double(a.size);
+        all += double(a.size);
+        if (a.free_event == kNoEvent || a.end > it->end) kept[k] += double(a.size);
+        if (a.free_event != kNoEvent && a.end > it->end) later += double(a.size);
+    }
+    std::vector<double> shares;
+    for (size_t k = 0; k < steps.size(); ++k)
+        if (made[k] > 0) shares.push_back(kept[k] / made[k]);
+    StepKeeping out;
+    if (!shares.empty()) {
+        std::nth_element(shares.begin(), shares.begin() + ptrdiff_t(shares.size() / 2),
+                         shares.end());
+        out.median_kept = shares[shares.size() / 2];
+    }
+    out.freed_later = all > 0 ? later / all : 0.0;
+    return out;
+}
+
+// Inferred steps are a pass's layers, not a loop's iterations, when the
+// median one keeps more than the first share, or more than the second and
+// (almost) nothing a step makes is freed by a later one.
+constexpr double kMaxKeptShareOfAnIteration = 0.6;
+constexpr double kMaxKeptShareOfAPass = 0.25;
+constexpr double kMinFreedLaterOfALoop = 0.05;
+
 std::vector<std::string> stackText(const Trace& trace, StackId stack) {
     const std::vector<FrameId> frames = visibleFrames(trace, stack, SIZE_MAX);
     std::vector<std::string> out;
@@ -52,6 +100,22 @@ DeviceGrowth deviceGrowth(const Trace& trace, const DeviceTimeline& tl,
                  " or more (a warm-up step and three steady ones)";
         return g;
     }
+    // Steps memscope found by repetition may be one pass's layers: judging
+    // their growth would call a forward's activations a leak.
+    const bool inferred = stepSource(trace) == StepSource::Inferred;
+    if (inferred) {
+        const StepKeeping keeping = stepKeeping(tl, steps);
+        const bool layers = keeping.median_kept > kMaxKeptShareOfAnIteration ||
+                            (keeping.median_kept > kMaxKeptShareOfAPass &&
+                             keeping.freed_later < kMinFreedLaterOfALoop);
+        if (layers) {
+            g.note = "the inferred steps keep " +
+                     std::to_string(int(std::lround(100 * keeping.median_kept))) +
+                     "% of what they allocate, where a loop's iterations free most of theirs: "
+                     "they look like the layers of one pass, so growth per step is not judged";
+            return g;
+        }
+    }
     const double threshold =
         std::max(double(kMinGrowthBytesPerStep), double(tl.peak.bytes) / 1000.0);
     // Warm-up: at least the first step (two from six on), and on while the
@@ -68,8 +132,14 @@ DeviceGrowth deviceGrowth(const Trace& trace, const DeviceTimeline& tl,
     g.steady_from = n >= 6 ? 2 : 1;
     while (g.steady_from < n - 3 && std::abs(delta[size_t(g.steady_from) + 1] - usual) > tolerance)
         ++g.steady_from;
+    // The last step memscope inferred ends where the trace does, not where
+    // its iterations turn (repetition cuts them anywhere in the loop): its
+    // live bytes are not comparable with the others'. Left out of the fit.
+    const int fit_end = inferred && n > kMinStepsForGrowth ? n - 1 : n;
+    g.steady_to = fit_end - 1;
     std::vector<double> y;
-    for (int k = g.steady_from; k < n; ++k) y.push_back(double(g.step_ends[size_t(k)].live_bytes));
+    for (int k = g.steady_from; k < fit_end; ++k)
+        y.push_back(double(g.step_ends[size_t(k)].live_bytes));
     const double fit = slope(y);
     g.fitted_bytes_per_step = fit;
     const size_t mid = y.size() / 2;

@@ -26,13 +26,16 @@ std::string leaksText(const LeakReport& report) {
                 report.steps_inferred ? "  (steps inferred)" : "");
         if (g.fitted_bytes_per_step)
             appendf(out, "; fit over steps %d-%d: %s per step",
-                    g.step_ends[size_t(g.steady_from)].step, g.step_ends.back().step,
+                    g.step_ends[size_t(g.steady_from)].step, g.step_ends[size_t(g.steady_to)].step,
                     formatSignedBytes(rounded(*g.fitted_bytes_per_step)).c_str());
         out += "\n";
         for (size_t k = 0; k < g.step_ends.size(); ++k)
             appendf(out, "    step %-5d %12s%s\n", g.step_ends[k].step,
                     formatBytes(g.step_ends[k].live_bytes).c_str(),
-                    g.fitted_bytes_per_step && int(k) < g.steady_from ? "  (warm-up)" : "");
+                    !g.fitted_bytes_per_step ? ""
+                    : int(k) < g.steady_from ? "  (warm-up)"
+                    : int(k) > g.steady_to   ? "  (the trace's end: not fitted)"
+                                             : "");
         if (g.grows && g.groups.empty())
             out +=
                 "  no group of allocations born in a step piles up to the end: the growth is in\n"
@@ -70,6 +73,11 @@ std::string leaksJson(const LeakReport& report) {
         json::key(w, "steady_from_step");
         if (g.fitted_bytes_per_step)
             w.Int(g.step_ends[size_t(g.steady_from)].step);
+        else
+            w.Null();
+        json::key(w, "steady_to_step");
+        if (g.fitted_bytes_per_step)
+            w.Int(g.step_ends[size_t(g.steady_to)].step);
         else
             w.Null();
         json::key(w, "live_bytes_at_step_end");

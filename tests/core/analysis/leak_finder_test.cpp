@@ -11,6 +11,8 @@
 #include <algorithm>
 
 #include "../analysis_test_util.h"
+#include "memscope/inference/inference.h"
+#include "memscope/open/open_run.h"
 
 namespace memscope {
 namespace {
@@ -141,6 +143,58 @@ TEST(LeakFinder, TooFewStepsSaySo) {
     const DeviceGrowth none = growthOf(t);
     EXPECT_EQ(none.note,
               "0 steps: growth per step needs 4 or more (a warm-up step and three steady ones)");
+}
+
+// Repetition finds "steps" in one forward pass of identical layers (as in a
+// snapshot cut before backward): each keeps its activations, so the live
+// bytes climb layer by layer. That is not a leak; a loop of inference passes
+// that keeps one tensor each time is.
+Trace repeatedLayers(bool one_pass) {
+    Trace t;
+    const StackId layer = t.internStack(std::vector<FrameId>{
+        t.internFrame({t.internString("forward"), t.internString("/home/me/model.py"), 40})});
+    int64_t time = 1'000'000;
+    uint64_t address = 0x10000000;
+    auto alloc = [&](uint64_t size) {
+        t.events.push_back(
+            testutil::makeEvent(time += 1000, EventKind::Alloc, address += 0x1000000, size)
+                .stack(layer));
+        return address;
+    };
+    auto release = [&](uint64_t a, uint64_t size) {
+        t.events.push_back(
+            testutil::makeEvent(time += 1000, EventKind::FreeCompleted, a, size).stack(layer));
+    };
+    for (int k = 0; k < 10; ++k) {
+        const uint64_t activation = alloc(8 * MiB);
+        for (uint64_t w = 1; w <= 10; ++w) {  // the layer's workspaces
+            const uint64_t temporary = alloc(w * MiB / 4);
+            release(temporary, w * MiB / 4);
+        }
+        if (one_pass) continue;  // kept for a backward the trace never reaches
+        alloc(MiB);              // an inference loop that keeps each output
+        release(activation, 8 * MiB);
+    }
+    return t;
+}
+
+TEST(LeakFinder, OnePassesLayersFoundAsStepsAreNotALeak) {
+    auto layers = openTrace(repeatedLayers(true), "one pass");
+    ASSERT_TRUE(layers.ok()) << layers.message();
+    ASSERT_EQ(stepSource(*layers->trace), StepSource::Inferred);
+    const LeakReport r =
+        findLeaks(*layers->trace, *layers->timeline, ModuleAttribution(*layers->trace));
+    ASSERT_EQ(r.devices.size(), 1u);
+    EXPECT_FALSE(r.devices[0].grows);
+    EXPECT_NE(r.devices[0].note.find("look like the layers of one pass"), std::string::npos)
+        << r.devices[0].note;
+
+    auto loop = openTrace(repeatedLayers(false), "loop");
+    ASSERT_TRUE(loop.ok()) << loop.message();
+    const LeakReport l = findLeaks(*loop->trace, *loop->timeline, ModuleAttribution(*loop->trace));
+    ASSERT_EQ(l.devices.size(), 1u);
+    EXPECT_TRUE(l.devices[0].grows) << l.devices[0].note;
+    EXPECT_NEAR(l.devices[0].growth_bytes_per_step, double(MiB), 0.1 * double(MiB));
 }
 
 }  // namespace

@@ -5,6 +5,13 @@
 // their step and pile up, grouped by module (layer) and site.
 //
 // The rules, so that what is not a leak stays out:
+// - steps memscope inferred (by repetition) that look like the layers of
+//   one pass, not a loop's iterations, are not judged (the note says why):
+//   the median step keeps more than 60% of the bytes it allocates, or more
+//   than 25% while less than 5% of all the steps' bytes is freed by a later
+//   step (a loop hands inputs, caches and gradients on; layers do not);
+// - the last of the steps memscope inferred ends where the trace does, not
+//   where the loop turns: it is left out of the fit;
 // - warm-up: the first step (the first two from six steps on), and the
 //   steps right after it while their change of live bytes still differs from the
 //   later steps' usual change (the median of the second half's; by more than
@@ -59,8 +66,9 @@ struct LeakGroup {
 
 struct DeviceGrowth {
     int16_t device = 0;
-    std::vector<StepEnd> step_ends;               // one per step, in order
-    int32_t steady_from = 0;                      // index into step_ends of the fit's first step
+    std::vector<StepEnd> step_ends;  // one per step, in order
+    int32_t steady_from = 0;         // index into step_ends of the fit's first step
+    int32_t steady_to = 0;  // and of its last (the last inferred step is left out: see the rules)
     std::optional<double> fitted_bytes_per_step;  // nullopt: too few steps
     bool grows = false;
     double growth_bytes_per_step = 0;  // the fit when it grows, else 0

@@ -22,6 +22,9 @@ enum StringTrait : uint16_t {
     kOptimDir = 1 << 6,     // a file under torch/optim/
     kOptimFile = 1 << 7,    // a file whose path names optim
     kModulePy = 1 << 8,     // module.py
+    kInitFn = 1 << 9,       // __init__, reset_parameters
+    kNnModules = 1 << 10,   // a file under torch/nn/modules/
+    kNnInit = 1 << 11,      // torch/nn/init.py
     kTraitsKnown = 1 << 15,
 };
 
@@ -39,6 +42,11 @@ uint16_t traitsOf(std::string_view s) {
          (contains(s, "::apply") || contains(s, "Backward0") || contains(s, "Backward1"))))
         t |= kBackwardFn;
     if (s == "_apply" || s == "to" || s == "cuda") t |= kSetupFn;
+    // A module's construction: its __init__ and reset_parameters (torch's own
+    // modules), nn.init's initializers.
+    if (s == "__init__" || s == "reset_parameters") t |= kInitFn;
+    if (contains(s, "torch/nn/modules/")) t |= kNnModules;
+    if (contains(s, "torch/nn/init.py")) t |= kNnInit;
     if (s == "forward" || s == "_call_impl" || s == "_wrapped_call_impl") t |= kForwardFn;
     if (contains(s, "torch/optim/")) t |= kOptimDir;
     if (contains(s, "optim")) t |= kOptimFile;
@@ -53,6 +61,8 @@ FrameActivity classifyFrame(uint16_t fn, uint16_t file) {
         return FrameActivity::Optimizer;
     if (fn & kBackwardFn) return FrameActivity::Backward;
     if ((file & kModulePy) && (fn & kSetupFn)) return FrameActivity::ModuleSetup;
+    if (((file & kNnModules) && (fn & kInitFn)) || (file & kNnInit))
+        return FrameActivity::ModuleSetup;
     if (fn & kForwardFn) return FrameActivity::Forward;
     return FrameActivity::None;
 }

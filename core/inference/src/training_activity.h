@@ -21,7 +21,8 @@ enum class FrameActivity : uint8_t {
     Optimizer,    // torch/optim, _single/_multi_tensor_*, _foreach_*, a user's optimizer step
     ZeroGrad,     // zero_grad
     Backward,     // Tensor.backward, autograd's engine, *Backward0 nodes
-    ModuleSetup,  // Module._apply / .to() / .cuda(): parameters moving in
+    ModuleSetup,  // Module._apply / .to() / .cuda(), torch's modules' __init__ and
+                  // reset_parameters, nn.init: parameters made or moving in
     Forward,      // a module's forward
 };
 

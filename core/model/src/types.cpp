@@ -70,7 +70,8 @@ std::string_view describe(CategoryRule rule) {
         case CategoryRule::AliveThroughout:
             return "alive from before the first step to the end";
         case CategoryRule::ModuleSetupFrame:
-            return "allocated by Module.to()/_apply and kept";
+            return "allocated by a module's construction (torch's modules' __init__, nn.init) or "
+                   "Module.to()/_apply, and kept";
         case CategoryRule::OptimizerBornKept:
             return "born in an optimizer step and kept after it";
         case CategoryRule::OptimizerInBackwardKept:

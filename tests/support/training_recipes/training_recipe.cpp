@@ -512,6 +512,16 @@ std::vector<TrainingRecipe> issue58Classes() {
         r.recorded_steps = 3;
         out.push_back(r);
     }
+    {
+        TrainingRecipe r;
+        r.name = "c user's adam, from creation, python frames";
+        r.optimizer = OptimizerKind::UserAdam;
+        r.path = UpdatePath::ForLoop;
+        r.from_creation = true;
+        r.frames = RecordedFrames::Python;
+        r.recorded_steps = 4;
+        out.push_back(r);
+    }
     // (d) Gradient accumulation.
     {
         TrainingRecipe r;

@@ -129,6 +129,7 @@ Result<AllocationDiff> diffAllocations(const Trace& a, const DeviceTimeline& ta,
     struct Acc {
         Site site;
         std::vector<uint64_t> a_sizes, b_sizes;
+        std::vector<uint32_t> a_intervals, b_intervals;
     };
     std::map<std::string, Acc> by_site;
     auto collect = [&](const Trace& t, const DeviceTimeline& tl, int64_t time, bool is_a,
@@ -147,6 +148,7 @@ Result<AllocationDiff> diffAllocations(const Trace& a, const DeviceTimeline& ta,
             }
             Acc& acc = by_site[it->second];
             (is_a ? acc.a_sizes : acc.b_sizes).push_back(iv.size);
+            (is_a ? acc.a_intervals : acc.b_intervals).push_back(i);
             live += int64_t(iv.size);
         }
     };
@@ -156,6 +158,8 @@ Result<AllocationDiff> diffAllocations(const Trace& a, const DeviceTimeline& ta,
         DiffGroup g;
         g.site = acc.site.label;
         g.frames = acc.site.frames;
+        g.a_intervals = std::move(acc.a_intervals);
+        g.b_intervals = std::move(acc.b_intervals);
         // Equal sizes pair off; the rest is one side's only.
         std::sort(acc.a_sizes.begin(), acc.a_sizes.end());
         std::sort(acc.b_sizes.begin(), acc.b_sizes.end());

@@ -56,6 +56,7 @@ LinesAtPeak linesAtPeak(const Trace& trace, const ModuleAttribution& modules,
         const int64_t size = int64_t(std::min<uint64_t>(a.size, INT64_MAX / 4));
         acc.row.bytes += size;
         acc.row.count += 1;
+        acc.row.intervals.push_back(i);
         out.total += size;
         if (has_modules) {
             const ModuleId m = moduleGroup(trace, moduleOfInterval(modules, a).module, {});

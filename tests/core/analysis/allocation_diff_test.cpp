@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "../analysis_test_util.h"
 #include "memscope/report/allocation_diff_report.h"
 
@@ -115,6 +117,36 @@ TEST(AllocationDiff, RecomputedLayersAreOnlyInTheFullSaveRunAndTheGroupsAddUp) {
     EXPECT_EQ(diff->groups[3].site, "__init__  (model.py:10)");
     EXPECT_EQ(diff->groups[3].both_bytes, int64_t(4 * MiB));
     EXPECT_EQ(diff->groups[3].both_count, 4u);
+
+    // Each group names its allocations on both sides: they are the ones
+    // alive at the moment, each once, and add up to the group's bytes.
+    auto bytesOf = [](const DeviceTimeline& tl, const std::vector<uint32_t>& intervals) {
+        int64_t sum = 0;
+        for (uint32_t i : intervals) sum += int64_t(tl.intervals.at(i).size);
+        return sum;
+    };
+    std::vector<uint32_t> all_a, all_b;
+    for (const DiffGroup& g : diff->groups) {
+        EXPECT_EQ(bytesOf(ta, g.a_intervals), g.only_a_bytes + g.both_bytes) << g.site;
+        EXPECT_EQ(bytesOf(tb, g.b_intervals), g.only_b_bytes + g.both_bytes) << g.site;
+        EXPECT_EQ(g.a_intervals.size(), size_t(g.only_a_count + g.both_count)) << g.site;
+        EXPECT_EQ(g.b_intervals.size(), size_t(g.only_b_count + g.both_count)) << g.site;
+        all_a.insert(all_a.end(), g.a_intervals.begin(), g.a_intervals.end());
+        all_b.insert(all_b.end(), g.b_intervals.begin(), g.b_intervals.end());
+    }
+    auto sorted = [](std::vector<uint32_t> v) {
+        std::sort(v.begin(), v.end());
+        return v;
+    };
+    EXPECT_EQ(sorted(all_a), sorted(ta.peak.live_intervals));
+    EXPECT_EQ(sorted(all_b), sorted(tb.peak.live_intervals));
+    // The recomputed layers' group: A's four saved tensors (their site's), B's one.
+    EXPECT_EQ(fwd.a_intervals.size(), 4u);
+    EXPECT_EQ(fwd.b_intervals.size(), 1u);
+    for (uint32_t i : fwd.a_intervals) EXPECT_EQ(ta.intervals.at(i).size, MiB);
+    // The log_extra tensor is in A only.
+    EXPECT_EQ(diff->groups[1].a_intervals.size(), 1u);
+    EXPECT_TRUE(diff->groups[1].b_intervals.empty());
 
     const std::string text = allocationDiffText(*diff, "a.memscope", "b.memscope");
     EXPECT_NE(text.find("only in A 6.00 MiB (4), in both 5.00 MiB (5), only in B 768 KiB (3); "

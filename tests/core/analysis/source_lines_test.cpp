@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "../analysis_test_util.h"
 
 namespace memscope {
@@ -39,6 +41,17 @@ TEST(SourceLines, TheLinesHoldingThePeakWithTheirLayerAddUp) {
     // Parameters, gradients, state: no user frame, one last row.
     EXPECT_EQ(lines.rows.back().label, "(no user frame)");
     EXPECT_EQ(lines.rows.back().module, "(outside modules)");
+    // Each line names its allocations: alive at the peak, adding up to its bytes.
+    for (const LineBytes& r : lines.rows) {
+        int64_t bytes = 0;
+        for (uint32_t i : r.intervals) {
+            EXPECT_NE(std::find(d.peak.live_intervals.begin(), d.peak.live_intervals.end(), i),
+                      d.peak.live_intervals.end());
+            bytes += int64_t(d.intervals.at(i).size);
+        }
+        EXPECT_EQ(bytes, r.bytes) << r.label;
+        EXPECT_EQ(r.intervals.size(), size_t(r.count)) << r.label;
+    }
 
     // At most `top` lines, the rest summed.
     const LinesAtPeak one = linesAtPeak(t, ModuleAttribution(t), d, 1);

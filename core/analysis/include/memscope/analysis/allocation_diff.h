@@ -38,6 +38,11 @@ struct DiffGroup {
     std::vector<std::string> frames;  // the site's frames, outermost first
     int64_t only_a_bytes = 0, only_b_bytes = 0, both_bytes = 0;
     uint32_t only_a_count = 0, only_b_count = 0, both_count = 0;
+    // The group's allocations alive at the moment on each side (indexes into
+    // DeviceTimeline::intervals, in the order the moment lists them), so a
+    // view can point at them: A's add up to only_a + both bytes, B's to
+    // only_b + both.
+    std::vector<uint32_t> a_intervals, b_intervals;
 };
 
 struct DiffSide {

@@ -27,6 +27,9 @@ struct LineBytes {
     std::string module;    // the layer holding most of the line's bytes; "" without modules
     int64_t bytes = 0;
     uint32_t count = 0;
+    // Its allocations alive at the peak (DeviceTimeline::intervals), so that
+    // a view can point at them; they add up to `bytes`.
+    std::vector<uint32_t> intervals;
 };
 
 struct LinesAtPeak {

@@ -16,8 +16,10 @@
 
 #include "common/format.h"
 #include "common/plot_export.h"
+#include "compare/allocation_diff_panel.h"
 #include "compare/composition_chart.h"
 #include "compare/difference_plot.h"
+#include "compare/line_compare_panel.h"
 #include "compare/module_compare.h"
 #include "compare/policy_map.h"
 #include "compare/summary_model.h"
@@ -121,6 +123,20 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     tabs_->addTab(diffPage, QStringLiteral("Difference"));
     modules_ = new ModuleComparePanel(tabs_);
     tabs_->addTab(modules_, QStringLiteral("By module"));
+    allocations_ = new AllocationDiffPanel(tabs_);
+    tabs_->addTab(allocations_, QStringLiteral("Allocations"));
+    connect(allocations_, &AllocationDiffPanel::highlightRequested, this,
+            [this](int a, std::vector<uint32_t> ia, int b, std::vector<uint32_t> ib) {
+                std::vector<std::vector<uint32_t>> perRun(runs_.size());
+                if (size_t(a) < perRun.size()) perRun[size_t(a)] = std::move(ia);
+                if (size_t(b) < perRun.size()) perRun[size_t(b)] = std::move(ib);
+                highlightAllocations(perRun);
+            });
+    lines_ = new LineComparePanel(tabs_);
+    tabs_->addTab(lines_, QStringLiteral("Lines"));
+    connect(
+        lines_, &LineComparePanel::highlightRequested, this,
+        [this](const std::vector<std::vector<uint32_t>>& perRun) { highlightAllocations(perRun); });
     split->addWidget(tabs_);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 1);
@@ -257,12 +273,28 @@ void CompareView::realign() {
     policyMap_->setEntries(summary_->entries());
     theory_->setEntries(summary_->entries());
     modules_->setEntries(summary_->entries(), baseline_);
+    allocations_->setEntries(summary_->entries(), baseline_);
+    lines_->setEntries(summary_->entries());
     updateDifference();
 }
 
 void CompareView::showTab(const QString& name) {
     const int i = int(compareTabNames().indexOf(name));
     if (i >= 0 && i < tabs_->count()) tabs_->setCurrentIndex(i);
+}
+
+QString CompareView::currentTabName() const {
+    return compareTabNames().value(tabs_->currentIndex());
+}
+
+void CompareView::highlightAllocations(const std::vector<std::vector<uint32_t>>& perRun) {
+    bool any = false;
+    for (const auto& v : perRun) any = any || !v.empty();
+    // The highlight is drawn by allocation only, as in a run's view.
+    if (any && mode_ != ViewMode::Allocation) setViewMode(ViewMode::Allocation);
+    for (size_t i = 0; i < plots_.size(); ++i)
+        plots_[i]->setHighlightedAllocations(i < perRun.size() ? perRun[i]
+                                                               : std::vector<uint32_t>{});
 }
 
 void CompareView::updateDifference() {

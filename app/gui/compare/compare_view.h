@@ -20,7 +20,9 @@ class QTableView;
 
 namespace memscope::gui {
 
+class AllocationDiffPanel;
 class CompositionChart;
+class LineComparePanel;
 class DifferencePlot;
 class ModuleComparePanel;
 class PolicyMap;
@@ -46,10 +48,16 @@ public:
     PolicyMap* policyMap() const { return policyMap_; }
     TheoryCharts* theoryCharts() const { return theory_; }
     ModuleComparePanel* modulePanel() const { return modules_; }
+    AllocationDiffPanel* allocationPanel() const { return allocations_; }
+    LineComparePanel* linePanel() const { return lines_; }
     // The lower pane's tab by its command-line name ("summary", "composition",
-    // "policy-map", "theory", "difference", "modules": compareTabNames()); unknown names
-    // are ignored.
+    // "policy-map", "theory", "difference", "modules", "allocations", "lines":
+    // compareTabNames()); unknown names are ignored.
     void showTab(const QString& name);
+    QString currentTabName() const;
+    // Brings forward these allocations in each run's plot (parallel to
+    // runs(), DeviceTimeline::intervals), by allocation; all empty: none.
+    void highlightAllocations(const std::vector<std::vector<uint32_t>>& perRun);
     QString hoverText() const;
 
     void setAlignMode(AlignMode mode);
@@ -110,6 +118,8 @@ private:
     TheoryCharts* theory_ = nullptr;
     DifferencePlot* diff_ = nullptr;
     ModuleComparePanel* modules_ = nullptr;
+    AllocationDiffPanel* allocations_ = nullptr;
+    LineComparePanel* lines_ = nullptr;
 };
 
 }  // namespace memscope::gui

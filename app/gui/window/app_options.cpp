@@ -7,13 +7,16 @@
 namespace memscope::gui {
 
 QStringList compareTabNames() {
-    return {QStringLiteral("summary"), QStringLiteral("composition"), QStringLiteral("policy-map"),
-            QStringLiteral("theory"),  QStringLiteral("difference"),  QStringLiteral("modules")};
+    return {QStringLiteral("summary"),     QStringLiteral("composition"),
+            QStringLiteral("policy-map"),  QStringLiteral("theory"),
+            QStringLiteral("difference"),  QStringLiteral("modules"),
+            QStringLiteral("allocations"), QStringLiteral("lines")};
 }
 
 QStringList dockNames() {
     return {QStringLiteral("inspector"), QStringLiteral("search"), QStringLiteral("modules"),
-            QStringLiteral("allocator"), QStringLiteral("flame"),  QStringLiteral("leaks")};
+            QStringLiteral("allocator"), QStringLiteral("flame"),  QStringLiteral("leaks"),
+            QStringLiteral("lines")};
 }
 
 AppOptions parseOptions(const QStringList& arguments) {
@@ -49,8 +52,11 @@ AppOptions parseOptions(const QStringList& arguments) {
     const QCommandLineOption tab(
         QStringLiteral("compare-tab"),
         QStringLiteral("Screenshot with --compare: the table's tab to show: 'summary', "
-                       "'composition', 'policy-map', 'theory', 'difference' or 'modules' (default: "
-                       "summary)."),
+                       "'composition', 'policy-map', 'theory', 'difference', 'modules', "
+                       "'allocations' (by site, the allocations alive at the peaks that the "
+                       "baseline run has and another lacks, and back; the largest group "
+                       "highlighted in both plots) or 'lines' (bytes at each peak by source "
+                       "line, the runs side by side) (default: summary)."),
         QStringLiteral("TAB"));
     const QCommandLineOption whatif(
         QStringLiteral("whatif"),
@@ -63,8 +69,9 @@ AppOptions parseOptions(const QStringList& arguments) {
         QStringLiteral("dock"),
         QStringLiteral("Screenshot of one run: the dock to show: 'inspector', 'search', "
                        "'modules', 'allocator', 'flame' (the stacks alive at the peak, its "
-                       "largest innermost frame highlighted) or 'leaks' (what grows per step, "
-                       "its first group highlighted)."),
+                       "largest innermost frame highlighted), 'leaks' (what grows per step, "
+                       "its first group highlighted) or 'lines' (bytes at the peak by source "
+                       "line, the largest line highlighted)."),
         QStringLiteral("DOCK"));
     const QCommandLineOption wholeRun(
         QStringLiteral("whole-run"),

@@ -22,6 +22,7 @@
 #include "inspect/inspector_view.h"
 #include "inspect/module_panel.h"
 #include "inspect/search_panel.h"
+#include "lines/lines_panel.h"
 #include "loading/run_loader.h"
 #include "memscope/builtin_plugins.h"
 #include "ranks/ranks_view.h"
@@ -60,6 +61,7 @@ MainWindow::MainWindow(bool persistSettings, QWidget* parent)
     allocator_ = new AllocatorView(this);
     flame_ = new FlamePanel(this);
     leaks_ = new LeakPanel(this);
+    lines_ = new LinesPanel(this);
     auto addDock = [this](QWidget* w, const QString& title, const QString& name,
                           Qt::DockWidgetArea area) {
         auto* dock = new QDockWidget(title, this);
@@ -78,8 +80,11 @@ MainWindow::MainWindow(bool persistSettings, QWidget* parent)
                                  QStringLiteral("flameDock"), Qt::BottomDockWidgetArea);
     QDockWidget* leaks = addDock(leaks_, QStringLiteral("Leaks"), QStringLiteral("leaksDock"),
                                  Qt::BottomDockWidgetArea);
+    QDockWidget* lines = addDock(lines_, QStringLiteral("Lines at peak"),
+                                 QStringLiteral("linesDock"), Qt::BottomDockWidgetArea);
     tabifyDockWidget(alloc, flame);
     tabifyDockWidget(flame, leaks);
+    tabifyDockWidget(leaks, lines);
     alloc->raise();
     QDockWidget* mods = addDock(modules_, QStringLiteral("By module at the peak"),
                                 QStringLiteral("modulesDock"), Qt::RightDockWidgetArea);
@@ -166,6 +171,7 @@ MainWindow::MainWindow(bool persistSettings, QWidget* parent)
     };
     connect(flame_, &FlamePanel::allocationsHighlightRequested, this, highlight);
     connect(leaks_, &LeakPanel::allocationsHighlightRequested, this, highlight);
+    connect(lines_, &LinesPanel::allocationsHighlightRequested, this, highlight);
     connect(inspector_, &InspectorView::neighbourActivated, this, [this](uint32_t i) {
         if (RunView* v = currentRunView()) v->showAllocation(i);
     });
@@ -415,6 +421,7 @@ void MainWindow::onCurrentTabChanged() {
         modules_->setSource(v->run(), v->device(), v->moduleGrouping());
         flame_->setSource(v->run(), v->device());
         leaks_->setSource(v->run(), v->device());
+        lines_->setSource(v->run(), v->device());
         setWindowTitle(QStringLiteral("%1 — memscope").arg(tabs_->tabText(tabs_->indexOf(v))));
     } else {
         setWindowTitle(QStringLiteral("memscope"));
@@ -429,6 +436,7 @@ bool MainWindow::raiseDock(const QString& name) {
                  : name == QLatin1String("allocator") ? static_cast<QWidget*>(allocator_)
                  : name == QLatin1String("flame")     ? static_cast<QWidget*>(flame_)
                  : name == QLatin1String("leaks")     ? static_cast<QWidget*>(leaks_)
+                 : name == QLatin1String("lines")     ? static_cast<QWidget*>(lines_)
                                                       : nullptr;
     auto* dock = w ? qobject_cast<QDockWidget*>(w->parentWidget()) : nullptr;
     if (!dock) return false;

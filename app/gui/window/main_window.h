@@ -26,6 +26,7 @@ class CompareView;
 class InspectorView;
 class FlamePanel;
 class LeakPanel;
+class LinesPanel;
 class ModulePanel;
 class RunLoader;
 class RunView;
@@ -64,6 +65,7 @@ public:
     AllocatorView* allocatorView() const { return allocator_; }
     FlamePanel* flamePanel() const { return flame_; }
     LeakPanel* leakPanel() const { return leaks_; }
+    LinesPanel* linesPanel() const { return lines_; }
     // Shows and raises a dock by its short name: "inspector", "search",
     // "modules", "allocator", "flame", "leaks"; false for another name.
     bool raiseDock(const QString& name);
@@ -134,6 +136,7 @@ private:
     AllocatorView* allocator_ = nullptr;
     FlamePanel* flame_ = nullptr;
     LeakPanel* leaks_ = nullptr;
+    LinesPanel* lines_ = nullptr;
     RunLoader* loader_ = nullptr;
     QProgressBar* progress_ = nullptr;
     QPushButton* cancel_ = nullptr;

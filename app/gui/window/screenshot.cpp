@@ -8,10 +8,12 @@
 
 #include "allocator/allocator_view.h"
 #include "common/plot_export.h"
+#include "compare/allocation_diff_panel.h"
 #include "compare/compare_view.h"
 #include "compare/summary_model.h"
 #include "inspect/inspector_view.h"
 #include "inspect/module_panel.h"
+#include "lines/lines_panel.h"
 #include "run_view/run_view.h"
 #include "run_view/timeline_plot.h"
 #include "run_view/zoom_state.h"
@@ -48,8 +50,9 @@ int runScreenshot(const AppOptions& options) {
         // Pin the largest allocation live at the peak, so the inspector shows
         // a stack (not for a stacks or leaks dock: their highlight is the picture).
         const DeviceTimeline* tl = v->plot()->timeline();
-        const bool dockHighlights =
-            options.dock == QLatin1String("flame") || options.dock == QLatin1String("leaks");
+        const bool dockHighlights = options.dock == QLatin1String("flame") ||
+                                    options.dock == QLatin1String("leaks") ||
+                                    options.dock == QLatin1String("lines");
         if (tl && !tl->peak.live_intervals.empty() && !dockHighlights) {
             const uint32_t i = tl->peak.live_intervals.front();
             v->plot()->setPinned(i);
@@ -70,6 +73,7 @@ int runScreenshot(const AppOptions& options) {
         QWidget* w =
             options.dock == QLatin1String("flame")   ? static_cast<QWidget*>(window.flamePanel())
             : options.dock == QLatin1String("leaks") ? static_cast<QWidget*>(window.leakPanel())
+            : options.dock == QLatin1String("lines") ? static_cast<QWidget*>(window.linesPanel())
                                                      : nullptr;
         if (auto* dock = w ? qobject_cast<QDockWidget*>(w->parentWidget()) : nullptr)
             window.resizeDocks({dock}, {options.size.height() * 2 / 5}, Qt::Vertical);
@@ -98,6 +102,14 @@ int runScreenshot(const AppOptions& options) {
                     l->activateGroup(d, 0);
                     break;
                 }
+        } else if (options.dock == QLatin1String("lines")) {
+            // The largest user line: its allocations highlighted at the peak.
+            LinesPanel* l = window.linesPanel();
+            for (int r = 0; r < int(l->lines().rows.size()); ++r)
+                if (!l->lines().rows[size_t(r)].file.empty()) {
+                    l->activateRow(r);
+                    break;
+                }
         }
     }
     window.allocatorView()->waitForIdle();
@@ -109,6 +121,10 @@ int runScreenshot(const AppOptions& options) {
     if (comparing && window.compareView()) {
         if (options.align) window.compareView()->setAlignMode(*options.align);
         if (!options.compare_tab.isEmpty()) window.compareView()->showTab(options.compare_tab);
+        // The allocations tab's picture is its click: the largest group
+        // highlighted in both runs' plots.
+        if (options.compare_tab == QLatin1String("allocations"))
+            window.compareView()->allocationPanel()->activateGroup(0);
         if (byModule) window.compareView()->setViewMode(ViewMode::Module);
         QApplication::processEvents();
         const QString table = window.compareView()->summaryModel()->toTextTable();

@@ -7,12 +7,15 @@
 #include <QLabel>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "common/format.h"
 
 namespace memscope::gui {
 
 namespace {
+
+constexpr int kMaxLabelWidth = 520;  // pixels
 
 // A's steps offered in the moment box: enough to reach the interesting
 // ones without a box of thousands.
@@ -187,6 +190,7 @@ void AllocationDiffPanel::update() {
         const DiffGroup& g = d.groups[size_t(r)];
         fill(r, toQString(g.site), g.only_a_bytes, g.only_a_count, g.both_bytes, g.both_count,
              g.only_b_bytes, g.only_b_count);
+        // The site's frames, outermost first: the label alone may be cut.
         QString frames;
         for (const std::string& f : g.frames) frames += toQString(f) + QLatin1Char('\n');
         table_->item(r, Site)->setToolTip(frames.trimmed());
@@ -201,6 +205,9 @@ void AllocationDiffPanel::update() {
     }
     table_->setVisible(true);
     table_->resizeColumnsToContents();
+    // A C++ frame's label runs to hundreds of characters: the column stays
+    // readable and the tooltip holds the label whole.
+    table_->setColumnWidth(Site, std::min(table_->columnWidth(Site), kMaxLabelWidth));
 }
 
 QString AllocationDiffPanel::headline() const {

@@ -5,12 +5,15 @@
 #include <QLabel>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "common/format.h"
 
 namespace memscope::gui {
 
 namespace {
+
+constexpr int kMaxLabelWidth = 520;  // pixels
 
 // Lines per run before the rest is summed into one row: the table stays
 // readable, the columns still add up to the peaks.
@@ -71,6 +74,7 @@ void LineComparePanel::setEntries(const std::vector<CompareEntry>& entries) {
     for (int r = 0; r < int(lines_.rows.size()); ++r) {
         const LineAcrossRuns& l = lines_.rows[size_t(r)];
         table_->setItem(r, 0, cell(toQString(l.label)));
+        table_->item(r, 0)->setToolTip(toQString(l.label));
         table_->setItem(r, 1, cell(l.module.empty() ? QStringLiteral("—") : toQString(l.module)));
         for (int k = 0; k < runs; ++k) {
             const int64_t bytes = l.bytes[size_t(k)];
@@ -97,6 +101,9 @@ void LineComparePanel::setEntries(const std::vector<CompareEntry>& entries) {
         table_->item(last, c)->setFont(f);
     }
     table_->resizeColumnsToContents();
+    // A C++ frame's label runs to hundreds of characters: the column stays
+    // readable and the tooltip holds the label whole.
+    table_->setColumnWidth(0, std::min(table_->columnWidth(0), kMaxLabelWidth));
     head_->setText(
         runs == 0
             ? QStringLiteral("Compare runs for their bytes by source line.")

@@ -15,6 +15,8 @@ namespace memscope::gui {
 
 namespace {
 
+constexpr int kMaxLabelWidth = 520;  // pixels
+
 // The table's length: the lines beyond it make one row, as `summary
 // --by-line` sums them.
 constexpr size_t kTopLines = 200;
@@ -95,7 +97,7 @@ void LinesPanel::setSource(RunPtr run, DeviceRef ref) {
     for (const LineBytes& l : lines_.rows) {
         fill(r, toQString(l.label), l.module.empty() ? QStringLiteral("—") : toQString(l.module),
              l.bytes, l.count);
-        table_->item(r, Line)->setToolTip(toQString(l.file));
+        table_->item(r, Line)->setToolTip(toQString(l.label));
         ++r;
     }
     // The lines beyond the table: one row, so that the rows add up to the
@@ -104,6 +106,9 @@ void LinesPanel::setSource(RunPtr run, DeviceRef ref) {
         fill(r, QStringLiteral("(%1 more lines)").arg(lines_.rest_count), QString(),
              lines_.rest_bytes, {});
     table_->resizeColumnsToContents();
+    // A C++ frame's label runs to hundreds of characters: the column stays
+    // readable and the tooltip holds the label whole.
+    table_->setColumnWidth(Line, std::min(table_->columnWidth(Line), kMaxLabelWidth));
     table_->setVisible(true);
     head_->setText(
         QStringLiteral("%1 — %2: %3 at the peak in %4 source line%5")

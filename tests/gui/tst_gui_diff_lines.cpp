@@ -150,6 +150,10 @@ private slots:
                 logits.push_back(i);
         QCOMPARE(sorted(ha), sorted(logits));
         QCOMPARE(int(ha.size()), 10);
+        // B freed its logits before its peak: none there, its plot fades whole.
+        QVERIFY(d.groups[0].b_intervals.empty());
+        QVERIFY(c.plotAt(b)->highlightActive());
+        QVERIFY(c.plotAt(a)->highlightActive());
         for (uint32_t i : hb)
             QVERIFY(std::count(tb.peak.live_intervals.begin(), tb.peak.live_intervals.end(), i) ==
                     1);
@@ -157,6 +161,8 @@ private slots:
         clickCell(t, total, AllocationDiffPanel::Site);
         QVERIFY(c.plotAt(a)->highlightedAllocations().empty());
         QVERIFY(c.plotAt(b)->highlightedAllocations().empty());
+        QVERIFY(!c.plotAt(a)->highlightActive());
+        QVERIFY(!c.plotAt(b)->highlightActive());
 
         // At a step's forward: the totals are that moment's live difference.
         p->setMoment(QStringLiteral("step:2:forward"));
@@ -167,6 +173,24 @@ private slots:
         QCOMPARE(raw(last, AllocationDiffPanel::Change),
                  p->diff()->a.live_bytes - p->diff()->b.live_bytes);
         QCOMPARE(p->diff()->a.live_bytes, int64_t(bytesOf(ta, ta.liveAt(p->diff()->a.time))));
+    }
+
+    void aThirdRunTakesNoPartInAgainstB() {
+        std::vector<RunPtr> runs = twoRuns();
+        runs.push_back(runOf(testutil::leakyRun({}), QStringLiteral("third.memscope")));
+        CompareView c;
+        c.resize(1400, 900);
+        c.show();
+        c.setRuns(runs);
+        AllocationDiffPanel* p = c.allocationPanel();
+        QCOMPARE(p->baseline(), 0);
+        p->setCandidate(1);
+        QVERIFY(p->diff().has_value());
+        p->activateGroup(0);
+        QVERIFY(!c.plotAt(0)->highlightedAllocations().empty());
+        QVERIFY(c.plotAt(1)->highlightActive());
+        QVERIFY(!c.plotAt(2)->highlightActive());
+        QVERIFY(c.plotAt(2)->highlightedAllocations().empty());
     }
 
     void compareLinesAddUpPerRunAndAClickHighlightsEveryRun() {

@@ -127,16 +127,18 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
     tabs_->addTab(allocations_, QStringLiteral("Allocations"));
     connect(allocations_, &AllocationDiffPanel::highlightRequested, this,
             [this](int a, std::vector<uint32_t> ia, int b, std::vector<uint32_t> ib) {
-                std::vector<std::vector<uint32_t>> perRun(runs_.size());
+                // The other runs take no part in A against B.
+                RunHighlights perRun(runs_.size());
                 if (size_t(a) < perRun.size()) perRun[size_t(a)] = std::move(ia);
                 if (size_t(b) < perRun.size()) perRun[size_t(b)] = std::move(ib);
                 highlightAllocations(perRun);
             });
     lines_ = new LineComparePanel(tabs_);
     tabs_->addTab(lines_, QStringLiteral("Lines"));
-    connect(
-        lines_, &LineComparePanel::highlightRequested, this,
-        [this](const std::vector<std::vector<uint32_t>>& perRun) { highlightAllocations(perRun); });
+    connect(lines_, &LineComparePanel::highlightRequested, this,
+            [this](const std::vector<std::vector<uint32_t>>& perRun) {
+                highlightAllocations(RunHighlights(perRun.begin(), perRun.end()));
+            });
     split->addWidget(tabs_);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 1);
@@ -287,14 +289,17 @@ QString CompareView::currentTabName() const {
     return compareTabNames().value(tabs_->currentIndex());
 }
 
-void CompareView::highlightAllocations(const std::vector<std::vector<uint32_t>>& perRun) {
+void CompareView::highlightAllocations(const RunHighlights& perRun) {
     bool any = false;
-    for (const auto& v : perRun) any = any || !v.empty();
+    for (const auto& v : perRun) any = any || (v && !v->empty());
     // The highlight is drawn by allocation only, as in a run's view.
     if (any && mode_ != ViewMode::Allocation) setViewMode(ViewMode::Allocation);
-    for (size_t i = 0; i < plots_.size(); ++i)
-        plots_[i]->setHighlightedAllocations(i < perRun.size() ? perRun[i]
-                                                               : std::vector<uint32_t>{});
+    for (size_t i = 0; i < plots_.size(); ++i) {
+        const bool takesPart = i < perRun.size() && perRun[i].has_value();
+        // A run without any of them fades whole: "none here" is its answer.
+        plots_[i]->setHighlightedAllocations(takesPart ? *perRun[i] : std::vector<uint32_t>{},
+                                             any && takesPart);
+    }
 }
 
 void CompareView::updateDifference() {

@@ -5,6 +5,7 @@
 // and the change by module.
 
 #include <QWidget>
+#include <optional>
 #include <vector>
 
 #include "loading/run.h"
@@ -56,8 +57,11 @@ public:
     void showTab(const QString& name);
     QString currentTabName() const;
     // Brings forward these allocations in each run's plot (parallel to
-    // runs(), DeviceTimeline::intervals), by allocation; all empty: none.
-    void highlightAllocations(const std::vector<std::vector<uint32_t>>& perRun);
+    // runs(), DeviceTimeline::intervals), by allocation; a run given none
+    // while another has some fades whole, a run left out (nullopt, or past
+    // the end) shows no highlight; all empty: none.
+    using RunHighlights = std::vector<std::optional<std::vector<uint32_t>>>;
+    void highlightAllocations(const RunHighlights& perRun);
     QString hoverText() const;
 
     void setAlignMode(AlignMode mode);

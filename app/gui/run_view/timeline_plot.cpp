@@ -202,6 +202,7 @@ void TimelinePlot::setSource(RunPtr run, DeviceRef ref, const AxisMap& map, cons
     moduleHighlight_.reset();
     highlighted_.clear();
     allocationHighlight_.clear();
+    allocationHighlightOn_ = false;
     const AllocationIndex* index = run_ ? run_->allocationIndex(ref_) : nullptr;
     p_->allocations->setSource(index ? &index->sites : nullptr, map_);
     const Trace* trace = run_ ? run_->trace(ref_) : nullptr;
@@ -310,14 +311,18 @@ const ModuleStack* TimelinePlot::moduleStack() {
 
 void TimelinePlot::setModuleHighlight(std::optional<ModuleId> group) {
     moduleHighlight_ = group;
-    if (group) allocationHighlight_.clear();
+    if (group) {
+        allocationHighlight_.clear();
+        allocationHighlightOn_ = false;
+    }
     updateModuleHighlight();
     rebuild();
 }
 
-void TimelinePlot::setHighlightedAllocations(std::vector<uint32_t> intervals) {
+void TimelinePlot::setHighlightedAllocations(std::vector<uint32_t> intervals, bool fadeAllIfEmpty) {
     allocationHighlight_ = std::move(intervals);
-    if (!allocationHighlight_.empty()) moduleHighlight_.reset();
+    allocationHighlightOn_ = !allocationHighlight_.empty() || fadeAllIfEmpty;
+    if (allocationHighlightOn_) moduleHighlight_.reset();
     updateModuleHighlight();
     rebuild();
 }
@@ -332,7 +337,7 @@ void TimelinePlot::updateModuleHighlight() {
             if (i < tl->intervals.size()) highlighted_.push_back(i);
     }
     std::vector<bool> mask;
-    const bool any = stack || (!moduleHighlight_ && !allocationHighlight_.empty());
+    const bool any = stack || (!moduleHighlight_ && allocationHighlightOn_);
     if (tl && any && mode_ == ViewMode::Allocation) {
         mask.assign(tl->intervals.size(), false);
         for (uint32_t i : highlighted_) mask[i] = true;

@@ -51,11 +51,14 @@ public:
     std::optional<ModuleId> moduleHighlight() const { return moduleHighlight_; }
     // Brings forward these allocations (DeviceTimeline::intervals; a flame
     // graph's frame, a leak group), fading the rest, by allocation; replaces
-    // a module highlight. Empty: none.
-    void setHighlightedAllocations(std::vector<uint32_t> intervals);
+    // a module highlight. Empty: none, unless `fadeAllIfEmpty` (a compared
+    // run that lacks what the other run's highlight shows: all of it fades).
+    void setHighlightedAllocations(std::vector<uint32_t> intervals, bool fadeAllIfEmpty = false);
     // The allocations setModuleHighlight or setHighlightedAllocations brought
     // forward (a module's in order of start).
     const std::vector<uint32_t>& highlightedAllocations() const { return highlighted_; }
+    // Whether a highlight fades the rest, even one of no allocations here.
+    bool highlightActive() const { return moduleHighlight_ || allocationHighlightOn_; }
     // The message shown over the plot instead of bands ("" when none).
     QString overlayMessage() const;
     void setFixedYMax(double bytes);  // <= 0: fit the visible data
@@ -150,6 +153,7 @@ private:
     std::optional<ModuleId> moduleHighlight_;
     std::vector<uint32_t> highlighted_;
     std::vector<uint32_t> allocationHighlight_;  // setHighlightedAllocations'
+    bool allocationHighlightOn_ = false;         // its, even when empty (fadeAllIfEmpty)
     double fixedYMax_ = 0;
     bool boxMode_ = false;
     std::optional<uint32_t> pinned_;

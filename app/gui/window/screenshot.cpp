@@ -121,10 +121,20 @@ int runScreenshot(const AppOptions& options) {
     if (comparing && window.compareView()) {
         if (options.align) window.compareView()->setAlignMode(*options.align);
         if (!options.compare_tab.isEmpty()) window.compareView()->showTab(options.compare_tab);
-        // The allocations tab's picture is its click: the largest group
-        // highlighted in both runs' plots.
-        if (options.compare_tab == QLatin1String("allocations"))
-            window.compareView()->allocationPanel()->activateGroup(0);
+        // The allocations tab's picture is its click: the largest group with
+        // a stack highlighted in both runs' plots (without one, the largest:
+        // "(no stack)" is drawn grey, its highlight hard to see).
+        if (options.compare_tab == QLatin1String("allocations")) {
+            AllocationDiffPanel* p = window.compareView()->allocationPanel();
+            int group = 0;
+            if (p->diff())
+                for (int g = 0; g < int(p->diff()->groups.size()); ++g)
+                    if (p->diff()->groups[size_t(g)].site != "(no stack)") {
+                        group = g;
+                        break;
+                    }
+            p->activateGroup(group);
+        }
         if (byModule) window.compareView()->setViewMode(ViewMode::Module);
         QApplication::processEvents();
         const QString table = window.compareView()->summaryModel()->toTextTable();

@@ -22,7 +22,7 @@ LinesCompared compareLines(const std::vector<const LinesAtPeak*>& runs) {
     const size_t n = runs.size();
     using Key = std::tuple<Kind, std::string, std::string, uint32_t>;  // function, file, line
     std::map<Key, LineAcrossRuns> rows;
-    auto rowOf = [&](Key key) -> LineAcrossRuns& {
+    auto rowOf = [&](const Key& key) -> LineAcrossRuns& {
         auto [it, fresh] = rows.try_emplace(key);
         if (fresh) {
             LineAcrossRuns& r = it->second;

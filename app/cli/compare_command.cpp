@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,9 +11,12 @@
 #include "commands.h"
 #include "memscope/analysis/allocation_diff.h"
 #include "memscope/analysis/compare_table.h"
+#include "memscope/analysis/line_compare.h"
+#include "memscope/analysis/source_lines.h"
 #include "memscope/ranks/rank_compare.h"
 #include "memscope/report/allocation_diff_report.h"
 #include "memscope/report/compare_report.h"
+#include "memscope/report/line_compare_report.h"
 #include "memscope/report/rank_report.h"
 
 namespace memscope::cli {
@@ -28,7 +32,36 @@ struct CompareOptions {
     bool csv = false;
     bool allocations = false;  // the allocation-set diff of two runs
     std::string at = "peak";   // its moment
+    bool by_line = false;      // bytes by source line, the runs side by side
 };
+
+// Opens each of `paths` as one trace with a device that has memory events;
+// prints why not and returns nullopt (exit status 2).
+std::optional<std::vector<OpenedRun>> openSingleTraces(const std::vector<std::string>& paths,
+                                                       const char* option) {
+    std::vector<OpenedRun> runs;
+    for (const std::string& path : paths) {
+        auto opened = openWithProgress(path);
+        if (!opened) {
+            std::fprintf(stderr, "memscope-cli compare: %s\n", opened.message().c_str());
+            return std::nullopt;
+        }
+        printWarnings("compare", *opened);
+        if (opened->parts.size() != 1) {
+            std::fprintf(stderr,
+                         "memscope-cli compare %s: %s holds %zu traces; give one file each\n",
+                         option, path.c_str(), opened->parts.size());
+            return std::nullopt;
+        }
+        if (!opened->parts.front().timeline->highestPeakDevice()) {
+            std::fprintf(stderr, "memscope-cli compare: %s: no device with memory events\n",
+                         path.c_str());
+            return std::nullopt;
+        }
+        runs.push_back(std::move(*opened));
+    }
+    return runs;
+}
 
 // compare --allocations A B: what is alive in one and not the other.
 int runAllocations(const CompareOptions& o) {
@@ -44,30 +77,10 @@ int runAllocations(const CompareOptions& o) {
         std::fprintf(stderr, "memscope-cli compare: %s\n", moment.message().c_str());
         return 1;
     }
-    std::vector<OpenedRun> runs;
-    for (const std::string& path : o.paths) {
-        auto opened = openWithProgress(path);
-        if (!opened) {
-            std::fprintf(stderr, "memscope-cli compare: %s\n", opened.message().c_str());
-            return 2;
-        }
-        printWarnings("compare", *opened);
-        if (opened->parts.size() != 1) {
-            std::fprintf(stderr,
-                         "memscope-cli compare --allocations: %s holds %zu traces; give one "
-                         "file each\n",
-                         path.c_str(), opened->parts.size());
-            return 2;
-        }
-        if (!opened->parts.front().timeline->highestPeakDevice()) {
-            std::fprintf(stderr, "memscope-cli compare: %s: no device with memory events\n",
-                         path.c_str());
-            return 2;
-        }
-        runs.push_back(std::move(*opened));
-    }
-    const OpenedTrace& a = runs[0].parts.front();
-    const OpenedTrace& b = runs[1].parts.front();
+    auto runs = openSingleTraces(o.paths, "--allocations");
+    if (!runs) return 2;
+    const OpenedTrace& a = (*runs)[0].parts.front();
+    const OpenedTrace& b = (*runs)[1].parts.front();
     auto diff = diffAllocations(*a.trace, *a.timeline->highestPeakDevice(), *b.trace,
                                 *b.timeline->highestPeakDevice(), *moment);
     if (!diff) {
@@ -76,6 +89,31 @@ int runAllocations(const CompareOptions& o) {
     }
     std::fputs(o.json ? allocationDiffJson(*diff, o.paths[0], o.paths[1]).c_str()
                       : allocationDiffText(*diff, o.paths[0], o.paths[1]).c_str(),
+               stdout);
+    return 0;
+}
+
+// compare --by-line RUN...: the compare view's lines tab, each run at its peak.
+int runByLine(const CompareOptions& o) {
+    if (o.csv || !o.baseline.empty() || !o.phase.empty() || o.align != "time" || o.at != "peak") {
+        std::fprintf(stderr,
+                     "memscope-cli compare --by-line: --baseline, --phase, --align, --at and "
+                     "--csv do not apply (each run at its peak)\n");
+        return 1;
+    }
+    auto runs = openSingleTraces(o.paths, "--by-line");
+    if (!runs) return 2;
+    std::vector<LinesAtPeak> lines;
+    for (const OpenedRun& r : *runs) {
+        const OpenedTrace& t = r.parts.front();
+        lines.push_back(linesAtPeak(*t.trace, ModuleAttribution(*t.trace),
+                                    *t.timeline->highestPeakDevice(), kCompareLinesTop));
+    }
+    std::vector<const LinesAtPeak*> pointers;
+    for (const LinesAtPeak& l : lines) pointers.push_back(&l);
+    const LinesCompared compared = compareLines(pointers);
+    std::fputs(o.json ? linesComparedJson(compared, o.paths).c_str()
+                      : linesComparedText(compared, o.paths).c_str(),
                stdout);
     return 0;
 }
@@ -120,7 +158,12 @@ int runRanks(const CompareOptions& o) {
 }
 
 int run(const CompareOptions& o) {
+    if (o.allocations && o.by_line) {
+        std::fprintf(stderr, "memscope-cli compare: --allocations or --by-line, not both\n");
+        return 1;
+    }
     if (o.allocations) return runAllocations(o);
+    if (o.by_line) return runByLine(o);
     if (o.at != "peak") {
         std::fprintf(stderr, "memscope-cli compare: --at goes with --allocations\n");
         return 1;
@@ -216,6 +259,8 @@ Command addCompare(CLI::App& parent) {
     app->add_flag("--csv", o->csv, "print CSV (raw numbers)")->excludes(json);
     app->add_flag("--allocations", o->allocations,
                   "two runs A B: the allocations alive in only A, both, only B, by site");
+    app->add_flag("--by-line", o->by_line,
+                  "bytes at each run's peak by source line, lines matched across the runs");
     app->add_option("--at", o->at,
                     "with --allocations, the moment: peak (default), step:N or step:N:PHASE");
     app->footer(
@@ -229,6 +274,10 @@ Command addCompare(CLI::App& parent) {
         "absolute path, so two checkouts of one script match), then by size: only-A, both\n"
         "and only-B with counts and bytes per site. Only-A minus only-B bytes is A's live\n"
         "bytes minus B's.\n\n"
+        "--by-line RUN...: the bytes at each run's peak (on its highest device) by source\n"
+        "line (the innermost user frame, as summary --by-line), the runs side by side, a\n"
+        "line matched across runs by function, file name and line; each run's lines past\n"
+        "the first 100 make one row, so that each column adds up to its peak.\n\n"
         "Exit status: 0 compared, 1 usage error, 2 a run could not be read.");
     return {app, [o] { return run(*o); }, {}};
 }

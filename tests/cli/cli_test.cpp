@@ -738,6 +738,44 @@ TEST_F(Cli, CompareAllocationsSplitsOnlyABothOnlyBAndAddsUp) {
     EXPECT_NE(run("compare --help").out.find("--allocations"), std::string::npos);
 }
 
+TEST_F(Cli, CompareByLinePutsTheRunsLinesSideBySideAddingUpToEachPeak) {
+    const std::string a = file("a.memscope"), b = file("b.memscope");
+    ASSERT_TRUE(writeNativeTrace(
+        testutil::leakyRun({.keep_logits = true, .hook_stores = true, .plateau_cache = false}), a));
+    ASSERT_TRUE(writeNativeTrace(
+        testutil::leakyRun({.keep_logits = false, .hook_stores = true, .plateau_cache = false}),
+        b));
+    const CliRun json = run("compare --by-line --json " + a + " " + b);
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    const auto j = nlohmann::json::parse(json.out);
+    ASSERT_EQ(j["runs"].size(), 2u);
+    EXPECT_EQ(j["runs"][0]["path"], a);
+    for (size_t k = 0; k < 2; ++k) {
+        int64_t sum = 0;
+        for (const auto& l : j["lines"]) sum += l["bytes"][k].get<int64_t>();
+        EXPECT_EQ(sum, j["runs"][k]["peak_bytes"].get<int64_t>()) << "run " << k;
+    }
+    // The kept logits: A only, matched by file name; the hook's line in both.
+    EXPECT_EQ(j["lines"][0]["label"], "forward  (model.py:50)");
+    EXPECT_EQ(j["lines"][0]["module"], "head");
+    EXPECT_GT(j["lines"][0]["bytes"][0].get<int64_t>(), 0);
+    EXPECT_EQ(j["lines"][0]["bytes"][1].get<int64_t>(), 0);
+    bool hook = false;
+    for (const auto& l : j["lines"])
+        if (l["label"] == "save_output  (train.py:20)")
+            hook = l["bytes"][0].get<int64_t>() > 0 && l["bytes"][1].get<int64_t>() > 0;
+    EXPECT_TRUE(hook) << json.out;
+
+    const CliRun text = run("compare --by-line " + a + " " + b);
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("forward  (model.py:50)  [head]"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("run 2: " + b), std::string::npos) << text.out;
+    EXPECT_EQ(run("compare --by-line --allocations " + a + " " + b).exit_code, 1);
+    EXPECT_EQ(run("compare --by-line --baseline 1 " + a + " " + b).exit_code, 1);
+    EXPECT_EQ(run("compare --by-line " + a + " " + file("missing.memscope")).exit_code, 2);
+    EXPECT_NE(run("compare --help").out.find("--by-line"), std::string::npos);
+}
+
 TEST_F(Cli, SummaryByLineListsTheUsersLinesAtThePeak) {
     const std::string path = file("leaky.memscope");
     ASSERT_TRUE(

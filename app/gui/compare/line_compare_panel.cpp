@@ -15,10 +15,6 @@ namespace {
 
 constexpr int kMaxLabelWidth = 520;  // pixels
 
-// Lines per run before the rest is summed into one row: the table stays
-// readable, the columns still add up to the peaks.
-constexpr size_t kTopLines = 100;
-
 QTableWidgetItem* cell(const QString& text, QVariant raw = {}) {
     auto* item = new QTableWidgetItem(text);
     item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
@@ -57,8 +53,9 @@ void LineComparePanel::setEntries(const std::vector<CompareEntry>& entries) {
         const Trace* trace = e.run ? e.run->trace(e.device) : nullptr;
         const DeviceTimeline* tl = e.run ? e.run->timeline(e.device) : nullptr;
         const ModuleAttribution* modules = e.run ? e.run->moduleAttribution(e.device) : nullptr;
-        perRun.push_back(trace && tl && modules ? linesAtPeak(*trace, *modules, *tl, kTopLines)
-                                                : LinesAtPeak{});
+        perRun.push_back(trace && tl && modules
+                             ? linesAtPeak(*trace, *modules, *tl, kCompareLinesTop)
+                             : LinesAtPeak{});
     }
     std::vector<const LinesAtPeak*> pointers;
     for (const LinesAtPeak& l : perRun) pointers.push_back(&l);

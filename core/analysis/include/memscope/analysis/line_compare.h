@@ -7,6 +7,7 @@
 // make an "(other lines)" row (its count unknown: 0), so that every run's
 // column adds up to its peak.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -17,6 +18,9 @@
 namespace memscope {
 
 inline constexpr std::string_view kOtherLinesLabel = "(other lines)";
+// The lines per run (linesAtPeak's `top`) that the compare view's lines tab
+// and `compare --by-line` keep before summing the rest: one number for both.
+inline constexpr size_t kCompareLinesTop = 100;
 
 struct LineAcrossRuns {
     std::string label;     // "forward  (model.py:30)", kNoUserLineLabel or kOtherLinesLabel

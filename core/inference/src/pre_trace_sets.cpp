@@ -55,6 +55,32 @@ size_t stateTensorsPerParameter(const Trace& trace) {
     return 0;
 }
 
+// How many same-size frameless blocks each parameter has (2: parameter and
+// gradient, 3: and momentum, 4: and Adam's two moments): `named` (from the
+// optimizer's class; 0 unknown) where the counts of the sizes holding 90% of
+// the bytes are multiples of it; else the largest multiple that holds for
+// 90% of the bytes (several same-size parameters make counts that several
+// divide: 2 of a shape under momentum are 6 blocks), else the one most bytes
+// agree on; 0 when none fits.
+size_t setSizeFromCounts(const std::map<uint64_t, std::vector<size_t>>& by_size, size_t named) {
+    std::array<double, 5> votes{};
+    double all = 0;
+    for (const auto& [size, members] : by_size) {
+        const double bytes = double(size) * double(members.size());
+        all += bytes;
+        for (size_t per = 2; per <= 4; ++per)
+            if (!members.empty() && members.size() % per == 0) votes[per] += bytes;
+    }
+    if (all == 0) return named;
+    if (named >= 2 && named <= 4 && votes[named] >= 0.9 * all) return named;
+    for (size_t per = 4; per >= 2; --per)
+        if (votes[per] >= 0.9 * all) return per;
+    size_t best = 0;
+    for (size_t per = 4; per >= 2; --per)
+        if (votes[per] > 0 && (best == 0 || votes[per] > votes[best])) best = per;
+    return best;
+}
+
 // No gradient is born or freed in the trace, yet it trains (zero_grad
 // without set_to_none keeps the gradients, zeroed in place): the frameless
 // blocks of a size are its parameters and their gradients, and the
@@ -72,16 +98,23 @@ void splitWithoutGradients(const Trace& trace, const std::map<uint64_t, size_t>&
         return p.kind == PhaseKind::Optimizer && !p.inferred;
     });
     if (!trains) return;
-    const size_t states = stateTensorsPerParameter(trace);
-    for (const auto& [size, members] : framelessBySize(trace, blocks)) {
+    const auto by_size = framelessBySize(trace, blocks);
+    // Blocks per parameter before the trace: the optimizer's class says
+    // (parameter, gradient and its state tensors) unless the blocks' counts
+    // disagree (a class it does not know, a name that misleads): then the
+    // multiplicity most bytes agree on.
+    const size_t named = stateTensorsPerParameter(trace);
+    const size_t sets = setSizeFromCounts(by_size, named ? named + 2 : 0);
+    const size_t states = sets >= 2 ? sets - 2 : named;
+    for (const auto& [size, members] : by_size) {
         // Parameters of this size, and blocks per parameter before the trace.
         size_t params = 0, per = 0;
         if (const auto made = state_made.find(size); made != state_made.end() && states) {
             params = made->second / states;
             per = params && members.size() % params == 0 ? members.size() / params : 0;
             if (per > 2) per = 0;  // parameter and gradient at most
-        } else if (states && state_made.empty()) {
-            per = states + 2;
+        } else if (sets && state_made.empty()) {
+            per = sets;
             params = members.size() / per;
         }
         for (size_t k = 0; k < members.size(); ++k) {

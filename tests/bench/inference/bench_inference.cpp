@@ -214,6 +214,43 @@ int categoryTruthTable(const std::string& fixtures) {
     return failures ? 1 : 0;
 }
 
+// A recording made with `record` (categories recorded by the hook, steps and
+// the optimizer's phases recorded) exported as PyTorch >= 2.5 writes a
+// snapshot, without any of it: the recorded categories are the truth for
+// parameter, gradient and optimizer-state bytes at the optimizer peak.
+int recordingTable(const std::string& file) {
+    auto labelled = importNativeTrace(file);
+    if (!labelled) return std::fprintf(stderr, "%s\n", labelled.message().c_str()), 2;
+    size_t steps = 0;
+    for (const Phase& p : labelled->phases) steps += p.kind == PhaseKind::Step && !p.inferred;
+    std::printf("\n%s (%zu recorded steps), exported as a snapshot, categories inferred\n",
+                file.c_str(), steps);
+    // Only these three: the recording's other allocations carry no recorded
+    // category to score against.
+    std::printf("%-34s %8s %8s %8s\n", "exported (at the optimizer peak)", "param", "grad",
+                "optim");
+    const fs::path scratch =
+        fs::temp_directory_path() / ("memscope-bench-recording-" + std::to_string(::getpid()));
+    int failures = 0;
+    std::vector<ground_truth::ExportStyle> styles = {{true, 0, -1}};
+    if (steps >= 3) styles.push_back({true, 2, 1});
+    for (const ground_truth::ExportStyle& style : styles) {
+        auto score = ground_truth::scoreInference(*labelled, scratch.string(), style);
+        if (!score)
+            return std::fprintf(stderr, "%s: %s\n", file.c_str(), score.message().c_str()), 2;
+        const double p = score->optimizerError(Category::Parameter);
+        const double g = score->optimizerError(Category::Gradient);
+        const double o = score->optimizerError(Category::OptimizerState);
+        const bool ok = score->optimizer_peak && p <= 0.05 && g <= 0.05 && o <= 0.05;
+        failures += !ok;
+        std::printf("%-34s %7.1f%% %7.1f%% %7.1f%%%s\n",
+                    (style.first_step == 0 ? "from model creation" : style.describe()).c_str(),
+                    100 * p, 100 * g, 100 * o, ok ? "" : "  (off by more than 5%)");
+    }
+    fs::remove(scratch);
+    return failures ? 1 : 0;
+}
+
 double secondsSince(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -254,8 +291,10 @@ int main(int argc, char** argv) {
     int steps = 4;
     std::string snapshot;
     std::string fixtures = MEMSCOPE_FIXTURES_DIR;
+    std::vector<std::string> recordings;
     static const char kUsage[] =
-        "usage: memscope-bench-inference [--steps N] [--snapshot FILE] [--fixtures DIR]";
+        "usage: memscope-bench-inference [--steps N] [--snapshot FILE] [--fixtures DIR] "
+        "[--recording FILE]...";
     static const char kHelp[] =
         "The trainer's 8 runs (mlp and gpt under full, block, selective, opt-in-bwd), exported\n"
         "unlabelled as snapshots, inferred and scored against their labels; with --snapshot,\n"
@@ -264,6 +303,8 @@ int main(int argc, char** argv) {
         "  --snapshot FILE  also time import + timeline with and without inference\n"
         "  --fixtures DIR   the shared fixtures whose CATEGORIES.json gives a truth (default: the\n"
         "                   build's ../shared/fixtures)\n"
+        "  --recording FILE a trace `memscope-cli record` made (categories recorded by the hook),\n"
+        "                   exported as a snapshot without them and inferred (repeatable)\n"
         "Targets: mix at peak >= 90 %, parameter and optimizer-state bytes at the peak within\n"
         "5 %, every step found; inference adds <= 25 % to the load. Exit 1 when one is not met.\n";
     bench::Args args(argc, argv, kUsage, kHelp);
@@ -271,10 +312,15 @@ int main(int argc, char** argv) {
         if (args.option("--steps", steps, 2, 100)) continue;
         if (args.option("--snapshot", snapshot)) continue;
         if (args.option("--fixtures", fixtures)) continue;
+        if (std::string recording; args.option("--recording", recording)) {
+            recordings.push_back(recording);
+            continue;
+        }
         args.unknown();
     }
     int rc = groundTruth(steps);
     rc = std::max(rc, categoryTruthTable(fixtures));
+    for (const std::string& recording : recordings) rc = std::max(rc, recordingTable(recording));
     if (!snapshot.empty()) rc = std::max(rc, inferenceCost(snapshot));
     return rc;
 }

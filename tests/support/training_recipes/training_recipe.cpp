@@ -142,7 +142,8 @@ private:
         release(input, Site::Input);
     }
 
-    const char* optimizerClass() const {
+    std::string optimizerClass() const {
+        if (!r_.optimizer_class.empty()) return r_.optimizer_class;
         return r_.optimizer == OptimizerKind::SgdMomentum ? "SGD" : "AdamW";
     }
 
@@ -562,6 +563,18 @@ std::vector<TrainingRecipe> issue58Classes() {
         r.optimizer_in_backward = true;
         r.warmup_steps = first ? 0 : 3;
         r.recorded_steps = 2;
+        out.push_back(r);
+    }
+    // A user's optimizer subclassing torch.optim.Optimizer (annotated under a
+    // class memscope does not know), momentum-like, gradients zeroed in place
+    // (PyTorch 1.13's default): the blocks' counts say what it keeps.
+    {
+        TrainingRecipe r;
+        r.name = "f conv+bn, a user's momentum optimizer, zeroed";
+        r.optimizer = OptimizerKind::SgdMomentum;
+        r.optimizer_class = "HeavyBall";
+        r.conv_batch_norm = true;
+        r.set_to_none = false;
         out.push_back(r);
     }
     // (g) A user's own optimizer, without PyTorch's annotations.

@@ -46,6 +46,7 @@ struct TrainingRecipe {
     bool set_to_none = true;      // zero_grad frees the gradients (else zeroes them in place)
     bool zero_grad_first = true;  // zero_grad at the top of the loop (else after step())
     bool annotations = true;      // PyTorch >= 2.5's Optimizer.step# / zero_grad# ranges
+    std::string optimizer_class;  // the class those ranges name ("": AdamW or SGD, as it is)
     RecordedFrames frames = RecordedFrames::All;
     bool from_creation = false;          // the history starts before the model is made
     int warmup_steps = 3;                // steps before the history starts (without from_creation)

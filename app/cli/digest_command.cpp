@@ -27,6 +27,14 @@ int run(const DigestOptions& o) {
                      o.path.c_str());
         return 1;
     }
+    // The same file by any path (./T, a link): writing would replace the trace by its digest.
+    if (std::filesystem::equivalent(o.path, o.out, ec)) {
+        std::fprintf(stderr,
+                     "memscope-cli digest: %s and %s are the same file; the digest would "
+                     "replace the trace: name another output\n",
+                     o.path.c_str(), o.out.c_str());
+        return 1;
+    }
     auto opened = openWithProgress(o.path);
     if (!opened) {
         std::fprintf(stderr, "memscope-cli digest: %s\n", opened.message().c_str());

@@ -230,7 +230,12 @@ private:
                 problem = decodeTableChunk(h.type, h.count, payload, event_count, trace);
         }
         // Other types come from a later minor version: skipped, as FORMAT.md promises.
-        if (!problem.empty()) return std::string(chunkTypeName(h.type)) + ": " + problem;
+        if (!problem.empty()) {
+            // A digest whose figures cannot be read is no trace of any kind:
+            // the reader refuses the file rather than take it for a full trace.
+            if (h.type == ChunkType::Digest) report_.digest_problem = problem;
+            return std::string(chunkTypeName(h.type)) + ": " + problem;
+        }
         offset += kChunkHeaderSize + h.stored_size;
         ++report_.chunks_read;
         return {};

@@ -40,6 +40,12 @@ Result<Trace> readBytes(const unsigned char* data, size_t size, const TaskContex
         Trace trace;
         if (readChunks(data, size, ctx, trace, report) == ReadOutcome::Cancelled)
             return cancelledError();
+        // A digest's figures are checked once, here, against themselves and
+        // its events: every front end then sees the same verdict.
+        if (!report.digest_problem.empty())
+            return makeError("a damaged digest: " + report.digest_problem);
+        if (std::string why = digestContradiction(trace); !why.empty())
+            return makeError("a damaged digest: " + why);
         // Writers may add an attribute after later events' ones; Trace keeps them sorted.
         if (!std::is_sorted(trace.attributes.begin(), trace.attributes.end(),
                             [](const auto& a, const auto& b) { return a.event < b.event; }))

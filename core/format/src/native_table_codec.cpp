@@ -456,7 +456,14 @@ std::string decodeDigest(ByteReader& r, Trace& trace) {
         return {};
     }
     d.source = std::string(r.text());
-    d.device = int16_t(std::clamp<int64_t>(r.svarint(), INT16_MIN, INT16_MAX));
+    // Checked before it is narrowed: a device out of range is not clamped to another.
+    if (const int64_t device = r.svarint(); r.failed()) {
+        return "digest cut short";
+    } else if (device < -1 || device > INT16_MAX) {
+        return "the digest's device " + std::to_string(device) + " is out of range";
+    } else {
+        d.device = int16_t(device);
+    }
     for (int64_t* v : {&d.start, &d.end, &d.peak_bytes, &d.peak_time}) *v = r.svarint();
     if (const uint8_t phase = r.byte(); phase > kTrainingPhaseCount) {
         return "bad peak phase";

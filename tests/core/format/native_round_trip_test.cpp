@@ -80,6 +80,15 @@ TEST(NativeFormat, RoundTripsEveryField) {
 TEST(NativeFormat, RoundTripsADigestSection) {
     TempDir dir;
     Trace original = sampleTrace(40);
+    // A digest's events are the allocations alive at its peak, on its device
+    // at its time, and together they are the peak (digestContradiction).
+    for (Event& e : original.events) {
+        e.kind = EventKind::Alloc;
+        e.device = 3;
+        e.time = 123'456;
+        e.size = 7'000'000'000 / original.events.size();
+    }
+    original.events[0].size += 7'000'000'000 % original.events.size();
     DigestSection& d = original.digest.emplace();
     d.source = "/runs/rank3.memscope";
     d.device = 3;
@@ -93,7 +102,7 @@ TEST(NativeFormat, RoundTripsADigestSection) {
     d.peaks_by_phase[size_t(index(TrainingPhase::Forward))] = 6'000'000'000;
     d.peaks_by_phase[size_t(index(TrainingPhase::Backward))] = 7'000'000'000;
     d.steps = 5000;
-    d.step_starts = {0, 100, 250, -1};
+    d.step_starts = {-1, 0, 100, 250};
     d.envelope.assign(2048, 0);
     d.envelope[7] = 7'000'000'000;
     for (uint64_t e = 0; e < original.events.size(); ++e)

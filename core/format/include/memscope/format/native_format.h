@@ -133,6 +133,8 @@ struct NativeReadReport {
     uint64_t bytes_total = 0;
     uint64_t bytes_lost = 0;  // after the last good chunk
     std::string problem;      // empty when the whole file was good
+    // Why the digest chunk could not be read (the file is then refused).
+    std::string digest_problem;
 };
 
 // Loads every good chunk. A truncated or corrupt tail is not an error: the trace

@@ -561,6 +561,49 @@ TEST_F(Cli, CheckExitsOneJustUnderThePeakAndZeroAtIt) {
     EXPECT_EQ(run("check --help").exit_code, 0);
 }
 
+// Issue 64, class 4: `digest T -o T` would replace the trace by its digest,
+// by any path to the same file; and a digest whose figures contradict its
+// events is refused alike by summary and check, naming the file and figure.
+TEST_F(Cli, DigestRefusesItsOwnInputAndForgedDigestsAreRefusedAlike) {
+    const auto paths = writePolicyRuns();
+    const std::string& trace = paths[0];
+    const auto size = fs::file_size(trace);
+    fs::create_symlink(trace, file("link.memscope"));
+    const std::string dot =
+        (fs::path(trace).parent_path() / "." / fs::path(trace).filename()).string();
+    for (const std::string& out : {trace, dot, file("link.memscope")}) {
+        const CliRun same = run("digest " + trace + " -o " + out);
+        EXPECT_EQ(same.exit_code, 1) << out << same.out << same.err;
+        EXPECT_NE(same.err.find("same file"), std::string::npos) << same.err;
+        EXPECT_EQ(fs::file_size(trace), size);
+    }
+    auto still = readNativeTrace(trace);
+    ASSERT_TRUE(still.ok()) << still.message();
+    EXPECT_FALSE(still->digest.has_value());
+
+    fs::create_directory(file("ranks"));
+    const CliRun made = run("digest " + trace + " -o " + file("ranks/r0.memscope"));
+    ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
+    auto good = readNativeTrace(file("ranks/r0.memscope"));
+    ASSERT_TRUE(good.ok() && good->digest) << good.message();
+    Trace forged = *good;
+    forged.digest->peak_bytes = -5;
+    forged.metadata.rank = 1;
+    const std::string bad = file("ranks/r1.memscope");
+    ASSERT_TRUE(writeNativeTrace(forged, bad).ok());
+    for (const std::string& args :
+         {"summary " + bad, "check " + bad + " --max-peak 1GiB", "summary " + file("ranks"),
+          "check " + file("ranks") + " --max-peak 1GiB"}) {
+        const CliRun r = run(args);
+        const std::string all = r.out + r.err;
+        EXPECT_NE(r.exit_code, 0) << args << all;
+        EXPECT_NE(all.find("r1.memscope"), std::string::npos) << args << all;
+        EXPECT_NE(all.find("damaged digest"), std::string::npos) << args << all;
+        EXPECT_NE(all.find("peak of -5 bytes"), std::string::npos) << args << all;
+        EXPECT_EQ(all.find("-5 B "), std::string::npos) << args << all;
+    }
+}
+
 TEST_F(Cli, ConvertWritesNoWarningIntoItsOutput) {
     const auto paths = writePolicyRuns();
     const std::string cut = file("cut.memscope");

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 
 #include "../analysis_test_util.h"
@@ -282,6 +283,104 @@ TEST_F(OpenRanksTest, ADamagedDigestIsARankNotRead) {
     auto read = rankDigestOf(*old->trace, path("d/r3.memscope"));
     ASSERT_FALSE(read.ok());
     EXPECT_NE(read.message().find("older memscope"), std::string::npos) << read.message();
+}
+
+// Issue 64, class 4: a digest's figures are checked against themselves and its
+// events where the file is read, and one that contradicts them is refused,
+// naming the file and the figure, by openTrace and openRanks alike.
+TEST_F(OpenRanksTest, ADigestWhoseFiguresContradictTheFileIsRefusedNamingTheFigure) {
+    writeRank("r0.memscope", 0, 4000);
+    auto opened = openTrace(path("r0.memscope"), processRegistry());
+    ASSERT_TRUE(opened.ok());
+    ASSERT_TRUE(writeDigest(*opened, path("good.memscope")).ok());
+    auto good = openTrace(path("good.memscope"), processRegistry());
+    ASSERT_TRUE(good.ok() && good->trace->digest) << good.message();
+    const Trace& base = *good->trace;
+    ASSERT_FALSE(base.events.empty());
+    ASSERT_GT(base.digest->peak_bytes, 0);
+    ASSERT_FALSE(base.digest->envelope.empty());
+
+    struct Forgery {
+        std::string name;
+        std::function<void(Trace&)> forge;
+        std::string says;  // in the message
+    };
+    const int64_t peak = base.digest->peak_bytes;
+    const std::vector<Forgery> forgeries = {
+        {"negative_peak", [](Trace& t) { t.digest->peak_bytes = -5; }, "peak of -5 bytes"},
+        {"min_peak", [](Trace& t) { t.digest->peak_bytes = INT64_MIN; }, "peak of"},
+        {"max_peak", [](Trace& t) { t.digest->peak_bytes = INT64_MAX; }, "peak of"},
+        {"other_peak", [](Trace& t) { t.digest->peak_bytes += 1; }, "allocations at the peak"},
+        {"huge_range",
+         [](Trace& t) {
+             t.digest->start = INT64_MIN;
+             t.digest->end = INT64_MAX;
+         },
+         "start"},
+        {"start_after_end", [](Trace& t) { t.digest->start = t.digest->end + 1; },
+         "is after its end"},
+        {"peak_outside", [](Trace& t) { t.digest->peak_time = t.digest->end + 1'000'000; },
+         "peak time"},
+        {"envelope_above", [peak](Trace& t) { t.digest->envelope[0] = peak + 1; }, "envelope"},
+        {"envelope_negative", [](Trace& t) { t.digest->envelope[0] = -1; }, "envelope"},
+        {"phase_above", [peak](Trace& t) { t.digest->peaks_by_phase[0] = peak * 2; },
+         "peak of a phase"},
+        {"steps",
+         [](Trace& t) {
+             t.digest->steps = 1;
+             t.digest->step_starts = {5, 7};
+         },
+         "step starts"},
+        {"steps_order",
+         [](Trace& t) {
+             t.digest->steps = 2;
+             t.digest->step_starts = {7, 5};
+         },
+         "step starts"},
+        {"peak_step",
+         [](Trace& t) {
+             t.digest->steps = 2;
+             t.digest->step_starts = {};
+             t.digest->peak_step = 2;
+         },
+         "peak step"},
+        {"no_events",
+         [](Trace& t) {
+             t.events.clear();
+             t.inferred_categories.clear();
+             t.attributes.clear();
+             t.digest->inferred.clear();
+             t.digest->allocations = 0;
+             t.digest->summed_allocations = 0;
+         },
+         "is not the 0 bytes"},
+        {"device", [](Trace& t) { t.digest->device = -5; }, "device -5"},
+    };
+    fs::create_directory(path("ranks"));
+    for (const Forgery& f : forgeries) {
+        SCOPED_TRACE(f.name);
+        Trace bad = base;
+        f.forge(bad);
+        const std::string file = path(f.name + ".memscope");
+        ASSERT_TRUE(writeNativeTrace(bad, file).ok());
+        auto one = openTrace(file, processRegistry());
+        ASSERT_FALSE(one.ok());
+        EXPECT_NE(one.message().find("damaged digest"), std::string::npos) << one.message();
+        EXPECT_NE(one.message().find(f.says), std::string::npos) << one.message();
+        // In a folder of ranks: a rank that failed, with the same words.
+        fs::remove_all(path("ranks"));
+        fs::create_directory(path("ranks"));
+        fs::copy_file(path("good.memscope"), path("ranks/r0.memscope"));
+        fs::copy_file(file, path("ranks/r1.memscope"));
+        auto run = openRanks(path("ranks"), processRegistry());
+        ASSERT_TRUE(run.ok()) << run.message();
+        EXPECT_EQ(run->ranks.size(), 1u);
+        ASSERT_EQ(run->failures.size(), 1u);
+        EXPECT_NE(run->failures[0].message.find("r1.memscope"), std::string::npos)
+            << run->failures[0].message;
+        EXPECT_NE(run->failures[0].message.find(f.says), std::string::npos)
+            << run->failures[0].message;
+    }
 }
 
 }  // namespace

@@ -452,6 +452,43 @@ bool writeNativeTableBomb(const std::string& path, uint8_t type, uint32_t raw_by
     return writeFile(path, out);
 }
 
+bool writeNativeDigestOfDevice(const std::string& path, int64_t device) {
+    const std::string one = path + ".one";
+    if (!writeNativeEvents(one, 2, 1024)) return false;
+    std::string out = readAll(one);
+    std::filesystem::remove(one);
+    // The format's prefix varint: n bytes, n - 1 zero bits then a one in the
+    // first byte's low bits, the value above them; 9 bytes: a zero, 64 bits.
+    auto varint = [](std::string& to, uint64_t v) {
+        for (int n = 1; n <= 8; ++n)
+            if (v < uint64_t(1) << (7 * n)) {
+                const uint64_t coded = v << n | uint64_t(1) << (n - 1);
+                for (int i = 0; i < n; ++i) to += char(coded >> (8 * i));
+                return;
+            }
+        to += char(0);
+        for (int i = 0; i < 8; ++i) to += char(v >> (8 * i));
+    };
+    auto svarint = [&](std::string& to, int64_t v) {
+        varint(to, (uint64_t(v) << 1) ^ uint64_t(v >> 63));
+    };
+    // The layout of chunk 16 (docs/FORMAT.md): version, source, device,
+    // start, end, peak bytes, peak time, phase, step, reserved, the phases'
+    // peaks, steps, step starts, envelope, inferred, allocations, summed.
+    std::string raw;
+    varint(raw, kDigestVersion);
+    varint(raw, 0);
+    svarint(raw, device);
+    for (int i = 0; i < 4; ++i) svarint(raw, 0);
+    raw += char(0);
+    svarint(raw, -1);
+    raw += char(0);
+    for (size_t i = 0; i < kTrainingPhaseCount; ++i) raw += char(0);
+    for (int i = 0; i < 6; ++i) varint(raw, 0);
+    out += chunk(16, 0, raw, true);
+    return writeFile(path, out);
+}
+
 std::vector<Case> writeCorpus(const std::string& folder, bool full) {
     std::filesystem::create_directories(folder);
     std::vector<Case> cases;

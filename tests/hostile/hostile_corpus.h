@@ -53,6 +53,10 @@ bool writeNativeRepeatedEvents(const std::string& path, uint32_t per_chunk, int 
 // A native file with `chunks` chunks of table type `type` (8 annotations, 9
 // attributes, 1 metadata), each `raw_bytes` of zero items, zstd-compressed.
 bool writeNativeTableBomb(const std::string& path, uint8_t type, uint32_t raw_bytes, int chunks);
+// A native trace of two events with a digest chunk (written by hand, as no
+// writer can: its device is an int16) whose device is `device`, its other
+// figures zero.
+bool writeNativeDigestOfDevice(const std::string& path, int64_t device);
 bool writeFile(const std::string& path, const std::string& bytes);
 
 }  // namespace memscope::hostile

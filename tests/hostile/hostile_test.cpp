@@ -331,6 +331,29 @@ TEST(HostileNative, ExpansionIsBoundedByTheFileSize) {
     }
 }
 
+// Issue 64, class 4: a digest's device is checked before it is narrowed to
+// an int16, not clamped or wrapped into another device (70000 was 4464).
+TEST(HostileNative, DigestDeviceOutOfRangeIsRefusedNotNarrowed) {
+    const std::string dir = tempDir();
+    for (int64_t device : {int64_t(70000), int64_t(-70000), int64_t(INT64_MIN)}) {
+        const std::string p = dir + "/device" + std::to_string(device) + ".memscope";
+        ASSERT_TRUE(writeNativeDigestOfDevice(p, device));
+        auto r = importNativeTrace(p);
+        ASSERT_FALSE(r.ok()) << device;
+        EXPECT_NE(r.message().find("damaged digest"), std::string::npos) << r.message();
+        EXPECT_NE(r.message().find("device " + std::to_string(device)), std::string::npos)
+            << r.message();
+    }
+    // The same file with a device in range reads to the digest's other
+    // check: its zero peak is not what its two events hold.
+    const std::string q = dir + "/device0.memscope";
+    ASSERT_TRUE(writeNativeDigestOfDevice(q, 0));
+    auto r = importNativeTrace(q);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.message().find("damaged digest"), std::string::npos) << r.message();
+    EXPECT_EQ(r.message().find("device 0 is out of range"), std::string::npos) << r.message();
+}
+
 TEST(HostileFiles, FifoIsRefusedWithoutBlocking) {
     const std::string dir = tempDir();
     const std::string p = dir + "/pipe";

@@ -61,8 +61,8 @@ void applyDigestInferences(Trace& trace);
 
 // Where a digest's figures contradict themselves or the rest of its file (its
 // events, the allocations alive at the peak), the first contradiction, named
-// by its figure (e.g. "the digest's peak of -5 B is not the 116 MiB of its
-// allocations at the peak"); empty when they agree or the trace has no digest
+// by its figure (e.g. "the digest's peak of -5 bytes is out of range"); empty
+// when they agree or the trace has no digest
 // (or one newer than this build reads). The native reader refuses a digest
 // that has one, so that every front end sees the same verdict.
 std::string digestContradiction(const Trace& trace);

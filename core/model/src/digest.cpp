@@ -64,9 +64,6 @@ std::string digestContradiction(const Trace& t) {
                " step starts of only " + std::to_string(d.steps) + " steps";
     if (!std::is_sorted(d.step_starts.begin(), d.step_starts.end()))
         return "the digest's step starts are not in order";
-    if (d.peak_step >= 0 && uint64_t(d.peak_step) >= d.steps)
-        return "the digest's peak step " + figure(d.peak_step) + " is past its " +
-               std::to_string(d.steps) + " steps";
     if (d.allocations > t.events.size())
         return "the digest claims " + std::to_string(d.allocations) +
                " allocations kept but holds " + std::to_string(t.events.size()) + " events";

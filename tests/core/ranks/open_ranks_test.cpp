@@ -343,13 +343,6 @@ TEST_F(OpenRanksTest, ADigestWhoseFiguresContradictTheFileIsRefusedNamingTheFigu
              t.digest->step_starts = {7, 5};
          },
          "step starts"},
-        {"peak_step",
-         [](Trace& t) {
-             t.digest->steps = 2;
-             t.digest->step_starts = {};
-             t.digest->peak_step = 2;
-         },
-         "peak step"},
         {"no_events",
          [](Trace& t) {
              t.events.clear();

@@ -15,25 +15,18 @@ Skips (77) without a python3 that imports torch.
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from record_test_util import SKIP, Skip, fail, python_with_torch  # noqa: E402
+from record_test_util import (SKIP, Skip, fail, python_with_torch, record_script,  # noqa: E402
+                              run_ok)
 
 SCRIPT = os.path.join(HERE, "record_scripts", "train_leaky.py")
 FLAGS = {"leaky": ["--keep-logits", "--hook-stores"], "fixed": []}
 # What each leak keeps per step (train_leaky.py's shapes: B 8, T 64, D 128, vocab 512, fp32).
 EXPECTED_GROUPS = {"head": 8 * 64 * 512 * 4, "blocks.3": 8 * 64 * 128 * 4}
-
-
-def run(cmd, timeout=300):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if p.returncode != 0:
-        fail("%s exited %d\n%s\n%s" % (" ".join(cmd), p.returncode, p.stdout, p.stderr))
-    return p.stdout
 
 
 def near(got, want, tolerance=0.10):
@@ -53,16 +46,10 @@ def main():
     tmp = tempfile.mkdtemp(prefix="memscope-record-leaks-")
     try:
         out, truth_file = os.path.join(tmp, "out"), os.path.join(tmp, "truth.json")
-        stdout = run([cli, "record", "-o", out, "--", py, SCRIPT, "--truth", truth_file]
-                     + FLAGS[case])
-        if "trained" not in stdout:
-            fail("the script did not finish:\n%s" % stdout)
-        traces = [f for f in os.listdir(out) if f.endswith(".memscope")]
-        if len(traces) != 1:
-            fail("expected one trace in %s, found %s" % (out, os.listdir(out)))
+        trace = record_script(cli, out, [py, SCRIPT, "--truth", truth_file] + FLAGS[case])
         with open(truth_file) as f:
             truth = json.load(f)["growth_bytes_per_step"]
-        report = json.loads(run([cli, "leaks", "--json", os.path.join(out, traces[0])]))
+        report = json.loads(run_ok([cli, "leaks", "--json", trace]))
         if report.get("steps_inferred"):
             fail("the hook recorded the steps; leaks says they were inferred")
         device = max(report["devices"].values(), key=lambda d: d.get("steps") or 0)

@@ -26,13 +26,13 @@ Skips (77) without a python3 that imports torch.
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from record_test_util import SKIP, Skip, fail, python_with_torch  # noqa: E402
+from record_test_util import (SKIP, Skip, fail, python_with_torch, record_script,  # noqa: E402
+                              run_ok)
 
 SCRIPTS = {"adam": "train_roles_adam.py", "cnn": "train_roles_cnn.py"}
 # category_sources each case may give, beyond "recorded" (see above).
@@ -41,26 +41,13 @@ CATEGORIES = ("parameter", "gradient", "optimizer_state")
 TOLERANCE = 0.01
 
 
-def run(cmd, timeout=240):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if p.returncode != 0:
-        fail("%s exited %d\n%s\n%s" % (" ".join(cmd), p.returncode, p.stdout, p.stderr))
-    return p.stdout
-
-
 def record(cli, py, out, script, truth_file):
-    stdout = run([cli, "record", "-o", out, "--", py, os.path.join(HERE, "record_scripts", script),
-                  "--truth", truth_file])
-    if "trained" not in stdout:
-        fail("the script did not finish:\n%s" % stdout)
-    traces = [f for f in os.listdir(out) if f.endswith(".memscope")]
-    if len(traces) != 1:
-        fail("expected one trace in %s, found %s" % (out, os.listdir(out)))
-    return os.path.join(out, traces[0])
+    return record_script(cli, out, [py, os.path.join(HERE, "record_scripts", script),
+                                    "--truth", truth_file], timeout=240)
 
 
 def check_categories(cli, trace, truth, case):
-    summary = json.loads(run([cli, "summary", "--json", trace]))
+    summary = json.loads(run_ok([cli, "summary", "--json", trace]))
     devices = summary["files"][0]["devices"]
     if not devices:
         fail("%s: no device in the summary" % trace)
@@ -87,7 +74,7 @@ def check_categories(cli, trace, truth, case):
 
 
 def check_whatif(cli, trace):
-    report = json.loads(run([cli, "whatif", "--json", "--policy", "opt-in-bwd", trace]))
+    report = json.loads(run_ok([cli, "whatif", "--json", "--policy", "opt-in-bwd", trace]))
     predictions = {p.get("policy"): p for p in report.get("predictions") or []}
     pred = predictions.get("opt-in-bwd")
     if pred is None:

@@ -1,4 +1,5 @@
 """What the `record` end-to-end tests share (not a test)."""
+import os
 import shutil
 import subprocess
 import sys
@@ -26,3 +27,23 @@ def python_with_torch():
         except (OSError, subprocess.TimeoutExpired):
             pass
     raise Skip("no python3 with PyTorch (apt-get install python3-torch)")
+
+
+def run_ok(cmd, timeout=300):
+    """cmd's stdout; fails the test with its output when it exits non-zero."""
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        fail("%s exited %d\n%s\n%s" % (" ".join(cmd), p.returncode, p.stdout, p.stderr))
+    return p.stdout
+
+
+def record_script(cli, out, command, timeout=300):
+    """`memscope-cli record -o OUT -- COMMAND` for a script that prints
+    "trained" when it finishes; the path of the one trace it leaves."""
+    stdout = run_ok([cli, "record", "-o", out, "--"] + command, timeout)
+    if "trained" not in stdout:
+        fail("the script did not finish:\n%s" % stdout)
+    traces = [f for f in os.listdir(out) if f.endswith(".memscope")]
+    if len(traces) != 1:
+        fail("expected one trace in %s, found %s" % (out, os.listdir(out)))
+    return os.path.join(out, traces[0])

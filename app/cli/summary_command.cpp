@@ -65,6 +65,7 @@ int run(const SummaryOptions& o) {
                          part.warnings,
                          names[reports.size()]};
             if (o.by_line) f.by_line = 10;
+            addOomAlternatives(f);
             if (!o.json) {
                 if (!reports.empty()) std::printf("\n");
                 std::fputs(summaryText(f).c_str(), stdout);

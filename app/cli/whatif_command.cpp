@@ -1,4 +1,5 @@
-// memscope-cli whatif TRACE [--policy P]... [--budget SIZE] [--json] [--out DIR]
+// memscope-cli whatif TRACE [--policy P]... [--allocator CONF] [--device-memory SIZE]
+//                     [--budget SIZE] [--json] [--out DIR]
 //
 // Predicts, from one measured full-save run, what each checkpointing policy
 // would do to memory (core's whatif.h), and optionally writes the predicted
@@ -26,6 +27,8 @@ struct WhatIfCliOptions {
     std::string path;
     std::vector<std::string> policies;
     std::string budget;
+    std::string allocator;
+    std::string device_memory;
     std::string out;
     bool json = false;
 };
@@ -54,6 +57,23 @@ int run(const WhatIfCliOptions& o) {
             return 1;
         }
         budget = *b;
+    }
+    std::optional<int64_t> device_memory;
+    if (!o.device_memory.empty()) {
+        auto b = parseByteSize(o.device_memory);
+        if (!b || *b <= 0) {
+            std::fprintf(stderr, "memscope-cli whatif: --device-memory: %s\n",
+                         b ? "must be more than 0 bytes" : b.message().c_str());
+            return 1;
+        }
+        device_memory = *b;
+    }
+    if (!o.allocator.empty()) {
+        // Checked before the (long) open; applied on top of the recorded settings below.
+        if (auto check = applyAllocatorConf({}, o.allocator); !check) {
+            std::fprintf(stderr, "memscope-cli whatif: --allocator: %s\n", check.message().c_str());
+            return 1;
+        }
     }
     if (!o.out.empty()) {
         std::error_code ec;
@@ -88,6 +108,10 @@ int run(const WhatIfCliOptions& o) {
         };
     WhatIfOptions options;
     options.keep_traces = !o.out.empty();
+    if (!o.allocator.empty())
+        options.allocator_settings =
+            *applyAllocatorConf(allocatorSettingsOf(*part.trace).settings, o.allocator);
+    if (device_memory) options.device_capacity = uint64_t(*device_memory);
     auto report = whatIf(*part.trace, *part.timeline, o.path, *policies, options, ctx);
     if (!report) {
         std::fprintf(stderr, "memscope-cli whatif: %s: %s\n", o.path.c_str(),
@@ -133,13 +157,24 @@ Command addWhatIf(CLI::App& parent) {
     app->add_option("--budget", o->budget,
                     "name the fastest policy predicted to fit SIZE (2.5GiB, 800MB)")
         ->check(byteSizeValidator());
+    app->add_option("--allocator", o->allocator,
+                    "replay under other caching-allocator settings, in PYTORCH_CUDA_ALLOC_CONF's "
+                    "syntax (expandable_segments:True, max_split_size_mb:512, "
+                    "roundup_power2_divisions:4, garbage_collection_threshold:0.8), on top of "
+                    "the recorded ones; with --policy, both");
+    app->add_option("--device-memory", o->device_memory,
+                    "the bytes the allocator may reserve (e.g. 24GiB): the first request that "
+                    "would fail is reported")
+        ->check(byteSizeValidator());
     app->add_flag("--json", o->json, "print JSON");
     app->add_option("--out", o->out,
                     "write each predicted run to DIR as a native trace (compare, check and the "
                     "GUI open them; they are marked predicted)");
     app->footer(
         "Predicted runs are simulations of the measured run, never measurements; each lists the "
-        "assumptions it made.\nExit status: 0 predicted, 1 usage error, 2 the run could not be "
+        "assumptions it made. On a GPU run, reserved memory is the caching-allocator model's "
+        "(the recorded settings, else PyTorch's defaults) and --budget judges it.\nExit status: 0 "
+        "predicted, 1 usage error, 2 the run could not be "
         "read or predicted from.");
     return {app, [o] { return run(*o); }, {}};
 }

@@ -457,6 +457,34 @@ TEST_F(Cli, SummaryAndCompareNameTheLayersThatHoldThePeak) {
     EXPECT_EQ(deltas[0]["delta_bytes"], (4 << 10) - (4 << 20));
 }
 
+TEST_F(Cli, SummaryModelsTheAllocatorAndSaysWhatWouldHaveFitAnOom) {
+    const std::string oom = file("fragmented.memscope");
+    ASSERT_TRUE(writeNativeTrace(testutil::fragmentedOom(), oom));
+    const CliRun json = run("summary --json " + oom);
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    const auto d = nlohmann::json::parse(json.out)["files"][0]["devices"]["0"];
+    const auto& model = d["allocator_model"];
+    EXPECT_EQ(model["segment_allocs"], 1);
+    EXPECT_EQ(model["recorded"]["segment_allocs"], 1);
+    EXPECT_EQ(model["reserved_peak_bytes"], 270 << 20);
+    EXPECT_EQ(model["reserved_peak_difference_percent"], 0.0);
+    const auto& fit = d["ooms"][0]["what_would_have_fit"];
+    EXPECT_EQ(fit["device_capacity_bytes"], 300 << 20);
+    bool split = false;
+    for (const auto& a : fit["alternatives"])
+        split |= a["name"] == "max_split_size_mb:256" && a["served"] == true;
+    EXPECT_TRUE(split) << fit.dump();
+
+    const CliRun text = run("summary " + oom);
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("model            allocator model (defaults): reserved peak 270 MiB"),
+              std::string::npos)
+        << text.out;
+    EXPECT_NE(text.out.find("expandable_segments:True: would have served it, with 20.0 MiB"),
+              std::string::npos)
+        << text.out;
+}
+
 TEST_F(Cli, WhatIfPredictsPoliciesAndWritesTracesThatCompareOpens) {
     const std::string full = file("gpt-full.memscope");
     ASSERT_TRUE(writeNativeTrace(testutil::layeredFullSaveRun(), full));
@@ -466,9 +494,8 @@ TEST_F(Cli, WhatIfPredictsPoliciesAndWritesTracesThatCompareOpens) {
     EXPECT_NE(help.out.find("layers:LIST"), std::string::npos) << help.out;
 
     const std::string out = file("predicted");
-    const CliRun json =
-        run("whatif " + full + " --policy block --policy layers:0,2 --budget 100KiB --json --out " +
-            out);
+    const CliRun json = run(
+        "whatif " + full + " --policy block --policy layers:0,2 --budget 1GiB --json --out " + out);
     ASSERT_EQ(json.exit_code, 0) << json.err;
     const auto j = nlohmann::json::parse(json.out);
     EXPECT_EQ(j["measured_policy"], "full");
@@ -484,6 +511,11 @@ TEST_F(Cli, WhatIfPredictsPoliciesAndWritesTracesThatCompareOpens) {
     EXPECT_FALSE(block["assumptions"].empty());
     EXPECT_EQ(j["predictions"][1]["policy"], "layers:0,2");
     EXPECT_TRUE(j["budget"]["policy"].is_string());
+    // A CUDA device's run: reserved memory is the allocator model's, and the
+    // budget is judged by it.
+    EXPECT_EQ(j["budget"]["judged_by"], "reserved");
+    EXPECT_GE(block["reserved_peak_bytes"].get<int64_t>(), block["peak_bytes"].get<int64_t>());
+    EXPECT_EQ(j["measured"]["allocator_model"]["settings_source"], "defaults");
     const std::string written = block["trace"];
     ASSERT_TRUE(fs::exists(written)) << written;
 
@@ -491,6 +523,24 @@ TEST_F(Cli, WhatIfPredictsPoliciesAndWritesTracesThatCompareOpens) {
     const CliRun cmp = run("compare --json " + full + " " + written);
     ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
     EXPECT_EQ(nlohmann::json::parse(cmp.out)["runs"][1]["name"], "block (predicted)") << cmp.out;
+
+    // Allocator settings as what-ifs, with a device capacity; bad ones are usage errors.
+    const CliRun expandable = run("whatif " + full +
+                                  " --policy block --allocator expandable_segments:True "
+                                  "--device-memory 1GiB --json");
+    ASSERT_EQ(expandable.exit_code, 0) << expandable.err;
+    const auto e = nlohmann::json::parse(expandable.out);
+    EXPECT_EQ(e["measured"]["allocator_model"]["settings"], "expandable_segments:True");
+    EXPECT_EQ(e["measured"]["allocator_model"]["settings_source"], "asked for");
+    EXPECT_EQ(e["measured"]["allocator_model"]["device_memory_bytes"], int64_t(1) << 30);
+    EXPECT_TRUE(e["predictions"][0]["allocator_model"]["first_failure"].is_null());
+    const CliRun tiny = run("whatif " + full + " --policy block --device-memory 1MiB");
+    ASSERT_EQ(tiny.exit_code, 0) << tiny.err;
+    EXPECT_NE(tiny.out.find("the allocator would fail a request of"), std::string::npos)
+        << tiny.out;
+    const CliRun bad = run("whatif " + full + " --allocator max_split_size_mb:3");
+    EXPECT_EQ(bad.exit_code, 1);
+    EXPECT_NE(bad.err.find("max_split_size_mb:3"), std::string::npos) << bad.err;
 
     const CliRun text = run("whatif " + full);
     ASSERT_EQ(text.exit_code, 0) << text.err;

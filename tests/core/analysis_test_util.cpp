@@ -302,4 +302,23 @@ Trace leakyRun(const LeakyOptions& o) {
     return t;
 }
 
+Trace fragmentedOom() {
+    constexpr uint64_t MiB = 1024 * 1024;
+    Trace t;
+    const uint64_t s = 0x7f0000000000;
+    t.events = {ev(0, EventKind::SegmentAlloc, s, 270 * MiB),
+                ev(1, EventKind::Alloc, s, 270 * MiB),
+                ev(2, EventKind::FreeCompleted, s, 270 * MiB),
+                ev(3, EventKind::Alloc, s, 5 * MiB),
+                ev(4, EventKind::Alloc, s + 5 * MiB, 5 * MiB),
+                ev(5, EventKind::Alloc, s + 10 * MiB, 5 * MiB),
+                ev(6, EventKind::Alloc, s + 15 * MiB, 5 * MiB),
+                ev(7, EventKind::FreeCompleted, s, 5 * MiB),
+                ev(8, EventKind::FreeCompleted, s + 10 * MiB, 5 * MiB),
+                ev(9, EventKind::Oom, 0, 255 * MiB)};
+    t.attributes.push_back(
+        {9, t.internString("device_free"), t.internString(std::to_string(30 * MiB))});
+    return t;
+}
+
 }  // namespace memscope::testutil

@@ -58,6 +58,12 @@ inline constexpr int64_t kLayeredStepLen = 10000;
 inline constexpr int64_t kLayeredT0 = 1000;
 Trace layeredFullSaveRun(int steps = 2, const std::string& policy = "full");
 
+// An OOM of fragmentation under PyTorch's defaults on device 0: a 270 MiB
+// tensor freed, four 5 MiB ones carved from its cached block and two freed,
+// then 255 MiB asked for with 30 MiB left on the device (300 MiB for the
+// allocator). The cache holds 260 MiB free; its largest block is 250 MiB.
+Trace fragmentedOom();
+
 // A run of `steps` steps of 1 ms on device 0 (clock in ns from 1e18) with
 // recorded module scopes (blocks.0-3 of 1 MiB saved activations each, a
 // `head` of 2 MiB logits), 8 MiB of parameters, 8 MiB of gradients per step

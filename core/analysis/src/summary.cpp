@@ -73,6 +73,8 @@ TraceSummary summarize(const Trace& trace, const Timeline& timeline) {
         }
         // Fails only on a timeline that does not match its trace: no report then.
         if (auto ooms = oomReports(trace, tl)) d.ooms = std::move(*ooms);
+        if (d.alloc_count > 0 && hasCachingAllocator(trace, tl.device))
+            if (auto model = replayAllocatorModel(trace, tl)) d.allocator_model = std::move(*model);
     }
     return summary;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "allocator_json.h"
 #include "json_out.h"
 #include "memscope/analysis/activation_theory.h"
 #include "memscope/analysis/category_rules.h"
@@ -228,7 +229,36 @@ void categoryRules(Out& w, const std::vector<CategoryRuleBytes>& rules) {
 }
 
 // One out-of-memory report (oom_report.h); an end state's has no request.
-void oomReport(Out& w, const Trace& trace, const DeviceTimeline* tl, const OomReport& r) {
+void oomAlternatives(Out& w, const OomAlternatives& a) {
+    w.StartObject();
+    field(w, "predicted", std::string_view("by the caching-allocator model, not measured"));
+    field(w, "device_capacity_bytes", a.device_capacity);
+    field(w, "capacity_source",
+          std::string_view(a.capacity_from_device_free ? "reserved + device_free"
+                                                       : "reserved (device_free not recorded)"));
+    key(w, "model_agrees");
+    w.Bool(a.model_agrees);
+    key(w, "alternatives");
+    w.StartArray();
+    for (const OomAlternative& alt : a.alternatives) {
+        w.StartObject();
+        field(w, "kind",
+              std::string_view(alt.kind == OomAlternativeKind::Settings     ? "settings"
+                               : alt.kind == OomAlternativeKind::EmptyCache ? "empty_cache"
+                                                                            : "policy"));
+        field(w, "name", std::string_view(alt.name));
+        key(w, "served");
+        w.Bool(alt.served);
+        if (alt.served) field(w, "spare_bytes", alt.spare_bytes);
+        if (!alt.detail.empty()) field(w, "detail", std::string_view(alt.detail));
+        w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+}
+
+void oomReport(Out& w, const Trace& trace, const DeviceTimeline* tl, const OomReport& r,
+               const OomAlternatives* alternatives) {
     w.StartObject();
     field(w, "event_index",
           r.event_index < 0 ? std::nullopt : std::optional<int64_t>(r.event_index));
@@ -261,6 +291,10 @@ void oomReport(Out& w, const Trace& trace, const DeviceTimeline* tl, const OomRe
         peakSites(w, trace, *tl, r.sites);
     }
     if (!r.note.empty()) field(w, "note", std::string_view(r.note));
+    if (alternatives) {
+        key(w, "what_would_have_fit");
+        oomAlternatives(w, *alternatives);
+    }
     w.EndObject();
 }
 
@@ -303,6 +337,24 @@ std::string peaksByPhaseToJson(const Trace& trace, const PhasePeaks& peaks) {
     json::Out w(buf);
     json::peaksByPhase(w, trace, peaks.by_phase);
     return buf.GetString();
+}
+
+namespace {
+const OomAlternatives* alternativesFor(const FileReport& f, const OomReport& r) {
+    for (const auto& [event, a] : f.oom_alternatives)
+        if (event == r.trace_event) return &a;
+    return nullptr;
+}
+}  // namespace
+
+void addOomAlternatives(FileReport& file, const TaskContext& ctx) {
+    if (!file.trace || !file.timeline) return;
+    for (const auto& [device, d] : file.summary.devices)
+        for (const OomReport& r : d.ooms) {
+            if (r.endState() || !r.requested_bytes) continue;
+            if (auto a = oomAlternatives(*file.trace, *file.timeline, r, ctx))
+                file.oom_alternatives.emplace_back(r.trace_event, std::move(*a));
+        }
 }
 
 std::string summaryToJson(std::span<const FileReport> files, std::span<const RankRun> runs) {
@@ -361,6 +413,10 @@ std::string summaryToJson(std::span<const FileReport> files, std::span<const Ran
             field(w, "free_completed_count", uint64_t(d.free_completed_count));
             field(w, "segment_alloc_count", uint64_t(d.segment_alloc_count));
             field(w, "oom_count", uint64_t(d.oom_count));
+            if (d.allocator_model) {
+                key(w, "allocator_model");
+                json::allocatorModel(w, *d.allocator_model, true);
+            }
             field(w, "peak_active_bytes", int64_t(d.peak_active_bytes));
             field(w, "peak_event_index", int64_t(d.peak_event_index));
             field(w, "peak_time_us", d.peak_time_us);
@@ -435,12 +491,12 @@ std::string summaryToJson(std::span<const FileReport> files, std::span<const Ran
                 key(w, "ooms");
                 w.StartArray();
                 for (const OomReport& r : d.ooms)
-                    if (!r.endState()) oomReport(w, *f.trace, tl, r);
+                    if (!r.endState()) oomReport(w, *f.trace, tl, r, alternativesFor(f, r));
                 w.EndArray();
                 for (const OomReport& r : d.ooms)
                     if (r.endState()) {
                         key(w, "end_state");
-                        oomReport(w, *f.trace, tl, r);
+                        oomReport(w, *f.trace, tl, r, nullptr);
                     }
                 key(w, "peaks_by_phase");
                 peaksByPhase(w, *f.trace, d.phase_peaks.by_phase);

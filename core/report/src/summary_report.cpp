@@ -162,11 +162,15 @@ void appendLines(std::string& out, const Trace& trace, const ModuleAttribution& 
                 formatBytes(lines.rest_bytes).c_str(), share(lines.rest_bytes), lines.rest_count);
 }
 
-void appendOoms(std::string& out, const Trace& trace, const DeviceSummary& d) {
+void appendOoms(std::string& out, const FileReport& f, const DeviceSummary& d) {
     uint64_t shown = 0;
     for (const OomReport& r : d.ooms) {
-        for (const std::string& line : oomReportLines(trace, r))
+        for (const std::string& line : oomReportLines(*f.trace, r))
             appendf(out, "    %s\n", line.c_str());
+        for (const auto& [event, alternatives] : f.oom_alternatives)
+            if (event == r.trace_event)
+                for (const std::string& line : oomAlternativeLines(alternatives))
+                    appendf(out, "    %s\n", line.c_str());
         if (!r.endState()) ++shown;
     }
     if (d.oom_count > shown)
@@ -269,10 +273,13 @@ std::string summaryText(const FileReport& f) {
             (unsigned long long)d.trace_entries, (unsigned long long)d.alloc_count,
             (unsigned long long)d.free_completed_count, (unsigned long long)d.segment_alloc_count,
             (unsigned long long)d.oom_count);
+        if (d.allocator_model)
+            appendf(out, "    model            %s\n",
+                    describeAllocatorModel(*d.allocator_model).c_str());
         if (d.first_time_us && d.last_time_us)
             appendf(out, "    duration         %.3f s\n",
                     double(*d.last_time_us - *d.first_time_us) / 1e6);
-        if (f.trace) appendOoms(out, *f.trace, d);
+        if (f.trace) appendOoms(out, f, d);
         appendCategoriesAtPeak(out, f, device, d);
         const bool inferredPhases =
             f.trace &&

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "allocator_json.h"
 #include "json_out.h"
 #include "memscope/base/units.h"
 
@@ -75,12 +76,22 @@ std::string whatIfText(const WhatIfReport& report, const std::optional<WhatIfBud
     } else {
         out += "  layers: none found: " + report.chain_problem + "\n";
     }
+    const WhatIfRow& first = report.rows.front();
+    if (first.allocator) {
+        const AllocatorModelRun& a = *first.allocator;
+        out += "  allocator: " + describeAllocatorSettings(a.settings) +
+               (a.settings_overridden                                    ? " (asked for)"
+                : a.settings_source == AllocatorSettingsSource::Recorded ? " (as recorded)"
+                                                                         : " (PyTorch's defaults)");
+        if (a.device_capacity) out += ", device memory " + formatBytes(int64_t(*a.device_capacity));
+        out += "; reserved is the caching-allocator model's\n";
+    }
     out += "  predicted runs are simulations of the measured one, not measurements\n\n";
 
     char line[512];
-    std::snprintf(line, sizeof line, "  %-28s %11s %18s %11s %11s %11s %11s %6s %8s  %s\n",
-                  "policy", "peak", "Δ measured", "forward", "backward", "optimizer", "recompute",
-                  "step×", "frontier", "assumptions");
+    std::snprintf(line, sizeof line, "  %-28s %11s %11s %18s %11s %11s %11s %11s %6s %8s  %s\n",
+                  "policy", "peak", "reserved", "Δ measured", "forward", "backward", "optimizer",
+                  "recompute", "step×", "frontier", "assumptions");
     out += line;
     Footnotes notes;
     std::vector<std::pair<std::string, std::string>> refused;
@@ -93,8 +104,13 @@ std::string whatIfText(const WhatIfReport& report, const std::optional<WhatIfBud
         const std::string recompute = r.measured ? std::string("–") : duration(r.recompute_ns);
         char ratio[16];
         std::snprintf(ratio, sizeof ratio, "%.2f", r.step_time_ratio);
-        std::snprintf(line, sizeof line, "  %-28s %11s %18s %11s %11s %11s %11s %6s %8s  %s\n",
-                      name.c_str(), formatBytes(r.peak_bytes).c_str(),
+        std::string reserved = "–";
+        if (r.allocator)
+            reserved = r.allocator->failure
+                           ? std::string("fails")
+                           : formatBytes(int64_t(r.allocator->reserved_peak_bytes));
+        std::snprintf(line, sizeof line, "  %-28s %11s %11s %18s %11s %11s %11s %11s %6s %8s  %s\n",
+                      name.c_str(), formatBytes(r.peak_bytes).c_str(), reserved.c_str(),
                       r.measured ? ""
                                  : (signedBytes(r.delta_bytes) +
                                     percent(r.delta_bytes, report.rows.front().peak_bytes))
@@ -104,6 +120,25 @@ std::string whatIfText(const WhatIfReport& report, const std::optional<WhatIfBud
                       optionalBytes(r.peaks_by_phase[2]).c_str(), recompute.c_str(), ratio,
                       r.on_frontier ? "yes" : "", notes.cite(r.assumptions).c_str());
         out += line;
+    }
+    for (const WhatIfRow& r : report.rows) {
+        if (r.refused || !r.allocator) continue;
+        const AllocatorModelRun& a = *r.allocator;
+        const std::string name = r.measured ? r.policy : r.policy + " (predicted)";
+        if (a.failure) {
+            out += "\n  " + name + ": the allocator would fail a request of " +
+                   formatBytes(int64_t(a.failure->requested_bytes)) + " with " +
+                   formatBytes(int64_t(a.failure->reserved_bytes)) +
+                   " reserved, its largest free "
+                   "block " +
+                   formatBytes(int64_t(a.failure->largest_free_block)) + "\n";
+        } else if (r.measured) {
+            out += "\n  " + name + ": reserved peak " +
+                   formatBytes(int64_t(a.reserved_peak_bytes)) + ", of which " +
+                   formatBytes(int64_t(a.fragmentationAtPeak())) +
+                   " cached and free (largest free block " +
+                   formatBytes(int64_t(a.largest_free_block_at_peak_bytes)) + ")\n";
+        }
     }
     if (!refused.empty()) {
         out += "\n  refused:\n";
@@ -159,6 +194,11 @@ std::string whatIfJson(const WhatIfReport& report, const std::optional<WhatIfBud
     key(w, "measured");
     w.StartObject();
     field(w, "peak_bytes", measured.peak_bytes);
+    if (measured.allocator) {
+        field(w, "reserved_peak_bytes", measured.allocator->reserved_peak_bytes);
+        key(w, "allocator_model");
+        json::allocatorModel(w, *measured.allocator, !measured.allocator->settings_overridden);
+    }
     key(w, "step_ms");
     w.Double(measured.step_ms);
     key(w, "on_frontier");
@@ -178,6 +218,11 @@ std::string whatIfJson(const WhatIfReport& report, const std::optional<WhatIfBud
         }
         field(w, "peak_bytes", r.peak_bytes);
         field(w, "delta_bytes", r.delta_bytes);
+        if (r.allocator) {
+            field(w, "reserved_peak_bytes", r.allocator->reserved_peak_bytes);
+            key(w, "allocator_model");
+            json::allocatorModel(w, *r.allocator, false);
+        }
         key(w, "peaks_by_phase");
         w.StartObject();
         for (TrainingPhase p : kAllTrainingPhases) {
@@ -207,6 +252,7 @@ std::string whatIfJson(const WhatIfReport& report, const std::optional<WhatIfBud
         key(w, "budget");
         w.StartObject();
         field(w, "bytes", budget->answer.budget_bytes);
+        field(w, "judged_by", std::string_view(budget->by_reserved ? "reserved" : "active"));
         key(w, "policy");
         if (budget->answer.choice)
             json::string(w, budget->points[*budget->answer.choice].name);

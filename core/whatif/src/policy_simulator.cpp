@@ -134,9 +134,6 @@ public:
             assumptions_.push_back(
                 "the recomputed output is kept until the last tensor the layer saved is freed");
         }
-        assumptions_.push_back(
-            "reserved memory (the caching allocator's segments) is not predicted: segment events "
-            "are the measured run's");
 
         Prediction prediction;
         prediction.source = source;

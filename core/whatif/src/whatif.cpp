@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "memscope/allocator/modelled_trace.h"
 #include "policy_simulator.h"
 
 namespace memscope {
@@ -33,6 +34,17 @@ void fillPeaks(WhatIfRow& row, const DeviceTimeline& d) {
         const auto& w = d.phase_peaks.by_phase[size_t(index(p))];
         if (w) row.peaks_by_phase[size_t(index(p))] = w->bytes;
     }
+}
+
+// The assumption a row states about reserved memory.
+std::string reservedAssumption(bool gpu, const AllocatorSettings& settings, AllocatorStart start) {
+    if (!gpu) return "reserved memory is not predicted: a host (CPU) run has no caching allocator";
+    return "reserved memory is predicted by the caching-allocator model (" +
+           describeAllocatorSettings(settings) + "), from " +
+           (start == AllocatorStart::FreshCache
+                ? "a fresh cache holding only what was live at the first event"
+                : "the cache the measured run began with") +
+           ", emptying the cache where the measured run freed segments";
 }
 
 }  // namespace
@@ -68,6 +80,28 @@ Result<WhatIfReport> whatIf(const Trace& measured, const Timeline& timeline, std
     base.measured = true;
     fillPeaks(base, *device);
     base.step_ms = step_time / ns_per_ms;
+
+    // The caching allocator, on a GPU run: the measured run replayed under the
+    // settings asked for, and each prediction from the same starting cache.
+    const bool gpu = hasCachingAllocator(measured, device->device);
+    // Every row from a fresh cache, the measured one too: a run under another
+    // policy grows its own cache, and the rows compare like with like.
+    AllocatorModelOptions model;
+    model.start = options.allocator_start;
+    model.settings = options.allocator_settings;
+    model.device_capacity = options.device_capacity;
+    if (gpu) {
+        if (model.start == AllocatorStart::RecordedCache) {
+            // The measured run's cache, for the predictions too (theirs would
+            // be rebuilt from their rewritten end state).
+            auto start = allocatorStartState(measured, *device);
+            if (!start) return start.error();
+            model.start_state = std::move(*start);
+        }
+        auto replay = replayAllocatorModel(measured, *device, model);
+        if (!replay) return replay.error();
+        base.allocator = std::move(*replay);
+    }
     report.rows.push_back(base);
 
     std::vector<WhatIfPolicy> defaults;
@@ -116,14 +150,34 @@ Result<WhatIfReport> whatIf(const Trace& measured, const Timeline& timeline, std
         }
         TimelineOptions topt;
         if (!options.keep_traces) topt.peak_top_stacks = 0;
-        auto predicted = std::make_shared<const Trace>(std::move(sim->trace));
         // Only the cancel flag: progress counts policies, not events.
         TaskContext inner;
         inner.cancel = ctx.cancel;
-        auto tl = Timeline::build(*predicted, inner, topt);
+        const std::string reserved_line = reservedAssumption(
+            gpu, model.settings.value_or(allocatorSettingsOf(measured).settings), model.start);
+        sim->assumptions.push_back(reserved_line);
+        auto tl = Timeline::build(sim->trace, inner, topt);
         if (!tl) return tl.error();
         const DeviceTimeline* d = (*tl)->device(device->device);
         if (!d) return makeError("the prediction lost the device's events");
+        if (gpu && options.keep_traces) {
+            // The predicted run's own segments, so that its views show the
+            // allocator the model predicts rather than the measured run's.
+            auto applied = applyAllocatorModel(sim->trace, *d, model, inner);
+            if (!applied) return applied.error();
+            applied->end_state.reset();
+            row.allocator = std::move(*applied);
+            if (sim->trace.prediction) sim->trace.prediction->assumptions.push_back(reserved_line);
+            tl = Timeline::build(sim->trace, inner, topt);
+            if (!tl) return tl.error();
+            d = (*tl)->device(device->device);
+            if (!d) return makeError("the prediction lost the device's events");
+        } else if (gpu) {
+            auto replay = replayAllocatorModel(sim->trace, *d, model, inner);
+            if (!replay) return replay.error();
+            row.allocator = std::move(*replay);
+        }
+        auto predicted = std::make_shared<const Trace>(std::move(sim->trace));
         fillPeaks(row, *d);
         row.delta_bytes = row.peak_bytes - base.peak_bytes;
         const double recompute = meanAfterFirst(sim->recompute_per_step);
@@ -156,14 +210,26 @@ Result<WhatIfReport> whatIf(const Trace& measured, const Timeline& timeline, std
 
 WhatIfBudget whatIfBudget(const WhatIfReport& report, int64_t budget_bytes) {
     WhatIfBudget b;
+    // A GPU run OOMs on what the allocator reserves: judge by the model's
+    // reserved peak wherever every row has one.
+    b.by_reserved = std::all_of(report.rows.begin(), report.rows.end(), [](const WhatIfRow& r) {
+        return r.refused || r.allocator.has_value();
+    });
     for (size_t i = 0; i < report.rows.size(); ++i)
         if (!report.rows[i].refused) {
-            b.points.push_back(
-                {report.rows[i].policy, report.rows[i].peak_bytes, report.rows[i].step_ms});
+            const WhatIfRow& r = report.rows[i];
+            const int64_t peak =
+                b.by_reserved ? int64_t(r.allocator->reserved_peak_bytes) : r.peak_bytes;
+            b.points.push_back({r.policy, peak, r.step_ms});
             b.rows.push_back(i);
         }
     b.answer = fitBudget(b.points, budget_bytes);
     b.line = describeBudget(b.points, b.answer);
+    if (b.by_reserved && !b.points.empty()) {
+        // "budget 180 MiB of reserved memory: block is the fastest policy that fits (peak …"
+        if (const size_t colon = b.line.find(": "); colon != std::string::npos)
+            b.line.insert(colon, " of reserved memory");
+    }
     return b;
 }
 

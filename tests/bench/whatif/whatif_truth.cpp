@@ -155,7 +155,9 @@ Result<Table> run(const trainer::TrainConfig& config, const std::string& preset,
     }
     // The predicted forward+backward increase needs the predicted timelines:
     // predicted again with the traces kept (the figures above are the same).
-    auto kept = whatIf(*full->trace, *full->timeline, paths.front(), wanted, {.keep_traces = true});
+    WhatIfOptions keep;
+    keep.keep_traces = true;
+    auto kept = whatIf(*full->trace, *full->timeline, paths.front(), wanted, keep);
     if (!kept) return kept.error();
     for (size_t i = 0; i < table.rows.size(); ++i)
         if (kept->rows[i + 1].timeline)

@@ -36,7 +36,9 @@ Opened open(Trace t) {
 WhatIfReport predict(const Opened& o, std::vector<std::string> names, bool keep = true) {
     auto policies = parseWhatIfPolicies(names);
     EXPECT_TRUE(policies.ok()) << policies.message();
-    auto r = whatIf(*o.trace, *o.timeline, "full.memscope", *policies, {.keep_traces = keep});
+    WhatIfOptions options;
+    options.keep_traces = keep;
+    auto r = whatIf(*o.trace, *o.timeline, "full.memscope", *policies, options);
     EXPECT_TRUE(r.ok()) << r.message();
     return std::move(*r);
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "memscope/allocator/allocator_model_replay.h"
 #include "memscope/analysis/oom_report.h"
 #include "memscope/model/trace.h"
 #include "memscope/timeline/timeline.h"
@@ -35,6 +36,10 @@ struct DeviceSummary {
     // One per out-of-memory event, or one of the end state of a snapshot
     // holding nothing else (oom_report.h).
     std::vector<OomReport> ooms;
+    // The caching-allocator model's replay of the device's requests from the
+    // cache the trace began with, beside what the trace recorded (a CUDA
+    // device with allocations only).
+    std::optional<AllocatorModelRun> allocator_model;
 };
 
 struct TraceSummary {

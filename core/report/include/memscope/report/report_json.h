@@ -5,6 +5,7 @@
 
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "memscope/analysis/activation_theory.h"
@@ -14,6 +15,7 @@
 #include "memscope/ranks/rank_run.h"
 #include "memscope/timeline/phase_peaks.h"
 #include "memscope/timeline/timeline.h"
+#include "memscope/whatif/oom_alternatives.h"
 
 namespace memscope {
 
@@ -30,7 +32,15 @@ struct FileReport {
     // `summary --by-line`: the source lines holding the most bytes at the
     // peak (source_lines.h), at most this many; 0 = not shown.
     size_t by_line = 0;
+    // For each OOM with a request (by its Trace::events index): what would
+    // have fit (oom_alternatives.h), once addOomAlternatives filled it.
+    std::vector<std::pair<uint64_t, OomAlternatives>> oom_alternatives{};
 };
+
+// Fills `file.oom_alternatives` for every OOM report with a request; the
+// ones that cannot be predicted are left out. A replay per setting and a
+// what-if per OOM: the CLI's summary and the GUI's banner ask for it.
+void addOomAlternatives(FileReport& file, const TaskContext& ctx = {});
 
 // {"files": [{"path", "name"?, "format", "source"?, "warnings"?, "devices": {"0": {...}}}],
 //  "runs"?: [multi-rank runs as rank_json.h writes them]}

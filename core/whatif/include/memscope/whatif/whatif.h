@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "memscope/allocator/allocator_model_replay.h"
 #include "memscope/analysis/checkpoint_policy.h"
 #include "memscope/base/result.h"
 #include "memscope/base/task_context.h"
@@ -59,6 +60,10 @@ struct WhatIfRow {
     double step_ms = 0;          // predicted step time (mean after the first step)
     bool on_frontier = false;    // among the rows that are not refused
     std::vector<std::string> assumptions;
+    // What the caching-allocator model reserves for this run (GPU runs only):
+    // the measured row replayed under the settings asked for, a policy row's
+    // predicted run from the measured run's cache at its first event.
+    std::optional<AllocatorModelRun> allocator;
     // The predicted run (null for the measured and refused rows), marked by
     // Trace::prediction and named "POLICY (predicted)".
     std::shared_ptr<const Trace> trace;
@@ -79,6 +84,12 @@ struct WhatIfOptions {
     // Keep each predicted trace and build its timeline (the GUI, --out);
     // off, only the figures are kept.
     bool keep_traces = false;
+    // The caching allocator's settings to model (on top of the recorded ones),
+    // and the bytes it may reserve; none = as recorded, unlimited.
+    std::optional<AllocatorSettings> allocator_settings;
+    std::optional<uint64_t> device_capacity;
+    // The cache every row starts from (allocator_model_replay.h).
+    AllocatorStart allocator_start = AllocatorStart::FreshCache;
 };
 
 // Predicts `policies` (empty = defaultWhatIfPolicies, or opt-in-bwd alone
@@ -91,6 +102,9 @@ Result<WhatIfReport> whatIf(const Trace& measured, const Timeline& timeline, std
 // The fastest policy predicted to fit, over the rows that are not refused
 // (the measured row included), as memscope-train --budget answers it.
 struct WhatIfBudget {
+    // Judged by reserved bytes (the allocator model's, on a GPU run: what an
+    // OOM is about), else by live bytes.
+    bool by_reserved = false;
     BudgetAnswer answer;
     std::vector<PolicyPoint> points;  // parallel to the rows that are not refused
     std::vector<size_t> rows;         // row index of each point

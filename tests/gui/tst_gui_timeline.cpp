@@ -266,6 +266,12 @@ private slots:
         QVERIFY2(text.contains(QStringLiteral("asked for          32.0 KiB")), qPrintable(text));
         QVERIFY2(text.contains(QStringLiteral("device free        1.00 KiB")), qPrintable(text));
         QVERIFY2(text.contains(QStringLiteral("memory full")), qPrintable(text));
+        // The details end with what would have fit, the allocator model's answer.
+        QVERIFY2(text.contains(QStringLiteral("what would have fit (predicted by the "
+                                              "caching-allocator model")),
+                 qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("expandable_segments:True: would not have served")),
+                 qPrintable(text));
         view.zoom()->reset();
         QVERIFY(view.goToOom());
         QVERIFY(view.zoom()->begin() < x && x < view.zoom()->end());

@@ -126,6 +126,9 @@ private slots:
         QVERIFY(c->plotAt(1)->isPredicted() && c->plotAt(2)->isPredicted());
         QVERIFY(c->plotAt(1)->drawsPredictedHatch());
         QVERIFY(!c->plotAt(0)->drawsPredictedHatch());
+        // Their reserved bytes are the allocator model's, drawn as predicted.
+        QVERIFY(c->plotAt(1)->drawsPredictedReserved());
+        QVERIFY(!c->plotAt(0)->drawsPredictedReserved());
         // No measured block run is open: nothing to check against.
         QCOMPARE(m->predictionCheckColumn(), -1);
         // The map: every run has a step time; the two predictions are diamonds.

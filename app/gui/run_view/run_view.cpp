@@ -282,6 +282,11 @@ void RunView::showOomReport() {
             .arg(head.toHtmlEscaped(), toQString(describeVerdict(r)).toHtmlEscaped()));
     QStringList all;
     for (const std::string& l : lines) all << toQString(l);
+    // What would have fit the first OOM: the caching-allocator model's answer,
+    // worked out when the run opened (device_view.h).
+    if (const DeviceView* v = run_->view(ref_); v && v->first_oom_alternatives && !r.endState())
+        for (const std::string& l : oomAlternativeLines(*v->first_oom_alternatives))
+            all << toQString(l);
     oomDetails_->setText(all.join(QLatin1Char('\n')));
 }
 

@@ -410,6 +410,12 @@ bool TimelinePlot::isPredicted() const {
     return trace && trace->prediction.has_value();
 }
 
+bool TimelinePlot::drawsPredictedReserved() const {
+    return isPredicted() && !p_->reserved->data()->isEmpty() &&
+           p_->reserved->pen().style() == Qt::DashLine &&
+           p_->reserved->name().startsWith(QStringLiteral("reserved (predicted"));
+}
+
 bool TimelinePlot::drawsPredictedHatch() const {
     return p_->predicted->visible() && !p_->predicted->data()->isEmpty() &&
            p_->predicted->brush().style() == Qt::BDiagPattern;
@@ -604,8 +610,15 @@ void TimelinePlot::updateReservedAndPredictedLines() {
     for (size_t i = 0; i < bands_.reserved_x.size(); ++i)
         rdata[qsizetype(i)] = QCPGraphData(bands_.reserved_x[i], bands_.reserved_y[i]);
     p_->reserved->data()->set(rdata, true);
-    if (!rdata.isEmpty()) p_->reserved->addToLegend();
     const bool predicted = isPredicted();
+    // A predicted run's reserved bytes are the caching-allocator model's
+    // (modelled_trace.h): dashed and named so, like its other predicted figures.
+    QPen reservedPen = p_->reserved->pen();
+    reservedPen.setStyle(predicted ? Qt::DashLine : Qt::SolidLine);
+    p_->reserved->setPen(reservedPen);
+    p_->reserved->setName(predicted ? QStringLiteral("reserved (predicted: allocator model)")
+                                    : QStringLiteral("reserved"));
+    if (!rdata.isEmpty()) p_->reserved->addToLegend();
     QVector<QCPGraphData> pdata;
     if (predicted) {
         pdata.resize(qsizetype(std::min(bands_.xs.size(), bands_.total.size())));
@@ -623,7 +636,7 @@ void TimelinePlot::applyPalette() {
     // One pixel, cosmetic and aliased: the raster engine's fast line path
     // takes only pens at most a pixel wide. At 1.5 px every frame stroked the
     // step line as polygons, a tenth of the frames' profile samples.
-    QPen reservedPen(reservedColor(pal), 1);
+    QPen reservedPen(reservedColor(pal), 1, isPredicted() ? Qt::DashLine : Qt::SolidLine);
     reservedPen.setCosmetic(true);
     p_->reserved->setPen(reservedPen);
     p_->reserved->setAntialiased(false);

@@ -79,6 +79,9 @@ public:
     // its hatching is drawn over the bands.
     bool isPredicted() const;
     bool drawsPredictedHatch() const;
+    // Whether the reserved line drawn is a prediction's (the allocator
+    // model's): dashed, named so, and holding points.
+    bool drawsPredictedReserved() const;
     // Shared-axis x of each out-of-memory event marked on the plot.
     const std::vector<double>& oomMarks() const { return oomXs_; }
 

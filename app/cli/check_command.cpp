@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "memscope/analysis/leak_finder.h"
 #include "memscope/analysis/peak_check.h"
+#include "memscope/base/text_escape.h"
 #include "memscope/base/units.h"
 #include "memscope/open/open_each.h"
 #include "memscope/ranks/rank_digest.h"
@@ -127,12 +128,14 @@ int run(const CheckOptions& o) {
     if (growth) {
         auto base = peaksOf(o.baseline, o);
         if (!base) {
-            std::fprintf(stderr, "memscope-cli check: baseline %s\n", base.message().c_str());
+            std::fprintf(stderr, "memscope-cli check: baseline %s\n",
+                         terminalText(base.message()).c_str());
             return kUnreadable;
         }
         for (const FilePeaks& f : base->files) {
             if (!f.error.empty()) {
-                std::fprintf(stderr, "memscope-cli check: baseline %s\n", f.error.c_str());
+                std::fprintf(stderr, "memscope-cli check: baseline %s\n",
+                             terminalText(f.error).c_str());
                 return kUnreadable;
             }
             baseline_peaks.insert(baseline_peaks.end(), f.peaks.begin(), f.peaks.end());
@@ -146,7 +149,8 @@ int run(const CheckOptions& o) {
     for (const std::string& path : o.paths) {
         auto checked = peaksOf(path, o);
         if (!checked) {
-            std::fprintf(stderr, "memscope-cli check: %s\n", checked.message().c_str());
+            std::fprintf(stderr, "memscope-cli check: %s\n",
+                         terminalText(checked.message()).c_str());
             code = kUnreadable;
             continue;
         }
@@ -157,28 +161,28 @@ int run(const CheckOptions& o) {
         CheckVerdict worst_verdict;
         for (const FilePeaks& f : checked->files) {
             for (const std::string& w : f.warnings)
-                std::fprintf(stderr, "memscope-cli check: warning: %s: %s\n", f.path.c_str(),
-                             w.c_str());
+                std::fprintf(stderr, "memscope-cli check: warning: %s: %s\n",
+                             terminalText(f.path).c_str(), terminalText(w).c_str());
             if (!f.error.empty()) {
-                std::fprintf(stderr, "memscope-cli check: %s\n", f.error.c_str());
+                std::fprintf(stderr, "memscope-cli check: %s\n", terminalText(f.error).c_str());
                 code = kUnreadable;
                 continue;
             }
             if (f.skipped) {
                 std::printf("-     %s: no memory events recorded, nothing to check\n",
-                            f.label.c_str());
+                            terminalText(f.label).c_str());
                 continue;
             }
             for (const DeviceGrowth& g : f.growth) {
                 auto v = judgeGrowth(g, per_step);
                 if (!v) {
-                    std::fprintf(stderr, "memscope-cli check: %s: %s\n", f.label.c_str(),
-                                 v.message().c_str());
+                    std::fprintf(stderr, "memscope-cli check: %s: %s\n",
+                                 terminalText(f.label).c_str(), terminalText(v.message()).c_str());
                     code = kUnreadable;
                     continue;
                 }
-                std::printf("%s  %s: %s\n", v->over ? "OVER" : "ok  ", f.label.c_str(),
-                            v->message.c_str());
+                std::printf("%s  %s: %s\n", v->over ? "OVER" : "ok  ",
+                            terminalText(f.label).c_str(), terminalText(v->message).c_str());
                 if (v->over && code == kWithin) code = kOver;
             }
             if (!peak_limit) continue;
@@ -192,7 +196,7 @@ int run(const CheckOptions& o) {
                         std::fprintf(
                             stderr,
                             "memscope-cli check: %s: %s: the baseline %s has no such device\n",
-                            f.label.c_str(), describe(p).c_str(), o.baseline.c_str());
+                            terminalText(f.label).c_str(), describe(p).c_str(), o.baseline.c_str());
                         code = kUnreadable;
                         continue;
                     }
@@ -200,10 +204,12 @@ int run(const CheckOptions& o) {
                 }
                 const CheckVerdict v = judge(p, limit);
                 if (v.over) {
-                    std::printf("OVER  %s: %s\n", f.label.c_str(), v.message.c_str());
+                    std::printf("OVER  %s: %s\n", terminalText(f.label).c_str(),
+                                terminalText(v.message).c_str());
                     if (code == kWithin) code = kOver;
                 } else {
-                    std::printf("ok    %s: %s\n", f.label.c_str(), v.message.c_str());
+                    std::printf("ok    %s: %s\n", terminalText(f.label).c_str(),
+                                terminalText(v.message).c_str());
                 }
                 if (!worst || p.bytes > worst->bytes) {
                     worst_file = &f;
@@ -214,7 +220,8 @@ int run(const CheckOptions& o) {
         }
         if (checked->ranks && worst)
             std::printf("%s  worst rank: %s: %s\n", worst_verdict.over ? "OVER" : "ok  ",
-                        worst_file->label.c_str(), worst_verdict.message.c_str());
+                        terminalText(worst_file->label).c_str(),
+                        terminalText(worst_verdict.message).c_str());
     }
     return code;
 }

@@ -13,6 +13,17 @@
 
 namespace memscope::cli {
 
+// Every byte the CLI prints goes through terminalText (text_escape.h):
+// stdout and stderr are replaced by streams that show control characters
+// (ESC, BEL, CR, C1) as escapes and replace invalid UTF-8, keeping newlines
+// and tabs, so a string from a file can neither set the terminal's title nor
+// clear its screen, whichever command prints it. Call first in main.
+void escapeStandardStreams();
+// Progress on stderr: "\rTEXT", and the line cleared again; the only
+// control characters the CLI writes, past the escaping streams.
+void showProgress(const std::string& text);
+void clearProgress();
+
 // Built-ins plus the plugin folders; problems loading a folder's plugins are
 // printed to stderr once, the first time.
 const PluginRegistry& registry();

@@ -13,6 +13,7 @@
 #include "memscope/analysis/compare_table.h"
 #include "memscope/analysis/line_compare.h"
 #include "memscope/analysis/source_lines.h"
+#include "memscope/base/text_escape.h"
 #include "memscope/ranks/rank_compare.h"
 #include "memscope/report/allocation_diff_report.h"
 #include "memscope/report/compare_report.h"
@@ -43,7 +44,8 @@ std::optional<std::vector<OpenedRun>> openSingleTraces(const std::vector<std::st
     for (const std::string& path : paths) {
         auto opened = openWithProgress(path);
         if (!opened) {
-            std::fprintf(stderr, "memscope-cli compare: %s\n", opened.message().c_str());
+            std::fprintf(stderr, "memscope-cli compare: %s\n",
+                         terminalText(opened.message()).c_str());
             return std::nullopt;
         }
         printWarnings("compare", *opened);
@@ -74,7 +76,7 @@ int runAllocations(const CompareOptions& o) {
     }
     auto moment = parseAllocationMoment(o.at);
     if (!moment) {
-        std::fprintf(stderr, "memscope-cli compare: %s\n", moment.message().c_str());
+        std::fprintf(stderr, "memscope-cli compare: %s\n", terminalText(moment.message()).c_str());
         return 1;
     }
     auto runs = openSingleTraces(o.paths, "--allocations");
@@ -84,7 +86,7 @@ int runAllocations(const CompareOptions& o) {
     auto diff = diffAllocations(*a.trace, *a.timeline->highestPeakDevice(), *b.trace,
                                 *b.timeline->highestPeakDevice(), *moment);
     if (!diff) {
-        std::fprintf(stderr, "memscope-cli compare: %s\n", diff.message().c_str());
+        std::fprintf(stderr, "memscope-cli compare: %s\n", terminalText(diff.message()).c_str());
         return 2;
     }
     std::fputs(o.json ? allocationDiffJson(*diff, o.paths[0], o.paths[1]).c_str()
@@ -140,7 +142,8 @@ int runRanks(const CompareOptions& o) {
     for (const std::string& path : o.paths) {
         auto ranks = openRanksWithProgress("compare", path);
         if (!ranks) {
-            std::fprintf(stderr, "memscope-cli compare: %s\n", ranks.message().c_str());
+            std::fprintf(stderr, "memscope-cli compare: %s\n",
+                         terminalText(ranks.message()).c_str());
             return 2;
         }
         runs.push_back(std::move(*ranks));
@@ -184,7 +187,8 @@ int run(const CompareOptions& o) {
     for (const std::string& path : o.paths) {
         auto opened = openWithProgress(path);
         if (!opened) {
-            std::fprintf(stderr, "memscope-cli compare: %s\n", opened.message().c_str());
+            std::fprintf(stderr, "memscope-cli compare: %s\n",
+                         terminalText(opened.message()).c_str());
             return 2;
         }
         printWarnings("compare", *opened);
@@ -202,7 +206,7 @@ int run(const CompareOptions& o) {
         if (!best) {
             std::fprintf(stderr,
                          "memscope-cli compare: %s: no device with memory events to compare\n",
-                         r.path.c_str());
+                         terminalText(r.path).c_str());
             return 2;
         }
         inputs.push_back({r.path, r.name, RunRef{best_part->trace.get(), best}});
@@ -216,7 +220,8 @@ int run(const CompareOptions& o) {
     if (!o.baseline.empty()) {
         auto chosen = resolveBaseline(o.baseline, inputs);
         if (!chosen) {
-            std::fprintf(stderr, "memscope-cli compare: %s\n", chosen.message().c_str());
+            std::fprintf(stderr, "memscope-cli compare: %s\n",
+                         terminalText(chosen.message()).c_str());
             return 1;
         }
         baseline = *chosen;
@@ -233,7 +238,8 @@ int run(const CompareOptions& o) {
         std::fputs(toText(table).c_str(), stdout);
         for (const CompareRow& row : table.rows)
             if (row.alignment.fell_back)
-                std::printf("(%s has no training steps: aligned by time)\n", row.name.c_str());
+                std::printf("(%s has no training steps: aligned by time)\n",
+                            terminalText(row.name).c_str());
     }
     return 0;
 }

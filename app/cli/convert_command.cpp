@@ -6,6 +6,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "memscope/base/text_escape.h"
 
 namespace memscope::cli {
 namespace {
@@ -60,14 +61,14 @@ int run(const ConvertOptions& o) {
     options.timeline = false;  // a conversion needs the trace, not its analysis
     auto opened = openWithProgress(o.in, options);
     if (!opened) {
-        std::fprintf(stderr, "memscope-cli convert: %s\n", opened.message().c_str());
+        std::fprintf(stderr, "memscope-cli convert: %s\n", terminalText(opened.message()).c_str());
         return 2;
     }
     // Warnings are said here, never written into OUT.
     printWarnings("convert", *opened);
     const OpenedTrace& part = opened->parts.front();
     if (auto written = exporter->exportTrace(*part.trace, o.out, {}); !written) {
-        std::fprintf(stderr, "memscope-cli convert: %s\n", written.message().c_str());
+        std::fprintf(stderr, "memscope-cli convert: %s\n", terminalText(written.message()).c_str());
         return 2;
     }
     std::fprintf(stderr, "memscope-cli convert: %s (%s, %zu events) -> %s (%s)\n", o.in.c_str(),

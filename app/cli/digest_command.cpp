@@ -7,6 +7,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "memscope/base/text_escape.h"
 #include "memscope/base/units.h"
 #include "memscope/ranks/digest_file.h"
 
@@ -24,7 +25,7 @@ int run(const DigestOptions& o) {
         std::fprintf(stderr,
                      "memscope-cli digest: %s is a folder; digest each rank's trace (one per "
                      "task, under the launcher)\n",
-                     o.path.c_str());
+                     terminalText(o.path).c_str());
         return 1;
     }
     // The same file by any path (./T, a link): writing would replace the trace by its digest.
@@ -32,26 +33,27 @@ int run(const DigestOptions& o) {
         std::fprintf(stderr,
                      "memscope-cli digest: %s and %s are the same file; the digest would "
                      "replace the trace: name another output\n",
-                     o.path.c_str(), o.out.c_str());
+                     terminalText(o.path).c_str(), o.out.c_str());
         return 1;
     }
     auto opened = openWithProgress(o.path);
     if (!opened) {
-        std::fprintf(stderr, "memscope-cli digest: %s\n", opened.message().c_str());
+        std::fprintf(stderr, "memscope-cli digest: %s\n", terminalText(opened.message()).c_str());
         return 2;
     }
     printWarnings("digest", *opened);
     auto written = writeDigest(opened->parts.front(), o.out);
     if (!written) {
-        std::fprintf(stderr, "memscope-cli digest: %s\n", written.message().c_str());
+        std::fprintf(stderr, "memscope-cli digest: %s\n", terminalText(written.message()).c_str());
         return 2;
     }
     const RankDigest& d = written->digest;
     std::printf(
         "%s -> %s: digest of %s, %s; peak %s%s%s, %zu allocations at the peak kept with "
         "their stacks, %zu summed by category\n",
-        o.path.c_str(), o.out.c_str(), d.name.c_str(), formatBytes(int64_t(written->bytes)).c_str(),
-        formatBytes(d.peak_bytes).c_str(), d.peak_phase ? " in " : "",
+        terminalText(o.path).c_str(), o.out.c_str(), terminalText(d.name).c_str(),
+        formatBytes(int64_t(written->bytes)).c_str(), formatBytes(d.peak_bytes).c_str(),
+        d.peak_phase ? " in " : "",
         d.peak_phase ? std::string(toString(*d.peak_phase)).c_str() : "", written->allocations,
         written->summed);
     return 0;

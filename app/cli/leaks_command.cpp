@@ -7,6 +7,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "memscope/analysis/leak_finder.h"
+#include "memscope/base/text_escape.h"
 #include "memscope/report/leak_report.h"
 
 namespace memscope::cli {
@@ -20,13 +21,13 @@ struct LeaksOptions {
 int run(const LeaksOptions& o) {
     auto opened = openWithProgress(o.path);
     if (!opened) {
-        std::fprintf(stderr, "memscope-cli leaks: %s\n", opened.message().c_str());
+        std::fprintf(stderr, "memscope-cli leaks: %s\n", terminalText(opened.message()).c_str());
         return 2;
     }
     printWarnings("leaks", *opened);
     if (opened->parts.size() != 1) {
         std::fprintf(stderr, "memscope-cli leaks: %s holds %zu traces; give one of its files\n",
-                     o.path.c_str(), opened->parts.size());
+                     terminalText(o.path).c_str(), opened->parts.size());
         return 2;
     }
     const OpenedTrace& part = opened->parts.front();

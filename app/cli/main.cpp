@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "cli_common.h"
 #include "commands.h"
 #include "memscope/base/huge_page_malloc.h"
 #include "memscope/base/units.h"
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
     // Large loads in huge pages; executes this program again (huge_page_malloc.h).
     memscope::useHugePageMalloc(argv);
     using namespace memscope::cli;
+    escapeStandardStreams();
     CLI::App app{"memscope-cli: memory timelines of deep-learning training, headless",
                  "memscope-cli"};
     app.set_version_flag("--version", std::string("memscope-cli ") + MEMSCOPE_VERSION);

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "cli_common.h"
+#include "memscope/base/text_escape.h"
 #include "memscope/recording/recording_folder.h"
 #include "memscope_cupti/record_env.h"
 #include "record_diagnosis.h"
@@ -27,7 +28,8 @@ RecordingFinish finish(const fs::path& dir) {
     RecordingFinish done = finishRecording(dir.string(), registry());
     for (const FinishedTrace& t : done.traces) {
         for (const LoadWarning& w : t.warnings)
-            std::fprintf(stderr, "%s: warning: %s: %s\n", kTag, t.path.c_str(), w.message.c_str());
+            std::fprintf(stderr, "%s: warning: %s: %s\n", kTag, terminalText(t.path).c_str(),
+                         terminalText(w.message).c_str());
         for (const std::string& kept : t.kept)
             std::fprintf(stderr, "%s: allocator history kept as %s\n", kTag, kept.c_str());
     }
@@ -156,7 +158,7 @@ int mergeLeftParts(const fs::path& given) {
     }
     if (auto writable = checkFolderWritable(dir.string()); !writable) {
         std::fprintf(stderr, "%s --merge: %s; the parts stay as they are\n", kTag,
-                     writable.message().c_str());
+                     terminalText(writable.message()).c_str());
         return kRecordingFailed;
     }
     const RecordingFinish done = finish(dir);

@@ -6,6 +6,7 @@
 
 #include "cli_common.h"
 #include "memscope/analysis/summary.h"
+#include "memscope/base/text_escape.h"
 #include "memscope/base/units.h"
 #include "memscope/timeline/timeline.h"
 #include "memscope_cupti/record_env.h"
@@ -42,7 +43,7 @@ void printPhases(const Trace& trace) {
     std::printf("    phase names    ");
     const size_t shown = std::min<size_t>(names.size(), 12);
     for (size_t i = 0; i < shown; ++i)
-        std::printf("%s%.*s", i ? ", " : "", int(names[i].size()), names[i].data());
+        std::printf("%s%s", i ? ", " : "", terminalText(names[i]).c_str());
     if (shown < names.size()) std::printf(", ... (%zu distinct)", names.size());
     std::printf("\n");
 }
@@ -71,20 +72,20 @@ std::vector<fs::path> newTraceFiles(const fs::path& dir, const DirectoryState& b
 bool printRecordedTrace(const fs::path& file) {
     auto opened = openWithProgress(file.string());
     if (!opened) {
-        std::fprintf(stderr, "memscope-cli record: %s\n", opened.message().c_str());
+        std::fprintf(stderr, "memscope-cli record: %s\n", terminalText(opened.message()).c_str());
         return false;
     }
     const OpenedTrace& part = opened->parts.front();
     const Trace& t = *part.trace;
     const Timeline& timeline = *part.timeline;
-    std::printf("  %s\n", file.c_str());
+    std::printf("  %s\n", terminalText(file.string()).c_str());
     std::printf("    %s%spid %lld%s, %zu events, %zu phases, %zu annotations\n",
-                t.metadata.name.c_str(), t.metadata.name.empty() ? "" : ": ",
+                terminalText(t.metadata.name).c_str(), t.metadata.name.empty() ? "" : ": ",
                 (long long)t.metadata.pid,
                 t.metadata.rank >= 0 ? (", rank " + std::to_string(t.metadata.rank)).c_str() : "",
                 t.events.size(), t.phases.size(), t.annotations.size());
     for (const LoadWarning& w : part.warnings)
-        std::printf("    GAPS           %s\n", w.message.c_str());
+        std::printf("    GAPS           %s\n", terminalText(w.message).c_str());
     if (t.events.empty()) std::printf("    no CUDA memory events in this process\n");
 
     const TraceSummary summary = summarize(t, timeline);

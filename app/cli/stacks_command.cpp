@@ -9,6 +9,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "memscope/analysis/live_stacks.h"
+#include "memscope/base/text_escape.h"
 #include "memscope/report/stacks_report.h"
 
 namespace memscope::cli {
@@ -48,13 +49,13 @@ int run(const StacksOptions& o) {
     }
     auto opened = openWithProgress(o.path);
     if (!opened) {
-        std::fprintf(stderr, "memscope-cli stacks: %s\n", opened.message().c_str());
+        std::fprintf(stderr, "memscope-cli stacks: %s\n", terminalText(opened.message()).c_str());
         return 2;
     }
     printWarnings("stacks", *opened);
     if (opened->parts.size() != 1) {
         std::fprintf(stderr, "memscope-cli stacks: %s holds %zu traces; give one of its files\n",
-                     o.path.c_str(), opened->parts.size());
+                     terminalText(o.path).c_str(), opened->parts.size());
         return 2;
     }
     const OpenedTrace& part = opened->parts.front();
@@ -68,8 +69,8 @@ int run(const StacksOptions& o) {
     }
     auto stacks = liveStacks(*part.trace, *part.timeline, device, time);
     if (!stacks) {
-        std::fprintf(stderr, "memscope-cli stacks: %s: %s\n", o.path.c_str(),
-                     stacks.message().c_str());
+        std::fprintf(stderr, "memscope-cli stacks: %s: %s\n", terminalText(o.path).c_str(),
+                     terminalText(stacks.message()).c_str());
         return 2;
     }
     std::fputs(

@@ -9,6 +9,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "memscope/analysis/summary.h"
+#include "memscope/base/text_escape.h"
 #include "memscope/model/run_name.h"
 #include "memscope/report/report_json.h"
 #include "memscope/report/summary_report.h"
@@ -33,7 +34,8 @@ int run(const SummaryOptions& o) {
         if (isMultiRankFolder(path)) {
             auto ranks = openRanksWithProgress("summary", path);
             if (!ranks) {
-                std::fprintf(stderr, "memscope-cli summary: %s\n", ranks.message().c_str());
+                std::fprintf(stderr, "memscope-cli summary: %s\n",
+                             terminalText(ranks.message()).c_str());
                 exit_code = 2;
                 continue;
             }
@@ -43,7 +45,8 @@ int run(const SummaryOptions& o) {
         }
         auto opened = openWithProgress(path);
         if (!opened) {
-            std::fprintf(stderr, "memscope-cli summary: %s\n", opened.message().c_str());
+            std::fprintf(stderr, "memscope-cli summary: %s\n",
+                         terminalText(opened.message()).c_str());
             exit_code = 2;
             continue;
         }

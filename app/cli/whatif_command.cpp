@@ -15,6 +15,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "memscope/base/text_escape.h"
 #include "memscope/base/units.h"
 #include "memscope/format/native_format.h"
 #include "memscope/report/whatif_report.h"
@@ -46,14 +47,16 @@ int run(const WhatIfCliOptions& o) {
     auto policies = parseWhatIfPolicies(o.policies);
     if (!policies) {
         std::fprintf(stderr, "memscope-cli whatif: %s\n(policies: %s)\n",
-                     policies.message().c_str(), std::string(whatIfPolicyHelp()).c_str());
+                     terminalText(policies.message()).c_str(),
+                     std::string(whatIfPolicyHelp()).c_str());
         return 1;
     }
     std::optional<int64_t> budget;
     if (!o.budget.empty()) {
         auto b = parseByteSize(o.budget);
         if (!b) {
-            std::fprintf(stderr, "memscope-cli whatif: --budget: %s\n", b.message().c_str());
+            std::fprintf(stderr, "memscope-cli whatif: --budget: %s\n",
+                         terminalText(b.message()).c_str());
             return 1;
         }
         budget = *b;
@@ -80,13 +83,13 @@ int run(const WhatIfCliOptions& o) {
         std::filesystem::create_directories(o.out, ec);
         if (ec) {
             std::fprintf(stderr, "memscope-cli whatif: --out %s: %s\n", o.out.c_str(),
-                         ec.message().c_str());
+                         terminalText(ec.message()).c_str());
             return 2;
         }
     }
     auto opened = openWithProgress(o.path);
     if (!opened) {
-        std::fprintf(stderr, "memscope-cli whatif: %s\n", opened.message().c_str());
+        std::fprintf(stderr, "memscope-cli whatif: %s\n", terminalText(opened.message()).c_str());
         return 2;
     }
     printWarnings("whatif", *opened);
@@ -94,17 +97,17 @@ int run(const WhatIfCliOptions& o) {
         std::fprintf(stderr,
                      "memscope-cli whatif: %s holds %zu traces; give one rank's trace (one "
                      "process's memory)\n",
-                     o.path.c_str(), opened->parts.size());
+                     terminalText(o.path).c_str(), opened->parts.size());
         return 2;
     }
     const OpenedTrace& part = opened->parts.front();
     TaskContext ctx;
-    const bool tty = isatty(fileno(stderr));
+    const bool tty = isatty(STDERR_FILENO);
     if (tty)
         ctx.progress = [](uint64_t done, uint64_t total) {
-            std::fprintf(stderr, "\rmemscope-cli whatif: predicting %llu/%llu",
-                         (unsigned long long)done, (unsigned long long)total);
-            if (done == total) std::fputs("\r\033[K", stderr);
+            showProgress("memscope-cli whatif: predicting " + std::to_string(done) + "/" +
+                         std::to_string(total));
+            if (done == total) clearProgress();
         };
     WhatIfOptions options;
     options.keep_traces = !o.out.empty();
@@ -114,8 +117,8 @@ int run(const WhatIfCliOptions& o) {
     if (device_memory) options.device_capacity = uint64_t(*device_memory);
     auto report = whatIf(*part.trace, *part.timeline, o.path, *policies, options, ctx);
     if (!report) {
-        std::fprintf(stderr, "memscope-cli whatif: %s: %s\n", o.path.c_str(),
-                     report.message().c_str());
+        std::fprintf(stderr, "memscope-cli whatif: %s: %s\n", terminalText(o.path).c_str(),
+                     terminalText(report.message()).c_str());
         return 2;
     }
     std::vector<std::string> written(report->rows.size());
@@ -126,7 +129,7 @@ int run(const WhatIfCliOptions& o) {
         auto w = writeNativeTrace(*row.trace, file);
         if (!w) {
             std::fprintf(stderr, "memscope-cli whatif: writing %s: %s\n", file.c_str(),
-                         w.message().c_str());
+                         terminalText(w.message()).c_str());
             return 2;
         }
         written[i] = file;

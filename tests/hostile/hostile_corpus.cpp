@@ -489,6 +489,53 @@ bool writeNativeDigestOfDevice(const std::string& path, int64_t device) {
     return writeFile(path, out);
 }
 
+namespace {
+
+// Allocations made inside module scopes: module k holds (k + 1) KiB at the peak.
+Trace moduleTrace(const std::vector<StringId>& paths, Trace t) {
+    t.metadata.source_format = "hostile";
+    t.modules.source = ModuleSource::Recorded;
+    const int64_t t0 = 1'700'000'000'000'000'000;
+    for (size_t k = 0; k < paths.size(); ++k) {
+        Module m;
+        m.path = paths[k];
+        const ModuleId id = t.modules.add(m);
+        const int64_t start = t0 + int64_t(k) * 100;
+        t.modules.scopes.push_back({start, start + 90, id, ModuleScopeKind::Forward});
+        Event e;
+        e.time = start + 10;
+        e.address = 0x7f0000000000ull + k * 0x10000;
+        e.size = 1024 * (k + 1);
+        e.kind = EventKind::Alloc;
+        t.events.push_back(e);
+    }
+    for (size_t k = 0; k < paths.size(); ++k) {
+        Event e = t.events[k];
+        e.time = t0 + int64_t(paths.size()) * 100 + int64_t(k);
+        e.kind = EventKind::FreeCompleted;
+        t.events.push_back(e);
+    }
+    return t;
+}
+
+}  // namespace
+
+std::string hostileRunName() {
+    return "run\x1b]0;pwned\x07\x1b[2J\nrank 9 peaks at 0 B\xff\xfe";
+}
+
+bool writeNativeHostileStrings(const std::string& path) {
+    Trace t;
+    t.metadata.name = hostileRunName();
+    t.metadata.setProperty("recorded_range", "steps 3-4\x1b[2J\n::error::forged");
+    t.metadata.setProperty("policy", "full\x1b]0;title\x07");
+    std::vector<StringId> paths = {t.internString("layer\x1b[2J.0\nforged line"),
+                                   t.internString("bad\xc3\x28utf8"),
+                                   t.internString("c1\xc2\x9b"
+                                                  "31mred")};
+    return writeNativeTrace(moduleTrace(paths, std::move(t)), path).ok();
+}
+
 std::vector<Case> writeCorpus(const std::string& folder, bool full) {
     std::filesystem::create_directories(folder);
     std::vector<Case> cases;
@@ -599,6 +646,12 @@ std::vector<Case> writeCorpus(const std::string& folder, bool full) {
     add("kineto_duplicate_trace_events", "figures", kinetoDuplicateTraceEvents(), "figures",
         ".json");
     add("kineto_duplicate_args", "figures", kinetoDuplicateArgs(), "figures", ".json");
+    // Issue 64, class 7: control sequences and invalid UTF-8 in names.
+    {
+        const std::string p = folder + "/native_hostile_strings.memscope";
+        writeNativeHostileStrings(p);
+        addPath("native_hostile_strings", "strings", p, "figures");
+    }
     (void)k;
     (void)hexTs;
     return cases;

@@ -57,6 +57,12 @@ bool writeNativeTableBomb(const std::string& path, uint8_t type, uint32_t raw_by
 // writer can: its device is an int16) whose device is `device`, its other
 // figures zero.
 bool writeNativeDigestOfDevice(const std::string& path, int64_t device);
+// Issue 64, class 7: a native trace whose run name, module paths, recorded
+// range and a property carry terminal control sequences (title, clear
+// screen), a newline forging a line and bytes that are not UTF-8.
+bool writeNativeHostileStrings(const std::string& path);
+// The strings writeNativeHostileStrings puts in its run's name.
+std::string hostileRunName();
 bool writeFile(const std::string& path, const std::string& bytes);
 
 }  // namespace memscope::hostile

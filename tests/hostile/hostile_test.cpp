@@ -12,12 +12,16 @@
 
 #include "hostile_corpus.h"
 #include "memscope/analysis/peak_explainer.h"
+#include "memscope/analysis/summary.h"
 #include "memscope/base/file_io.h"
+#include "memscope/base/text_escape.h"
 #include "memscope/format/native_format.h"
 #include "memscope/inference/frames.h"
 #include "memscope/plugins/kineto.h"
 #include "memscope/plugins/memory_timeline.h"
 #include "memscope/plugins/pytorch_snapshot.h"
+#include "memscope/report/report_json.h"
+#include "memscope/report/summary_report.h"
 #include "memscope/timeline/timeline.h"
 
 namespace fs = std::filesystem;
@@ -437,4 +441,63 @@ TEST(HostileFiles, FailedWriteKeepsTheOldFileAndLeavesNoPartial) {
     ::stat(out.c_str(), &st);
     EXPECT_EQ(st.st_mode & 0777, 0640u);
     EXPECT_TRUE(importNativeTrace(out).ok());
+}
+
+namespace {
+
+// A file as summary reads it: imported, its timeline built, summarized.
+struct Summarized {
+    Result<Trace> trace = makeError("not loaded");
+    std::vector<LoadWarning> warnings;
+    std::shared_ptr<const Timeline> timeline;
+    FileReport report;
+};
+
+std::unique_ptr<Summarized> summarizedFile(const std::string& path) {
+    auto s = std::make_unique<Summarized>();
+    TaskContext ctx;
+    ctx.warnings = &s->warnings;
+    s->trace = importNativeTrace(path, ctx);
+    if (!s->trace) return s;
+    auto tl = Timeline::build(*s->trace);
+    if (!tl) return s;
+    s->timeline = std::move(*tl);
+    s->report = FileReport{path,
+                           "native",
+                           &*s->trace,
+                           s->timeline.get(),
+                           summarize(*s->trace, *s->timeline),
+                           s->warnings,
+                           s->trace->metadata.name};
+    return s;
+}
+
+}  // namespace
+
+// Issue 64, class 7: a run name, module paths, a recorded range and a
+// property carrying ESC]0;...BEL, ESC[2J, a newline, a C1 CSI and bytes that
+// are not UTF-8: the text shows them escaped, one line each, and the JSON is
+// valid UTF-8 with the controls escaped.
+TEST(HostileStrings, ControlSequencesAndInvalidUtf8NeverReachTextOrJsonRaw) {
+    const std::string p = tempDir() + "/hostile_strings.memscope";
+    ASSERT_TRUE(writeNativeHostileStrings(p));
+    auto s = summarizedFile(p);
+    ASSERT_TRUE(s->trace.ok()) << s->trace.message();
+    const std::string text = summaryText(s->report);
+    EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+    EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
+    EXPECT_EQ(text.find("\xc2\x9b"), std::string::npos) << text;
+    EXPECT_EQ(text.find("\nrank 9"), std::string::npos) << text;
+    EXPECT_EQ(text.find("\n::error"), std::string::npos) << text;
+    EXPECT_EQ(text.find("\nforged line"), std::string::npos) << text;
+    EXPECT_TRUE(isValidUtf8(text)) << text;
+    EXPECT_NE(text.find("run\\x1b]0;pwned\\x07\\x1b[2J\\x0arank 9"), std::string::npos) << text;
+    EXPECT_NE(text.find("layer\\x1b[2J.0\\x0aforged line"), std::string::npos) << text;
+    EXPECT_NE(text.find("steps 3-4\\x1b[2J\\x0a::error::forged"), std::string::npos) << text;
+    const std::string json = summaryToJson(std::span<const FileReport>(&s->report, 1));
+    EXPECT_TRUE(isValidUtf8(json));
+    EXPECT_EQ(json.find('\x1b'), std::string::npos);
+    EXPECT_NE(json.find("run\\u001B]0;pwned\\u0007\\u001B[2J\\nrank 9 peaks at 0 B\xEF\xBF\xBD"),
+              std::string::npos)
+        << json;
 }

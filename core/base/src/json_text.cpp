@@ -2,9 +2,14 @@
 
 #include <cstdio>
 
+#include "memscope/base/text_escape.h"
+
 namespace memscope {
 
 void appendJsonString(std::string& out, std::string_view s) {
+    // Always valid UTF-8: an invalid byte from a file becomes U+FFFD.
+    std::string valid;
+    if (!isValidUtf8(s)) s = valid = validUtf8(s);
     out += '"';
     for (const char ch : s) {
         const auto c = static_cast<unsigned char>(ch);

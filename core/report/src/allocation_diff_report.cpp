@@ -1,6 +1,7 @@
 #include "memscope/report/allocation_diff_report.h"
 
 #include "json_out.h"
+#include "memscope/base/text_escape.h"
 #include "memscope/base/units.h"
 #include "text_out.h"
 
@@ -28,10 +29,10 @@ std::string allocationDiffText(const AllocationDiff& d, const std::string& a, co
                                size_t top) {
     std::string out;
     const std::string moment = toString(d.moment);
-    appendf(out, "A: %s  device %d at %s: %s live\n", a.c_str(), d.a.device, moment.c_str(),
-            formatBytes(d.a.live_bytes).c_str());
-    appendf(out, "B: %s  device %d at %s: %s live\n", b.c_str(), d.b.device, moment.c_str(),
-            formatBytes(d.b.live_bytes).c_str());
+    appendf(out, "A: %s  device %d at %s: %s live\n", terminalText(a).c_str(), d.a.device,
+            moment.c_str(), formatBytes(d.a.live_bytes).c_str());
+    appendf(out, "B: %s  device %d at %s: %s live\n", terminalText(b).c_str(), d.b.device,
+            moment.c_str(), formatBytes(d.b.live_bytes).c_str());
     appendf(out, "only in A %s, in both %s, only in B %s; A - B = %s\n",
             cell(d.only_a_bytes, d.only_a_count).c_str(), cell(d.both_bytes, d.both_count).c_str(),
             cell(d.only_b_bytes, d.only_b_count).c_str(),
@@ -41,7 +42,7 @@ std::string allocationDiffText(const AllocationDiff& d, const std::string& a, co
         const DiffGroup& g = d.groups[i];
         appendf(out, "  %-18s %-18s %-18s  %s\n", cell(g.only_a_bytes, g.only_a_count).c_str(),
                 cell(g.both_bytes, g.both_count).c_str(),
-                cell(g.only_b_bytes, g.only_b_count).c_str(), g.site.c_str());
+                cell(g.only_b_bytes, g.only_b_count).c_str(), terminalText(g.site).c_str());
     }
     if (d.groups.size() > top)
         appendf(out, "  (%zu more sites; --json lists them all)\n", d.groups.size() - top);

@@ -5,6 +5,7 @@
 
 #include "json_out.h"
 #include "memscope/analysis/peak_explainer.h"
+#include "memscope/base/text_escape.h"
 #include "memscope/base/units.h"
 
 namespace memscope {
@@ -19,7 +20,9 @@ std::string changeOf(const CompareRow& row) {
     return describeChange(row.delta.by_category, 3, &recomputed);
 }
 
-std::string csvField(std::string s) {
+// Strings from files shown as text: one line per row, whatever a name holds.
+std::string csvField(const std::string& raw) {
+    const std::string s = terminalText(raw);
     if (s.find_first_of(",\"\n") == std::string::npos) return s;
     std::string out = "\"";
     for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
@@ -84,7 +87,7 @@ std::string toText(const CompareTable& table) {
     cells.push_back(std::move(head));
     for (size_t r = 0; r < table.rows.size(); ++r) {
         std::vector<std::string> row;
-        for (const CompareColumn& c : cols) row.push_back(table.cell(r, c));
+        for (const CompareColumn& c : cols) row.push_back(terminalText(table.cell(r, c)));
         cells.push_back(std::move(row));
     }
     std::vector<size_t> width(cols.size(), 0);
@@ -109,11 +112,12 @@ std::string toText(const CompareTable& table) {
     for (size_t r = 0; r < table.rows.size(); ++r) {
         const CompareRow& row = table.rows[r];
         if (r == table.baseline || !row.peak || !row.delta.peak_bytes) continue;
-        out += row.name + " vs " + table.rows[table.baseline].name + ": " + changeOf(row) + "\n";
-        if (const auto why = table.why(r)) out += "  why: " + *why + "\n";
+        out += terminalText(row.name) + " vs " + terminalText(table.rows[table.baseline].name) +
+               ": " + terminalText(changeOf(row)) + "\n";
+        if (const auto why = table.why(r)) out += "  why: " + terminalText(*why) + "\n";
         // The same change by layer ("h.0–h.11: −2.10 GiB activation").
         for (const std::string& line : describeModuleChanges(row.module_deltas, 4))
-            out += "  " + line + "\n";
+            out += "  " + terminalText(line) + "\n";
     }
     return out;
 }

@@ -11,6 +11,7 @@
 
 #include "memscope/analysis/category_rules.h"
 #include "memscope/analysis/peak_explainer.h"
+#include "memscope/base/text_escape.h"
 #include "memscope/model/trace.h"
 #include "memscope/ranks/rank_run.h"
 #include "memscope/timeline/phase_peaks.h"
@@ -20,10 +21,22 @@ namespace memscope::json {
 
 using Out = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
 
+// Keys and strings are always valid UTF-8 (an invalid byte from a file as
+// U+FFFD, text_escape.h); the writer escapes control characters (\u001b).
 inline void key(Out& w, std::string_view k) {
+    if (!isValidUtf8(k)) {
+        const std::string valid = validUtf8(k);
+        w.Key(valid.data(), rapidjson::SizeType(valid.size()), true);
+        return;
+    }
     w.Key(k.data(), rapidjson::SizeType(k.size()));
 }
 inline void string(Out& w, std::string_view s) {
+    if (!isValidUtf8(s)) {
+        const std::string valid = validUtf8(s);
+        w.String(valid.data(), rapidjson::SizeType(valid.size()), true);
+        return;
+    }
     w.String(s.data(), rapidjson::SizeType(s.size()));
 }
 template <typename T>

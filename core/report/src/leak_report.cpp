@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "json_out.h"
+#include "memscope/base/text_escape.h"
 #include "memscope/base/units.h"
 #include "text_out.h"
 
@@ -45,14 +46,14 @@ std::string leaksText(const LeakReport& report) {
         for (const LeakGroup& lg : g.groups) {
             appendf(out, "    %10s %5.1f x  %s%s%s  since step %d\n",
                     formatBytes(rounded(lg.bytes_per_step)).c_str(), lg.count_per_step,
-                    lg.module.c_str(), lg.module.empty() ? "" : "  ", lg.site.c_str(),
-                    lg.first_step);
+                    terminalText(lg.module).c_str(), lg.module.empty() ? "" : "  ",
+                    terminalText(lg.site).c_str(), lg.first_step);
             // The innermost frames; --json gives them all.
             constexpr size_t kShown = 8;
             const size_t first = lg.frames.size() > kShown ? lg.frames.size() - kShown : 0;
             if (first) appendf(out, "          ... (%zu outer frames)\n", first);
             for (size_t k = first; k < lg.frames.size(); ++k)
-                appendf(out, "          %s\n", lg.frames[k].c_str());
+                appendf(out, "          %s\n", terminalText(lg.frames[k]).c_str());
         }
     }
     return out;

@@ -1,6 +1,7 @@
 #include "memscope/report/line_compare_report.h"
 
 #include "json_out.h"
+#include "memscope/base/text_escape.h"
 #include "memscope/base/units.h"
 #include "text_out.h"
 
@@ -12,7 +13,7 @@ std::string linesComparedText(const LinesCompared& l, const std::vector<std::str
             "bytes at each run's peak by source line (the innermost user frame), lines matched "
             "by function, file name and line\n");
     for (size_t k = 0; k < names.size() && k < l.totals.size(); ++k)
-        appendf(out, "  run %zu: %s  peak %s\n", k + 1, names[k].c_str(),
+        appendf(out, "  run %zu: %s  peak %s\n", k + 1, terminalText(names[k]).c_str(),
                 formatBytes(l.totals[k]).c_str());
     std::string head;
     for (size_t k = 0; k < l.totals.size(); ++k)
@@ -28,8 +29,9 @@ std::string linesComparedText(const LinesCompared& l, const std::vector<std::str
                                                            std::to_string(r.counts[k]) + ")";
             appendf(cells, " %16s", c.c_str());
         }
-        const std::string module = r.module.empty() ? std::string() : "  [" + r.module + "]";
-        appendf(out, "%s  %s%s\n", cells.c_str(), r.label.c_str(), module.c_str());
+        const std::string module =
+            r.module.empty() ? std::string() : "  [" + terminalText(r.module) + "]";
+        appendf(out, "%s  %s%s\n", cells.c_str(), terminalText(r.label).c_str(), module.c_str());
     }
     std::string peaks;
     for (int64_t t : l.totals) appendf(peaks, " %16s", formatBytes(t).c_str());

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "json_out.h"
+#include "memscope/base/text_escape.h"
 #include "memscope/base/units.h"
 #include "memscope/ranks/rank_imbalance.h"
 
@@ -111,8 +112,9 @@ std::string percent(int64_t delta, int64_t base) {
 }  // namespace
 
 std::string rankComparisonText(const RankComparison& c) {
-    std::string out = "ranks of " + c.other_name + " (" + c.other_path + ") against " +
-                      c.base_name + " (" + c.base_path + ")\n";
+    std::string out = "ranks of " + terminalText(c.other_name) + " (" + terminalText(c.other_path) +
+                      ") against " + terminalText(c.base_name) + " (" + terminalText(c.base_path) +
+                      ")\n";
     char line[256];
     std::snprintf(line, sizeof line, "  %-10s %12s %12s %14s\n", "rank", "baseline", "this",
                   "delta");
@@ -122,12 +124,12 @@ std::string rankComparisonText(const RankComparison& c) {
         const std::string other = r.other_bytes ? formatBytes(*r.other_bytes) : "-";
         const std::string delta =
             r.delta() ? formatSignedBytes(*r.delta()) + percent(*r.delta(), *r.base_bytes) : "";
-        std::snprintf(line, sizeof line, "  %-10s %12s %12s  %s\n", r.name.c_str(), base.c_str(),
-                      other.c_str(), delta.c_str());
+        std::snprintf(line, sizeof line, "  %-10s %12s %12s  %s\n", terminalText(r.name).c_str(),
+                      base.c_str(), other.c_str(), delta.c_str());
         out += line;
     }
-    out += "  worst rank: " + c.base_worst + " " + formatBytes(c.base_worst_bytes) + " -> " +
-           c.other_worst + " " + formatBytes(c.other_worst_bytes) + ", " +
+    out += "  worst rank: " + terminalText(c.base_worst) + " " + formatBytes(c.base_worst_bytes) +
+           " -> " + terminalText(c.other_worst) + " " + formatBytes(c.other_worst_bytes) + ", " +
            formatSignedBytes(c.worstDelta()) + percent(c.worstDelta(), c.base_worst_bytes) + "\n";
     return out;
 }

@@ -1,5 +1,6 @@
 #include "memscope/report/stacks_report.h"
 
+#include "memscope/base/text_escape.h"
 #include "memscope/base/units.h"
 #include "text_out.h"
 
@@ -40,9 +41,9 @@ std::string liveStacksText(const Trace& trace, const LiveStacks& stacks, size_t 
     for (size_t i = 0; i < stacks.stacks.size() && i < top; ++i) {
         const LiveStack& s = stacks.stacks[i];
         appendf(out, "  %10s %6u x  %s\n", formatBytes(s.bytes).c_str(), s.count,
-                s.frames.back().c_str());
+                terminalText(s.frames.back()).c_str());
         for (size_t k = s.frames.size() - 1; k-- > 0;)
-            appendf(out, "                       %s\n", s.frames[k].c_str());
+            appendf(out, "                       %s\n", terminalText(s.frames[k]).c_str());
     }
     if (stacks.stacks.size() > top)
         appendf(out, "  (%zu more stacks; --folded prints them all)\n", stacks.stacks.size() - top);

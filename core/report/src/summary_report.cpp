@@ -12,6 +12,7 @@
 #include "memscope/analysis/oom_report.h"
 #include "memscope/analysis/peak_explainer.h"
 #include "memscope/analysis/source_lines.h"
+#include "memscope/base/text_escape.h"
 #include "memscope/base/units.h"
 #include "memscope/inference/inference.h"
 #include "memscope/model/phases.h"
@@ -25,10 +26,11 @@ std::string recordedRangeText(const Trace& t, std::string_view indent) {
     const std::string* range = t.metadata.property("recorded_range");
     if (!range) return out;
     const std::string in(indent);
-    appendf(out, "%srecorded only   %s (the run's own numbering)\n", in.c_str(), range->c_str());
+    appendf(out, "%srecorded only   %s (the run's own numbering)\n", in.c_str(),
+            terminalText(*range).c_str());
     if (const std::string* alive = t.metadata.property("recorded_range.alive_at_start"))
         appendf(out, "%salive at start  %s, carried in from before the range\n", in.c_str(),
-                alive->c_str());
+                terminalText(*alive).c_str());
     return out;
 }
 
@@ -103,7 +105,7 @@ void appendSites(std::string& out, const Trace& trace, const DeviceTimeline& tl)
     for (const SiteAtPeak& s : sites) {
         const auto category = toString(s.category);
         appendf(out, "      %10s  %-15.*s %5u x  %s\n", formatBytes(s.bytes).c_str(),
-                int(category.size()), category.data(), s.count, s.label.c_str());
+                int(category.size()), category.data(), s.count, terminalText(s.label).c_str());
     }
 }
 
@@ -136,7 +138,7 @@ void appendModules(std::string& out, const Trace& trace, const ModuleAttribution
         const double share = b.total > 0 ? 100.0 * double(r.bytes) / double(b.total) : 0.0;
         const auto category = toString(leading);
         appendf(out, "      %10s  %5.1f%%  %-15.*s %s\n", formatBytes(r.bytes).c_str(), share,
-                int(category.size()), category.data(), r.path.c_str());
+                int(category.size()), category.data(), terminalText(r.path).c_str());
     }
     if (rest_count)
         appendf(out, "      %10s  %5.1f%%  %-15s (%zu more)\n", formatBytes(rest).c_str(),
@@ -156,7 +158,8 @@ void appendLines(std::string& out, const Trace& trace, const ModuleAttribution& 
     };
     for (const LineBytes& r : lines.rows)
         appendf(out, "      %10s  %5.1f%%  %5u x  %-16s %s\n", formatBytes(r.bytes).c_str(),
-                share(r.bytes), r.count, r.module.c_str(), r.label.c_str());
+                share(r.bytes), r.count, terminalText(r.module).c_str(),
+                terminalText(r.label).c_str());
     if (lines.rest_count)
         appendf(out, "      %10s  %5.1f%%  (%zu more lines)\n",
                 formatBytes(lines.rest_bytes).c_str(), share(lines.rest_bytes), lines.rest_count);
@@ -166,11 +169,11 @@ void appendOoms(std::string& out, const FileReport& f, const DeviceSummary& d) {
     uint64_t shown = 0;
     for (const OomReport& r : d.ooms) {
         for (const std::string& line : oomReportLines(*f.trace, r))
-            appendf(out, "    %s\n", line.c_str());
+            appendf(out, "    %s\n", terminalText(line).c_str());
         for (const auto& [event, alternatives] : f.oom_alternatives)
             if (event == r.trace_event)
                 for (const std::string& line : oomAlternativeLines(alternatives))
-                    appendf(out, "    %s\n", line.c_str());
+                    appendf(out, "    %s\n", terminalText(line).c_str());
         if (!r.endState()) ++shown;
     }
     if (d.oom_count > shown)
@@ -232,12 +235,14 @@ std::string topCategories(const RankDigest& r, size_t count) {
 std::string summaryText(const FileReport& f) {
     std::string out;
     const std::string& source = f.trace ? f.trace->metadata.source_format : f.format;
+    const std::string name = terminalText(f.name), path = terminalText(f.path);
     if (source.empty() || source == f.format)
-        appendf(out, "%s: %s  (%s)\n", f.name.c_str(), f.path.c_str(), f.format.c_str());
+        appendf(out, "%s: %s  (%s)\n", name.c_str(), path.c_str(), f.format.c_str());
     else
-        appendf(out, "%s: %s  (%s, from %s)\n", f.name.c_str(), f.path.c_str(), f.format.c_str(),
-                source.c_str());
-    for (const auto& w : f.warnings) appendf(out, "  warning: %s\n", w.message.c_str());
+        appendf(out, "%s: %s  (%s, from %s)\n", name.c_str(), path.c_str(), f.format.c_str(),
+                terminalText(source).c_str());
+    for (const auto& w : f.warnings)
+        appendf(out, "  warning: %s\n", terminalText(w.message).c_str());
     if (f.trace && f.trace->digest) {
         const DigestSection& digest = *f.trace->digest;
         const std::string summed =
@@ -247,7 +252,8 @@ std::string summaryText(const FileReport& f) {
         appendf(out,
                 "  a digest of %s: only the allocations alive at its peak%s; its envelope and\n"
                 "  per-phase peaks show in the per-rank table of a folder of digests\n",
-                digest.source.empty() ? "a trace" : digest.source.c_str(), summed.c_str());
+                digest.source.empty() ? "a trace" : terminalText(digest.source).c_str(),
+                summed.c_str());
     }
     if (f.trace) out += recordedRangeText(*f.trace, "  ");
     if (f.summary.devices.empty())
@@ -309,7 +315,8 @@ std::string rankRunText(const RankRun& run) {
                                         [](const RankDigest& r) { return r.rank >= 0; });
     size_t ranked = 0;
     for (const RankDigest& r : run.ranks) ranked += !any_ranked || r.rank >= 0;
-    appendf(out, "%s: %s  (%zu ranks", run.name.c_str(), run.path.c_str(), ranked);
+    appendf(out, "%s: %s  (%zu ranks", terminalText(run.name).c_str(),
+            terminalText(run.path).c_str(), ranked);
     if (ranked < run.ranks.size())
         appendf(out, ", %zu other process%s", run.ranks.size() - ranked,
                 run.ranks.size() - ranked == 1 ? "" : "es");
@@ -322,16 +329,17 @@ std::string rankRunText(const RankRun& run) {
         const std::string phase = r.peak_phase ? std::string(toString(*r.peak_phase)) : "-";
         const std::string step = r.peak_step >= 0 ? std::to_string(r.peak_step) : "-";
         const std::string device = r.device < 0 ? "host" : std::to_string(r.device);
-        appendf(out, "  %-10s %-6s %11s  %-10s %5s  %11s  %s%s\n", r.name.c_str(), device.c_str(),
-                formatBytes(r.peak_bytes).c_str(), phase.c_str(), step.c_str(),
+        appendf(out, "  %-10s %-6s %11s  %-10s %5s  %11s  %s%s\n", terminalText(r.name).c_str(),
+                device.c_str(), formatBytes(r.peak_bytes).c_str(), phase.c_str(), step.c_str(),
                 orDash(r.peak_reserved_bytes).c_str(), topCategories(r, 3).c_str(),
                 r.from_digest ? "  (digest)" : "");
     }
     for (const RankDigest& r : run.ranks)
         if (any_ranked && r.rank < 0)
-            appendf(out, "  not a rank: %s (%s), peak %s\n", r.name.c_str(), r.path.c_str(),
-                    formatBytes(r.peak_bytes).c_str());
-    for (const RankFailure& f : run.failures) appendf(out, "  not read: %s\n", f.message.c_str());
+            appendf(out, "  not a rank: %s (%s), peak %s\n", terminalText(r.name).c_str(),
+                    terminalText(r.path).c_str(), formatBytes(r.peak_bytes).c_str());
+    for (const RankFailure& f : run.failures)
+        appendf(out, "  not read: %s\n", terminalText(f.message).c_str());
     if (const auto m = rankImbalance(run.ranks))
         appendf(out, "  imbalance: %s\n", imbalanceText(*m, run.ranks).c_str());
     return out;

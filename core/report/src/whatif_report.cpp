@@ -4,6 +4,7 @@
 
 #include "allocator_json.h"
 #include "json_out.h"
+#include "memscope/base/text_escape.h"
 #include "memscope/base/units.h"
 
 namespace memscope {
@@ -55,10 +56,10 @@ struct Footnotes {
 }  // namespace
 
 std::string whatIfText(const WhatIfReport& report, const std::optional<WhatIfBudget>& budget) {
-    std::string out = "what if: " + report.source + "\n";
+    std::string out = "what if: " + terminalText(report.source) + "\n";
     out += "  measured policy: " +
            (report.measured_policy.empty() ? std::string("not recorded (taken as full-save)")
-                                           : report.measured_policy) +
+                                           : terminalText(report.measured_policy)) +
            "\n";
     if (report.chain) {
         const LayerChain& c = *report.chain;
@@ -66,15 +67,15 @@ std::string whatIfText(const WhatIfReport& report, const std::optional<WhatIfBud
                std::string(toString(c.source)) + "): ";
         for (size_t i = 0; i < c.layers.size(); ++i) {
             if (i == 8 && c.layers.size() > 10) {
-                out += ", …, " + c.layers.back().name;
+                out += ", …, " + terminalText(c.layers.back().name);
                 break;
             }
-            out += (i ? ", " : "") + c.layers[i].name;
+            out += (i ? ", " : "") + terminalText(c.layers[i].name);
         }
         out += "\n  layer indices for layers:LIST: " + std::to_string(c.layers.front().index) +
                "–" + std::to_string(c.layers.back().index) + "\n";
     } else {
-        out += "  layers: none found: " + report.chain_problem + "\n";
+        out += "  layers: none found: " + terminalText(report.chain_problem) + "\n";
     }
     const WhatIfRow& first = report.rows.front();
     if (first.allocator) {
@@ -143,7 +144,11 @@ std::string whatIfText(const WhatIfReport& report, const std::optional<WhatIfBud
     if (!refused.empty()) {
         out += "\n  refused:\n";
         for (const auto& [policy, why] : refused)
-            out.append("    ").append(policy).append(": ").append(why).append("\n");
+            out.append("    ")
+                .append(terminalText(policy))
+                .append(": ")
+                .append(terminalText(why))
+                .append("\n");
     }
     if (!notes.texts.empty()) {
         out += "\n  assumptions:\n";

@@ -51,8 +51,9 @@ TEST(JsonText, Utf8BytesArePassedThrough) {
         "gr\xc3\xb6\xc3\x9f"
         "e \xe2\x86\x92 \xf0\x9f\x94\xa5";  // größe → 🔥
     EXPECT_EQ(jsonQuoted(text), "\"" + text + "\"");
-    // Bytes that are not valid UTF-8 are copied too: quoting never drops data.
-    EXPECT_EQ(jsonQuoted("\xff\xfe\x80"), "\"\xff\xfe\x80\"");
+    // Bytes that are not valid UTF-8 are U+FFFD each: strict parsers refuse
+    // them raw (issue 64, class 7).
+    EXPECT_EQ(jsonQuoted("\xff\xfe\x80"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");
 }
 
 TEST(JsonText, EveryByteGivesTheExpectedText) {
@@ -69,6 +70,8 @@ TEST(JsonText, EveryByteGivesTheExpectedText) {
         } else if (b < 0x20) {
             EXPECT_EQ(body[0], '\\');
             EXPECT_TRUE(body.size() == 2 || body.size() == 6) << body;
+        } else if (b >= 0x80) {
+            EXPECT_EQ(body, "\xEF\xBF\xBD");  // a lone byte of a sequence: not UTF-8
         } else {
             EXPECT_EQ(body, std::string(1, c));
         }

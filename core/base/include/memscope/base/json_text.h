@@ -8,7 +8,8 @@
 namespace memscope {
 
 // Appends s as a quoted JSON string: quotes, backslashes and control
-// characters escaped; other bytes (UTF-8) copied as they are.
+// characters escaped; valid UTF-8 copied as it is, each invalid byte
+// replaced by U+FFFD (validUtf8, text_escape.h).
 void appendJsonString(std::string& out, std::string_view s);
 
 }  // namespace memscope

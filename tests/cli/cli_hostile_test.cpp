@@ -1,0 +1,172 @@
+// Issue 64 (hostile input, part three), classes 3, 5, 6, 7 and 9, through the
+// real memscope-cli binary: strings from files never reach the terminal or
+// the JSON raw, rank identity is checked across a folder, predicted runs are
+// labelled as such, and a folder of digests is checked by phase.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "../core/analysis_test_util.h"
+#include "memscope/format/native_format.h"
+#include "memscope/model/module_scopes.h"
+
+using namespace memscope;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+
+class CliHostile : public ::testing::Test {
+protected:
+    void SetUp() override {
+        std::string templ = (fs::temp_directory_path() / "memscope-cli-hostile-XXXXXX").string();
+        ASSERT_NE(mkdtemp(templ.data()), nullptr);
+        dir_ = templ;
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    std::string file(const std::string& name) const { return (dir_ / name).string(); }
+
+    // Arguments are quoted: file names here carry control characters.
+    CliRun run(const std::vector<std::string>& args) const {
+        const std::string errPath = file("stderr.txt");
+        // MEMSCOPE_TEST_CLI: another build's binary (to see these fail before the fixes).
+        const char* other = std::getenv("MEMSCOPE_TEST_CLI");
+        std::string cmd = other && *other ? other : MEMSCOPE_CLI;
+        for (const std::string& a : args) cmd += " '" + a + "'";
+        cmd += " 2>" + errPath;
+        CliRun r;
+        FILE* p = popen(cmd.c_str(), "r");
+        if (!p) return r;
+        std::array<char, 4096> buf;
+        size_t n;
+        while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+        const int status = pclose(p);
+        r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        std::ifstream e(errPath);
+        r.err.assign(std::istreambuf_iterator<char>(e), {});
+        return r;
+    }
+
+    void write(const Trace& t, const std::string& path) const {
+        auto r = writeNativeTrace(t, path);
+        ASSERT_TRUE(r.ok()) << r.message();
+    }
+
+    // A rank of a training run: activations of `act` bytes.
+    std::string writeRank(const std::string& name, int32_t rank, uint64_t act) const {
+        Trace t = testutil::trainingRun("train.py", "full", act);
+        t.metadata.rank = rank;
+        if (rank >= 0) t.metadata.name = "train.py rank " + std::to_string(rank);
+        const std::string path = file(name);
+        write(t, path);
+        return path;
+    }
+
+    fs::path dir_;
+};
+
+// No control character a terminal acts on, and no line but those the report made.
+void expectNoControls(const std::string& text, const char* what) {
+    for (const char c : {'\x1b', '\x07', '\r'})
+        EXPECT_EQ(text.find(c), std::string::npos) << what << ":\n" << text;
+    EXPECT_EQ(text.find("\xc2\x9b"), std::string::npos) << what << ":\n" << text;
+    EXPECT_EQ(text.find("\nrank 9 peaks"), std::string::npos) << what << ":\n" << text;
+    EXPECT_EQ(text.find("\n::error::"), std::string::npos) << what << ":\n" << text;
+    EXPECT_EQ(text.find("\nforged"), std::string::npos) << what << ":\n" << text;
+}
+
+// A run whose name, module paths, recorded range and policy carry control
+// sequences and bytes that are not UTF-8.
+Trace hostileStringsRun() {
+    Trace t = testutil::trainingRun("x", "full", 4000);
+    t.metadata.name = "run\x1b]0;pwned\x07\x1b[2J\nrank 9 peaks at 0 B\xff";
+    t.metadata.setProperty("recorded_range", "steps 3-4\x1b[2J\n::error::forged");
+    ModuleInterner in(t);
+    t.modules.source = ModuleSource::Recorded;
+    const int64_t start = t.events.front().time;
+    const int64_t end = t.events.back().time + 1;
+    t.modules.scopes.push_back(
+        {start, end, in.intern("Net\x9b", "layer\x1b[2J.0\nforged line\xc3\x28", "Blk\xc2\x9b"),
+         ModuleScopeKind::Forward});
+    return t;
+}
+
+}  // namespace
+
+// Class 7: summary, summary --json, compare (text, JSON, CSV) and check.
+TEST_F(CliHostile, ControlSequencesInNamesAreEscapedInTextAndValidInJson) {
+    const std::string a = file("a.memscope");
+    write(hostileStringsRun(), a);
+    // A file name with an escape sequence and a newline in it.
+    const std::string b = file("b\x1b]0;t\x07\nforged.memscope");
+    write(hostileStringsRun(), b);
+
+    const CliRun text = run({"summary", a, b});
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    expectNoControls(text.out, "summary");
+    expectNoControls(text.err, "summary stderr");
+    EXPECT_NE(text.out.find("run\\x1b]0;pwned\\x07\\x1b[2J\\x0arank 9 peaks at 0 B\xEF\xBF\xBD"),
+              std::string::npos)
+        << text.out;
+    EXPECT_NE(text.out.find("  layer\\x1b[2J\n"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("b\\x1b]0;t\\x07\\x0aforged.memscope"), std::string::npos) << text.out;
+
+    const CliRun json = run({"summary", "--json", a, b});
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    EXPECT_EQ(json.out.find('\x1b'), std::string::npos);
+    const auto j = nlohmann::json::parse(json.out);  // strict: throws on invalid UTF-8
+    EXPECT_EQ(j["files"][0]["name"],
+              "run\x1b]0;pwned\x07\x1b[2J\nrank 9 peaks at 0 B\xEF\xBF\xBD (a.memscope)");
+    EXPECT_EQ(j["files"][1]["path"], b);
+
+    for (const char* format : {"", "--json", "--csv"}) {
+        std::vector<std::string> args = {"compare", a, b};
+        if (*format) args.push_back(format);
+        const CliRun cmp = run(args);
+        ASSERT_EQ(cmp.exit_code, 0) << format << cmp.err;
+        expectNoControls(cmp.out, format);
+        if (std::string(format) == "--json") {
+            EXPECT_TRUE(nlohmann::json::accept(cmp.out)) << cmp.out;
+        }
+    }
+
+    const CliRun check = run({"check", "--max-peak", "1GiB", b});
+    EXPECT_EQ(check.exit_code, 0) << check.err;
+    expectNoControls(check.out, "check");
+    EXPECT_NE(check.out.find("ok    " + dir_.string() + "/b\\x1b]0;t\\x07\\x0aforged.memscope"),
+              std::string::npos)
+        << check.out;
+}
+
+// Class 7: a folder of ranks, one file named to forge a line: its row is
+// escaped in summary and check.
+TEST_F(CliHostile, RankFolderFileNamesAreEscaped) {
+    fs::create_directory(file("ranks"));
+    writeRank("ranks/r0.memscope", 0, 1000);
+    writeRank("ranks/r1.memscope", 1, 2000);
+    writeRank("ranks/x\x1b[2J\nrank 9 peaks at 0 B.memscope", -1, 1500);
+    const CliRun text = run({"summary", file("ranks")});
+    expectNoControls(text.out, "summary");
+    expectNoControls(text.err, "summary stderr");
+    EXPECT_NE(text.out.find("x\\x1b[2J\\x0arank 9 peaks at 0 B.memscope"), std::string::npos)
+        << text.out;
+    const CliRun check = run({"check", "--max-peak", "1GiB", file("ranks")});
+    expectNoControls(check.out, "check");
+    expectNoControls(check.err, "check stderr");
+    EXPECT_NE(check.out.find("x\\x1b[2J\\x0arank 9 peaks at 0 B.memscope"), std::string::npos)
+        << check.out;
+}

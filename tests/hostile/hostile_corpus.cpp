@@ -520,6 +520,14 @@ Trace moduleTrace(const std::vector<StringId>& paths, Trace t) {
 
 }  // namespace
 
+bool writeNativeSharedModulePath(const std::string& path, int modules, size_t path_bytes) {
+    Trace t;
+    const StringId shared = t.internString(std::string(path_bytes, 'm'));
+    return writeNativeTrace(
+               moduleTrace(std::vector<StringId>(size_t(modules), shared), std::move(t)), path)
+        .ok();
+}
+
 std::string hostileRunName() {
     return "run\x1b]0;pwned\x07\x1b[2J\nrank 9 peaks at 0 B\xff\xfe";
 }
@@ -646,6 +654,15 @@ std::vector<Case> writeCorpus(const std::string& folder, bool full) {
     add("kineto_duplicate_trace_events", "figures", kinetoDuplicateTraceEvents(), "figures",
         ".json");
     add("kineto_duplicate_args", "figures", kinetoDuplicateArgs(), "figures", ".json");
+    // Issue 64, class 3: one module path string shared by many modules.
+    {
+        const std::string p = folder + "/native_shared_module_path.memscope";
+        writeNativeSharedModulePath(p, 300, full ? 16u << 20 : 1u << 20);
+        addPath("native_shared_module_path", "strings", p, "warning");
+        const std::string q = folder + "/native_one_long_module_path.memscope";
+        writeNativeSharedModulePath(q, 1, 2u << 20);
+        addPath("native_one_long_module_path", "strings", q, "warning");
+    }
     // Issue 64, class 7: control sequences and invalid UTF-8 in names.
     {
         const std::string p = folder + "/native_hostile_strings.memscope";

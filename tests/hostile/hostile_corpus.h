@@ -57,6 +57,10 @@ bool writeNativeTableBomb(const std::string& path, uint8_t type, uint32_t raw_by
 // writer can: its device is an int16) whose device is `device`, its other
 // figures zero.
 bool writeNativeDigestOfDevice(const std::string& path, int64_t device);
+// Issue 64, class 3: a native trace (by the real writer) of `modules`
+// modules that all name one path string of `path_bytes` bytes, with a scope
+// each and an allocation in each scope, so the peak is held by all of them.
+bool writeNativeSharedModulePath(const std::string& path, int modules, size_t path_bytes);
 // Issue 64, class 7: a native trace whose run name, module paths, recorded
 // range and a property carry terminal control sequences (title, clear
 // screen), a newline forging a line and bytes that are not UTF-8.

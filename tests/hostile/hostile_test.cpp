@@ -474,6 +474,48 @@ std::unique_ptr<Summarized> summarizedFile(const std::string& path) {
 
 }  // namespace
 
+// Issue 64, class 3: 300 modules naming one long path string. The modules
+// chunk took the string as it was, and each view expanded it per module
+// (4 GB for a 16 MiB path); it is now cut once, with a warning.
+TEST(HostileStrings, ModulePathSharedByManyModulesIsCutOnce) {
+    const std::string p = tempDir() + "/shared_module_path.memscope";
+    ASSERT_TRUE(writeNativeSharedModulePath(p, 300, 4u << 20));
+    EXPECT_LT(fs::file_size(p), 64u << 10);
+    const auto start = std::chrono::steady_clock::now();
+    auto s = summarizedFile(p);
+    ASSERT_TRUE(s->trace.ok()) << s->trace.message();
+    const Trace& t = *s->trace;
+    ASSERT_EQ(t.modules.modules.size(), 300u);
+    for (const Module& m : t.modules.modules)
+        ASSERT_LE(t.string(m.path).size(), kMaxModulePathBytes);
+    // The cut path is one interned string, not one per module.
+    EXPECT_EQ(t.modules.modules.front().path, t.modules.modules.back().path);
+    ASSERT_EQ(s->warnings.size(), 1u);
+    EXPECT_NE(s->warnings[0].message.find("300 module names longer than 4096 bytes cut"),
+              std::string::npos)
+        << s->warnings[0].message;
+    ASSERT_TRUE(s->timeline);
+    const std::string text = summaryText(s->report);
+    EXPECT_LT(text.size(), 64u << 10);
+    const std::string json = summaryToJson(std::span<const FileReport>(&s->report, 1));
+    EXPECT_LT(json.size(), 4u << 20);  // a cut path per row: 1.2 GB uncut
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST(HostileStrings, OneLongModulePathAndRootAreCut) {
+    const std::string p = tempDir() + "/long_module_path.memscope";
+    ASSERT_TRUE(writeNativeSharedModulePath(p, 1, 2u << 20));
+    auto s = summarizedFile(p);
+    ASSERT_TRUE(s->trace.ok()) << s->trace.message();
+    const Trace& t = *s->trace;
+    ASSERT_EQ(t.modules.modules.size(), 1u);
+    const std::string_view path = t.string(t.modules.modules[0].path);
+    EXPECT_LE(path.size(), kMaxModulePathBytes);
+    EXPECT_EQ(path.substr(path.size() - 3), "\xE2\x80\xA6");  // …
+    EXPECT_LE(modulePath(t, ModuleId(1)).size(), kMaxModulePathBytes);
+    ASSERT_EQ(s->warnings.size(), 1u);
+}
+
 // Issue 64, class 7: a run name, module paths, a recorded range and a
 // property carrying ESC]0;...BEL, ESC[2J, a newline, a C1 CSI and bytes that
 // are not UTF-8: the text shows them escaped, one line each, and the JSON is

@@ -9,6 +9,7 @@
 
 #include "memscope/base/file_io.h"
 #include "memscope/format/native_format.h"
+#include "memscope/model/module_bounds.h"
 #include "native_chunk_reader.h"
 #include "native_crc32c.h"
 #include "native_layout.h"
@@ -46,6 +47,12 @@ Result<Trace> readBytes(const unsigned char* data, size_t size, const TaskContex
             return makeError("a damaged digest: " + report.digest_problem);
         if (std::string why = digestContradiction(trace); !why.empty())
             return makeError("a damaged digest: " + why);
+        // The modules chunk names strings of any length: cut once, here.
+        if (const size_t cut = boundModuleStrings(trace))
+            ctx.warn({WarningKind::ClampedValues,
+                      std::to_string(cut) + " module name" + (cut == 1 ? "" : "s") +
+                          " longer than " + std::to_string(kMaxModulePathBytes) + " bytes cut",
+                      cut});
         // Writers may add an attribute after later events' ones; Trace keeps them sorted.
         if (!std::is_sorted(trace.attributes.begin(), trace.attributes.end(),
                             [](const auto& a, const auto& b) { return a.event < b.event; }))

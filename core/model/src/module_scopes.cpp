@@ -1,7 +1,9 @@
 #include "memscope/model/module_scopes.h"
 
 #include <algorithm>
+#include <unordered_map>
 
+#include "memscope/model/module_bounds.h"
 #include "memscope/model/trace.h"
 
 namespace memscope {
@@ -98,6 +100,29 @@ ModuleId ModuleInterner::intern(std::string_view root, std::string_view path,
     const ModuleId id = trace_.modules.add(m);
     ids_.emplace(key, id);
     return id;
+}
+
+size_t boundModuleStrings(Trace& trace) {
+    // Each long string is cut and interned once, however many modules share
+    // it: 300 modules naming one 16 MiB string take one 4 KiB copy.
+    std::unordered_map<uint32_t, StringId> cut;
+    const auto bounded = [&](StringId id) {
+        if (trace.string(id).size() <= kMaxModulePathBytes) return id;
+        if (auto it = cut.find(id.value); it != cut.end()) return it->second;
+        std::string storage;
+        const StringId shorter = trace.internString(clampedPath(trace.string(id), storage));
+        cut.emplace(id.value, shorter);
+        return shorter;
+    };
+    size_t changed = 0;
+    for (Module& m : trace.modules.modules) {
+        const Module before = m;
+        m.path = bounded(m.path);
+        m.root = bounded(m.root);
+        m.type = bounded(m.type);
+        changed += before.path != m.path || before.root != m.root || before.type != m.type;
+    }
+    return changed;
 }
 
 bool hasSeveralRoots(const Trace& trace) {

@@ -16,6 +16,7 @@
 #include "memscope/base/units.h"
 #include "memscope/open/open_each.h"
 #include "memscope/ranks/rank_digest.h"
+#include "memscope/ranks/rank_identity.h"
 
 namespace memscope::cli {
 namespace {
@@ -46,7 +47,8 @@ struct FilePeaks {
 
 struct PathPeaks {
     std::vector<FilePeaks> files;
-    bool ranks = false;  // a multi-rank folder: its worst rank is named
+    bool ranks = false;                 // a multi-rank folder: its worst rank is named
+    std::vector<LoadWarning> warnings;  // a rank that several files claim
 };
 
 Result<std::vector<CheckedPeak>> checkedPeaks(const OpenedTrace& part, const CheckOptions& o) {
@@ -104,6 +106,13 @@ PathPeaks rankPeaksOf(const std::string& folder, const CheckOptions& o) {
                          if ((a.rank < 0) != (b.rank < 0)) return b.rank < 0;
                          return a.rank < b.rank;
                      });
+    std::vector<int32_t> ranks;
+    std::vector<std::string> paths;
+    for (const FilePeaks& f : out.files) {
+        ranks.push_back(f.rank);
+        paths.push_back(f.path);
+    }
+    out.warnings = duplicateRankWarnings(ranks, paths);
     return out;
 }
 
@@ -159,6 +168,14 @@ int run(const CheckOptions& o) {
         const FilePeaks* worst_file = nullptr;
         const CheckedPeak* worst = nullptr;
         CheckVerdict worst_verdict;
+        for (const LoadWarning& w : checked->warnings)
+            std::fprintf(stderr, "memscope-cli check: warning: %s: %s\n",
+                         terminalText(path).c_str(), terminalText(w.message).c_str());
+        // Only ranks are ranked: a part without a rank beside them (a
+        // MemoryViz page, a launcher) is checked, never named the worst rank.
+        std::vector<int32_t> file_ranks;
+        for (const FilePeaks& f : checked->files) file_ranks.push_back(f.rank);
+        const bool any_ranked = anyRanked(file_ranks);
         for (const FilePeaks& f : checked->files) {
             for (const std::string& w : f.warnings)
                 std::fprintf(stderr, "memscope-cli check: warning: %s: %s\n",
@@ -211,7 +228,7 @@ int run(const CheckOptions& o) {
                     std::printf("ok    %s: %s\n", terminalText(f.label).c_str(),
                                 terminalText(v.message).c_str());
                 }
-                if (!worst || p.bytes > worst->bytes) {
+                if (countsAsRank(f.rank, any_ranked) && (!worst || p.bytes > worst->bytes)) {
                     worst_file = &f;
                     worst = &p;
                     worst_verdict = v;

@@ -170,3 +170,46 @@ TEST_F(CliHostile, RankFolderFileNamesAreEscaped) {
     EXPECT_NE(check.out.find("x\\x1b[2J\\x0arank 9 peaks at 0 B.memscope"), std::string::npos)
         << check.out;
 }
+
+// Class 5: two files claiming rank 0 are warned about and both shown; a
+// part without a rank is never the worst rank.
+TEST_F(CliHostile, TwoFilesClaimingOneRankAreWarnedAboutAndBothShown) {
+    fs::create_directory(file("A"));
+    fs::create_directory(file("B"));
+    writeRank("A/a.memscope", 0, 1000);
+    writeRank("A/b.memscope", 0, 3000);
+    writeRank("A/c.memscope", 1, 2000);
+    writeRank("B/r0.memscope", 0, 1000);
+    writeRank("B/r1.memscope", 1, 2000);
+
+    const CliRun summary = run({"summary", file("A")});
+    ASSERT_EQ(summary.exit_code, 0) << summary.err;
+    EXPECT_NE(summary.err.find("rank 0 is claimed by 2 files: a.memscope, b.memscope"),
+              std::string::npos)
+        << summary.err;
+    EXPECT_NE(summary.out.find("rank 0 (a.memscope)"), std::string::npos) << summary.out;
+    EXPECT_NE(summary.out.find("rank 0 (b.memscope)"), std::string::npos) << summary.out;
+
+    const CliRun cmp = run({"compare", file("A"), file("B")});
+    ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
+    EXPECT_NE(cmp.out.find("rank 0 (a.memscope)"), std::string::npos) << cmp.out;
+    EXPECT_NE(cmp.out.find("rank 0 (b.memscope)"), std::string::npos) << cmp.out;
+
+    const CliRun check = run({"check", "--max-peak", "1GiB", file("A")});
+    EXPECT_EQ(check.exit_code, 0) << check.err;
+    EXPECT_NE(check.err.find("rank 0 is claimed by 2 files"), std::string::npos) << check.err;
+}
+
+TEST_F(CliHostile, APartWithoutARankIsNeverTheWorstRank) {
+    fs::create_directory(file("A"));
+    writeRank("A/r0.memscope", 0, 1000);
+    writeRank("A/r1.memscope", 1, 2000);
+    writeRank("A/page.memscope", -1, 90000);  // the biggest, and no rank
+    const CliRun summary = run({"summary", file("A")});
+    EXPECT_NE(summary.out.find("not a rank: "), std::string::npos) << summary.out;
+    const CliRun check = run({"check", "--max-peak", "1GiB", file("A")});
+    EXPECT_EQ(check.exit_code, 0) << check.err;
+    EXPECT_NE(check.out.find("worst rank: rank 1 ("), std::string::npos) << check.out;
+    EXPECT_EQ(check.out.find("worst rank: " + file("A/page.memscope")), std::string::npos)
+        << check.out;
+}

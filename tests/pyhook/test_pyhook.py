@@ -290,6 +290,18 @@ class RecorderUnit(unittest.TestCase):
             cfg = config.Config.from_env(dict(base, **extra))
             self.assertEqual((cfg.rank, cfg.local_rank), want, extra)
 
+    def test_rank_out_of_range_is_refused_not_narrowed(self):
+        # Issue 64, class 5: 4294967301 was written as rank 5 by the merge.
+        from memscope_hook import config
+        base = {"MEMSCOPE_OUTPUT_DIR": "/tmp/x"}
+        for extra, want, warns in [({"RANK": "4294967301", "LOCAL_RANK": "1"}, (-1, 1), True),
+                                   ({"RANK": "-3", "SLURM_PROCID": "8"}, (-1, -1), True),
+                                   ({"RANK": "2", "LOCAL_RANK": "2147483648"}, (2, -1), True),
+                                   ({"RANK": "2147483647"}, (2147483647, -1), False)]:
+            cfg = config.Config.from_env(dict(base, **extra))
+            self.assertEqual((cfg.rank, cfg.local_rank), want, extra)
+            self.assertEqual(any("is not a rank" in w for w in cfg.warnings), warns, cfg.warnings)
+
     def test_regular_loop_and_accumulation(self):
         opt = object()
         for _ in range(2):

@@ -5,6 +5,7 @@
 #include "memscope/open/open_each.h"
 #include "memscope/open/open_run.h"
 #include "memscope/ranks/digest_trace.h"
+#include "memscope/ranks/rank_identity.h"
 
 namespace memscope {
 namespace fs = std::filesystem;
@@ -70,6 +71,7 @@ Result<RankRun> openRanks(const std::string& folder, const PluginRegistry& regis
     }
     if (run.ranks.empty()) return makeError(run.failures.front().message);
     sortRanks(run.ranks);
+    checkRankIdentity(run);
     // The run is the script its ranks ran, where they say and agree.
     const std::string script = scriptOfRanks(names);
     run.name = !script.empty() ? script : folderName(folder);
@@ -94,6 +96,7 @@ RankRun ranksOfRun(const OpenedRun& run) {
         names.push_back(name);
     }
     if (const std::string script = scriptOfRanks(names); !script.empty()) ranks.name = script;
+    checkRankIdentity(ranks);
     return ranks;
 }
 

@@ -17,11 +17,15 @@ RankComparison compareRanks(const RankRun& base, const RankRun& other) {
     const bool by_rank =
         std::all_of(a.begin(), a.end(), [](const RankDigest* r) { return r->rank >= 0; }) &&
         std::all_of(b.begin(), b.end(), [](const RankDigest* r) { return r->rank >= 0; });
-    std::map<int64_t, RankDelta> rows;
+    // A rank two files claim (rank_identity.h) is two rows, the first file
+    // of each side against the first of the other: never one kept silently.
+    std::map<std::pair<int64_t, size_t>, RankDelta> rows;
     auto add = [&](const std::vector<const RankDigest*>& side, bool is_base) {
+        std::map<int64_t, size_t> seen;
         for (size_t i = 0; i < side.size(); ++i) {
             const RankDigest& r = *side[i];
-            RankDelta& row = rows[by_rank ? r.rank : int64_t(i)];
+            const int64_t key = by_rank ? r.rank : int64_t(i);
+            RankDelta& row = rows[{key, seen[key]++}];
             if (row.name.empty()) row.name = by_rank ? r.name : "part " + std::to_string(i);
             row.rank = by_rank ? r.rank : -1;
             (is_base ? row.base_bytes : row.other_bytes) = r.peak_bytes;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "memscope/analysis/summary.h"
+#include "memscope/ranks/rank_identity.h"
 
 namespace memscope {
 namespace {
@@ -55,7 +56,7 @@ std::vector<const RankDigest*> comparedRanks(const std::vector<RankDigest>& rank
         std::any_of(ranks.begin(), ranks.end(), [](const RankDigest& r) { return r.rank >= 0; });
     std::vector<const RankDigest*> out;
     for (const RankDigest& r : ranks)
-        if (!any_ranked || r.rank >= 0) out.push_back(&r);
+        if (countsAsRank(r.rank, any_ranked)) out.push_back(&r);
     return out;
 }
 

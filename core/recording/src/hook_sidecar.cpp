@@ -196,8 +196,14 @@ Result<HookSidecar> parseHookSidecar(std::string_view json, const std::string& p
 
     HookSidecar s;
     s.pid = integer(doc, "pid", -1);
-    s.rank = int32_t(integer(doc, "rank", -1));
-    s.local_rank = int32_t(integer(doc, "local_rank", -1));
+    // A rank out of range is refused, never narrowed: 4294967301 is not rank 5.
+    for (auto [key, field] : {std::pair{"rank", &s.rank}, std::pair{"local_rank", &s.local_rank}}) {
+        const int64_t value = integer(doc, key, -1);
+        if (value < -1 || value > INT32_MAX)
+            return makeError(path + ": \"" + key + "\" " + std::to_string(value) +
+                             " is not a rank (0 to " + std::to_string(INT32_MAX) + ")");
+        *field = int32_t(value);
+    }
     s.python = text(doc, "python");
     s.torch = text(doc, "torch");
     // A mistyped command line is not worth the recording: the run goes

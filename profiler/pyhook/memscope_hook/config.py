@@ -25,11 +25,21 @@ LOCAL_RANK_VARIABLES = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RA
                         "MPI_LOCALRANKID")
 
 
-def _first_int_env(env, names):
-    """The first of `names` that holds a number, else -1."""
+# A rank is an int32 on disk (hook.json, the trace): larger is refused, not cut.
+MAX_RANK = 2**31 - 1
+
+
+def _first_int_env(env, names, warnings):
+    """The first of `names` that holds a number, else -1. A number out of
+    0..MAX_RANK is refused with a warning (-1), never narrowed into another
+    rank."""
     for name in names:
         value = _int_env(env, name, None)
         if value is not None:
+            if not 0 <= value <= MAX_RANK:
+                warnings.append("%s=%r is not a rank (0 to %d); the rank is left unknown"
+                                % (name, env.get(name), MAX_RANK))
+                return -1
             return value
     return -1
 
@@ -145,8 +155,8 @@ class Config:
                    capture_library=env.get("MEMSCOPE_TORCH_CAPTURE_LIBRARY") or None,
                    # The launcher's process group identity: torchrun's, else
                    # Slurm's or an MPI launcher's (srun / mpirun without torchrun).
-                   rank=_first_int_env(env, RANK_VARIABLES),
-                   local_rank=_first_int_env(env, LOCAL_RANK_VARIABLES),
+                   rank=_first_int_env(env, RANK_VARIABLES, warnings),
+                   local_rank=_first_int_env(env, LOCAL_RANK_VARIABLES, warnings),
                    warnings=warnings)
 
     def process_dir(self, pid):

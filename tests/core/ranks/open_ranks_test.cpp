@@ -384,3 +384,33 @@ TEST_F(OpenRanksTest, ADigestWhoseFiguresContradictTheFileIsRefusedNamingTheFigu
 
 }  // namespace
 }  // namespace memscope
+
+namespace memscope {
+namespace {
+
+// Issue 64, class 5: two files claiming one rank are both kept, named apart
+// by their files and warned about; nothing is dropped.
+TEST_F(OpenRanksTest, TwoFilesClaimingOneRankAreBothKeptNamedApartAndWarnedAbout) {
+    writeRank("a.memscope", 0, 1000);
+    writeRank("b.memscope", 0, 5000);
+    writeRank("c.memscope", 1, 3000);
+    auto run = openRanks(dir_.string(), processRegistry());
+    ASSERT_TRUE(run.ok()) << run.message();
+    ASSERT_EQ(run->ranks.size(), 3u);
+    EXPECT_EQ(run->ranks[0].name, "rank 0 (a.memscope)");
+    EXPECT_EQ(run->ranks[1].name, "rank 0 (b.memscope)");
+    EXPECT_EQ(run->ranks[2].name, "rank 1");
+    ASSERT_FALSE(run->warnings.empty());
+    EXPECT_EQ(run->warnings[0].message,
+              "rank 0 is claimed by 2 files: a.memscope, b.memscope; each is shown by its file");
+    // The same folder opened whole (the GUI's few ranks) says the same.
+    auto whole = openRun(dir_.string(), processRegistry());
+    ASSERT_TRUE(whole.ok()) << whole.message();
+    const RankRun ranks = ranksOfRun(*whole);
+    ASSERT_EQ(ranks.ranks.size(), 3u);
+    ASSERT_FALSE(ranks.warnings.empty());
+    EXPECT_NE(ranks.warnings[0].message.find("rank 0 is claimed by 2 files"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace memscope

@@ -9,6 +9,7 @@
 #include "../analysis_test_util.h"
 #include "memscope/ranks/rank_compare.h"
 #include "memscope/ranks/rank_heatmap.h"
+#include "memscope/ranks/rank_identity.h"
 #include "memscope/report/rank_report.h"
 #include "memscope/timeline/timeline.h"
 
@@ -222,6 +223,44 @@ TEST(RankDigestTest, RanksSortByRankThenThoseWithoutByPath) {
     std::vector<std::string> order;
     for (const RankDigest& r : ranks) order.push_back(r.rank >= 0 ? r.name : r.path);
     EXPECT_EQ(order, (std::vector<std::string>{"rank 0", "rank 1", "rank 2", "a", "b"}));
+}
+
+}  // namespace
+}  // namespace memscope
+
+namespace memscope {
+namespace {
+
+// Issue 64, class 5: a rank that two files claim is two rows of the
+// comparison, never one kept silently.
+TEST(RankCompareTest, ARankClaimedTwiceIsTwoRowsNotOneKept) {
+    RankRun before, after;
+    before.ranks = {rank(0, 10 * kMiB), rank(0, 30 * kMiB), rank(1, 12 * kMiB)};
+    before.ranks[0].name = "rank 0 (a.memscope)";
+    before.ranks[1].name = "rank 0 (b.memscope)";
+    after.ranks = {rank(0, 11 * kMiB), rank(1, 12 * kMiB)};
+    const RankComparison c = compareRanks(before, after);
+    ASSERT_EQ(c.ranks.size(), 3u);
+    EXPECT_EQ(c.ranks[0].name, "rank 0 (a.memscope)");
+    EXPECT_EQ(c.ranks[0].delta(), 1 * kMiB);
+    EXPECT_EQ(c.ranks[1].name, "rank 0 (b.memscope)");
+    EXPECT_EQ(c.ranks[1].base_bytes, 30 * kMiB);
+    EXPECT_FALSE(c.ranks[1].other_bytes);
+    EXPECT_EQ(c.base_worst, "rank 0 (b.memscope)");
+}
+
+// A part without a rank beside the ranks is never counted as one.
+TEST(RankIdentityTest, OnlyRanksCountAsRanksWhereAnyIs) {
+    EXPECT_TRUE(countsAsRank(0, true));
+    EXPECT_FALSE(countsAsRank(-1, true));
+    EXPECT_TRUE(countsAsRank(-1, false));
+    const std::vector<int32_t> ranks = {0, -1, 2, 0, 2, 2};
+    const std::vector<std::string> paths = {"d/a", "d/page.html", "d/b", "d/c", "d/e", "d/f"};
+    const auto w = duplicateRankWarnings(ranks, paths);
+    ASSERT_EQ(w.size(), 2u);
+    EXPECT_EQ(w[0].message, "rank 0 is claimed by 2 files: a, c; each is shown by its file");
+    EXPECT_EQ(w[1].message, "rank 2 is claimed by 3 files: b, e, f; each is shown by its file");
+    EXPECT_TRUE(anyRanked(ranks));
 }
 
 }  // namespace

@@ -381,3 +381,30 @@ TEST_F(HookSidecarFileTest, AFolderIsAnErrorNotACrash) {
 
 }  // namespace
 }  // namespace memscope
+
+namespace memscope {
+namespace {
+
+// Issue 64, class 5: a rank outside int32 is refused, never narrowed
+// (RANK=4294967301 was written as rank 5).
+TEST(HookSidecar, ARankOutOfRangeIsRefusedNotNarrowed) {
+    for (const char* field : {"rank", "local_rank"})
+        for (const char* value : {"4294967301", "2147483648", "-2", "-4294967291"}) {
+            const std::string json = std::string(R"({"format": "memscope-hook", "version": 1,
+                "pid": 7, ")") + field +
+                                     "\": " + value + "}";
+            auto r = parseHookSidecar(json, "/run/x/hook.json");
+            ASSERT_FALSE(r.ok()) << field << " " << value;
+            EXPECT_EQ(r.message(), std::string("/run/x/hook.json: \"") + field + "\" " + value +
+                                       " is not a rank (0 to 2147483647)");
+        }
+    auto edge = parseHookSidecar(R"({"format": "memscope-hook", "version": 1, "pid": 7,
+        "rank": 2147483647, "local_rank": 0})",
+                                 "hook.json");
+    ASSERT_TRUE(edge.ok()) << edge.message();
+    EXPECT_EQ(edge->rank, 2147483647);
+    EXPECT_EQ(edge->local_rank, 0);
+}
+
+}  // namespace
+}  // namespace memscope

@@ -51,6 +51,11 @@ struct PathPeaks {
     std::vector<LoadWarning> warnings;  // a rank that several files claim
 };
 
+// A predicted run is checked as what it is (its trace says, not its name).
+std::string provenanceLabel(std::string label, const Trace& trace) {
+    return trace.prediction ? label + " (predicted)" : label;
+}
+
 Result<std::vector<CheckedPeak>> checkedPeaks(const OpenedTrace& part, const CheckOptions& o) {
     const std::optional<int16_t> device =
         o.device ? std::optional<int16_t>(int16_t(*o.device)) : std::nullopt;
@@ -88,6 +93,7 @@ PathPeaks rankPeaksOf(const std::string& folder, const CheckOptions& o) {
         for (const LoadWarning& w : opened->warnings) f.warnings.push_back(w.message);
         f.rank = opened->trace->metadata.rank;
         if (f.rank >= 0) f.label = rankName(f.rank, "") + " (" + files[i] + ")";
+        f.label = provenanceLabel(std::move(f.label), *opened->trace);
         // A process beside the ranks that allocated nothing (a launcher that
         // imported torch) has no peak to hold against the limit.
         if (opened->timeline->devices().empty()) {
@@ -125,8 +131,14 @@ Result<PathPeaks> peaksOf(const std::string& path, const CheckOptions& o) {
     for (const OpenedTrace& part : opened->parts) {
         auto peaks = checkedPeaks(part, o);
         if (!peaks) return peaks.error();
-        out.files.push_back(
-            {part.path, part.path, -1, std::move(*peaks), {}, {}, growthOf(part, o), false});
+        out.files.push_back({part.path,
+                             provenanceLabel(part.path, *part.trace),
+                             -1,
+                             std::move(*peaks),
+                             {},
+                             {},
+                             growthOf(part, o),
+                             false});
     }
     return out;
 }

@@ -164,6 +164,7 @@ RunLabel runLabel(const OpenedTrace& part) {
     if (label.name.empty()) label.name = std::filesystem::path(part.path).stem().string();
     label.pid = part.trace ? part.trace->metadata.pid : -1;
     label.path = part.path;
+    label.predicted = part.trace && part.trace->prediction;
     return label;
 }
 
@@ -173,6 +174,8 @@ RunLabel runLabel(const OpenedRun& run) {
     if (run.parts.size() == 1 && run.parts.front().trace)
         label.pid = run.parts.front().trace->metadata.pid;
     label.path = run.path;
+    for (const OpenedTrace& part : run.parts)
+        label.predicted |= part.trace && part.trace->prediction;
     return label;
 }
 

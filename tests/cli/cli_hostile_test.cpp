@@ -171,6 +171,41 @@ TEST_F(CliHostile, RankFolderFileNamesAreEscaped) {
         << check.out;
 }
 
+// Class 6: provenance from the trace, not its name.
+TEST_F(CliHostile, APredictedRunRenamedLikeTheMeasuredOneIsShownAsPredicted) {
+    const std::string measured = file("mlp-full.memscope");
+    write(testutil::trainingRun("mlp-full", "full", 5000), measured);
+    Trace predicted = testutil::trainingRun("mlp-full", "full", 2000);
+    predicted.prediction = Prediction{measured, "full", "block", "recorded", {"a guess"}};
+    const std::string renamed = file("mlp-full-run2.memscope");
+    write(predicted, renamed);
+
+    const CliRun summary = run({"summary", renamed});
+    ASSERT_EQ(summary.exit_code, 0) << summary.err;
+    EXPECT_NE(summary.out.find("mlp-full (predicted): " + renamed), std::string::npos)
+        << summary.out;
+    const auto sj = nlohmann::json::parse(run({"summary", "--json", renamed, measured}).out);
+    EXPECT_EQ(sj["files"][0]["name"], "mlp-full (predicted)");
+    EXPECT_EQ(sj["files"][0]["provenance"], "predicted");
+    EXPECT_EQ(sj["files"][1]["provenance"], "measured");
+
+    // The predicted run claims policy "full" and comes first: the measured
+    // run is still the baseline.
+    const CliRun cmp = run({"compare", renamed, measured});
+    ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
+    EXPECT_NE(cmp.out.find("mlp-full (baseline)"), std::string::npos) << cmp.out;
+    EXPECT_NE(cmp.out.find("mlp-full (predicted)"), std::string::npos) << cmp.out;
+    EXPECT_EQ(cmp.out.find("(predicted) (baseline)"), std::string::npos) << cmp.out;
+    const auto cj = nlohmann::json::parse(run({"compare", "--json", renamed, measured}).out);
+    EXPECT_EQ(cj["baseline"], measured) << cj.dump();
+    EXPECT_EQ(cj["runs"][0]["provenance"], "predicted");
+    EXPECT_EQ(cj["runs"][1]["provenance"], "measured");
+
+    const CliRun check = run({"check", "--max-peak", "1GiB", renamed});
+    EXPECT_EQ(check.exit_code, 0) << check.err;
+    EXPECT_NE(check.out.find(renamed + " (predicted): "), std::string::npos) << check.out;
+}
+
 // Class 5: two files claiming rank 0 are warned about and both shown; a
 // part without a rank is never the worst rank.
 TEST_F(CliHostile, TwoFilesClaimingOneRankAreWarnedAboutAndBothShown) {

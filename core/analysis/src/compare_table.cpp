@@ -44,12 +44,23 @@ std::optional<AlignMode> alignModeFromString(std::string_view name) {
 }
 
 size_t defaultBaseline(std::span<const CompareInput> runs) {
+    // A measurement, never a simulation (Trace::prediction, whatever the
+    // file or the run is called), where any run was measured.
+    const auto isMeasured = [&](size_t i) {
+        const Trace* t = runs[i].run.trace;
+        return !t || !t->prediction;
+    };
+    bool any_measured = false;
+    for (size_t i = 0; i < runs.size(); ++i) any_measured |= isMeasured(i);
+    const auto measured = [&](size_t i) { return !any_measured || isMeasured(i); };
     for (size_t i = 0; i < runs.size(); ++i) {
         const Trace* t = runs[i].run.trace;
-        if (t && t->metrics && t->metrics->policy == "full") return i;
+        if (measured(i) && t && t->metrics && t->metrics->policy == "full") return i;
     }
     for (size_t i = 0; i < runs.size(); ++i)
-        if (runs[i].name.ends_with("full")) return i;
+        if (measured(i) && runs[i].name.ends_with("full")) return i;
+    for (size_t i = 0; i < runs.size(); ++i)
+        if (measured(i)) return i;
     return 0;
 }
 

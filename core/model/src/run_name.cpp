@@ -10,6 +10,8 @@ namespace {
 // A command line comes from the process recorded: a name stays readable.
 constexpr size_t kMaxNameBytes = 200;
 
+constexpr std::string_view kPredictedSuffix = " (predicted)";
+
 std::string baseName(std::string_view path) {
     while (!path.empty() && path.back() == '/') path.remove_suffix(1);
     const size_t slash = path.rfind('/');
@@ -120,7 +122,13 @@ std::string fallbackRunName(int64_t pid, int rank) {
 std::vector<std::string> distinctRunNames(const std::vector<RunLabel>& runs) {
     std::vector<std::string> names;
     names.reserve(runs.size());
-    for (const RunLabel& r : runs) names.push_back(r.name.empty() ? baseName(r.path) : r.name);
+    for (const RunLabel& r : runs) {
+        names.push_back(r.name.empty() ? baseName(r.path) : r.name);
+        // Provenance from the trace, not its name: a predicted file renamed
+        // like the measured run is still shown as a prediction.
+        if (r.predicted && !names.back().ends_with(kPredictedSuffix))
+            names.back() += kPredictedSuffix;
+    }
 
     std::map<std::string, std::vector<size_t>> by_name;
     for (size_t i = 0; i < names.size(); ++i) by_name[names[i]].push_back(i);

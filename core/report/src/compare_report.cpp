@@ -142,6 +142,9 @@ std::string toJson(const CompareTable& table) {
         w.StartObject();
         field(w, "path", std::string_view(row.path));
         field(w, "name", std::string_view(row.name));
+        field(w, "provenance",
+              std::string_view(row.run.trace && row.run.trace->prediction ? "predicted"
+                                                                          : "measured"));
         field(w, "peak_bytes", row.peak ? std::optional<int64_t>(row.peak->bytes) : std::nullopt);
         field(w, "delta_peak_bytes", row.delta.peak_bytes);
         key(w, "peak_ratio");

@@ -373,6 +373,9 @@ std::string summaryToJson(std::span<const FileReport> files, std::span<const Ran
                                       : f.trace       ? std::string_view(f.trace->metadata.name)
                                                       : std::string_view();
         if (!name.empty()) field(w, "name", name);
+        // "measured" or "predicted": from the trace's own provenance.
+        field(w, "provenance",
+              std::string_view(f.trace && f.trace->prediction ? "predicted" : "measured"));
         field(w, "format", std::string_view(f.format));
         if (f.trace && !f.trace->metadata.source_format.empty() &&
             f.trace->metadata.source_format != f.format) {

@@ -39,6 +39,18 @@ Runs threeRuns() {
     return r;
 }
 
+// Issue 64, class 6: a predicted run that claims policy "full" is never the
+// default baseline while a measured run is compared.
+TEST(CompareTable, APredictedRunIsNeverTheDefaultBaselineBesideAMeasuredOne) {
+    Runs r = threeRuns();
+    r.traces[1].prediction = Prediction{"/runs/x.memscope", "full", "full", "recorded", {}};
+    EXPECT_EQ(defaultBaseline(r.inputs), 0u);  // no measured full run: the first measured
+    r.traces[0].prediction = r.traces[1].prediction;
+    EXPECT_EQ(defaultBaseline(r.inputs), 2u);
+    r.traces[2].prediction = r.traces[1].prediction;
+    EXPECT_EQ(defaultBaseline(r.inputs), 1u);  // all predicted: as before
+}
+
 TEST(CompareTable, BaselineIsTheFullPolicyAndDeltasAreAgainstIt) {
     const Runs r = threeRuns();
     EXPECT_EQ(defaultBaseline(r.inputs), 1u);

@@ -161,5 +161,14 @@ TEST(RunName, DistinctNamesNeverMeetAnotherRunsName) {
     EXPECT_EQ(names, (Args{"mlp (2)", "mlp", "mlp (2) (2)"}));
 }
 
+// Issue 64, class 6: a predicted run is named so from its provenance, not
+// its name: renamed like the measured run, it still reads "(predicted)".
+TEST(RunName, APredictedRunIsNamedSoWhateverItIsCalled) {
+    EXPECT_EQ(distinctRunNames({{"mlp-full", -1, "/a/mlp-full.memscope"},
+                                {"mlp-full", -1, "/a/run2.memscope", true},
+                                {"block (predicted)", -1, "/a/b.memscope", true}}),
+              (Args{"mlp-full", "mlp-full (predicted)", "block (predicted)"}));
+}
+
 }  // namespace
 }  // namespace memscope

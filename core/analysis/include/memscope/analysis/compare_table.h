@@ -82,7 +82,8 @@ struct CompareTable {
 };
 
 // The full-save policy's run when there is one (recorded policy "full", or a
-// name ending in "full"), else the first.
+// name ending in "full"), else the first; never a predicted run (its trace's
+// Trace::prediction) while any run was measured.
 size_t defaultBaseline(std::span<const CompareInput> runs);
 
 CompareTable buildCompareTable(std::span<const CompareInput> runs, size_t baseline, AlignMode align,

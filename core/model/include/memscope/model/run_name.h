@@ -46,13 +46,17 @@ struct RunLabel {
     std::string name;  // its name ("" = unnamed: its file's name stands in)
     int64_t pid = -1;  // the process recorded, -1 when unknown or several
     std::string path;  // the file or folder it was opened from
+    // A simulation (the trace's own Trace::prediction, never its name):
+    // shown as "NAME (predicted)" wherever runs are named.
+    bool predicted = false;
 };
 
 // The names to show, parallel to `runs`: each run's name, and where several
 // share one, what tells them apart: " (pid N)" when their pids are known and
 // differ, else " (FILE)" (the file's base name) when those differ, else the
 // path, else " (2)", " (3)", ... after the first. Names that stay unique stay
-// as they are; an unnamed run is shown by its file's base name.
+// as they are; an unnamed run is shown by its file's base name. A predicted
+// run's name ends in " (predicted)", added where its name does not say so.
 std::vector<std::string> distinctRunNames(const std::vector<RunLabel>& runs);
 
 }  // namespace memscope

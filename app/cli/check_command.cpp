@@ -59,7 +59,8 @@ std::string provenanceLabel(std::string label, const Trace& trace) {
 Result<std::vector<CheckedPeak>> checkedPeaks(const OpenedTrace& part, const CheckOptions& o) {
     const std::optional<int16_t> device =
         o.device ? std::optional<int16_t>(int16_t(*o.device)) : std::nullopt;
-    auto peaks = peaksToCheck(*part.timeline, device, trainingPhaseFromString(o.phase));
+    auto peaks =
+        peaksToCheck(*part.trace, *part.timeline, device, trainingPhaseFromString(o.phase));
     if (!peaks) return makeError(part.path + ": " + peaks.message());
     return peaks;
 }

@@ -248,3 +248,29 @@ TEST_F(CliHostile, APartWithoutARankIsNeverTheWorstRank) {
     EXPECT_EQ(check.out.find("worst rank: " + file("A/page.memscope")), std::string::npos)
         << check.out;
 }
+
+// Class 9: digests keep per-phase peaks: check --phase reads them.
+TEST_F(CliHostile, CheckByPhaseOnAFolderOfDigestsUsesTheirPhasePeaks) {
+    writeRank("r0.memscope", 0, 1000);
+    writeRank("r1.memscope", 1, 3000);
+    fs::create_directory(file("d"));
+    for (const char* r : {"r0", "r1"}) {
+        const CliRun d = run({"digest", file(std::string(r) + ".memscope"), "-o",
+                              file("d/" + std::string(r) + ".memscope")});
+        ASSERT_EQ(d.exit_code, 0) << d.err;
+    }
+    const CliRun full =
+        run({"check", "--phase", "backward", "--max-peak", "1GiB", file("r1.memscope")});
+    ASSERT_EQ(full.exit_code, 0) << full.err;
+    const CliRun digests = run({"check", "--phase", "backward", "--max-peak", "1GiB", file("d")});
+    EXPECT_EQ(digests.exit_code, 0) << digests.err;
+    EXPECT_NE(digests.out.find("worst rank: rank 1 ("), std::string::npos) << digests.out;
+    // The same figure as the full trace's backward peak.
+    const size_t at = full.out.find(": ");
+    ASSERT_NE(at, std::string::npos);
+    EXPECT_NE(digests.out.find(full.out.substr(at + 2, full.out.find('\n') - at - 2)),
+              std::string::npos)
+        << full.out << digests.out;
+    const CliRun tight = run({"check", "--phase", "backward", "--max-peak", "1", file("d")});
+    EXPECT_EQ(tight.exit_code, 1) << tight.err << tight.out;
+}

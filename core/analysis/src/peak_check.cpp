@@ -35,6 +35,21 @@ Result<std::vector<CheckedPeak>> peaksToCheck(const Timeline& timeline,
     return out;
 }
 
+Result<std::vector<CheckedPeak>> peaksToCheck(const Trace& trace, const Timeline& timeline,
+                                              std::optional<int16_t> device,
+                                              std::optional<TrainingPhase> phase) {
+    if (!trace.digest || !phase) return peaksToCheck(timeline, device, phase);
+    const DigestSection& digest = *trace.digest;
+    if (device && *device != digest.device)
+        return makeError("the digest has no device " + std::to_string(*device) +
+                         " (it is of device " + std::to_string(digest.device) + ")");
+    const auto& peak = digest.peaks_by_phase[size_t(index(*phase))];
+    if (!peak)
+        return makeError("device " + std::to_string(digest.device) + " has no " +
+                         std::string(toString(*phase)) + " peak in the digest");
+    return std::vector<CheckedPeak>{{digest.device, phase, *peak}};
+}
+
 int64_t growthLimit(int64_t baseline_bytes, double percent) {
     const double limit = std::floor(double(baseline_bytes) * (1.0 + percent / 100.0));
     if (!(limit < 9.2e18)) return INT64_MAX;

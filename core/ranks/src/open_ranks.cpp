@@ -90,6 +90,15 @@ RankRun ranksOfRun(const OpenedRun& run) {
             return ranks;
         }
         const std::string& name = part.trace->metadata.name;
+        // A digest keeps its run's envelope and per-phase peaks: read them,
+        // as openRanks does, not the few events alive at its peak (a folder
+        // of digests drew an empty heat map).
+        if (part.trace->digest)
+            if (auto d = rankDigestOf(*part.trace, part.path)) {
+                ranks.ranks.push_back(std::move(*d));
+                names.push_back(name);
+                continue;
+            }
         ranks.ranks.push_back(
             digestRank(*part.trace, *part.timeline, part.path,
                        name.empty() ? fs::path(part.path).stem().string() : name));

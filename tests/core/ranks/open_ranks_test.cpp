@@ -412,5 +412,33 @@ TEST_F(OpenRanksTest, TwoFilesClaimingOneRankAreBothKeptNamedApartAndWarnedAbout
     EXPECT_NE(ranks.warnings[0].message.find("rank 0 is claimed by 2 files"), std::string::npos);
 }
 
+// Issue 64, class 9: a folder of few digests opened whole gives the ranks
+// their digests' envelopes and per-phase peaks, not the few allocations
+// alive at each peak (the GUI's heat map was empty).
+TEST_F(OpenRanksTest, AFolderOfFewDigestsOpenedWholeKeepsTheirEnvelopes) {
+    writeRank("r0.memscope", 0, 4000);
+    writeRank("r1.memscope", 1, 9000);
+    auto full = openRanks(dir_.string(), processRegistry());
+    ASSERT_TRUE(full.ok()) << full.message();
+    fs::create_directory(path("digests"));
+    for (const char* name : {"r0", "r1"}) {
+        auto opened = openTrace(path(std::string(name) + ".memscope"), processRegistry());
+        ASSERT_TRUE(opened.ok());
+        ASSERT_TRUE(writeDigest(*opened, path("digests/" + std::string(name) + ".memscope")).ok());
+    }
+    auto whole = openRun(path("digests"), processRegistry());
+    ASSERT_TRUE(whole.ok()) << whole.message();
+    const RankRun ranks = ranksOfRun(*whole);
+    ASSERT_EQ(ranks.ranks.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+        const RankDigest &a = full->ranks[i], &b = ranks.ranks[i];
+        EXPECT_TRUE(b.from_digest);
+        EXPECT_EQ(b.peaks_by_phase, a.peaks_by_phase);
+        EXPECT_EQ(b.envelope, a.envelope);
+        EXPECT_EQ(b.start, a.start);
+        EXPECT_EQ(b.end, a.end);
+    }
+}
+
 }  // namespace
 }  // namespace memscope

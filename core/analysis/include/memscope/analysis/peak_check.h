@@ -28,6 +28,12 @@ struct CheckedPeak {
 Result<std::vector<CheckedPeak>> peaksToCheck(const Timeline& timeline,
                                               std::optional<int16_t> device,
                                               std::optional<TrainingPhase> phase);
+// The same for an opened trace: a digest (Trace::digest) keeps its run's
+// per-phase peaks, not the phases themselves, so a phase's peak is the
+// digest's figure for its device.
+Result<std::vector<CheckedPeak>> peaksToCheck(const Trace& trace, const Timeline& timeline,
+                                              std::optional<int16_t> device,
+                                              std::optional<TrainingPhase> phase);
 
 // A baseline's peak plus `percent` (may be negative), rounded down.
 int64_t growthLimit(int64_t baseline_bytes, double percent);

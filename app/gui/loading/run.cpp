@@ -102,6 +102,8 @@ RunLabel Run::label() const {
     RunLabel label;
     label.name = name.toStdString();
     if (parts.size() == 1 && parts.front().trace) label.pid = parts.front().trace->metadata.pid;
+    // Named "(predicted)" from its trace's provenance, as the CLI names it.
+    for (const auto& part : parts) label.predicted |= part.trace && part.trace->prediction;
     // One file: its path; a folder of ranks: the folder.
     if (parts.size() == 1 && !paths.isEmpty())
         label.path = QFile::encodeName(paths.front()).toStdString();

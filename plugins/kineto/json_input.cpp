@@ -1,5 +1,7 @@
 #include "json_input.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -105,10 +107,17 @@ private:
 }  // namespace
 
 Result<std::unique_ptr<Source>> openFile(const std::string& path) {
-    // A pipe would block here and could not be read again after the probe.
-    if (auto regular = requireRegularFile(path); !regular) return regular.error();
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f) return makeError("cannot open " + path + ": " + std::strerror(errno));
+    // The guarded open: a pipe would block here (and could not be read again
+    // after the probe); one swapped in after the probe is refused too.
+    auto file = ReadableFile::open(path, "the trace");
+    if (!file) return file.error();
+    const int fd = file->release();
+    std::FILE* f = ::fdopen(fd, "rb");
+    if (!f) {
+        const int err = errno;
+        ::close(fd);
+        return makeError("cannot open " + path + ": " + std::strerror(err));
+    }
     unsigned char magic[2] = {0, 0};
     const size_t n = std::fread(magic, 1, 2, f);
     std::fseek(f, 0, SEEK_END);

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "memscope/base/transparent_huge_pages.h"
 
@@ -149,6 +151,37 @@ std::string notRegular(const std::string& path, mode_t mode) {
            "cannot give; save it to a file first (e.g. zcat trace.json.gz > trace.json)";
 }
 
+// The one guarded open of a file memscope reads: O_NONBLOCK so that opening a
+// FIFO does not wait for a writer before it can be refused; fstat on what was
+// opened (not on the path, which may have changed since it was listed); then
+// blocking reads again.
+// `what`: the kind of file, for the errors ("" for a trace).
+Result<int> openRegular(const std::string& path, struct stat& st, const std::string& what = {}) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        if (what.empty()) return makeError("cannot open " + path + ": " + errnoText(errno));
+        return makeError(path + ": cannot open " + what + " (" + errnoText(errno) + ")");
+    }
+    if (::fstat(fd, &st) != 0) {
+        const int err = errno;
+        ::close(fd);
+        return makeError("cannot read " + path + ": " + errnoText(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        if (what.empty()) return makeError(notRegular(path, st.st_mode));
+        return makeError(path + ": " + what + " is " + kindOf(st.st_mode) +
+                         ", not a regular file; refused");
+    }
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        const int err = errno;
+        ::close(fd);
+        return makeError("cannot read " + path + ": " + errnoText(err));
+    }
+    return fd;
+}
+
 }  // namespace
 
 Result<void> requireRegularFile(const std::string& path) {
@@ -160,19 +193,10 @@ Result<void> requireRegularFile(const std::string& path) {
 }
 
 Result<std::unique_ptr<InputFile>> InputFile::open(const std::string& path, bool populate) {
-    // O_NONBLOCK: opening a FIFO must not wait for a writer before we can refuse it.
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return makeError("cannot open " + path + ": " + errnoText(errno));
     struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        const int err = errno;
-        ::close(fd);
-        return makeError("cannot read " + path + ": " + errnoText(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
-        return makeError(notRegular(path, st.st_mode));
-    }
+    auto opened = openRegular(path, st);
+    if (!opened) return opened.error();
+    const int fd = *opened;
     std::unique_ptr<InputFile> f(new InputFile());
     f->path_ = path;
     f->fd_ = fd;
@@ -290,6 +314,139 @@ std::string InputFile::shrankMessage() const {
            (now >= 0 ? std::to_string(now) : std::string("fewer")) +
            " bytes while it was read (another process truncated or rewrote it): open it again "
            "once it is complete";
+}
+
+Result<ReadableFile> ReadableFile::open(const std::string& path, const std::string& what) {
+    struct stat st {};
+    auto opened = openRegular(path, st, what);
+    if (!opened) return opened.error();
+    ReadableFile f;
+    f.fd_ = *opened;
+    f.size_ = uint64_t(st.st_size);
+    f.path_ = path;
+    f.what_ = what;
+    return f;
+}
+
+ReadableFile::ReadableFile(ReadableFile&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)),
+      size_(other.size_),
+      path_(std::move(other.path_)),
+      what_(std::move(other.what_)) {}
+
+ReadableFile& ReadableFile::operator=(ReadableFile&& other) noexcept {
+    if (this != &other) {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = std::exchange(other.fd_, -1);
+        size_ = other.size_;
+        path_ = std::move(other.path_);
+        what_ = std::move(other.what_);
+    }
+    return *this;
+}
+
+ReadableFile::~ReadableFile() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+int ReadableFile::release() {
+    return std::exchange(fd_, -1);
+}
+
+Result<size_t> ReadableFile::read(void* buffer, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        const ssize_t r = ::read(fd_, static_cast<char*>(buffer) + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0)
+            return makeError(path_ + ": cannot read " + what_ + " (" + errnoText(errno) + ")");
+        if (r == 0) break;
+        got += size_t(r);
+    }
+    return got;
+}
+
+namespace {
+
+std::string sizeText(uint64_t bytes) {
+    if (bytes >= (uint64_t(1) << 30) && bytes % (uint64_t(1) << 30) == 0)
+        return std::to_string(bytes >> 30) + " GiB";
+    if (bytes >= (uint64_t(1) << 20) && bytes % (uint64_t(1) << 20) == 0)
+        return std::to_string(bytes >> 20) + " MiB";
+    return std::to_string(bytes) + " bytes";
+}
+
+Error tooLarge(const std::string& path, const std::string& what, uint64_t max_bytes) {
+    return makeError(path + ": " + what + " is larger than " + sizeText(max_bytes) +
+                     "; not one memscope wrote");
+}
+
+}  // namespace
+
+Result<std::string> readWholeFile(const std::string& path, uint64_t max_bytes,
+                                  const std::string& what) {
+    auto file = ReadableFile::open(path, what);
+    if (!file) return file.error();
+    if (file->size() > max_bytes) return tooLarge(path, what, max_bytes);
+    std::string all;
+    all.reserve(size_t(file->size()));
+    char buffer[1 << 16];
+    for (;;) {
+        auto n = file->read(buffer, sizeof buffer);
+        if (!n) return n.error();
+        if (*n == 0) break;
+        if (all.size() + *n > max_bytes) return tooLarge(path, what, max_bytes);
+        all.append(buffer, *n);
+    }
+    return all;
+}
+
+Result<void> forEachLine(const std::string& path, size_t max_line, uint64_t max_bytes,
+                         const std::string& what,
+                         const std::function<Result<void>(const FileLine&)>& take) {
+    auto file = ReadableFile::open(path, what);
+    if (!file) return file.error();
+    if (file->size() > max_bytes) return tooLarge(path, what, max_bytes);
+    std::vector<char> buffer(size_t(1) << 16);
+    std::string pending;    // the start of a line cut by the end of a piece
+    bool skipping = false;  // inside a line longer than max_line
+    uint64_t total = 0, number = 0;
+    auto emit = [&](std::string_view text, bool cut, bool too_long) -> Result<void> {
+        FileLine l;
+        l.text = text;
+        l.number = ++number;
+        l.cut = cut;
+        l.too_long = too_long;
+        return take(l);
+    };
+    for (;;) {
+        auto n = file->read(buffer.data(), buffer.size());
+        if (!n) return n.error();
+        if (*n == 0) break;
+        total += *n;
+        if (total > max_bytes) return tooLarge(path, what, max_bytes);
+        std::string_view piece(buffer.data(), *n);
+        while (!piece.empty()) {
+            const size_t end = piece.find('\n');
+            const std::string_view part = piece.substr(0, end);
+            if (!skipping) {
+                if (pending.size() + part.size() > max_line) {
+                    skipping = true;
+                    pending.append(part.substr(0, std::min(part.size(), size_t(256))));
+                } else {
+                    pending.append(part);
+                }
+            }
+            if (end == std::string_view::npos) break;
+            if (auto r = emit(pending, false, skipping); !r) return r;
+            pending.clear();
+            skipping = false;
+            piece.remove_prefix(end + 1);
+        }
+    }
+    if (!pending.empty() || skipping)
+        if (auto r = emit(pending, true, skipping); !r) return r;
+    return {};
 }
 
 Result<void> writeFileReplacing(const std::string& path,

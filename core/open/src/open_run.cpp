@@ -4,7 +4,6 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 
 #include "memscope/base/file_io.h"
@@ -17,10 +16,13 @@ namespace {
 namespace fs = std::filesystem;
 
 bool startsWithNativeMagic(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
+    // The guarded open: a path that became a FIFO since it was listed is
+    // not waited on (the load that follows refuses it with the reason).
+    auto in = ReadableFile::open(path, "the trace");
+    if (!in) return false;
     char head[8] = {};
-    in.read(head, sizeof head);
-    return in.gcount() == std::streamsize(kNativeMagic.size()) &&
+    auto got = in->read(head, sizeof head);
+    return got && *got == kNativeMagic.size() &&
            std::memcmp(head, kNativeMagic.data(), kNativeMagic.size()) == 0;
 }
 

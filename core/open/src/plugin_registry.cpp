@@ -8,7 +8,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+
+#include "memscope/base/file_io.h"
 
 namespace memscope {
 
@@ -80,11 +81,14 @@ Result<const Importer*> PluginRegistry::importerFor(const std::string& path) con
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec))
         return makeError(path + ": is a folder, not a trace file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return makeError(path + ": cannot open the file (" + std::strerror(errno) + ")");
+    // The guarded open: never waits on a FIFO (one made after the folder was
+    // listed included), refuses what is not a regular file.
+    auto in = ReadableFile::open(path, "the trace");
+    if (!in) return in.error();
     std::array<std::byte, kProbeBytes> head{};
-    in.read(reinterpret_cast<char*>(head.data()), head.size());
-    const auto got = size_t(in.gcount());
+    auto read = in->read(head.data(), head.size());
+    if (!read) return read.error();
+    const size_t got = *read;
     if (got == 0) return makeError(path + ": the file is empty");
     const Importer* best = nullptr;
     int bestScore = 0;

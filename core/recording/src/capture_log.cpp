@@ -1,7 +1,8 @@
 #include "memscope/recording/capture_log.h"
 
 #include <cstring>
-#include <fstream>
+
+#include "memscope/base/file_io.h"
 
 namespace memscope {
 namespace {
@@ -19,10 +20,16 @@ T loadLittleEndian(const char* p) {
 // by the process that writes it, and a read only ever returns fewer bytes.
 Result<std::vector<CapturedAllocation>> readCaptureLog(const std::string& path,
                                                        const TaskContext& ctx) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return makeError(path + ": cannot open the CPU allocation log");
+    auto in = ReadableFile::open(path, "the CPU allocation log");
+    if (!in) return in.error();
+    if (in->size() > kMaxCaptureLogBytes + kCaptureLogHeaderSize)
+        return makeError(path + ": the CPU allocation log is larger than " +
+                         std::to_string(kMaxCaptureLogBytes >> 30) +
+                         " GiB; not one memscope wrote");
     char header[kCaptureLogHeaderSize];
-    if (!in.read(header, sizeof(header)) ||
+    auto head = in->read(header, sizeof(header));
+    if (!head) return head.error();
+    if (*head != sizeof(header) ||
         std::memcmp(header, kCaptureLogMagic, sizeof(kCaptureLogMagic)) != 0)
         return makeError(path + ": not a memscope CPU allocation log (bad header)");
     if (loadLittleEndian<uint32_t>(header + 8) != kCaptureLogRecordSize)
@@ -35,8 +42,10 @@ Result<std::vector<CapturedAllocation>> readCaptureLog(const std::string& path,
     uint64_t done = 0;
     for (;;) {
         if (ctx.cancelled()) return cancelledError();
-        in.read(buffer.data() + leftover, std::streamsize(buffer.size() - leftover));
-        const size_t have = leftover + size_t(in.gcount());
+        const size_t asked = buffer.size() - leftover;
+        auto got = in->read(buffer.data() + leftover, asked);
+        if (!got) return got.error();
+        const size_t have = leftover + *got;
         const size_t whole = have / kCaptureLogRecordSize;
         for (size_t i = 0; i < whole; ++i) {
             const char* r = buffer.data() + i * kCaptureLogRecordSize;
@@ -47,7 +56,11 @@ Result<std::vector<CapturedAllocation>> readCaptureLog(const std::string& path,
         std::memmove(buffer.data(), buffer.data() + whole * kCaptureLogRecordSize, leftover);
         done += whole * kCaptureLogRecordSize;
         ctx.report(done, 0);
-        if (!in) break;  // end of file (or a read error: what was read is kept)
+        if (done > kMaxCaptureLogBytes)
+            return makeError(path + ": the CPU allocation log holds more than " +
+                             std::to_string(kMaxCaptureLogBytes >> 30) +
+                             " GiB of records; not one memscope wrote");
+        if (*got < asked) break;  // end of file
     }
     if (leftover != 0)
         ctx.warn({WarningKind::DamagedTail,

@@ -4,10 +4,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <unordered_set>
+
+#include "memscope/base/file_io.h"
 
 namespace memscope {
 namespace {
@@ -156,6 +157,30 @@ bool holdsTraining(HookPhaseKind k) {
 
 }  // namespace
 
+namespace {
+
+void takeLine(std::string_view line, bool last_cut, HookLog& log, Seen& seen) {
+    if (line.empty()) return;
+    if (!parseLine(line, log, seen)) {
+        if (last_cut)
+            log.cut_short = true;
+        else
+            ++log.damaged_lines;
+    }
+}
+
+void finishLog(HookLog& log) {
+    // A signal handler can write lines the main thread then writes again:
+    // the sequence number makes them one.
+    std::stable_sort(log.phases.begin(), log.phases.end(),
+                     [](const auto& a, const auto& b) { return a.seq < b.seq; });
+    log.phases.erase(std::unique(log.phases.begin(), log.phases.end(),
+                                 [](const auto& a, const auto& b) { return a.seq == b.seq; }),
+                     log.phases.end());
+}
+
+}  // namespace
+
 HookLog parseHookLog(std::string_view all) {
     HookLog log;
     Seen seen;
@@ -164,40 +189,36 @@ HookLog parseHookLog(std::string_view all) {
         size_t end = all.find('\n', pos);
         const bool last_cut = end == std::string_view::npos;
         if (last_cut) end = all.size();
-        const std::string_view line = all.substr(pos, end - pos);
+        takeLine(all.substr(pos, end - pos), last_cut, log, seen);
         pos = end + 1;
-        if (line.empty()) continue;
-        if (!parseLine(line, log, seen)) {
-            if (last_cut)
-                log.cut_short = true;
-            else
-                ++log.damaged_lines;
-        }
     }
-    // A signal handler can write lines the main thread then writes again:
-    // the sequence number makes them one.
-    std::stable_sort(log.phases.begin(), log.phases.end(),
-                     [](const auto& a, const auto& b) { return a.seq < b.seq; });
-    log.phases.erase(std::unique(log.phases.begin(), log.phases.end(),
-                                 [](const auto& a, const auto& b) { return a.seq == b.seq; }),
-                     log.phases.end());
+    finishLog(log);
     return log;
 }
 
 Result<HookLog> readHookLog(const std::string& path) {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) return HookLog{};  // no phase ever closed
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return makeError(path + ": cannot open the hook log");
-    std::string all;
-    char buffer[1 << 16];
-    while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
-        all.append(buffer, size_t(in.gcount()));
-        if (all.size() > (size_t(8) << 30))
-            return makeError(path + ": the hook log is larger than 8 GiB; not a memscope log");
-    }
-    if (in.bad()) return makeError(path + ": cannot read the hook log");
-    return parseHookLog(all);
+    // Streamed a line at a time through the guarded open (a FIFO or a device
+    // is refused, not waited on or read forever); a line past the cap is
+    // damage, skipped without being kept.
+    HookLog log;
+    Seen seen;
+    auto read = forEachLine(path, kMaxHookLogLine, kMaxHookLogBytes, "the hook log",
+                            [&](const FileLine& l) -> Result<void> {
+                                if (l.too_long) {
+                                    if (l.cut)
+                                        log.cut_short = true;
+                                    else
+                                        ++log.damaged_lines;
+                                    return {};
+                                }
+                                takeLine(l.text, l.cut, log, seen);
+                                return {};
+                            });
+    if (!read) return read.error();
+    finishLog(log);
+    return log;
 }
 
 std::vector<HookPhase> resolveHookPhases(const std::vector<HookLogRecordPhase>& records,

@@ -4,8 +4,9 @@
 #include <rapidjson/error/en.h>
 
 #include <algorithm>
-#include <fstream>
 #include <sstream>
+
+#include "memscope/base/file_io.h"
 
 namespace memscope {
 namespace {
@@ -273,16 +274,9 @@ Result<HookSidecar> parseHookSidecar(std::string_view json, const std::string& p
 }
 
 Result<HookSidecar> readHookSidecar(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return makeError(path + ": cannot open the hook file");
-    std::string json;
-    char buffer[1 << 16];
-    while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
-        json.append(buffer, size_t(in.gcount()));
-        if (json.size() > kMaxSidecarBytes)
-            return makeError(path + ": hook file larger than 512 MiB; not a memscope hook file");
-    }
-    return parseHookSidecar(json, path);
+    auto json = readWholeFile(path, kMaxSidecarBytes, "the hook file");
+    if (!json) return json.error();
+    return parseHookSidecar(*json, path);
 }
 
 }  // namespace memscope

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "memscope/base/result.h"
 
@@ -76,6 +77,57 @@ private:
     int fd_ = -1;
     int slot_ = -1;  // SIGBUS guard slot
 };
+
+// A file opened for reading the one guarded way: opened O_NONBLOCK (a FIFO
+// does not wait for a writer), checked with fstat to be a regular file (not
+// a FIFO, a device, a folder; a path swapped for one after a folder was
+// listed is refused here, at the open), then switched back to blocking reads.
+// `what` names the kind of file in errors ("the hook log"); every error names
+// the path.
+class ReadableFile {
+public:
+    static Result<ReadableFile> open(const std::string& path, const std::string& what = "file");
+    ReadableFile(ReadableFile&& other) noexcept;
+    ReadableFile& operator=(ReadableFile&& other) noexcept;
+    ReadableFile(const ReadableFile&) = delete;
+    ReadableFile& operator=(const ReadableFile&) = delete;
+    ~ReadableFile();
+
+    // Up to `n` bytes (fewer only at the end of the file); 0 at the end.
+    Result<size_t> read(void* buffer, size_t n);
+    uint64_t size() const { return size_; }  // when opened
+    const std::string& path() const { return path_; }
+    // The descriptor, given up to the caller (e.g. for fdopen).
+    int release();
+
+private:
+    ReadableFile() = default;
+    int fd_ = -1;
+    uint64_t size_ = 0;
+    std::string path_;
+    std::string what_;
+};
+
+// A whole regular file, read in pieces through ReadableFile; refused, without
+// reading it, when it holds more than `max_bytes` (and when it grows past
+// them while read).
+Result<std::string> readWholeFile(const std::string& path, uint64_t max_bytes,
+                                  const std::string& what = "file");
+
+// The lines of a regular file, read in pieces (never whole): `line` is given
+// each line without its '\n'; `cut` is true for a last line without one. A
+// line longer than `max_line` is not kept: `line` gets it as `too_long`
+// (with its first bytes only), and the reading goes on after it. Refused
+// when the file holds more than `max_bytes`.
+struct FileLine {
+    std::string_view text;
+    uint64_t number = 0;  // from 1
+    bool cut = false;
+    bool too_long = false;
+};
+Result<void> forEachLine(const std::string& path, size_t max_line, uint64_t max_bytes,
+                         const std::string& what,
+                         const std::function<Result<void>(const FileLine&)>& line);
 
 // Writes `path` through a temporary file in the same folder: `write` is given
 // the temporary's path; on success the file is synced and renamed over `path`

@@ -21,6 +21,9 @@ namespace memscope {
 inline constexpr char kCaptureLogMagic[8] = {'M', 'S', 'C', 'P', 'U', 'E', 'V', '1'};
 inline constexpr uint32_t kCaptureLogRecordSize = 24;
 inline constexpr uint32_t kCaptureLogHeaderSize = 16;
+// Past this many bytes of records (about 89 million allocations) the log is
+// refused, not read: a sparse file or a runaway writer, not a recording.
+inline constexpr uint64_t kMaxCaptureLogBytes = uint64_t(2) << 30;
 
 struct CapturedAllocation {
     int64_t time = 0;

@@ -62,7 +62,13 @@ struct HookLog {
     bool cut_short = false;       // the last line has no newline (killed mid-write)
 };
 
-// A missing file is an empty log (the process closed no phase).
+// Bounds of the log a reader accepts: a line longer is damage (left out, not
+// kept); a log larger is refused, not read.
+inline constexpr size_t kMaxHookLogLine = size_t(64) << 20;
+inline constexpr uint64_t kMaxHookLogBytes = uint64_t(8) << 30;
+
+// A missing file is an empty log (the process closed no phase). Read a line
+// at a time, through the guarded open (file_io.h).
 Result<HookLog> readHookLog(const std::string& path);
 HookLog parseHookLog(std::string_view text);
 

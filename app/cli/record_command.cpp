@@ -18,6 +18,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "memscope/recording/hook_env.h"
 #include "memscope/recording/recording_folder.h"
 #include "memscope_cupti/record_env.h"
 #include "process_watch.h"
@@ -50,25 +51,27 @@ struct RecordOptions {
     bool output_given = false;
 };
 
-// "" when `text` is a valid --steps value: A:B with 0 <= A <= B, or A.
-std::string stepRangeProblem(const std::string& text) {
-    const auto colon = text.find(':');
-    auto number = [](std::string_view s, int64_t& out) {
-        if (s.empty() || s.size() > 9) return false;
-        out = 0;
-        for (char c : s) {
-            if (c < '0' || c > '9') return false;
-            out = out * 10 + (c - '0');
-        }
-        return true;
-    };
-    int64_t a = 0, b = 0;
-    const std::string_view all(text);
-    const bool ok = colon == std::string::npos
-                        ? number(all, a) && number(all, b)
-                        : number(all.substr(0, colon), a) && number(all.substr(colon + 1), b);
-    if (!ok) return "expected FIRST:LAST step numbers (from 0), e.g. 3:4";
-    if (b < a) return "the last step comes before the first";
+// "" when `value` is valid for the hook's variable `name` (hook_env.h: the
+// one validation the hook and the merge share), else what is wrong.
+std::string hookValueProblem(const char* name, const std::string& value) {
+    auto checked = checkHookVariable(name, value);
+    if (checked) return {};
+    // Without the "NAME=VALUE: " (CLI11 names the option).
+    const std::string& m = checked.message();
+    const size_t at = m.find(": ");
+    return at == std::string::npos ? m : m.substr(at + 2);
+}
+
+// The hook's variables set in record's own environment (not by its options):
+// checked as the hook and the merge check them, before anything runs.
+Result<void> checkInheritedHookVariables() {
+    for (const char* name : {env::kSteps, env::kHistoryEntries, env::kModuleDepth,
+                             env::kCaptureRange, env::kTensorRoles}) {
+        const char* value = std::getenv(name);
+        if (!value || !*value) continue;
+        if (auto checked = checkHookVariable(name, value); !checked)
+            return makeError(checked.message() + " (set in the environment; unset it or fix it)");
+    }
     return {};
 }
 
@@ -79,10 +82,11 @@ fs::path thisProgramsFolder() {
 }
 
 // A file shipped with memscope: an explicit override, else where the build and
-// the install put it relative to this executable.
-std::optional<fs::path> findShipped(const char* override_variable,
-                                    const std::vector<fs::path>& relative,
-                                    std::vector<fs::path>& tried, bool directory) {
+// the install put it relative to this executable. An override that names
+// nothing usable is an error, not a quiet run without what it names.
+Result<std::optional<fs::path>> findShipped(const char* override_variable,
+                                            const std::vector<fs::path>& relative,
+                                            std::vector<fs::path>& tried, bool directory) {
     auto usable = [directory](const fs::path& p) {
         std::error_code ec;
         return directory ? fs::is_directory(p, ec) : fs::is_regular_file(p, ec);
@@ -90,17 +94,22 @@ std::optional<fs::path> findShipped(const char* override_variable,
     if (const char* path = std::getenv(override_variable); path && *path) {
         tried.emplace_back(path);
         std::error_code ec;
-        if (usable(path)) return fs::absolute(path, ec);
-        return std::nullopt;
+        if (usable(path)) return std::optional<fs::path>(fs::absolute(path, ec));
+        const bool exists = fs::exists(path, ec);
+        return makeError(std::string(override_variable) + "=" + path + ": " +
+                         (!exists     ? "no such " + std::string(directory ? "folder" : "file")
+                          : directory ? std::string("not a folder")
+                                      : std::string("not a regular file")) +
+                         " (unset it to use the one shipped with memscope-cli)");
     }
     const fs::path bin = thisProgramsFolder();
-    if (bin.empty()) return std::nullopt;
+    if (bin.empty()) return std::optional<fs::path>();
     for (const fs::path& r : relative) {
         const fs::path candidate = (bin / r).lexically_normal();
         tried.push_back(candidate);
-        if (usable(candidate)) return candidate;
+        if (usable(candidate)) return std::optional<fs::path>(candidate);
     }
-    return std::nullopt;
+    return std::optional<fs::path>();
 }
 
 std::vector<fs::path> libraryPlaces(const std::string& name) {
@@ -136,8 +145,10 @@ Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
     in.set.emplace_back(env::kOutputDir, dir.string());
 
     std::vector<fs::path> tried_cupti;
-    const auto cupti = findShipped(env::kLibraryOverride, libraryPlaces("libmemscope_cupti.so"),
-                                   tried_cupti, false);
+    const auto found_cupti = findShipped(env::kLibraryOverride,
+                                         libraryPlaces("libmemscope_cupti.so"), tried_cupti, false);
+    if (!found_cupti) return found_cupti.error();
+    const std::optional<fs::path>& cupti = *found_cupti;
     if (cupti) {
         in.cupti = true;
         in.set.emplace_back(env::kCudaInjection, cupti->string());
@@ -149,12 +160,22 @@ Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
     std::vector<fs::path> tried_hook;
     std::optional<fs::path> hook;
     if (!o.no_python_hook) {
-        hook = findShipped(env::kPyhookOverride,
-                           {"../share/memscope/pyhook", "../../share/memscope/pyhook"}, tried_hook,
-                           true);
-        if (hook && !fs::exists(*hook / "sitecustomize.py")) hook.reset();
+        auto found = findShipped(env::kPyhookOverride,
+                                 {"../share/memscope/pyhook", "../../share/memscope/pyhook"},
+                                 tried_hook, true);
+        if (!found) return found.error();
+        hook = *found;
+        if (hook && !fs::exists(*hook / "sitecustomize.py")) {
+            // Named by the user: say so, rather than record without the hook.
+            if (const char* named = std::getenv(env::kPyhookOverride); named && *named)
+                return makeError(std::string(env::kPyhookOverride) + "=" + named +
+                                 ": no sitecustomize.py there; not memscope's Python hook folder "
+                                 "(unset it to use the one shipped with memscope-cli)");
+            hook.reset();
+        }
     }
     if (hook) {
+        if (auto inherited = checkInheritedHookVariables(); !inherited) return inherited.error();
         in.python_hook = true;
         in.hook_folder = *hook;
         std::string path = hook->string();
@@ -163,10 +184,13 @@ Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
         in.set.emplace_back(env::kPythonPath, path);
         in.set.emplace_back(env::kHook, "1");
         std::vector<fs::path> tried_capture;
-        if (auto capture =
-                findShipped(env::kCaptureLibrary, libraryPlaces("libmemscope_torch_capture.so"),
-                            tried_capture, false)) {
-            in.set.emplace_back(env::kCaptureLibrary, capture->string());
+        auto capture =
+            findShipped(env::kCaptureLibrary, libraryPlaces("libmemscope_torch_capture.so"),
+                        tried_capture, false);
+        // A capture library named but missing is the hook's to report (it
+        // warns, and records without CPU allocations).
+        if (capture && *capture) {
+            in.set.emplace_back(env::kCaptureLibrary, (*capture)->string());
             in.cpu_capture = true;
         }
         if (o.history_entries > 0)
@@ -191,6 +215,14 @@ Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
         for (const fs::path& p : tried_cupti) message += "\n  " + p.string();
         for (const fs::path& p : tried_hook) message += "\n  " + p.string();
         return makeError(message);
+    }
+    if (!in.python_hook && !o.no_python_hook) {
+        std::string message =
+            "memscope-cli record: the Python hook was not found (share/memscope/pyhook; or set "
+            "MEMSCOPE_PYHOOK_DIR): recording CUDA allocations only, without PyTorch's allocator "
+            "history or phases. Looked at:";
+        for (const fs::path& p : tried_hook) message += " " + p.string();
+        std::fprintf(stderr, "%s\n", message.c_str());
     }
     if (!in.cupti)
         std::fprintf(stderr,
@@ -315,17 +347,13 @@ Command addRecord(CLI::App& parent) {
                   "CUPTI only: no allocator history, CPU allocations or automatic phases");
     app->add_option("--history-entries", o->history_entries,
                     "allocator history ring size (default 1000000; saved before it wraps)")
-        ->check(CLI::PositiveNumber);
+        ->check([](const std::string& v) { return hookValueProblem(env::kHistoryEntries, v); });
     app->add_option("--steps", o->steps,
                     "record only steps A to B (A:B, or A; counted from 0 as the hook counts them)")
-        ->check([](const std::string& v) { return stepRangeProblem(v); });
+        ->check([](const std::string& v) { return hookValueProblem(env::kSteps, v); });
     app->add_option("--capture-range", o->capture_range,
                     "record only inside the first NVTX range NAME (nvtx:NAME), as Nsight Systems")
-        ->check([](const std::string& v) {
-            return v.starts_with("nvtx:") && v.size() > 5
-                       ? std::string()
-                       : std::string("expected nvtx:NAME, e.g. nvtx:profile");
-        });
+        ->check([](const std::string& v) { return hookValueProblem(env::kCaptureRange, v); });
     app->add_flag("--history-ring", o->history_ring,
                   "keep only the last --history-entries allocator events (bounded size; no "
                   "saving before the ring wraps)");
@@ -333,7 +361,7 @@ Command addRecord(CLI::App& parent) {
                     "record which module runs when, this many levels deep (the model is level "
                     "1; default " +
                         std::to_string(env::kDefaultModuleDepth) + "; 0: no module scopes)")
-        ->check(CLI::Range(0, 256));
+        ->check([](const std::string& v) { return hookValueProblem(env::kModuleDepth, v); });
     app->add_flag("--module-backward", o->module_backward,
                   "module scopes in backward too (PyTorch 2.0+ global backward hooks; in-place "
                   "ops on a module's output then fail)");

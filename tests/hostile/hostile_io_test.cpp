@@ -5,6 +5,7 @@
 // test (the FIFO opened for writing) and reported, never left hanging.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <rapidjson/document.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@
 #include "memscope/plugins/kineto.h"
 #include "memscope/plugins/pytorch_snapshot.h"
 #include "memscope/recording/capture_log.h"
+#include "memscope/recording/hook_env.h"
 #include "memscope/recording/hook_log.h"
 #include "memscope/recording/hook_sidecar.h"
 #include "memscope/recording/recording_folder.h"
@@ -271,5 +273,54 @@ TEST_F(HostileIo, MergeOfFifoPartsIsAnErrorNotAHang) {
         EXPECT_NE(done.errors[0].find(p), std::string::npos) << done.errors[0];
         EXPECT_NE(done.errors[0].find("pipe"), std::string::npos) << done.errors[0];
         EXPECT_TRUE(fs::exists(folder)) << part;  // kept
+    }
+}
+
+// Class 8: the one table of environment cases, checked here against
+// hook_env.h as tests/contracts/hook_env_test.py checks it against the hook.
+TEST(HostileEnv, EveryCaseOfTheSharedTableAsTheTableSays) {
+    std::ifstream in(MEMSCOPE_HOOK_ENV_CASES, std::ios::binary);
+    ASSERT_TRUE(in) << MEMSCOPE_HOOK_ENV_CASES;
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    rapidjson::Document doc;
+    doc.Parse(text.c_str());
+    ASSERT_FALSE(doc.HasParseError());
+    const auto& cases = doc["cases"];
+    ASSERT_GT(cases.Size(), 40u);
+    for (const auto& c : cases.GetArray()) {
+        const std::string name = c["name"].GetString();
+        const std::string value(c["value"].GetString(), c["value"].GetStringLength());
+        auto got = checkHookVariable(name, value);
+        SCOPED_TRACE(name + "=" + value);
+        if (c["accept"].GetBool()) {
+            ASSERT_TRUE(got.ok()) << got.message();
+            EXPECT_EQ(*got, c["parsed"].GetString());
+        } else {
+            ASSERT_FALSE(got.ok()) << *got;
+            // One line, naming the variable and its value.
+            EXPECT_EQ(got.message().find(name + "=" + value + ": "), 0u) << got.message();
+            EXPECT_EQ(got.message().find('\n'), std::string::npos);
+        }
+    }
+}
+
+// What the hook writes into hook.json for an accepted MEMSCOPE_STEPS, the
+// merge reads back; the value of issue 64 is refused on both sides.
+TEST(HostileEnv, StepsTheHookAcceptsTheMergeAccepts) {
+    for (const char* steps : {"0:2147483647", "5", "0:99999999999999999999999"}) {
+        auto parsed = parseHookSteps(steps);
+        if (!parsed) {
+            EXPECT_STREQ(steps, "0:99999999999999999999999");
+            continue;
+        }
+        const std::string json = R"({"format": "memscope-hook", "version": 2, "pid": 1,
+            "phases": [], "histories": [], "capture": {"steps": [)" +
+                                 std::to_string(parsed->first) + ", " +
+                                 std::to_string(parsed->second) + "]}}";
+        auto sidecar = parseHookSidecar(json, "hook.json");
+        ASSERT_TRUE(sidecar.ok()) << sidecar.message();
+        ASSERT_TRUE(sidecar->capture_steps.has_value());
+        EXPECT_EQ(sidecar->capture_steps->first, parsed->first);
+        EXPECT_EQ(sidecar->capture_steps->second, parsed->second);
     }
 }

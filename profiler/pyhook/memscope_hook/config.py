@@ -2,6 +2,7 @@
 read here (and MEMSCOPE_HOOK in sitecustomize.py) are record_env.h's
 kHookVariables, which tests/contracts/record_env_test.py checks."""
 import os
+import re
 
 DEFAULT_MAX_ENTRIES = 1000000
 DEFAULT_MODULE_DEPTH = 6  # record's default for --module-depth (modules.DEFAULT_DEPTH)
@@ -44,21 +45,73 @@ def _first_int_env(env, names, warnings):
     return -1
 
 
-def parse_steps(text):
-    """"A:B" -> (A, B) with 0 <= A <= B; "A" -> (A, A); None if malformed."""
-    parts = text.split(":")
-    try:
-        if len(parts) == 1:
-            first = last = int(parts[0])
-        elif len(parts) == 2:
-            first, last = int(parts[0]), int(parts[1])
-        else:
-            return None
-    except ValueError:
+# The one validation of the environment the hook reads, the same rules as
+# core/recording's hook_env.h (what `record` and the merge check); both are
+# tested against tests/contracts/hook_env_cases.json. Numbers are ASCII
+# digits only (int() would also take a sign, spaces, '_' and other scripts'
+# digits) and fit an int32.
+INT32_MAX = 2**31 - 1
+MAX_MODULE_DEPTH = 256
+_DIGITS = re.compile(r"[0-9]{1,10}")
+
+
+def _number(text):
+    if not _DIGITS.fullmatch(text):
         return None
-    if first < 0 or last < first:
+    n = int(text)
+    return n if n <= INT32_MAX else None
+
+
+def parse_steps(text):
+    """"A:B" -> (A, B) with 0 <= A <= B <= INT32_MAX; "A" -> (A, A); None if malformed."""
+    first_text, colon, last_text = text.partition(":")
+    first = _number(first_text)
+    last = _number(last_text) if colon else first
+    if first is None or last is None or last < first:
         return None
     return first, last
+
+
+def parse_history_entries(text):
+    n = _number(text)
+    return n if n is not None and n > 0 else None
+
+
+def parse_module_depth(text):
+    n = _number(text)
+    return n if n is not None and n <= MAX_MODULE_DEPTH else None
+
+
+def parse_capture_range(text):
+    if text.startswith("nvtx:") and len(text) > len("nvtx:"):
+        return text[len("nvtx:"):]
+    return None
+
+
+def parse_tensor_roles(text):
+    return {"0": False, "1": True}.get(text)
+
+
+def check_variable(name, value):
+    """The canonical text of `value` for the variable `name` ("3:4", "6",
+    "nvtx:NAME", "1"), or None where it is refused (hook_env.h's
+    checkHookVariable)."""
+    if name == "MEMSCOPE_STEPS":
+        steps = parse_steps(value)
+        return None if steps is None else "%d:%d" % steps
+    if name == "MEMSCOPE_HISTORY_MAX_ENTRIES":
+        n = parse_history_entries(value)
+        return None if n is None else str(n)
+    if name == "MEMSCOPE_MODULE_DEPTH":
+        n = parse_module_depth(value)
+        return None if n is None else str(n)
+    if name == "MEMSCOPE_CAPTURE_RANGE":
+        name_ = parse_capture_range(value)
+        return None if name_ is None else "nvtx:" + name_
+    if name == "MEMSCOPE_TENSOR_ROLES":
+        roles = parse_tensor_roles(value)
+        return None if roles is None else ("1" if roles else "0")
+    return None
 
 
 class Config:
@@ -103,45 +156,38 @@ class Config:
         max_entries = DEFAULT_MAX_ENTRIES
         raw = env.get("MEMSCOPE_HISTORY_MAX_ENTRIES", "")
         if raw:
-            try:
-                max_entries = int(raw)
-                if max_entries <= 0:
-                    raise ValueError
-            except ValueError:
+            max_entries = parse_history_entries(raw)
+            if max_entries is None:
                 max_entries = DEFAULT_MAX_ENTRIES
-                warnings.append("MEMSCOPE_HISTORY_MAX_ENTRIES=%r is not a positive integer; using %d"
-                                % (raw, DEFAULT_MAX_ENTRIES))
+                warnings.append("MEMSCOPE_HISTORY_MAX_ENTRIES=%r is not a number of entries from 1 "
+                                "to %d; using %d" % (raw, INT32_MAX, DEFAULT_MAX_ENTRIES))
         steps = None
         raw = env.get("MEMSCOPE_STEPS", "")
         if raw:
             steps = parse_steps(raw)
             if steps is None:
-                warnings.append("MEMSCOPE_STEPS=%r is not FIRST:LAST (step numbers from 0); "
-                                "recording every step" % raw)
+                warnings.append("MEMSCOPE_STEPS=%r is not FIRST:LAST (step numbers from 0 to "
+                                "%d); recording every step" % (raw, INT32_MAX))
         nvtx_range = None
         raw = env.get("MEMSCOPE_CAPTURE_RANGE", "")
         if raw:
-            if raw.startswith("nvtx:") and len(raw) > len("nvtx:"):
-                nvtx_range = raw[len("nvtx:"):]
-            else:
+            nvtx_range = parse_capture_range(raw)
+            if nvtx_range is None:
                 warnings.append("MEMSCOPE_CAPTURE_RANGE=%r is not nvtx:NAME; recording the whole "
                                 "run" % raw)
         module_depth = DEFAULT_MODULE_DEPTH
         raw = env.get("MEMSCOPE_MODULE_DEPTH", "")
         if raw:
-            try:
-                module_depth = int(raw)
-                if module_depth < 0:
-                    raise ValueError
-            except ValueError:
+            module_depth = parse_module_depth(raw)
+            if module_depth is None:
                 module_depth = DEFAULT_MODULE_DEPTH
-                warnings.append("MEMSCOPE_MODULE_DEPTH=%r is not a number of levels (0 = off); "
-                                "using %d" % (raw, DEFAULT_MODULE_DEPTH))
+                warnings.append("MEMSCOPE_MODULE_DEPTH=%r is not a number of levels from 0 (off) "
+                                "to %d; using %d" % (raw, MAX_MODULE_DEPTH, DEFAULT_MODULE_DEPTH))
         tensor_roles = True
         raw = env.get("MEMSCOPE_TENSOR_ROLES", "")
-        if raw == "0":
-            tensor_roles = False
-        elif raw not in ("", "1"):
+        if raw and parse_tensor_roles(raw) is not None:
+            tensor_roles = parse_tensor_roles(raw)
+        elif raw:
             warnings.append("MEMSCOPE_TENSOR_ROLES=%r is not 0 or 1; recording tensor roles"
                             % raw)
         return cls(output_dir=os.path.abspath(out),

@@ -8,6 +8,7 @@
 // merged into one trace (core's recording_folder.h; record_outcome.h).
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +19,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "memscope/base/file_io.h"
 #include "memscope/recording/hook_env.h"
 #include "memscope/recording/recording_folder.h"
 #include "memscope_cupti/record_env.h"
@@ -291,6 +293,16 @@ int run(const RecordOptions& o) {
         if (created_dir) fs::remove(dir, ec);
         return kRecordNotRun;
     }
+    // The hook's folder, made here (a real folder of this user's, 0700)
+    // before any process can write there: one planted in a shared output
+    // folder (a symlink to elsewhere, another user's) is refused up front.
+    if (injection->python_hook)
+        if (auto own = makeOwnFolder((dir / kHookFolderName).string()); !own) {
+            std::fprintf(stderr, "memscope-cli record: %s; nothing was run\n",
+                         own.message().c_str());
+            if (created_dir) fs::remove(dir, ec);
+            return kRecordNotRun;
+        }
 
     RecordedRun recorded;
     recorded.dir = dir;
@@ -299,6 +311,9 @@ int run(const RecordOptions& o) {
     recorded.hook_folder = injection->python_hook ? injection->hook_folder.string() : "";
     recorded.cpu_capture = injection->cpu_capture;
     recorded.before = traceFilesIn(dir);
+    recorded.started_wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count();
     ProcessWatch watch;
     const Result<int> exit_code =
         runRecordedCommand(o.command, injection->set, [&watch](pid_t pid) { watch.start(pid); });

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "cli_common.h"
+#include "memscope/base/file_io.h"
 #include "memscope/base/text_escape.h"
 #include "memscope/recording/recording_folder.h"
 #include "memscope_cupti/record_env.h"
@@ -24,8 +25,8 @@ namespace env = memscope::cupti::env;
 constexpr const char* kTag = "memscope-cli record";
 
 // Merges each process's parts into its trace; the merge's warnings printed.
-RecordingFinish finish(const fs::path& dir) {
-    RecordingFinish done = finishRecording(dir.string(), registry());
+RecordingFinish finish(const fs::path& dir, int64_t not_before_ns = 0) {
+    RecordingFinish done = finishRecording(dir.string(), registry(), {}, not_before_ns);
     for (const FinishedTrace& t : done.traces) {
         for (const LoadWarning& w : t.warnings)
             std::fprintf(stderr, "%s: warning: %s: %s\n", kTag, terminalText(t.path).c_str(),
@@ -117,7 +118,7 @@ void printNothingRecorded(const RecordedRun& run, const std::vector<Miss>& misse
 
 int finishRecordedRun(const RecordedRun& run, int command_exit) {
     std::fflush(stdout);
-    const RecordingFinish done = finish(run.dir);
+    const RecordingFinish done = finish(run.dir, run.started_wall_ns);
     const std::vector<fs::path> files = newTraceFiles(run.dir, run.before);
     const RecordingOutcome outcome = outcomeOf(run, done, files);
     const std::vector<Miss> misses = findMisses(run.processes, outcome);
@@ -148,6 +149,15 @@ int mergeLeftParts(const fs::path& given) {
         std::fprintf(stderr, "%s --merge: %s is not a folder\n", kTag, dir.c_str());
         return kMergeUsageError;
     }
+    // A hook folder that is a symlink or another user's is not read (nor
+    // anything in it removed): said as such, not as "nothing to merge".
+    const fs::path hooks = dir / kHookFolderName;
+    if (fs::exists(fs::symlink_status(hooks, ec)))
+        if (auto own = checkOwnFolder(hooks.string()); !own) {
+            std::fprintf(stderr, "%s --merge: %s; nothing was merged or removed\n", kTag,
+                         own.message().c_str());
+            return kRecordingFailed;
+        }
     if (unmergedProcesses(dir.string()).empty()) {
         std::fprintf(stderr,
                      "%s --merge: nothing to merge in %s: it holds no parts of a recording (%s/"

@@ -22,6 +22,7 @@ struct RecordedRun {
     bool cpu_capture = false;
     std::vector<WatchedProcess> processes;  // what the process watch saw
     DirectoryState before;                  // the trace files before the run
+    int64_t started_wall_ns = 0;            // when the run began (wall clock)
 };
 
 // Finishes the recording and reports it; returns record's exit code: the

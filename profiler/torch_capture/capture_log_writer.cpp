@@ -29,7 +29,10 @@ bool writeAll(int fd, const char* data, size_t size) {
 bool CaptureLogWriter::open(const std::string& path) {
     std::lock_guard lock(mutex_);
     if (fd_ >= 0) return true;
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // Created, never opened: a file or a symlink already at `path` (planted
+    // in the output folder) is refused rather than written through. The hook
+    // removes its own leftover first (capture.py).
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) return false;
     char header[kCaptureLogHeaderSize] = {};
     std::memcpy(header, kCaptureLogMagic, sizeof(kCaptureLogMagic));

@@ -324,3 +324,167 @@ TEST(HostileEnv, StepsTheHookAcceptsTheMergeAccepts) {
         EXPECT_EQ(sidecar->capture_steps->second, parsed->second);
     }
 }
+
+// Class 2: nothing under the output folder is written through a symlink, and
+// the merge reads and removes only in folders of this user's, and merges
+// only a trace that is this run's.
+namespace {
+
+std::string readAll(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+// Every message a merge gave: its errors and its traces' warnings.
+std::string messagesOf(const RecordingFinish& done) {
+    std::string all;
+    for (const std::string& e : done.errors) all += e + "\n";
+    for (const FinishedTrace& t : done.traces)
+        for (const LoadWarning& w : t.warnings) all += w.message + "\n";
+    return all;
+}
+
+bool writeTracerTrace(const fs::path& p, int64_t pid, int64_t wall_ns) {
+    Trace t;
+    t.metadata.source_format = "memscope-cupti";
+    t.metadata.pid = pid;
+    t.metadata.setProperty("clock.wall_ns", std::to_string(wall_ns));
+    t.events.resize(2);
+    t.events[0] = {};
+    t.events[0].time = 1000;
+    t.events[0].address = 0x7f0000000000ull;
+    t.events[0].size = 512;
+    t.events[0].kind = EventKind::Alloc;
+    t.events[1] = t.events[0];
+    t.events[1].time = 2000;
+    t.events[1].kind = EventKind::FreeCompleted;
+    return writeNativeTrace(t, p.string()).ok();
+}
+
+const char* kLoggedHookJson =
+    R"({"format": "memscope-hook", "version": 2, "pid": 4242, "phases": [], "histories": [],
+        "log": "log.jsonl", "open_phases": []})";
+
+}  // namespace
+
+TEST_F(HostileIo, OwnFoldersAreMadeOrCheckedNeverFollowed) {
+    const fs::path mine = dir_ / "mine";
+    ASSERT_TRUE(makeOwnFolder(mine.string()).ok());
+    EXPECT_TRUE(makeOwnFolder(mine.string()).ok());  // again: it is ours
+    struct stat st {};
+    ASSERT_EQ(::stat(mine.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0700u);
+    fs::create_directories(dir_ / "elsewhere");
+    fs::create_directory_symlink(dir_ / "elsewhere", dir_ / "link");
+    auto linked = makeOwnFolder((dir_ / "link").string());
+    ASSERT_FALSE(linked.ok());
+    EXPECT_NE(linked.message().find("is a symlink"), std::string::npos) << linked.message();
+    write(dir_ / "file", "x");
+    EXPECT_FALSE(checkOwnFolder((dir_ / "file").string()).ok());
+}
+
+TEST_F(HostileIo, ExclusiveCreateNeverWritesThroughASymlink) {
+    write(dir_ / "victim", "precious");
+    fs::create_symlink(dir_ / "victim", dir_ / "hook.json.tmp");
+    auto fd = createExclusive((dir_ / "hook.json.tmp").string());
+    ASSERT_FALSE(fd.ok());
+    EXPECT_NE(fd.message().find("not written through"), std::string::npos) << fd.message();
+    EXPECT_EQ(readAll(dir_ / "victim"), "precious");
+    // A dangling symlink neither: the file it names is not created.
+    fs::create_symlink(dir_ / "new-victim", dir_ / "log.jsonl");
+    EXPECT_FALSE(createExclusive((dir_ / "log.jsonl").string()).ok());
+    EXPECT_FALSE(fs::exists(dir_ / "new-victim"));
+}
+
+TEST_F(HostileIo, TraceWriterDoesNotFollowAPlantedSymlink) {
+    write(dir_ / "victim", "precious");
+    fs::create_symlink(dir_ / "victim", dir_ / "memscope-4242.memscope");
+    // Written beside and renamed over the link (the link replaced), or
+    // refused: never through it.
+    (void)hostile::writeNativeEvents((dir_ / "memscope-4242.memscope").string(), 10, 1024);
+    EXPECT_EQ(readAll(dir_ / "victim"), "precious");
+    // The streaming writer the tracer uses (no temporary): refused at the link.
+    fs::create_symlink(dir_ / "victim", dir_ / "memscope-4243.memscope");
+    auto direct = NativeTraceWriter::create((dir_ / "memscope-4243.memscope").string(), {});
+    ASSERT_FALSE(direct.ok());
+    EXPECT_EQ(readAll(dir_ / "victim"), "precious");
+}
+
+TEST_F(HostileIo, MergeDoesNotFollowASymlinkedHookFolderNorRemoveThere) {
+    PluginRegistry registry;
+    const fs::path elsewhere = dir_ / "elsewhere";
+    write(elsewhere / "4242" / "hook.json", kHookJson);
+    write(elsewhere / "4242" / "data", "someone else's");
+    fs::create_directories(dir_ / "out");
+    fs::create_directory_symlink(elsewhere, dir_ / "out" / kHookFolderName);
+    auto done = finishRecording((dir_ / "out").string(), registry);
+    ASSERT_EQ(done.errors.size(), 1u) << messagesOf(done);
+    EXPECT_NE(done.errors[0].find("is a symlink"), std::string::npos) << done.errors[0];
+    EXPECT_EQ(done.errors[0].find('\n'), std::string::npos);
+    EXPECT_TRUE(fs::exists(elsewhere / "4242" / "data"));
+    EXPECT_TRUE(fs::exists(elsewhere / "4242" / "hook.json"));
+    EXPECT_TRUE(unmergedProcesses((dir_ / "out").string()).empty());
+}
+
+TEST_F(HostileIo, MergeDoesNotFollowASymlinkedProcessFolder) {
+    PluginRegistry registry;
+    const fs::path elsewhere = dir_ / "elsewhere";
+    write(elsewhere / "hook.json", kHookJson);
+    fs::create_directories(dir_ / "out" / kHookFolderName);
+    fs::create_directory_symlink(elsewhere, dir_ / "out" / kHookFolderName / "4242");
+    auto done = finishRecording((dir_ / "out").string(), registry);
+    EXPECT_TRUE(done.traces.empty());
+    EXPECT_TRUE(fs::exists(elsewhere / "hook.json"));
+}
+
+TEST_F(HostileIo, PlantedTracerSymlinkIsNotMergedAsThisRunsTrace) {
+    PluginRegistry registry;
+    registerBuiltinPlugins(registry);
+    const fs::path out = dir_ / "out";
+    write(out / kHookFolderName / "4242" / "hook.json", kLoggedHookJson);
+    write(out / kHookFolderName / "4242" / "log.jsonl", "");
+    ASSERT_TRUE(writeTracerTrace(dir_ / "other-run.memscope", 4242, 1));
+    const std::string before = readAll(dir_ / "other-run.memscope");
+    fs::create_symlink(dir_ / "other-run.memscope", out / "memscope-4242.memscope");
+    auto done = finishRecording(out.string(), registry);
+    const std::string all = messagesOf(done);
+    EXPECT_NE(all.find("memscope-4242.memscope was not merged as process 4242's trace: it is a "
+                       "symlink"),
+              std::string::npos)
+        << all;
+    EXPECT_EQ(readAll(dir_ / "other-run.memscope"), before);  // nothing written there
+}
+
+TEST_F(HostileIo, HardLinkedTracerTraceIsNotMerged) {
+    PluginRegistry registry;
+    registerBuiltinPlugins(registry);
+    const fs::path out = dir_ / "out";
+    write(out / kHookFolderName / "4242" / "hook.json", kLoggedHookJson);
+    write(out / kHookFolderName / "4242" / "log.jsonl", "");
+    ASSERT_TRUE(writeTracerTrace(dir_ / "other-run.memscope", 4242, 1));
+    fs::create_hard_link(dir_ / "other-run.memscope", out / "memscope-4242.memscope");
+    auto done = finishRecording(out.string(), registry);
+    const std::string all = messagesOf(done);
+    EXPECT_NE(all.find("it is a hard link"), std::string::npos) << all;
+}
+
+TEST_F(HostileIo, TraceOfAnotherPidOrAnEarlierRunIsNotMerged) {
+    PluginRegistry registry;
+    registerBuiltinPlugins(registry);
+    const fs::path out = dir_ / "out";
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    for (const auto& [pid_in_trace, wall, want] :
+         std::vector<std::tuple<int64_t, int64_t, std::string>>{
+             {999, now, "it is process 999's"},
+             {4242, now - int64_t(3600) * 1'000'000'000, "begun before this recording started"}}) {
+        fs::remove_all(out);
+        write(out / kHookFolderName / "4242" / "hook.json", kLoggedHookJson);
+        write(out / kHookFolderName / "4242" / "log.jsonl", "");
+        ASSERT_TRUE(writeTracerTrace(out / "memscope-4242.memscope", pid_in_trace, wall));
+        auto done = finishRecording(out.string(), registry, {}, now);
+        const std::string all = messagesOf(done);
+        EXPECT_NE(all.find(want), std::string::npos) << all;
+    }
+}

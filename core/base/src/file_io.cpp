@@ -449,6 +449,48 @@ Result<void> forEachLine(const std::string& path, size_t max_line, uint64_t max_
     return {};
 }
 
+namespace {
+
+Result<void> ownFolder(const std::string& path, const struct stat& st) {
+    if (S_ISLNK(st.st_mode))
+        return makeError(path + " is a symlink, not a folder memscope made; refused (remove it)");
+    if (!S_ISDIR(st.st_mode))
+        return makeError(path + " is " + kindOf(st.st_mode) + ", not a folder");
+    if (st.st_uid != ::geteuid())
+        return makeError(path + " belongs to another user (uid " + std::to_string(st.st_uid) +
+                         "); refused (remove it, or record into a folder of your own)");
+    return {};
+}
+
+}  // namespace
+
+Result<void> checkOwnFolder(const std::string& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0)
+        return makeError("cannot use the folder " + path + ": " + errnoText(errno));
+    return ownFolder(path, st);
+}
+
+Result<void> makeOwnFolder(const std::string& path) {
+    if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
+        return makeError("cannot create the folder " + path + ": " + errnoText(errno));
+    return checkOwnFolder(path);
+}
+
+Result<int> createExclusive(const std::string& path, int mode) {
+    const int fd =
+        ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_t(mode));
+    if (fd < 0) {
+        const int err = errno;
+        if (err == EEXIST)
+            return makeError("cannot create " + path +
+                             ": something is already there (a file or a symlink); not written "
+                             "through");
+        return makeError("cannot create " + path + ": " + errnoText(err));
+    }
+    return fd;
+}
+
 Result<void> writeFileReplacing(const std::string& path,
                                 const std::function<Result<void>(const std::string&)>& write) {
     namespace fs = std::filesystem;

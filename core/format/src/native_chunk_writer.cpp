@@ -56,7 +56,10 @@ struct ChunkWriter::Compressor {
 
 Result<std::unique_ptr<ChunkWriter>> ChunkWriter::open(const std::string& path,
                                                        uint32_t events_per_chunk) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // O_NOFOLLOW: a symlink planted where the trace goes is an error, not a
+    // way to write over the file it points at.
+    const int fd =
+        ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) return makeError(path + ": cannot create: " + std::strerror(errno));
     events_per_chunk = std::clamp<uint32_t>(events_per_chunk, 1, kMaxEventsPerChunk);
     std::unique_ptr<ChunkWriter> w(new ChunkWriter(fd, path, events_per_chunk));

@@ -1,6 +1,7 @@
 #include "memscope/recording/recording_folder.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,18 +27,58 @@ std::optional<int64_t> pidOfFolder(const fs::path& folder) {
     return pid;
 }
 
+// Whether a file in the output folder can be this run's own: a regular file
+// (lstat: a symlink to another run's trace is not), this user's, and linked
+// once (not a hard link to a trace kept elsewhere). Else why not.
+std::optional<std::string> notOwnFile(const fs::path& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return std::string("it cannot be read");
+    if (S_ISLNK(st.st_mode)) return std::string("it is a symlink");
+    if (!S_ISREG(st.st_mode)) return std::string("it is not a regular file");
+    if (st.st_uid != ::geteuid()) return std::string("it belongs to another user");
+    if (st.st_nlink != 1) return std::string("it is a hard link to another file");
+    return std::nullopt;
+}
+
 // The tracer's trace of this process, if it wrote one: memscope-<pid>.memscope
-// or memscope-<pid>-rank…/-local….memscope.
-std::optional<fs::path> tracerFile(const fs::path& dir, int64_t pid) {
+// or memscope-<pid>-rank…/-local….memscope. A file of that name that cannot
+// be this run's (notOwnFile) is passed over, with a warning.
+std::optional<fs::path> tracerFile(const fs::path& dir, int64_t pid, const TaskContext& ctx) {
     const std::string exact = "memscope-" + std::to_string(pid) + ".memscope";
     const std::string prefix = "memscope-" + std::to_string(pid) + "-";
     std::error_code ec;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
         const std::string name = it->path().filename().string();
-        if (!it->is_regular_file(ec)) continue;
-        if (name == exact || (name.starts_with(prefix) && name.ends_with(".memscope")))
-            return it->path();
+        if (name != exact && !(name.starts_with(prefix) && name.ends_with(".memscope"))) continue;
+        if (const auto why = notOwnFile(it->path())) {
+            ctx.warn({WarningKind::Other,
+                      it->path().string() + " was not merged as process " + std::to_string(pid) +
+                          "'s trace: " + *why,
+                      1});
+            continue;
+        }
+        return it->path();
     }
+    return std::nullopt;
+}
+
+// A trace that names another process, or was begun before the recording
+// started (one an earlier process of the same pid left), is not this
+// process's: why, or nothing.
+std::optional<std::string> notThisProcess(const Trace& trace, int64_t pid, int64_t not_before_ns) {
+    if (trace.metadata.pid > 0 && trace.metadata.pid != pid)
+        return "it is process " + std::to_string(trace.metadata.pid) + "'s";
+    if (not_before_ns > 0)
+        if (const std::string* wall = trace.metadata.property("clock.wall_ns")) {
+            int64_t begun = 0;
+            const auto [end, err] =
+                std::from_chars(wall->data(), wall->data() + wall->size(), begun);
+            // A second of slack for the wall clock stepping.
+            if (err == std::errc() && begun < not_before_ns - int64_t(1'000'000'000))
+                return std::string(
+                    "it was begun before this recording started (an earlier "
+                    "process of the same pid left it)");
+        }
     return std::nullopt;
 }
 
@@ -91,7 +132,7 @@ Result<void> resolveLoggedPhases(const fs::path& folder, HookSidecar& hook,
 
 Result<FinishedTrace> finishProcess(const fs::path& dir, const fs::path& folder, int64_t pid,
                                     const PluginRegistry& registry, const TaskContext& ctx,
-                                    bool& nothing_recorded) {
+                                    int64_t not_before_ns, bool& nothing_recorded) {
     FinishedTrace done;
     done.pid = pid;
     TaskContext local = ctx;
@@ -102,7 +143,7 @@ Result<FinishedTrace> finishProcess(const fs::path& dir, const fs::path& folder,
     RecordedRangeSpec range;
     if (auto resolved = resolveLoggedPhases(folder, *hook, range, local); !resolved)
         return resolved.error();
-    const auto tracer = tracerFile(dir, pid);
+    auto tracer = tracerFile(dir, pid, local);
     nothing_recorded = !hook->recordedAnything();
     if (nothing_recorded) return done;
 
@@ -136,7 +177,15 @@ Result<FinishedTrace> finishProcess(const fs::path& dir, const fs::path& folder,
     if (tracer) {
         auto cupti = importNativeTrace(tracer->string(), local);
         if (!cupti) return cupti.error();
-        parts.cupti = std::move(*cupti);
+        if (const auto why = notThisProcess(*cupti, pid, not_before_ns)) {
+            local.warn({WarningKind::Other,
+                        tracer->string() + " was not merged as process " + std::to_string(pid) +
+                            "'s trace: " + *why,
+                        1});
+            tracer.reset();
+        } else {
+            parts.cupti = std::move(*cupti);
+        }
     }
     const int32_t rank = hook->rank, local_rank = hook->local_rank;
     parts.hook = std::move(*hook);
@@ -174,6 +223,7 @@ Result<FinishedTrace> finishProcess(const fs::path& dir, const fs::path& folder,
 std::vector<std::pair<int64_t, fs::path>> processFolders(const fs::path& hooks) {
     std::vector<std::pair<int64_t, fs::path>> folders;
     std::error_code ec;
+    if (!checkOwnFolder(hooks.string())) return folders;  // not followed
     for (fs::directory_iterator it(hooks, ec), end; !ec && it != end; it.increment(ec)) {
         std::error_code ignored;
         if (!it->is_directory(ignored) || it->is_symlink(ignored)) continue;
@@ -214,14 +264,27 @@ std::string recordedTraceName(int64_t pid, int32_t rank, int32_t local_rank) {
 }
 
 RecordingFinish finishRecording(const std::string& dir_text, const PluginRegistry& registry,
-                                const TaskContext& ctx) {
+                                const TaskContext& ctx, int64_t not_before_ns) {
     RecordingFinish result;
     const fs::path dir(dir_text);
     const fs::path hooks = dir / kHookFolderName;
     std::error_code ec;
-    if (!fs::is_directory(hooks, ec)) return result;
+    if (!fs::exists(fs::symlink_status(hooks, ec))) return result;
+    // Only a folder this user made is read, and only in it is anything
+    // removed: a symlink planted there would point the merge at another
+    // folder, and its removals too.
+    if (auto own = checkOwnFolder(hooks.string()); !own) {
+        result.errors.push_back(own.message() + "; nothing in it was merged or removed");
+        result.unfinished.push_back({-1, own.message(), hooks.string()});
+        return result;
+    }
 
     for (const auto& [pid, folder] : processFolders(hooks)) {
+        if (auto own = checkOwnFolder(folder.string()); !own) {
+            result.errors.push_back(own.message() + "; not merged, nothing removed");
+            result.unfinished.push_back({pid, own.message(), folder.string()});
+            continue;
+        }
         if (ctx.cancelled()) {
             result.errors.push_back("cancelled; the remaining processes' parts are kept in " +
                                     hooks.string());
@@ -229,7 +292,7 @@ RecordingFinish finishRecording(const std::string& dir_text, const PluginRegistr
             break;
         }
         bool nothing = false;
-        auto done = finishProcess(dir, folder, pid, registry, ctx, nothing);
+        auto done = finishProcess(dir, folder, pid, registry, ctx, not_before_ns, nothing);
         if (!done) {
             result.errors.push_back(done.message() + " (its parts are kept in " + folder.string() +
                                     ")");

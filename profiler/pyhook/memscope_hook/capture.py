@@ -8,6 +8,8 @@ import ctypes
 import os
 import re
 
+from . import safe_files
+
 FILE_NAME = "cpu-events.bin"
 
 
@@ -61,8 +63,16 @@ def start(library, torch_version, directory, warn):
         warn("CPU tensors not captured: capture library built for torch %s, this process runs %s"
              % (built, torch_version))
         return None
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, FILE_NAME)
+    try:
+        safe_files.process_folder(directory)
+        path = os.path.join(directory, FILE_NAME)
+        # The library creates the file exclusively: a leftover of this
+        # user's own folder goes first.
+        if os.path.lexists(path):
+            os.unlink(path)
+    except OSError as exc:
+        warn("CPU tensors not captured: %s" % exc)
+        return None
     rc = lib.memscope_capture_start(os.fsencode(path))
     if rc != 0:
         warn("CPU tensors not captured: memscope_capture_start returned %d" % rc)

@@ -13,6 +13,8 @@ import os
 import pickle
 import threading
 
+from . import safe_files
+
 # Counters of torch.cuda.memory_stats() that drive the wrap estimate: an alloc
 # adds one trace entry, a free two (free_requested, free_completed), a segment
 # alloc or free one.
@@ -219,9 +221,9 @@ class History:
             snapshot = self._torch.cuda.memory._snapshot()
             self._count += 1
             name = "history-%04d.pickle" % self._count
-            os.makedirs(self.directory, exist_ok=True)
+            safe_files.process_folder(self.directory)
             path = os.path.join(self.directory, name)
-            with open(path + ".tmp", "wb") as f:
+            with os.fdopen(safe_files.create_exclusive(path + ".tmp"), "wb") as f:
                 pickle.dump(snapshot, f, protocol=4)
             os.replace(path + ".tmp", path)
             del snapshot

@@ -15,6 +15,8 @@ import json
 import os
 import threading
 
+from . import safe_files
+
 FILE_NAME = "log.jsonl"
 _MAX_WAITING = 200000  # records kept in memory while the disk refuses them
 
@@ -45,9 +47,8 @@ class HookLog:
         return self._failed
 
     def _open(self):
-        os.makedirs(self.directory, exist_ok=True)
-        return os.open(os.path.join(self.directory, FILE_NAME),
-                       os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        safe_files.process_folder(self.directory)
+        return safe_files.open_append(os.path.join(self.directory, FILE_NAME))
 
     def append(self, records):
         """Write `records` (dicts) and any that waited; True if all are out."""

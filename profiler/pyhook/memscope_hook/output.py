@@ -3,6 +3,8 @@ import json
 import os
 import threading
 
+from . import safe_files
+
 FORMAT = "memscope-hook"
 VERSION = 2
 
@@ -28,9 +30,9 @@ class HookFile:
             tmp_name = "hook.json.tmp" if self._depth == 0 else "hook.json.tmp%d" % self._depth
             self._depth += 1
             try:
-                os.makedirs(self.directory, exist_ok=True)
+                safe_files.process_folder(self.directory)
                 tmp = os.path.join(self.directory, tmp_name)
-                with open(tmp, "w") as f:
+                with os.fdopen(safe_files.create_exclusive(tmp), "w") as f:
                     f.write(data)
                 if self._generation == mine:
                     os.replace(tmp, os.path.join(self.directory, "hook.json"))

@@ -129,6 +129,20 @@ Result<void> forEachLine(const std::string& path, size_t max_line, uint64_t max_
                          const std::string& what,
                          const std::function<Result<void>(const FileLine&)>& line);
 
+// Folders and files written under an output folder that others may share
+// (/tmp, a team's scratch space): a folder is used only when it is a real
+// folder (not a symlink to one) owned by this user, and files in it are
+// created exclusively, never through a symlink.
+//
+// `path` as a folder this user owns: made (mode 0700) when missing; an error
+// naming it when it is a symlink, not a folder, or someone else's.
+Result<void> makeOwnFolder(const std::string& path);
+// The same check without making it (lstat: a symlink is refused, not followed).
+Result<void> checkOwnFolder(const std::string& path);
+// A new file for writing: O_CREAT | O_EXCL | O_NOFOLLOW, so that a file or a
+// symlink already there is an error, never written through. The descriptor.
+Result<int> createExclusive(const std::string& path, int mode = 0644);
+
 // Writes `path` through a temporary file in the same folder: `write` is given
 // the temporary's path; on success the file is synced and renamed over `path`
 // (an existing file keeps its permissions), on failure the temporary is removed

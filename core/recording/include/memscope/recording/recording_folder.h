@@ -50,7 +50,8 @@ struct RecordingFinish {
 // The name a process's trace gets: memscope-<pid>[-rank<R>][-local<L>].memscope.
 std::string recordedTraceName(int64_t pid, int32_t rank, int32_t local_rank);
 
-// The processes whose parts wait in dir's hook folder to be merged, by pid.
+// The processes whose parts wait in dir's hook folder to be merged, by pid
+// (none when the hook folder is not a real folder of this user's).
 std::vector<int64_t> unmergedProcesses(const std::string& dir);
 
 // Whether files can be created in `dir` (a file is made and removed there):
@@ -59,7 +60,14 @@ std::vector<int64_t> unmergedProcesses(const std::string& dir);
 Result<void> checkFolderWritable(const std::string& dir);
 
 // `registry` must hold the PyTorch snapshot importer (history dumps).
+//
+// Only what this user made is read or removed: DIR/.memscope-hook and its pid
+// folders must be real folders of this user's (a symlink is refused, not
+// followed), and a tracer's trace is merged only when it is a regular file of
+// this user's, linked once, naming this pid, and (with `not_before_ns`, the
+// wall-clock time a live recording started) begun after the recording began.
+// Any other is passed over with a warning.
 RecordingFinish finishRecording(const std::string& dir, const PluginRegistry& registry,
-                                const TaskContext& ctx = {});
+                                const TaskContext& ctx = {}, int64_t not_before_ns = 0);
 
 }  // namespace memscope

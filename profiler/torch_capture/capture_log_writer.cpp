@@ -28,6 +28,10 @@ bool writeAll(int fd, const char* data, size_t size) {
 
 bool CaptureLogWriter::open(const std::string& path) {
     std::lock_guard lock(mutex_);
+    return openLocked(path);
+}
+
+bool CaptureLogWriter::openLocked(const std::string& path) {
     if (fd_ >= 0) return true;
     // Created, never opened: a file or a symlink already at `path` (planted
     // in the output folder) is refused rather than written through. The hook
@@ -54,14 +58,65 @@ bool CaptureLogWriter::isOpen() const {
 }
 
 void CaptureLogWriter::append(int64_t time, uint64_t address, int64_t bytes) {
+    std::lock_guard lock(mutex_);
+    if (tracking_) {
+        if (bytes > 0) {
+            auto [it, inserted] = live_.try_emplace(address, bytes);
+            if (!inserted) live_bytes_ -= it->second;
+            it->second = bytes;
+            live_bytes_ += bytes;
+        } else if (auto it = live_.find(address); it != live_.end()) {
+            live_bytes_ -= it->second;
+            live_.erase(it);
+        }
+    }
+    if (fd_ < 0) return;
+    appendLocked(time, address, bytes);
+}
+
+void CaptureLogWriter::appendLocked(int64_t time, uint64_t address, int64_t bytes) {
     char record[kCaptureLogRecordSize];
     std::memcpy(record, &time, 8);
     std::memcpy(record + 8, &address, 8);
     std::memcpy(record + 16, &bytes, 8);
-    std::lock_guard lock(mutex_);
-    if (fd_ < 0) return;
     buffer_.insert(buffer_.end(), record, record + sizeof(record));
     if (buffer_.size() >= kBufferBytes) (void)flushLocked();
+}
+
+void CaptureLogWriter::setTracking(bool on) {
+    std::lock_guard lock(mutex_);
+    tracking_ = on;
+    if (!on) {
+        live_.clear();
+        live_bytes_ = 0;
+    }
+}
+
+bool CaptureLogWriter::openWithLive(const std::string& path, int64_t time) {
+    std::lock_guard lock(mutex_);
+    if (fd_ >= 0) return false;  // a window is open already
+    if (!openLocked(path)) return false;
+    for (const auto& [address, bytes] : live_) appendLocked(time, address, bytes);
+    return true;
+}
+
+bool CaptureLogWriter::close() {
+    std::lock_guard lock(mutex_);
+    if (fd_ < 0) return true;
+    const bool ok = flushLocked();
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    return ok;
+}
+
+int64_t CaptureLogWriter::liveBytes() const {
+    std::lock_guard lock(mutex_);
+    return live_bytes_;
+}
+
+int64_t CaptureLogWriter::liveCount() const {
+    std::lock_guard lock(mutex_);
+    return int64_t(live_.size());
 }
 
 bool CaptureLogWriter::flush() {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace memscope::torch_capture {
@@ -21,13 +22,29 @@ public:
     bool flush();
     bool isOpen() const;
 
+    // Idle mode (`record --idle`, attach): the allocations alive are kept by
+    // address whether or not a log is open, so that a log opened later
+    // (openWithLive) starts with them, as allocations at `time`, and `top`
+    // can read their total.
+    void setTracking(bool on);
+    bool openWithLive(const std::string& path, int64_t time);
+    // Flushes and closes the log; tracking goes on. False if the flush failed.
+    bool close();
+    int64_t liveBytes() const;
+    int64_t liveCount() const;
+
 private:
+    bool openLocked(const std::string& path);
     bool flushLocked();
+    void appendLocked(int64_t time, uint64_t address, int64_t bytes);
 
     mutable std::mutex mutex_;
     int fd_ = -1;
     size_t committed_ = 0;  // bytes of whole records (and the header) on disk
     std::vector<char> buffer_;
+    bool tracking_ = false;
+    std::unordered_map<uint64_t, int64_t> live_;  // address -> bytes (tracking_)
+    int64_t live_bytes_ = 0;
 };
 
 }  // namespace memscope::torch_capture

@@ -76,6 +76,47 @@ __attribute__((visibility("default"))) int memscope_capture_start(const char* pa
     return 0;
 }
 
+// Idle mode (`record --idle`): installs the hook on the calling thread with no
+// log; the allocations alive are kept (by address) for a later
+// memscope_capture_open. 0 on success.
+__attribute__((visibility("default"))) int memscope_capture_install(void) {
+    using namespace memscope::torch_capture;
+    static bool installed = false;
+    if (installed) return 0;
+    writer().setTracking(true);
+    try {
+        c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE,
+                                         std::make_shared<CpuAllocationHook>());
+    } catch (...) {
+        writer().setTracking(false);
+        return -1;
+    }
+    installed = true;
+    return 0;
+}
+
+// Opens a log (an attach window) that starts with the allocations alive now;
+// -1 when it cannot be created or one is open already. Any thread.
+__attribute__((visibility("default"))) int memscope_capture_open(const char* path) {
+    using namespace memscope::torch_capture;
+    if (path == nullptr) return -1;
+    return writer().openWithLive(path, realtimeNanos()) ? 0 : -1;
+}
+
+// Flushes and closes the log a window opened; 0, or -1 when the flush failed.
+__attribute__((visibility("default"))) int memscope_capture_close(void) {
+    return memscope::torch_capture::writer().close() ? 0 : -1;
+}
+
+// The bytes of the CPU allocations alive (idle mode; 0 otherwise).
+__attribute__((visibility("default"))) int64_t memscope_capture_live_bytes(void) {
+    return memscope::torch_capture::writer().liveBytes();
+}
+
+__attribute__((visibility("default"))) int64_t memscope_capture_live_count(void) {
+    return memscope::torch_capture::writer().liveCount();
+}
+
 __attribute__((visibility("default"))) int memscope_capture_flush(void) {
     return memscope::torch_capture::writer().flush() ? 0 : -1;
 }

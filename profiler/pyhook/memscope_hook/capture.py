@@ -19,13 +19,44 @@ def _major_minor(version):
 
 
 class Capture:
-    def __init__(self, lib, path, warn):
+    def __init__(self, lib, path, warn, idle=False):
         self._lib = lib
         self.path = path
         self._warn = warn
         self._flush_failed = False
+        self.idle = idle           # installed with no log: windows open and close one
+        self.writing = not idle    # a log is open
+
+    def open_window(self, directory):
+        """Idle mode: start a log in `directory`, beginning with the CPU
+        allocations alive now (as allocations at this moment)."""
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, FILE_NAME)
+        if self._lib.memscope_capture_open(os.fsencode(path)) != 0:
+            self._warn("CPU tensors not captured in this window: memscope_capture_open failed")
+            return False
+        self.path = path
+        self.writing = True
+        self._flush_failed = False
+        return True
+
+    def close_window(self):
+        if not self.writing:
+            return
+        self.writing = False
+        if self._lib.memscope_capture_close() != 0:
+            self._warn("CPU capture: writing cpu-events.bin failed at the window's end")
+
+    def live_bytes(self):
+        """Idle mode: the bytes of the CPU tensors' allocations alive (c10's reports)."""
+        return int(self._lib.memscope_capture_live_bytes())
+
+    def live_count(self):
+        return int(self._lib.memscope_capture_live_count())
 
     def flush(self):
+        if not self.writing:
+            return
         rc = self._lib.memscope_capture_flush()
         if rc != 0 and not self._flush_failed:
             self._flush_failed = True
@@ -34,14 +65,17 @@ class Capture:
                        % rc)
 
     def has_data(self):
+        if self.idle and not self.writing and not os.path.exists(self.path or ""):
+            return False
         try:
             return os.path.getsize(self.path) > 0
         except OSError:
             return False
 
 
-def start(library, torch_version, directory, warn):
-    """Load and start the library; None (with a warning) where it cannot run."""
+def start(library, torch_version, directory, warn, idle=False):
+    """Load and start the library; None (with a warning) where it cannot run.
+    idle: install the hook with no log (windows open one later)."""
     if not library:
         return None
     if not os.path.isfile(library):
@@ -55,6 +89,17 @@ def start(library, torch_version, directory, warn):
         lib.memscope_capture_start.argtypes = [ctypes.c_char_p]
         lib.memscope_capture_flush.restype = ctypes.c_int
         lib.memscope_capture_flush.argtypes = []
+        if idle:
+            lib.memscope_capture_install.restype = ctypes.c_int
+            lib.memscope_capture_install.argtypes = []
+            lib.memscope_capture_open.restype = ctypes.c_int
+            lib.memscope_capture_open.argtypes = [ctypes.c_char_p]
+            lib.memscope_capture_close.restype = ctypes.c_int
+            lib.memscope_capture_close.argtypes = []
+            lib.memscope_capture_live_bytes.restype = ctypes.c_int64
+            lib.memscope_capture_live_bytes.argtypes = []
+            lib.memscope_capture_live_count.restype = ctypes.c_int64
+            lib.memscope_capture_live_count.argtypes = []
         built = (lib.memscope_capture_torch_version() or b"").decode("utf-8", "replace")
     except (OSError, AttributeError) as exc:
         warn("CPU tensors not captured: loading %s failed (%s)" % (library, exc))
@@ -63,6 +108,12 @@ def start(library, torch_version, directory, warn):
         warn("CPU tensors not captured: capture library built for torch %s, this process runs %s"
              % (built, torch_version))
         return None
+    if idle:
+        rc = lib.memscope_capture_install()
+        if rc != 0:
+            warn("CPU tensors not captured: memscope_capture_install returned %d" % rc)
+            return None
+        return Capture(lib, None, warn, idle=True)
     try:
         safe_files.process_folder(directory)
         path = os.path.join(directory, FILE_NAME)

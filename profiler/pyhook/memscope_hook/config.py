@@ -118,7 +118,7 @@ class Config:
     def __init__(self, output_dir, max_entries=DEFAULT_MAX_ENTRIES, capture_library=None,
                  rank=-1, local_rank=-1, warnings=(), steps=None, nvtx_range=None, ring=False,
                  signal_ack_fd=-1, module_depth=DEFAULT_MODULE_DEPTH, module_backward=False,
-                 tensor_roles=True):
+                 tensor_roles=True, idle=False):
         self.output_dir = output_dir
         self.max_entries = max_entries
         self.capture_library = capture_library
@@ -132,6 +132,7 @@ class Config:
         self.module_depth = module_depth        # module levels recorded; 0: no module scopes
         self.module_backward = module_backward  # backward scopes (global backward hooks, 2.0+)
         self.tensor_roles = tensor_roles        # log what parameters, gradients, state, inputs are
+        self.idle = idle        # attachable, recording nothing until a window opens (attach)
 
     @property
     def gated(self):
@@ -183,6 +184,16 @@ class Config:
                 module_depth = DEFAULT_MODULE_DEPTH
                 warnings.append("MEMSCOPE_MODULE_DEPTH=%r is not a number of levels from 0 (off) "
                                 "to %d; using %d" % (raw, MAX_MODULE_DEPTH, DEFAULT_MODULE_DEPTH))
+        idle = False
+        raw = env.get("MEMSCOPE_IDLE", "")
+        if raw == "1":
+            idle = True
+            if steps is not None or nvtx_range is not None:
+                warnings.append("MEMSCOPE_IDLE=1 with a capture range: the range is ignored; "
+                                "windows are opened by memscope-cli attach")
+                steps = nvtx_range = None
+        elif raw not in ("", "0"):
+            warnings.append("MEMSCOPE_IDLE=%r is not 0 or 1; recording the whole run" % raw)
         tensor_roles = True
         raw = env.get("MEMSCOPE_TENSOR_ROLES", "")
         if raw and parse_tensor_roles(raw) is not None:
@@ -191,7 +202,7 @@ class Config:
             warnings.append("MEMSCOPE_TENSOR_ROLES=%r is not 0 or 1; recording tensor roles"
                             % raw)
         return cls(output_dir=os.path.abspath(out),
-                   tensor_roles=tensor_roles,
+                   tensor_roles=tensor_roles, idle=idle,
                    module_depth=module_depth,
                    module_backward=env.get("MEMSCOPE_MODULE_BACKWARD", "") == "1",
                    steps=steps, nvtx_range=nvtx_range,

@@ -112,6 +112,17 @@ class Recorder:
             record = dict(record, seq=self._seq)
             self._pending.append(record)
 
+    def current(self):
+        """(step, phase): the open step's number (None between steps) and the
+        innermost open phase (None when none is)."""
+        with self._lock:
+            phase = None
+            for kind in _INNER:   # the most nested first (recompute inside backward)
+                if kind in self._open:
+                    phase = kind
+                    break
+            return (self.step if self._step_open else None), phase
+
     def drain(self):
         """The records logged since the last drain, in order (dicts)."""
         with self._lock:

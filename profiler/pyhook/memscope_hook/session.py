@@ -17,8 +17,8 @@ import sys
 import threading
 import time
 
-from . import (capture, capture_range, history, log, modules, output, phases, profiler_watch,
-               signals, tensor_roles, torch_hooks)
+from . import (attach, capture, capture_range, control, history, log, modules, output, phases,
+               profiler_watch, signals, tensor_roles, torch_hooks)
 
 FLUSH_INTERVAL_S = 1.0
 
@@ -36,6 +36,10 @@ class Session:
         self._printed_profiler = False
         self._lock = threading.RLock()
         self._flusher = None
+        self.idle = cfg.idle            # attachable: records only inside windows (attach.py)
+        self.windows = attach.Windows(self)
+        self.control = None
+        self._modules_wanted = False
         self._bind_pid()
         self.rec = phases.Recorder(on_step_opened=self._step_opened,
                                    on_step_closed=self._step_closed,
@@ -46,7 +50,8 @@ class Session:
                       if cfg.tensor_roles else None)
         self.log = log.HookLog(self.dir, self.warn)
         self.history = history.History(torch, cfg.max_entries, self.dir, self.warn,
-                                       gated=cfg.gated, ring=cfg.ring, on_oom=self._oom)
+                                       gated=cfg.gated or cfg.idle, ring=cfg.ring,
+                                       on_oom=self._oom)
         self.range = capture_range.CaptureRange(cfg, self.history, self.rec.note, self.rec)
 
     def _bind_pid(self):
@@ -64,7 +69,7 @@ class Session:
         # The CPU capture first: it should see the first tensor the program makes.
         try:
             self.capture = capture.start(self.cfg.capture_library, self.torch.__version__,
-                                         self.dir, self.warn)
+                                         self.dir, self.warn, idle=self.idle)
         except Exception as exc:
             self.warn("CPU tensors not captured: %s: %s" % (type(exc).__name__, exc))
         self.hooks = torch_hooks.install(self.torch, self.rec, self.warn,
@@ -73,6 +78,8 @@ class Session:
                                          module_backward=self.cfg.module_backward,
                                          roles=self.roles)
         self.hooks["tensor_roles"] = self._roles_hook()
+        if self.idle:
+            self._quiet()
         try:
             self.history.install()
         except Exception as exc:
@@ -83,6 +90,132 @@ class Session:
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._forked)
         self._start_flusher()
+        if self.idle:
+            self.start_control()
+
+    def start_control(self):
+        """Serve the control socket (attach, detach, top)."""
+        if self.control is None:
+            self.control = control.ControlServer(self.cfg.output_dir, self.pid,
+                                                 self.handle_control, self.warn)
+            if not self.control.start():
+                self.control = None
+        return self.control is not None
+
+    # ----------------------------------------------------------- attach windows
+    def _quiet(self):
+        """Idle: module scopes and tensor roles off (the phases still count steps)."""
+        self.modules.depth = 0
+        self._modules_wanted = False
+        if self.roles is not None:
+            self.roles.enabled = False
+
+    def modules_wanted(self):
+        return self._modules_wanted
+
+    def modules_on(self):
+        """From a step's start (no module stack is half built then)."""
+        self._modules_wanted = False
+        self.modules.reset()    # the window's log defines its modules again
+        self.modules.depth = self.cfg.module_depth
+
+    def _discard(self):
+        self.modules.drain()
+        self.rec.drain()
+
+    def range_note(self, on, what):
+        self.rec.note(dict(t="capture", on=on, time_ns=time.time_ns(), **what))
+
+    def begin_window(self, directory, modules_now):
+        """attach.Windows: start recording into `directory` (a process folder)."""
+        with self._lock:
+            self._discard()
+            self.dir = directory
+            self.file = output.HookFile(directory)
+            self.log = log.HookLog(directory, self.warn)
+            self.history.directory = directory
+            self.history.files = []
+            self._wrote = False
+            self._exit_reason = None
+            self.window_started_ns = time.time_ns()
+            if self.capture is not None and self.capture.idle:
+                self.capture.open_window(directory)
+            if self.roles is not None:
+                self.roles.reset()
+                self.roles.enabled = True
+            if modules_now:
+                self.modules_on()
+            else:
+                self._modules_wanted = self.cfg.module_depth > 0
+            try:
+                self.history.switch_on()
+            except Exception as exc:
+                self.warn("switching the allocator history on failed: %s: %s"
+                          % (type(exc).__name__, exc))
+            self._safe_write("running", complete=False)
+
+    def end_window(self, exit_reason):
+        """The window ends: dump, write everything complete, back to idle."""
+        with self._lock:
+            try:
+                self.history.switch_off()
+            except Exception as exc:
+                self.warn("allocator history dump at the window's end failed: %s: %s"
+                          % (type(exc).__name__, exc))
+            self._safe_write(exit_reason, complete=True)
+            if self.capture is not None and self.capture.idle:
+                self.capture.close_window()
+            self._quiet()
+
+    def handle_control(self, cmd, args):
+        """A request from the control socket (already checked by control.py)."""
+        if cmd == "status":
+            return dict(ok=True, **self.status())
+        if cmd == "start":
+            root = os.path.join(self.cfg.output_dir, attach.ATTACH_FOLDER, args["window"])
+            why = self.windows.start(args["window"], root, steps=args.get("steps"),
+                                     seconds=args.get("seconds"))
+            if why is not None:
+                return {"ok": False, "error": why}
+            return dict(ok=True, **self.windows.describe())
+        if cmd == "stop":
+            stopped = self.windows.stop()
+            return dict(ok=True, stopped=stopped, **self.windows.describe())
+        return {"ok": False, "error": "unknown command"}
+
+    def status(self):
+        """What `top` and `attach` see: where the job is and what it holds."""
+        step, phase = self.rec.current()
+        out = {"pid": self.pid, "rank": self.cfg.rank, "local_rank": self.cfg.local_rank,
+               "argv": [str(a) for a in sys.argv][:16], "output_dir": self.cfg.output_dir,
+               "time_ns": time.time_ns(), "step": step, "phase": phase,
+               "torch": str(self.torch.__version__)}
+        out.update(self.windows.describe())
+        out["memory"] = self._memory()
+        return out
+
+    def _memory(self):
+        """Live and reserved bytes, each with its source."""
+        mem = {}
+        cuda = getattr(self.torch, "cuda", None)
+        try:
+            if cuda is not None and cuda.is_initialized():
+                mem["cuda"] = {"live": int(cuda.memory_allocated()),
+                               "reserved": int(cuda.memory_reserved()),
+                               "peak": int(cuda.max_memory_allocated()),
+                               "source": "torch.cuda.memory_allocated/memory_reserved "
+                                         "(this process's current device)"}
+        except Exception:
+            pass
+        if self.capture is not None and self.capture.idle:
+            try:
+                mem["cpu"] = {"live": self.capture.live_bytes(),
+                              "tensors": self.capture.live_count(),
+                              "source": "c10 CPU allocator reports counted by memscope's "
+                                        "capture library (no caching: reserved = live)"}
+            except Exception:
+                pass
+        return mem
 
     def _roles_hook(self):
         """hook.json's hooks.tensor_roles: what the role records come from."""
@@ -113,6 +246,10 @@ class Session:
             self._exit_reason = None
             self._wrote = False
             self._flusher = None
+            self.windows.after_fork()
+            if self.control is not None:
+                self.control.forget()   # the socket answers for the parent
+                self.control = None
             self._start_flusher()
         except Exception:
             pass
@@ -137,13 +274,17 @@ class Session:
     # ------------------------------------------------------------- callbacks
     def _step_opened(self, step):
         self.range.step_opened(step)
+        self.windows.step_opened(step)
         # The first step: leave a hook.json behind in case of SIGKILL.
-        if not self._wrote:
+        if not self._wrote and self.recording:
             self._safe_write("running", complete=False)
 
     def _step_closed(self, step):
         dumps = len(self.history.files)
         self.range.step_closed(step)
+        self.windows.step_closed(step)
+        if not self.recording:
+            return
         try:
             self.history.maybe_dump()
         except Exception as exc:
@@ -170,6 +311,11 @@ class Session:
         self._exit_reason = reason
 
     # ----------------------------------------------------------------- output
+    @property
+    def recording(self):
+        """Not idle, or inside a window."""
+        return not self.idle or self.windows.recording
+
     def _has_content(self):
         return (self.rec.has_phases() or bool(self.history.files)
                 or (self.capture is not None and self.capture.has_data()))
@@ -178,6 +324,9 @@ class Session:
         """Phases closed since the last flush go to the log; the CPU capture
         writes its buffer."""
         with self._lock:
+            if not self.recording:
+                self._discard()
+                return
             if self.capture is not None:
                 try:
                     self.capture.flush()
@@ -211,7 +360,9 @@ class Session:
             "open_phases": list(open_phases),
             "modules": self.modules.describe(self.hooks.get("module_backward")),
             "open_module_scopes": list(open_scopes),  # [start_ns, end_ns, id, kind]
-            "capture": self.cfg.capture_document(),
+            "capture": (self.windows.capture_document() if self.idle
+                        else self.cfg.capture_document()),
+            "window": (self.windows.window or {}).get("id") if self.idle else None,
             "histories": list(self.history.files),
             "history": self.history.describe(),
             "cpu_events": {"file": capture.FILE_NAME} if self.capture is not None else None,
@@ -229,6 +380,8 @@ class Session:
 
     def write(self, exit_reason, complete):
         with self._lock:
+            if not self.recording:
+                return
             self.flush()
             if not self._has_content():
                 self.file.remove_if_empty()
@@ -254,6 +407,14 @@ class Session:
         with signals.deferred():
             if self._exit_reason is None or reason != "atexit":
                 self._exit_reason = reason
+            if self.idle:
+                # A window open at exit is finished as its end would finish it.
+                with self._lock:
+                    if self.windows.recording:
+                        self.windows.exited(self._exit_reason)
+                    if reason in ("atexit", "SIGTERM") and self.control is not None:
+                        self.control.close()
+                return
             try:
                 self.history.dump()
             except Exception as exc:

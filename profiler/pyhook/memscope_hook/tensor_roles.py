@@ -81,6 +81,7 @@ class TensorRoles:
         self._note = note
         self._clock = clock or time.time_ns
         self._is_tensor = is_tensor or _duck_tensor
+        self.enabled = True    # False while an attachable process records nothing
         self.reset()
 
     def reset(self):
@@ -119,7 +120,7 @@ class TensorRoles:
         step inside backward)."""
         if self._backward_depth > 0:
             self._backward_depth -= 1
-        if self._backward_depth or self._optimizer_seen:
+        if self._backward_depth or self._optimizer_seen or not self.enabled:
             return
         t = self._clock()
         grads = []
@@ -136,6 +137,8 @@ class TensorRoles:
     def optimizer_pre(self, optimizer):
         """An optimizer step starts: the gradients it is about to read."""
         self._optimizer_seen = True
+        if not self.enabled:
+            return
         t = self._clock()
         grads = []
         for group in optimizer.param_groups:
@@ -149,6 +152,8 @@ class TensorRoles:
         """An optimizer step ended: its state (any Optimizer subclass keeps
         it in optimizer.state[param], a dict of tensors and numbers; lists of
         tensors are looked into once, as LBFGS keeps them)."""
+        if not self.enabled:
+            return
         t = self._clock()
         state = []
         for per_param in list(optimizer.state.values()):

@@ -49,6 +49,11 @@ inline constexpr int kDefaultModuleDepth = 6;  // config.py's DEFAULT_MODULE_DEP
 // logging what the tensors it sees are (parameters, gradients, optimizer
 // state, inputs), so that every category is inferred again. On by default.
 inline constexpr const char* kTensorRoles = "MEMSCOPE_TENSOR_ROLES";
+// Attachable and idle (memscope-cli record --idle): "1" loads the hook but
+// records nothing (no allocator history, module scopes, tensor roles or CPU
+// log) until `memscope-cli attach` opens a window over the process's control
+// socket; phases are still counted, so that windows use the job's steps.
+inline constexpr const char* kIdle = "MEMSCOPE_IDLE";
 // The write end of a pipe `record` keeps open: the hook makes it Python's
 // signal wakeup fd, so each signal the process receives writes its number
 // there at once. `record` forwards a signal only when no such byte arrives
@@ -67,7 +72,7 @@ inline constexpr const char* kAllocConfNew = "PYTORCH_ALLOC_CONF";
 // config.py's DEFAULT_MODULE_DEPTH.
 inline constexpr std::array kHookVariables{
     kHook,         kOutputDir,   kCaptureLibrary, kHistoryEntries, kHistoryRing, kSteps,
-    kCaptureRange, kModuleDepth, kModuleBackward, kSignalAckFd,    kTensorRoles,
+    kCaptureRange, kModuleDepth, kModuleBackward, kSignalAckFd,    kTensorRoles, kIdle,
 };
 
 // File names: memscope-<pid>[-rank<R>][-local<L>].memscope

@@ -35,6 +35,9 @@ Command addWhatIf(CLI::App& parent);
 Command addDigest(CLI::App& parent);
 Command addStacks(CLI::App& parent);
 Command addLeaks(CLI::App& parent);
+Command addAttach(CLI::App& parent);
+Command addDetach(CLI::App& parent);
+Command addTop(CLI::App& parent);
 
 // A size option's validator: "7.5GiB", "800MB", plain bytes.
 CLI::Validator byteSizeValidator();

@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
     app.get_formatter()->column_width(34);
     const std::vector<Command> commands = {addSummary(app), addCompare(app), addCheck(app),
                                            addConvert(app), addRecord(app),  addWhatIf(app),
-                                           addDigest(app),  addStacks(app),  addLeaks(app)};
+                                           addDigest(app),  addStacks(app),  addLeaks(app),
+                                           addAttach(app),  addDetach(app),  addTop(app)};
     // The command after `record` keeps its own options away from CLI11.
     std::vector<std::string> args(argv + 1, argv + argc);
     if (!args.empty() && args.front() == "record") {

@@ -48,6 +48,7 @@ struct RecordOptions {
     int module_depth = env::kDefaultModuleDepth;  // module levels recorded; 0: none
     bool module_backward = false;
     bool no_tensor_roles = false;  // categories inferred, not recorded
+    bool idle = false;             // attachable, recording nothing until `attach`
     std::vector<std::string> command;
     std::string merge;  // --merge DIR: finish what a run left there, run nothing
     bool output_given = false;
@@ -147,10 +148,15 @@ Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
     in.set.emplace_back(env::kOutputDir, dir.string());
 
     std::vector<fs::path> tried_cupti;
-    const auto found_cupti = findShipped(env::kLibraryOverride,
-                                         libraryPlaces("libmemscope_cupti.so"), tried_cupti, false);
-    if (!found_cupti) return found_cupti.error();
-    const std::optional<fs::path>& cupti = *found_cupti;
+    // Idle: the tracer would record the whole run; windows come from the
+    // allocator history, which the hook switches on and off.
+    std::optional<fs::path> cupti;
+    if (!o.idle) {
+        const auto found_cupti = findShipped(
+            env::kLibraryOverride, libraryPlaces("libmemscope_cupti.so"), tried_cupti, false);
+        if (!found_cupti) return found_cupti.error();
+        cupti = *found_cupti;
+    }
     if (cupti) {
         in.cupti = true;
         in.set.emplace_back(env::kCudaInjection, cupti->string());
@@ -203,6 +209,11 @@ Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
         in.set.emplace_back(env::kModuleDepth, std::to_string(o.module_depth));
         if (o.module_backward) in.set.emplace_back(env::kModuleBackward, "1");
         if (o.no_tensor_roles) in.set.emplace_back(env::kTensorRoles, "0");
+        if (o.idle) in.set.emplace_back(env::kIdle, "1");
+    } else if (o.idle) {
+        return makeError(
+            "--idle needs the Python hook (it serves attach's control socket); drop "
+            "--no-python-hook");
     } else if (!o.steps.empty() || !o.capture_range.empty()) {
         return makeError(
             "--steps and --capture-range need the Python hook (they count steps "
@@ -226,7 +237,7 @@ Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
         for (const fs::path& p : tried_hook) message += " " + p.string();
         std::fprintf(stderr, "%s\n", message.c_str());
     }
-    if (!in.cupti)
+    if (!in.cupti && !o.idle)
         std::fprintf(stderr,
                      "memscope-cli record: the CUPTI tracer was not found (built without a CUDA "
                      "toolkit?): recording PyTorch's allocator history, CPU allocations and "
@@ -267,6 +278,13 @@ int run(const RecordOptions& o) {
     if (o.command.empty()) {
         std::fprintf(stderr,
                      "memscope-cli record: no command given (see memscope-cli record --help)\n");
+        return kRecordNotRun;
+    }
+    if (o.idle && (!o.steps.empty() || !o.capture_range.empty())) {
+        std::fprintf(stderr,
+                     "memscope-cli record: --idle records nothing until memscope-cli attach "
+                     "opens a window; it takes no --steps or --capture-range (attach --steps N "
+                     "chooses the steps)\n");
         return kRecordNotRun;
     }
     std::error_code ec;
@@ -322,6 +340,7 @@ int run(const RecordOptions& o) {
         std::fprintf(stderr, "memscope-cli record: %s\n", exit_code.message().c_str());
         return kRecordNotRun;
     }
+    if (o.idle) return finishIdleRun(recorded, *exit_code);
     return finishRecordedRun(recorded, *exit_code);
 }
 
@@ -383,6 +402,10 @@ Command addRecord(CLI::App& parent) {
     app->add_flag("--no-tensor-roles", o->no_tensor_roles,
                   "do not record which tensors are parameters, gradients, optimizer state and "
                   "inputs (their categories are then inferred)");
+    app->add_flag("--idle", o->idle,
+                  "load the hook but record nothing: `memscope-cli attach DIR` records windows "
+                  "of the running job (--steps N, --seconds S), `memscope-cli top DIR` shows it "
+                  "live");
     app->add_flag("--tensor-level", o->tensor_level,
                   "programs without PyTorch: caching allocator off (changes the program)");
     app->add_flag("--stacks", o->stacks, "host stack at each cudaMalloc (CUPTI callbacks)");

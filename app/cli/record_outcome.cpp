@@ -8,6 +8,7 @@
 #include <optional>
 #include <string_view>
 
+#include "attach_windows.h"
 #include "cli_common.h"
 #include "memscope/base/file_io.h"
 #include "memscope/base/text_escape.h"
@@ -136,6 +137,27 @@ int finishRecordedRun(const RecordedRun& run, int command_exit) {
     // The command's own exit code comes first; a failed merge is ours.
     if (command_exit != 0) return command_exit;
     return done.unfinished.empty() ? 0 : kRecordingFailed;
+}
+
+int finishIdleRun(const RecordedRun& run, int command_exit) {
+    std::fflush(stdout);
+    const WindowFinish left = finishLeftWindows(run.dir, kTag);
+    for (const std::string& e : left.errors) std::fprintf(stderr, "%s: %s\n", kTag, e.c_str());
+    std::error_code ec;
+    fs::remove(run.dir / ".memscope-control", ec);  // only when empty
+    fs::remove(run.dir / kHookFolderName, ec);
+    const std::vector<fs::path> files = newTraceFiles(run.dir, run.before);
+    if (!files.empty()) {
+        printTraces(run.dir, files);
+    } else {
+        std::fprintf(stderr,
+                     "%s: --idle: no window was recorded; no trace written to %s (record one "
+                     "while the job runs: memscope-cli attach %s --steps N)\n",
+                     kTag, run.dir.c_str(), run.dir.c_str());
+        if (run.created_dir) fs::remove(run.dir, ec);
+    }
+    if (command_exit != 0) return command_exit;
+    return left.errors.empty() ? 0 : kRecordingFailed;
 }
 
 int mergeLeftParts(const fs::path& given) {

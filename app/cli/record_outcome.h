@@ -29,6 +29,12 @@ struct RecordedRun {
 // command's own, else kRecordingFailed when a merge failed, else 0.
 int finishRecordedRun(const RecordedRun& run, int command_exit);
 
+// The same for `record --idle`: the windows attach left unmerged (attach
+// killed, a job that exited mid-window) are merged; what the windows wrote is
+// listed. Returns the command's exit code, else kRecordingFailed when a merge
+// failed, else 0.
+int finishIdleRun(const RecordedRun& run, int command_exit);
+
 // `record --merge DIR`: finishes what a run left unmerged in DIR. 0 when all
 // of it was merged, kRecordingFailed when something could not be,
 // kMergeUsageError when DIR is missing or holds nothing to merge.

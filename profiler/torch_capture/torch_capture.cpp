@@ -95,12 +95,15 @@ __attribute__((visibility("default"))) int memscope_capture_install(void) {
     return 0;
 }
 
-// Opens a log (an attach window) that starts with the allocations alive now;
-// -1 when it cannot be created or one is open already. Any thread.
-__attribute__((visibility("default"))) int memscope_capture_open(const char* path) {
+// Opens a log (an attach window) that starts with the allocations alive now,
+// logged at `time_ns` (0: now; a step window gives the instant before its
+// step began, so that they count as alive when it begins); -1 when it cannot
+// be created or one is open already. Any thread.
+__attribute__((visibility("default"))) int memscope_capture_open(const char* path,
+                                                                 int64_t time_ns) {
     using namespace memscope::torch_capture;
     if (path == nullptr) return -1;
-    return writer().openWithLive(path, realtimeNanos()) ? 0 : -1;
+    return writer().openWithLive(path, time_ns > 0 ? time_ns : realtimeNanos()) ? 0 : -1;
 }
 
 // Flushes and closes the log a window opened; 0, or -1 when the flush failed.

@@ -141,8 +141,11 @@ class Windows:
         w = self.window
         w["state"] = "on"
         w["started_ns"] = time.time_ns()
+        # A step window's CPU allocations alive at its start are logged just
+        # before its step began: the merge carries them in as alive then.
+        alive_ns = s.rec.open_step_start() - 1 if step is not None else 0
         s.begin_window(os.path.join(w["root"], ".memscope-hook", str(s.pid)),
-                       modules_now=step is not None)
+                       modules_now=step is not None, alive_ns=max(alive_ns, 0))
         what = {"window": w["id"]}
         if step is not None:
             what["step"] = step

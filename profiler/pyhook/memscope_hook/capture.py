@@ -27,12 +27,12 @@ class Capture:
         self.idle = idle           # installed with no log: windows open and close one
         self.writing = not idle    # a log is open
 
-    def open_window(self, directory):
+    def open_window(self, directory, alive_ns=0):
         """Idle mode: start a log in `directory`, beginning with the CPU
-        allocations alive now (as allocations at this moment)."""
+        allocations alive now, logged at alive_ns (0: now)."""
         os.makedirs(directory, exist_ok=True)
         path = os.path.join(directory, FILE_NAME)
-        if self._lib.memscope_capture_open(os.fsencode(path)) != 0:
+        if self._lib.memscope_capture_open(os.fsencode(path), int(alive_ns)) != 0:
             self._warn("CPU tensors not captured in this window: memscope_capture_open failed")
             return False
         self.path = path
@@ -93,7 +93,7 @@ def start(library, torch_version, directory, warn, idle=False):
             lib.memscope_capture_install.restype = ctypes.c_int
             lib.memscope_capture_install.argtypes = []
             lib.memscope_capture_open.restype = ctypes.c_int
-            lib.memscope_capture_open.argtypes = [ctypes.c_char_p]
+            lib.memscope_capture_open.argtypes = [ctypes.c_char_p, ctypes.c_int64]
             lib.memscope_capture_close.restype = ctypes.c_int
             lib.memscope_capture_close.argtypes = []
             lib.memscope_capture_live_bytes.restype = ctypes.c_int64

@@ -112,6 +112,11 @@ class Recorder:
             record = dict(record, seq=self._seq)
             self._pending.append(record)
 
+    def open_step_start(self):
+        """The start (ns) of the open step, else 0."""
+        with self._lock:
+            return self._step_start if self._step_open else 0
+
     def current(self):
         """(step, phase): the open step's number (None between steps) and the
         innermost open phase (None when none is)."""

@@ -126,7 +126,7 @@ class Session:
     def range_note(self, on, what):
         self.rec.note(dict(t="capture", on=on, time_ns=time.time_ns(), **what))
 
-    def begin_window(self, directory, modules_now):
+    def begin_window(self, directory, modules_now, alive_ns=0):
         """attach.Windows: start recording into `directory` (a process folder)."""
         with self._lock:
             self._discard()
@@ -139,7 +139,7 @@ class Session:
             self._exit_reason = None
             self.window_started_ns = time.time_ns()
             if self.capture is not None and self.capture.idle:
-                self.capture.open_window(directory)
+                self.capture.open_window(directory, alive_ns)
             if self.roles is not None:
                 self.roles.reset()
                 self.roles.enabled = True

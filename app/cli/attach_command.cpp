@@ -10,6 +10,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -153,7 +154,19 @@ int runAttach(const AttachOptions& o) {
         if (all) break;
         sleepMs(100);
     }
-    const WindowFinish done = finishAttachWindow(dir, id, kTag);
+    WindowFinish done = finishAttachWindow(dir, id, kTag);
+    if (!done.found) {
+        // The job ended with the window open, and `record --idle` merged it
+        // first (it holds the lock while it does): its traces are in dir.
+        std::error_code ec;
+        const std::string suffix = "-" + id + ".memscope";
+        for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+            if (it->path().filename().string().ends_with(suffix)) {
+                done.found = true;
+                done.traces.push_back(it->path());
+            }
+        std::sort(done.traces.begin(), done.traces.end());
+    }
     if (!done.found || (done.traces.empty() && done.errors.empty())) {
         std::fprintf(stderr,
                      "%s: nothing was recorded in window %s (the job ended or the window was "
@@ -218,11 +231,17 @@ void printFrame(const std::vector<JobProcess>& job) {
         const std::string live = cuda ? bytesOr(s.cuda_live) : bytesOr(s.cpu_live);
         const std::string reserved = cuda ? bytesOr(s.cuda_reserved) : bytesOr(s.cpu_live);
         const std::string tensors = s.cpu_tensors ? std::to_string(*s.cpu_tensors) : "-";
+        // Between steps: the last step that ended, and the phase says so.
+        const std::string step = s.step             ? std::to_string(*s.step)
+                                 : s.steps_done > 0 ? std::to_string(s.steps_done - 1)
+                                                    : "-";
+        const std::string phase = !s.phase.empty()   ? s.phase
+                                  : s.step           ? "step"
+                                  : s.steps_done > 0 ? "after-step"
+                                                     : "-";
         std::printf("%-8d %-5s %-7s %-10s %-11s %-11s %-10s %s\n", int(p.pid),
-                    s.rank >= 0 ? std::to_string(s.rank).c_str() : "-",
-                    s.step ? std::to_string(*s.step).c_str() : "-",
-                    s.phase.empty() ? "-" : s.phase.c_str(), live.c_str(), reserved.c_str(),
-                    tensors.c_str(),
+                    s.rank >= 0 ? std::to_string(s.rank).c_str() : "-", step.c_str(), phase.c_str(),
+                    live.c_str(), reserved.c_str(), tensors.c_str(),
                     s.window.empty() ? "-" : (s.window + " (" + s.window_state + ")").c_str());
     }
     const bool any_cuda =

@@ -232,6 +232,7 @@ Result<ControlStatus> parseStatus(const std::string& reply) {
     s.local_rank = int(int64Member(d, "local_rank").value_or(-1));
     s.output_dir = stringMember(d, "output_dir");
     s.step = int64Member(d, "step");
+    s.steps_done = int64Member(d, "steps_done").value_or(0);
     s.phase = stringMember(d, "phase");
     s.time_ns = int64Member(d, "time_ns").value_or(0);
     if (auto w = d.FindMember("window"); w != d.MemberEnd() && w->value.IsObject()) {

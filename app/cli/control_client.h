@@ -28,6 +28,7 @@ struct ControlStatus {
     int local_rank = -1;
     std::string output_dir;
     std::optional<int64_t> step;    // the open step, if one is open
+    int64_t steps_done = 0;         // steps that ended (the last: steps_done - 1)
     std::string phase;              // the innermost open phase, "" if none
     std::string window;             // the window armed or open, "" if none
     std::string window_state;       // "armed" | "on"

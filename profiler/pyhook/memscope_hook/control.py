@@ -55,14 +55,21 @@ COMMANDS = {
 REQUIRED = {"start": ("window",)}
 
 
+def _no_duplicates(pairs):
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a key given twice")
+    return dict(pairs)
+
+
 def parse_request(line):
     """(command, arguments) from one request line (bytes, no newline), or
     raises ValueError saying why it is refused."""
     if len(line) > MAX_LINE:
         raise ValueError("request longer than %d bytes" % MAX_LINE)
     try:
-        request = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        request = json.loads(line.decode("utf-8"), object_pairs_hook=_no_duplicates)
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise ValueError("request is not one JSON object on one line")
     if not isinstance(request, dict):
         raise ValueError("request is not a JSON object")

@@ -119,7 +119,8 @@ class Recorder:
 
     def current(self):
         """(step, phase): the open step's number (None between steps) and the
-        innermost open phase (None when none is)."""
+        innermost open phase (None when none is). The last step that closed
+        is self.step - 1."""
         with self._lock:
             phase = None
             for kind in _INNER:   # the most nested first (recompute inside backward)

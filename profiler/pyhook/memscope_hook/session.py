@@ -189,6 +189,7 @@ class Session:
         out = {"pid": self.pid, "rank": self.cfg.rank, "local_rank": self.cfg.local_rank,
                "argv": [str(a) for a in sys.argv][:16], "output_dir": self.cfg.output_dir,
                "time_ns": time.time_ns(), "step": step, "phase": phase,
+               "steps_done": self.rec.step,
                "torch": str(self.torch.__version__)}
         out.update(self.windows.describe())
         out["memory"] = self._memory()

@@ -12,10 +12,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -292,6 +295,24 @@ int lockFile(const fs::path& file) {
     return fd;
 }
 
+// A window whose process is alive and has not written its hook.json complete:
+// still recording (attach merges it when it ends).
+bool windowBeingWritten(const fs::path& root) {
+    std::error_code ec;
+    for (fs::directory_iterator it(root / kHookFolderName, ec), end; !ec && it != end;
+         it.increment(ec)) {
+        int64_t pid = 0;
+        const std::string name = it->path().filename().string();
+        auto [p, err] = std::from_chars(name.data(), name.data() + name.size(), pid);
+        if (err != std::errc() || pid <= 0 || pid > INT32_MAX || !processAlive(pid_t(pid)))
+            continue;
+        std::ifstream in(it->path() / "hook.json");
+        const std::string text((std::istreambuf_iterator<char>(in)), {});
+        if (text.find("\"complete\": true") == std::string::npos) return true;
+    }
+    return false;
+}
+
 }  // namespace
 
 WindowFinish finishAttachWindow(const fs::path& dir, const std::string& id, const char* tag) {
@@ -341,7 +362,8 @@ WindowFinish finishLeftWindows(const fs::path& dir, const char* tag) {
     std::error_code ec;
     for (fs::directory_iterator it(dir / kAttachFolderName, ec), end; !ec && it != end;
          it.increment(ec))
-        if (it->is_directory(ec)) ids.push_back(it->path().filename().string());
+        if (it->is_directory(ec) && !windowBeingWritten(it->path()))
+            ids.push_back(it->path().filename().string());
     std::sort(ids.begin(), ids.end());
     for (const std::string& id : ids) {
         WindowFinish one = finishAttachWindow(dir, id, tag);

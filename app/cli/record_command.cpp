@@ -210,6 +210,8 @@ Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
         if (o.module_backward) in.set.emplace_back(env::kModuleBackward, "1");
         if (o.no_tensor_roles) in.set.emplace_back(env::kTensorRoles, "0");
         if (o.idle) in.set.emplace_back(env::kIdle, "1");
+        if (const fs::path self = thisProgramsFolder() / "memscope-cli"; fs::exists(self))
+            in.set.emplace_back(env::kCli, self.string());
     } else if (o.idle) {
         return makeError(
             "--idle needs the Python hook (it serves attach's control socket); drop "

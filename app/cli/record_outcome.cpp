@@ -180,6 +180,15 @@ int mergeLeftParts(const fs::path& given) {
                          own.message().c_str());
             return kRecordingFailed;
         }
+    // Windows of attach or memscope.start() left unmerged (those still being
+    // written by a live process are left alone).
+    const WindowFinish windows = finishLeftWindows(dir, kTag);
+    for (const std::string& e : windows.errors)
+        std::fprintf(stderr, "%s --merge: %s\n", kTag, e.c_str());
+    if (windows.found && unmergedProcesses(dir.string()).empty()) {
+        if (!windows.traces.empty()) printTraces(dir, windows.traces);
+        return windows.errors.empty() ? 0 : kRecordingFailed;
+    }
     if (unmergedProcesses(dir.string()).empty()) {
         std::fprintf(stderr,
                      "%s --merge: nothing to merge in %s: it holds no parts of a recording (%s/"

@@ -22,6 +22,10 @@ usage: record_attach_test.py MEMSCOPE_CLI CASE
             an error; nothing starts; sockets 0600 in a 0700 folder
   idle      record --idle with no attach: no trace, nothing left behind, the
             job's exit code and output unchanged
+  api       the in-process API without record (record_scripts/train_api.py):
+            memscope.attachable() makes a socket, `with memscope.recording(OUT,
+            steps=2)` and start()/stop() each leave one merged trace of whole
+            steps, numbered from the first call
 
 Skips (77) without a python3 that imports torch. Every wait is bounded.
 """
@@ -410,9 +414,37 @@ def case_idle(cli, py, tmp):
     print("ok  record --idle alone: no trace, nothing left, output unchanged")
 
 
+def case_api(cli, py, tmp):
+    out = os.path.join(tmp, "api")
+    hook = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(cli)), "..", "share",
+                                         "memscope", "pyhook"))
+    env = env_without_xdg()
+    env["PYTHONPATH"] = hook
+    env["MEMSCOPE_CLI"] = os.path.abspath(cli)
+    p = run([py, os.path.join(HERE, "record_scripts", "train_api.py"), out], env=env,
+            timeout=120)
+    if p.returncode != 0 or "trained" not in p.stdout:
+        fail("train_api.py exited %d\n%s\n%s" % (p.returncode, p.stdout, p.stderr))
+    lines = p.stdout.splitlines()
+    sock = [l.split(" ", 1)[1] for l in lines if l.startswith("socket ")]
+    if not sock or not sock[0].endswith(".sock"):
+        fail("attachable() made no socket: %s\n%s" % (lines, p.stderr))
+    written = [l.split(" ", 1)[1] for l in lines if l.startswith("trace ")]
+    if len(written) != 2 or sorted(written) != traces(out):
+        fail("expected the two traces printed to be the folder's: %s vs %s"
+             % (written, os.listdir(out)))
+    check_whole_steps(summary(cli, written[0]), 3, 2, "recording(steps=2)")
+    check_whole_steps(summary(cli, written[1]), 7, 2, "start()/stop()")
+    leftovers = [f for f in os.listdir(out) if f.startswith(".")]
+    if leftovers:
+        fail("left in %s: %s" % (out, leftovers))
+    print("ok  in-process API: recording(steps=2) -> steps 3-4, start/stop -> steps 7-8")
+
+
 CASES = {"steps": case_steps, "seconds": case_seconds, "detach": case_detach,
          "interrupt": lambda c, p, t: case_detach(c, p, t, interrupt=True),
-         "exit": case_exit, "pid": case_pid, "hostile": case_hostile, "idle": case_idle}
+         "exit": case_exit, "pid": case_pid, "hostile": case_hostile, "idle": case_idle,
+         "api": case_api}
 
 
 def main():

@@ -133,6 +133,7 @@ class Config:
         self.module_backward = module_backward  # backward scopes (global backward hooks, 2.0+)
         self.tensor_roles = tensor_roles        # log what parameters, gradients, state, inputs are
         self.idle = idle        # attachable, recording nothing until a window opens (attach)
+        self.late = False       # made in a running program (memscope.attachable()/start())
 
     @property
     def gated(self):

@@ -96,6 +96,7 @@ def _private_folder(folder):
     """Make `folder` 0700 if missing; True if it is a folder of this user that
     no one else may enter (not a link)."""
     try:
+        os.makedirs(os.path.dirname(folder), exist_ok=True)
         os.mkdir(folder, 0o700)
     except FileExistsError:
         pass
@@ -175,6 +176,8 @@ class ControlServer:
             return
         try:
             os.unlink(self.path)
+            if os.path.basename(os.path.dirname(self.path)) == FOLDER_NAME:
+                os.rmdir(os.path.dirname(self.path))  # the output folder's, once empty
         except OSError:
             pass
 

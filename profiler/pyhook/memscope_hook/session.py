@@ -40,6 +40,7 @@ class Session:
         self.windows = attach.Windows(self)
         self.control = None
         self._modules_wanted = False
+        self.api_windows = {}           # window id -> folder: memscope.start()'s
         self._bind_pid()
         self.rec = phases.Recorder(on_step_opened=self._step_opened,
                                    on_step_closed=self._step_closed,
@@ -76,7 +77,7 @@ class Session:
                                          nvtx=self.range if self.cfg.nvtx_range else None,
                                          modules=self.modules,
                                          module_backward=self.cfg.module_backward,
-                                         roles=self.roles)
+                                         roles=self.roles, late=self.cfg.late)
         self.hooks["tensor_roles"] = self._roles_hook()
         if self.idle:
             self._quiet()

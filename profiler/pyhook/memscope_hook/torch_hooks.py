@@ -30,20 +30,23 @@ class _Guard:
                        % (where, type(exc).__name__, exc, what))
 
 
-def install(torch, rec, warn, nvtx=None, modules=None, module_backward=False, roles=None):
+def install(torch, rec, warn, nvtx=None, modules=None, module_backward=False, roles=None,
+            late=False):
     """nvtx: an object with nvtx_push(name) / nvtx_pop() (the capture range),
     or None to leave torch.cuda.nvtx alone. modules: a modules.ModuleRecorder
     (module scopes), or None; module_backward: also record backward scopes
     where PyTorch has global module backward hooks. roles: a
     tensor_roles.TensorRoles, told of root forwards, backward ends and
-    optimizer steps by the same hooks, or None."""
+    optimizer steps by the same hooks, or None. late: torch was in use before
+    (memscope.attachable()/start() in a running program): optimizers built
+    already get their class's step wrapped too (before 2.0)."""
     guard = _Guard(warn)
     hooks = {}
     mods = modules if modules is not None and modules.depth > 0 else None
     for name, installer in (("forward", functools.partial(_forward, mods=mods, roles=roles)),
                             ("backward", functools.partial(_backward, roles=roles)),
                             ("recompute", _recompute),
-                            ("optimizer", functools.partial(_optimizer, roles=roles)),
+                            ("optimizer", functools.partial(_optimizer, roles=roles, late=late)),
                             ("zero_grad", _zero_grad)):
         try:
             hooks[name] = installer(torch, rec, guard)
@@ -294,7 +297,7 @@ def _roles_step(roles, guard):
     return before, after
 
 
-def _optimizer(torch, rec, guard, roles=None):
+def _optimizer(torch, rec, guard, roles=None, late=False):
     optmod = importlib.import_module("torch.optim.optimizer")
     reg_pre = getattr(optmod, "register_optimizer_step_pre_hook", None)
     reg_post = getattr(optmod, "register_optimizer_step_post_hook", None)
@@ -335,6 +338,12 @@ def _optimizer(torch, rec, guard, roles=None):
 
     __init__._memscope_wrapped = True
     Optimizer.__init__ = __init__
+    if late:
+        import gc
+        # type(), not isinstance: that would ask proxies (deprecated module
+        # attributes) for their __class__, which warns.
+        for cls in {type(o) for o in gc.get_objects() if issubclass(type(o), Optimizer)}:
+            _wrap_step(cls, rec, guard, roles_before, roles_after)
     return "wrapped Optimizer.step per class (from Optimizer.__init__)"
 
 

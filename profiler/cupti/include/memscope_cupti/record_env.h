@@ -54,6 +54,9 @@ inline constexpr const char* kTensorRoles = "MEMSCOPE_TENSOR_ROLES";
 // log) until `memscope-cli attach` opens a window over the process's control
 // socket; phases are still counted, so that windows use the job's steps.
 inline constexpr const char* kIdle = "MEMSCOPE_IDLE";
+// The memscope-cli that started the job: memscope.stop() (the hook's
+// in-process API) merges its window with it (`record --merge`).
+inline constexpr const char* kCli = "MEMSCOPE_CLI";
 // The write end of a pipe `record` keeps open: the hook makes it Python's
 // signal wakeup fd, so each signal the process receives writes its number
 // there at once. `record` forwards a signal only when no such byte arrives
@@ -73,6 +76,7 @@ inline constexpr const char* kAllocConfNew = "PYTORCH_ALLOC_CONF";
 inline constexpr std::array kHookVariables{
     kHook,         kOutputDir,   kCaptureLibrary, kHistoryEntries, kHistoryRing, kSteps,
     kCaptureRange, kModuleDepth, kModuleBackward, kSignalAckFd,    kTensorRoles, kIdle,
+    kCli,
 };
 
 // File names: memscope-<pid>[-rank<R>][-local<L>].memscope

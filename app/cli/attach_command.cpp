@@ -246,6 +246,22 @@ void printFrame(const std::vector<JobProcess>& job) {
                     s.rank >= 0 ? std::to_string(s.rank).c_str() : "-", step.c_str(), phase.c_str(),
                     live.c_str(), reserved.c_str(), tensors.c_str(),
                     s.window.empty() ? "-" : (s.window + " (" + s.window_state + ")").c_str());
+        std::string categories, modules;
+        auto categories_sorted = s.categories;
+        std::sort(categories_sorted.begin(), categories_sorted.end(),
+                  [](const auto& a, const auto& b) { return a.second > b.second; });
+        int64_t known = 0;
+        for (const auto& [name, bytes] : categories_sorted) {
+            known += bytes;
+            if (bytes > 0) categories += "  " + name + " " + formatBytes(bytes);
+        }
+        const std::optional<int64_t> live_bytes = cuda ? s.cuda_live : s.cpu_live;
+        if (live_bytes && *live_bytes > known)
+            categories += "  other " + formatBytes(*live_bytes - known);
+        for (const auto& [name, bytes] : s.modules)
+            modules += "  " + name + " " + formatBytes(bytes);
+        if (!categories.empty()) std::printf("         categories:%s\n", categories.c_str());
+        if (!modules.empty()) std::printf("         modules:%s\n", modules.c_str());
     }
     const bool any_cuda =
         std::any_of(job.begin(), job.end(), [](const JobProcess& p) { return p.status.cuda_live; });
@@ -254,8 +270,10 @@ void printFrame(const std::vector<JobProcess>& job) {
                          : "CPU tensors alive (c10 allocator reports, counted in the process; "
                            "CPU memory has no cache: reserved = live)");
     std::printf(
-        "categories and modules: recorded only inside a window (memscope-cli attach); "
-        "the window's trace has them\n");
+        "categories: the parameters, gradients and optimizer state of the models and optimizers "
+        "the hook saw run; other: the rest of live (activations, temporaries, inputs)\n"
+        "modules: the model's top-level modules by those bytes; allocations by module are in a "
+        "window's trace (memscope-cli attach)\n");
     std::fflush(stdout);
 }
 

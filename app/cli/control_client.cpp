@@ -247,6 +247,16 @@ Result<ControlStatus> parseStatus(const std::string& reply) {
             s.cuda_live = int64Member(c->value, "live");
             s.cuda_reserved = int64Member(c->value, "reserved");
         }
+        if (auto c = mem->value.FindMember("categories");
+            c != mem->value.MemberEnd() && c->value.IsObject())
+            for (const auto& m : c->value.GetObject())
+                if (m.value.IsInt64())
+                    s.categories.emplace_back(m.name.GetString(), m.value.GetInt64());
+        if (auto c = mem->value.FindMember("modules");
+            c != mem->value.MemberEnd() && c->value.IsArray())
+            for (const auto& m : c->value.GetArray())
+                if (m.IsArray() && m.Size() == 2 && m[0].IsString() && m[1].IsInt64())
+                    s.modules.emplace_back(m[0].GetString(), m[1].GetInt64());
         if (auto c = mem->value.FindMember("cpu"); c != mem->value.MemberEnd()) {
             s.cpu_live = int64Member(c->value, "live");
             s.cpu_tensors = int64Member(c->value, "tensors");

@@ -34,6 +34,9 @@ struct ControlStatus {
     std::string window_state;       // "armed" | "on"
     std::vector<std::string> done;  // windows that ended, oldest first
     std::optional<int64_t> cuda_live, cuda_reserved, cpu_live, cpu_tensors;
+    // What the models and optimizers the hook saw hold (parameter, gradient,
+    // optimizer_state), and the largest top-level modules by those bytes.
+    std::vector<std::pair<std::string, int64_t>> categories, modules;
     std::string argv;  // the script, as the process sees sys.argv (joined)
     int64_t time_ns = 0;
 };

@@ -194,7 +194,13 @@ def case_steps(cli, py, tmp):
             job.kill()
             fail("attach exited %d\n%s\n%s\njob: %s" % (p.returncode, p.stdout, p.stderr,
                                                         job.p.communicate()))
-        top = run([cli, "top", "--once", out], timeout=30)
+        # A frame between steps (the job sleeps there): what the trace's end
+        # holds too.
+        for _ in range(20):
+            top = run([cli, "top", "--once", out], timeout=30)
+            if "after-step" in top.stdout or top.returncode != 0:
+                break
+            time.sleep(0.02)
     finally:
         job.kill_later()
     check_job(job, py, args, "steps")
@@ -216,6 +222,10 @@ def case_steps(cli, py, tmp):
              "is missing" % (host["final_active_bytes"], params))
     if top.returncode != 0:
         fail("top --once exited %d: %s" % (top.returncode, top.stderr))
+    params = (64 * 256 + 256 + 256 * 10 + 10) * 4
+    cats = [l for l in top.stdout.splitlines() if l.strip().startswith("categories:")]
+    if not cats or "parameter" not in cats[0] or "optimizer_state" not in cats[0]:
+        fail("top --once shows no categories:\n%s" % top.stdout)
     rows = [line.split() for line in top.stdout.splitlines() if line.split()
             and line.split()[0].isdigit()]
     if len(rows) != 1:

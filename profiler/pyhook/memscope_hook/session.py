@@ -209,6 +209,22 @@ class Session:
                                          "(this process's current device)"}
         except Exception:
             pass
+        device = -1
+        if "cuda" in mem:
+            try:
+                device = int(cuda.current_device())
+            except Exception:
+                pass
+        if self.roles is not None:
+            try:
+                roles, top_modules = self.roles.summary(device)
+                mem["categories"] = roles
+                mem["modules"] = [[name, n] for name, n in top_modules]
+                mem["categories_source"] = (
+                    "the parameters, gradients and optimizer state of the models and "
+                    "optimizers the hook has seen run, on device %d (-1: CPU)" % device)
+            except Exception:
+                pass
         if self.capture is not None and self.capture.idle:
             try:
                 mem["cpu"] = {"live": self.capture.live_bytes(),

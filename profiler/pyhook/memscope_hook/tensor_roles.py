@@ -89,6 +89,7 @@ class TensorRoles:
         self.root_count = -1   # the phase recorder's root_forwards last handled (torch_hooks)
         self._known = {}       # id(tensor) -> (weak ref, data_ptr when logged)
         self._roots = []       # weak refs to the roots seen (gradients without optimizer)
+        self._optimizers = []  # weak refs to the optimizers seen (summary())
         self._optimizer_seen = False
         self._backward_depth = 0
         self.labels = 0        # tensors logged
@@ -98,6 +99,9 @@ class TensorRoles:
     def root_forward(self, module, args):
         """The outermost module's forward is about to run: its parameters and
         buffers (those new or moved since last logged) and its inputs."""
+        if not self.enabled:
+            self._remember_root(module)   # for summary() (top); nothing logged
+            return
         t = self._clock()
         params = []
         for tensor in self._module_tensors(module):
@@ -137,6 +141,7 @@ class TensorRoles:
     def optimizer_pre(self, optimizer):
         """An optimizer step starts: the gradients it is about to read."""
         self._optimizer_seen = True
+        self._remember_optimizer(optimizer)   # for summary() (top)
         if not self.enabled:
             return
         t = self._clock()
@@ -240,6 +245,66 @@ class TensorRoles:
                 self._roots.append(weakref.ref(module))
             except TypeError:
                 pass
+
+    def _remember_optimizer(self, optimizer):
+        for ref in self._optimizers:
+            if ref() is optimizer:
+                return
+        self._optimizers = [r for r in self._optimizers if r() is not None]
+        if len(self._optimizers) < _MAX_ROOTS:
+            try:
+                self._optimizers.append(weakref.ref(optimizer))
+            except TypeError:
+                pass
+
+    def summary(self, device, top=5):
+        """What the roots and optimizers seen hold on `device` (-1: CPU), for
+        `memscope-cli top`: ({role: bytes}, [(module, bytes)] the largest
+        top-level modules by their parameters, gradients and optimizer state).
+        Read on demand from another thread; each storage counted once."""
+        seen = set()
+        roles = {PARAMETER: 0, GRADIENT: 0, OPTIMIZER_STATE: 0}
+
+        def size(t):
+            try:
+                where = storage_of(t)
+            except Exception:
+                return 0
+            if where is None or where[0] != device or (where[0], where[1]) in seen:
+                return 0
+            seen.add((where[0], where[1]))
+            return where[2]
+
+        state_of = {}
+        for ref in list(self._optimizers):
+            opt = ref()
+            if opt is None:
+                continue
+            for param, per_param in list(getattr(opt, "state", {}).items()):
+                values = per_param.values() if isinstance(per_param, dict) else (per_param,)
+                state_of[id(param)] = [v for v in list(values) if self._is_tensor(v)]
+        modules = []
+        for ref in list(self._roots):
+            root = ref()
+            if root is None:
+                continue
+            target = getattr(root, "_orig_mod", None) or root
+            children = list(target.named_children()) or [(type(target).__name__, target)]
+            for name, child in children:
+                total = 0
+                for p in list(child.parameters()):
+                    n = size(p)
+                    roles[PARAMETER] += n
+                    g = getattr(p, "grad", None)
+                    m = size(g) if g is not None else 0
+                    roles[GRADIENT] += m
+                    k = sum(size(s) for s in state_of.get(id(p), ()))
+                    roles[OPTIMIZER_STATE] += k
+                    total += n + m + k
+                if total:
+                    modules.append((name, total))
+        modules.sort(key=lambda m: -m[1])
+        return roles, modules[:top]
 
     def _emit(self, role, t, found):
         """Log `found` [(device, address, bytes)] under `role`, each storage

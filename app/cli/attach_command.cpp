@@ -122,8 +122,12 @@ int runAttach(const AttachOptions& o) {
                  started.size(), started.size() == 1 ? "" : "es", dir.c_str(), what.c_str(),
                  id.c_str());
 
-    // Wait until every process has ended the window (or ended).
+    // Wait until every process has ended the window (or ended). A process
+    // that never ran a step (a launcher that imported torch) keeps its
+    // window waiting for a step forever: once another process has ended its
+    // window and none is recording, its window is dropped.
     std::vector<bool> finished(started.size(), false);
+    std::vector<bool> idle_waiting(started.size(), false);
     bool stop_sent = false;
     for (;;) {
         if (g_interrupted.load() != 0 && !stop_sent) {
@@ -152,9 +156,24 @@ int runAttach(const AttachOptions& o) {
                 finished[i] = true;
                 continue;
             }
+            idle_waiting[i] = status->window_state == "armed" && status->steps_done == 0 &&
+                              !status->step.has_value();
             all = false;
         }
         if (all) break;
+        bool one_ended = false, one_recording = false;
+        for (size_t i = 0; i < started.size(); ++i) {
+            one_ended = one_ended || finished[i];
+            one_recording = one_recording || (!finished[i] && !idle_waiting[i]);
+        }
+        if (one_ended && !one_recording) {
+            for (size_t i = 0; i < started.size(); ++i)
+                if (!finished[i]) {
+                    (void)controlRequest(started[i].socket, R"({"cmd":"stop"})");
+                    finished[i] = true;
+                }
+            break;
+        }
         sleepMs(100);
     }
     WindowFinish done = finishAttachWindow(dir, id, kTag);

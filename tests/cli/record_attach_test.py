@@ -22,6 +22,9 @@ usage: record_attach_test.py MEMSCOPE_CLI CASE
             an error; nothing starts; sockets 0600 in a 0700 folder
   idle      record --idle with no attach: no trace, nothing left behind, the
             job's exit code and output unchanged
+  ddp       two DDP ranks (gloo, CPU) and their launcher: `attach --steps 2`
+            ends when the ranks' windows end (the launcher runs no step), one
+            trace per rank, the same two whole steps in each
   api       the in-process API without record (record_scripts/train_api.py):
             memscope.attachable() makes a socket, `with memscope.recording(OUT,
             steps=2)` and start()/stop() each leave one merged trace of whole
@@ -424,6 +427,42 @@ def case_idle(cli, py, tmp):
     print("ok  record --idle alone: no trace, nothing left, output unchanged")
 
 
+def case_ddp(cli, py, tmp):
+    out = os.path.join(tmp, "ddp")
+    script = os.path.join(HERE, "record_scripts", "train_ddp.py")
+    job = subprocess.Popen([cli, "record", "--idle", "-o", out, "--", py, script, "--launch", "2",
+                            "--steps", "400"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, env=env_without_xdg())
+    holder = Job.__new__(Job)
+    holder.out, holder.p = out, job
+    try:
+        wait_for_step(os.path.join(out, ".memscope-control"), 20, holder, timeout=120)
+        began = time.time()
+        p = run([cli, "attach", out, "--steps", "2"])
+        took = time.time() - began
+        if p.returncode != 0:
+            fail("attach exited %d\n%s" % (p.returncode, p.stderr))
+        if job.poll() is not None or took > 30:
+            fail("attach ended after %.1f s, with the job %s" % (
+                took, "ended" if job.poll() is not None else "running"))
+    finally:
+        rc, stdout, stderr = holder.finish(timeout=300)
+    if rc != 0:
+        fail("the DDP job exited %d\n%s" % (rc, stderr))
+    found = traces(out)
+    if len(found) != 2 or not all("-rank%d-" % r in found[r] for r in (0, 1)):
+        fail("expected one trace per rank, found %s" % os.listdir(out))
+    numbers = []
+    for trace in found:
+        info = summary(cli, trace)
+        first = info["steps"][0]["step"] if info["steps"] else -1
+        numbers.append([s["step"] for s in check_whole_steps(info, first, 2, trace)])
+    if numbers[0] != numbers[1]:
+        fail("the ranks recorded different steps: %s" % numbers)
+    print("ok  DDP: attach --steps 2 took %.1f s; both ranks recorded steps %s" % (took,
+                                                                                numbers[0]))
+
+
 def case_api(cli, py, tmp):
     out = os.path.join(tmp, "api")
     hook = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(cli)), "..", "share",
@@ -454,7 +493,7 @@ def case_api(cli, py, tmp):
 CASES = {"steps": case_steps, "seconds": case_seconds, "detach": case_detach,
          "interrupt": lambda c, p, t: case_detach(c, p, t, interrupt=True),
          "exit": case_exit, "pid": case_pid, "hostile": case_hostile, "idle": case_idle,
-         "api": case_api}
+         "api": case_api, "ddp": case_ddp}
 
 
 def main():

@@ -290,6 +290,15 @@ class TensorRoles:
                 continue
             target = getattr(root, "_orig_mod", None) or root
             children = list(target.named_children()) or [(type(target).__name__, target)]
+            # Wrappers (DistributedDataParallel's `module`): their one child's children.
+            for _ in range(4):
+                if len(children) != 1 or children[0][1] is None:
+                    break
+                prefix, only = children[0]
+                inner = list(only.named_children())
+                if not inner:
+                    break
+                children = [("%s.%s" % (prefix, n), c) for n, c in inner]
             for name, child in children:
                 total = 0
                 for p in list(child.parameters()):

@@ -41,6 +41,9 @@ class Session:
         self.control = None
         self._modules_wanted = False
         self.api_windows = {}           # window id -> folder: memscope.start()'s
+        self._summary_wanted = threading.Event()   # top asked for categories
+        self._summary_ready = threading.Event()
+        self._summary = None            # (time_ns, device, roles, modules), made at a step end
         self._bind_pid()
         self.rec = phases.Recorder(on_step_opened=self._step_opened,
                                    on_step_closed=self._step_closed,
@@ -209,22 +212,16 @@ class Session:
                                          "(this process's current device)"}
         except Exception:
             pass
-        device = -1
-        if "cuda" in mem:
-            try:
-                device = int(cuda.current_device())
-            except Exception:
-                pass
-        if self.roles is not None:
-            try:
-                roles, top_modules = self.roles.summary(device)
-                mem["categories"] = roles
-                mem["modules"] = [[name, n] for name, n in top_modules]
-                mem["categories_source"] = (
-                    "the parameters, gradients and optimizer state of the models and "
-                    "optimizers the hook has seen run, on device %d (-1: CPU)" % device)
-            except Exception:
-                pass
+        summary = self._wait_for_summary()
+        if summary is not None:
+            at_ns, device, roles, top_modules = summary
+            mem["categories"] = roles
+            mem["modules"] = [[name, n] for name, n in top_modules]
+            mem["categories_at_ns"] = at_ns
+            mem["categories_source"] = (
+                "the parameters, gradients and optimizer state of the models and optimizers "
+                "the hook has seen run, on device %d (-1: CPU), at the end of the last step"
+                % device)
         if self.capture is not None and self.capture.idle:
             try:
                 mem["cpu"] = {"live": self.capture.live_bytes(),
@@ -234,6 +231,33 @@ class Session:
             except Exception:
                 pass
         return mem
+
+    # Tensors are read only by the training thread, at a step's end: read from
+    # the control thread while an op changes them in C++ (zero_grad), they crash.
+    SUMMARY_WAIT_S = 1.0
+
+    def _wait_for_summary(self):
+        """Asks the training thread for the categories at its next step end;
+        waits up to SUMMARY_WAIT_S, else the last one made (or None)."""
+        if self.roles is None:
+            return None
+        self._summary_ready.clear()
+        self._summary_wanted.set()
+        self._summary_ready.wait(self.SUMMARY_WAIT_S)
+        return self._summary
+
+    def _make_summary(self):
+        self._summary_wanted.clear()
+        try:
+            device = -1
+            cuda = getattr(self.torch, "cuda", None)
+            if cuda is not None and cuda.is_initialized():
+                device = int(cuda.current_device())
+            roles, top_modules = self.roles.summary(device)
+            self._summary = (time.time_ns(), device, roles, top_modules)
+        except Exception:
+            pass
+        self._summary_ready.set()
 
     def _roles_hook(self):
         """hook.json's hooks.tensor_roles: what the role records come from."""
@@ -301,6 +325,8 @@ class Session:
         dumps = len(self.history.files)
         self.range.step_closed(step)
         self.windows.step_closed(step)
+        if self._summary_wanted.is_set():
+            self._make_summary()
         if not self.recording:
             return
         try:

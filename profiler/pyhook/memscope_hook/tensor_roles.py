@@ -261,7 +261,8 @@ class TensorRoles:
         """What the roots and optimizers seen hold on `device` (-1: CPU), for
         `memscope-cli top`: ({role: bytes}, [(module, bytes)] the largest
         top-level modules by their parameters, gradients and optimizer state).
-        Read on demand from another thread; each storage counted once."""
+        Call it from the training thread only (between ops: tensors read
+        while an op changes them can crash); each storage counted once."""
         seen = set()
         roles = {PARAMETER: 0, GRADIENT: 0, OPTIMIZER_STATE: 0}
 

@@ -10,7 +10,8 @@ usage: record_attach_test.py MEMSCOPE_CLI CASE
             alive at the first step's start carried in; the job exits 0 and
             prints what it prints without memscope; `top --once` right after
             shows live bytes within 10% of the trace's at its end
-  seconds   `attach --seconds 1`: one trace about a second long
+  seconds   `attach --seconds 1`: one trace about a second long; a stale
+            socket in the folder (its process gone) is removed
   detach    `attach` with no limit, ended by `memscope-cli detach DIR`
   interrupt `attach` with no limit, ended by SIGINT (Ctrl-C)
   exit      the job exits (sys.exit(0)) during a `--steps 100` window: a
@@ -251,13 +252,28 @@ def parse_bytes(number, unit):
     return float(number) * scale[unit]
 
 
+def dead_pid():
+    """The pid of a process that has ended (and was reaped)."""
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
 def case_seconds(cli, py, tmp):
     out = os.path.join(tmp, "seconds")
     args = ["60", "--sleep", "0.1"]
     job = Job(cli, py, out, args, env_without_xdg())
-    wait_for_step(os.path.join(out, ".memscope-control"), 5, job)
+    folder = os.path.join(out, ".memscope-control")
+    wait_for_step(folder, 5, job)
+    # A stale socket (its process gone, nobody listening): skipped and removed.
+    stale = os.path.join(folder, "%d.sock" % dead_pid())
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(stale)
+    s.close()
     began = time.time()
     p = run([cli, "attach", out, "--seconds", "1"])
+    if os.path.exists(stale):
+        fail("the stale socket %s was not removed" % stale)
     took = time.time() - began
     if p.returncode != 0:
         fail("attach --seconds exited %d\n%s" % (p.returncode, p.stderr))

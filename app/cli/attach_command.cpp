@@ -301,7 +301,7 @@ int runTop(const std::string& target, bool once, double interval) {
     catchInterrupts();
     const bool tty = ::isatty(STDOUT_FILENO) != 0;
     for (int frame = 0;; ++frame) {
-        auto job = findJob(target);
+        auto job = findJob(target, /*categories=*/true);
         if (!job) {
             if (frame > 0) {
                 std::fprintf(stderr, "%s: the job ended\n", kTag);

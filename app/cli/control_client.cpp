@@ -80,13 +80,15 @@ std::string joinPaths(const std::vector<fs::path>& paths) {
 }
 
 // Asks one socket for its status; removes it when it is stale.
-std::optional<JobProcess> ask(const fs::path& socket, pid_t pid, std::string* problem) {
+std::optional<JobProcess> ask(const fs::path& socket, pid_t pid, std::string* problem,
+                              bool categories) {
     if (!processAlive(pid)) {
         std::error_code ec;
         fs::remove(socket, ec);  // stale: its process is gone
         return std::nullopt;
     }
-    auto reply = controlRequest(socket, R"({"cmd":"status"})", 3000);
+    auto reply = controlRequest(
+        socket, categories ? R"({"cmd":"status","categories":true})" : R"({"cmd":"status"})", 5000);
     if (!reply) {
         if (reply.message().find(std::strerror(ECONNREFUSED)) != std::string::npos) {
             std::error_code ec;
@@ -110,7 +112,7 @@ std::optional<JobProcess> ask(const fs::path& socket, pid_t pid, std::string* pr
 }
 
 std::vector<JobProcess> scan(const std::vector<fs::path>& folders,
-                             std::vector<std::string>& problems) {
+                             std::vector<std::string>& problems, bool categories) {
     std::vector<JobProcess> out;
     std::vector<pid_t> seen;
     for (const fs::path& folder : folders) {
@@ -120,7 +122,7 @@ std::vector<JobProcess> scan(const std::vector<fs::path>& folders,
             const auto pid = pidOfSocketName(it->path().filename().string());
             if (!pid || std::find(seen.begin(), seen.end(), *pid) != seen.end()) continue;
             std::string problem;
-            if (auto p = ask(it->path(), *pid, &problem)) {
+            if (auto p = ask(it->path(), *pid, &problem, categories)) {
                 seen.push_back(*pid);
                 out.push_back(std::move(*p));
             } else if (!problem.empty()) {
@@ -268,7 +270,7 @@ Result<ControlStatus> parseStatus(const std::string& reply) {
     return s;
 }
 
-Result<std::vector<JobProcess>> findJob(const std::string& target) {
+Result<std::vector<JobProcess>> findJob(const std::string& target, bool categories) {
     const std::string start_hint =
         "start the job with: memscope-cli record --idle -o DIR -- CMD (or call "
         "memscope_hook.attachable() in it)";
@@ -289,7 +291,7 @@ Result<std::vector<JobProcess>> findJob(const std::string& target) {
         for (const fs::path& folder : folders) {
             if (!privateFolder(folder)) continue;
             std::string problem;
-            found = ask(folder / (std::to_string(pid) + ".sock"), pid, &problem);
+            found = ask(folder / (std::to_string(pid) + ".sock"), pid, &problem, false);
             if (found) break;
             if (!problem.empty()) problems.push_back(problem);
         }
@@ -319,7 +321,7 @@ Result<std::vector<JobProcess>> findJob(const std::string& target) {
     }
     const fs::path wanted = normalFolder(output_dir);
     std::vector<JobProcess> job;
-    for (JobProcess& p : scan(socketFolders(wanted), problems))
+    for (JobProcess& p : scan(socketFolders(wanted), problems, categories))
         if (normalFolder(p.status.output_dir) == wanted) job.push_back(std::move(p));
     if (job.empty()) {
         std::string why =

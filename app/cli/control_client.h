@@ -65,7 +65,9 @@ Result<void> replyOk(const std::string& reply);
 // of one of its processes (then all processes writing to the same folder).
 // The error says what was found instead and how to start a job so that it
 // can be attached to.
-Result<std::vector<JobProcess>> findJob(const std::string& target);
+// categories: ask each process for what its models hold (it answers at its
+// next step's end, waiting up to a second): for top.
+Result<std::vector<JobProcess>> findJob(const std::string& target, bool categories = false);
 
 // Whether process `pid` still exists.
 bool processAlive(pid_t pid);

@@ -47,8 +47,14 @@ def _seconds(v):
     return float(v)
 
 
+def _bool(v):
+    if not isinstance(v, bool):
+        raise ValueError("categories must be true or false")
+    return v
+
+
 COMMANDS = {
-    "status": {},
+    "status": {"categories": _bool},
     "start": {"window": _window_id, "steps": _steps, "seconds": _seconds},
     "stop": {},
 }

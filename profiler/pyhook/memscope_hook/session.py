@@ -174,7 +174,7 @@ class Session:
     def handle_control(self, cmd, args):
         """A request from the control socket (already checked by control.py)."""
         if cmd == "status":
-            return dict(ok=True, **self.status())
+            return dict(ok=True, **self.status(categories=args.get("categories", False)))
         if cmd == "start":
             root = os.path.join(self.cfg.output_dir, attach.ATTACH_FOLDER, args["window"])
             why = self.windows.start(args["window"], root, steps=args.get("steps"),
@@ -187,7 +187,7 @@ class Session:
             return dict(ok=True, stopped=stopped, **self.windows.describe())
         return {"ok": False, "error": "unknown command"}
 
-    def status(self):
+    def status(self, categories=False):
         """What `top` and `attach` see: where the job is and what it holds."""
         step, phase = self.rec.current()
         out = {"pid": self.pid, "rank": self.cfg.rank, "local_rank": self.cfg.local_rank,
@@ -196,10 +196,10 @@ class Session:
                "steps_done": self.rec.step,
                "torch": str(self.torch.__version__)}
         out.update(self.windows.describe())
-        out["memory"] = self._memory()
+        out["memory"] = self._memory(categories)
         return out
 
-    def _memory(self):
+    def _memory(self, categories=False):
         """Live and reserved bytes, each with its source."""
         mem = {}
         cuda = getattr(self.torch, "cuda", None)
@@ -212,7 +212,7 @@ class Session:
                                          "(this process's current device)"}
         except Exception:
             pass
-        summary = self._wait_for_summary()
+        summary = self._wait_for_summary() if categories else None
         if summary is not None:
             at_ns, device, roles, top_modules = summary
             mem["categories"] = roles

@@ -5,12 +5,13 @@ costs: roles_train.py (a CPU transformer, AdamW) run plain (no memscope), under
 `record --idle` with `memscope-cli attach DIR` recording from its first steps
 to its exit (a window over the measured steps). Runs rotate (plain, idle,
 attached; then idle, attached, plain; ...) so that drift on a shared machine
-falls on all. Each run prints its median step time; the figures are the
-medians of those, and the overheads against plain. A benchmark that prints
+falls on all. Each run prints its median step time, wall and the training
+thread's CPU time (steadier on a loaded machine: --metric cpu, the default);
+the figures are the medians of those, and the overheads against plain. A benchmark that prints
 figures, never a pass/fail test.
 
 usage: bench_record_idle.py [--cli PATH] [--python PATH] [--rounds N] [--steps N]
-                            [--layers N]
+                            [--layers N] [--metric cpu|wall]
 Prints:  plain / idle / attached: median step X ms (runs: ...)
          idle overhead: +Y %   attached overhead: +Z %
 Exit 0, or 1 when a run failed, 2 on a bad argument.
@@ -28,7 +29,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 SCRIPT = os.path.join(HERE, "roles_train.py")
-STEP = re.compile(r"median step: ([0-9.]+) ms")
+STEP = re.compile(r"median step: ([0-9.]+) ms over \d+ steps \(main thread cpu ([0-9.]+) ms\)")
 MODES = ("plain", "idle", "attached")
 
 
@@ -43,7 +44,7 @@ def torch_python():
     return None
 
 
-def one_run(cli, py, out, mode, steps, layers):
+def one_run(cli, py, out, mode, steps, layers, metric):
     script = [py, SCRIPT, "--steps", str(steps), "--layers", str(layers)]
     env = dict(os.environ)
     env.pop("XDG_RUNTIME_DIR", None)  # sockets in the run's own folder
@@ -70,7 +71,7 @@ def one_run(cli, py, out, mode, steps, layers):
         raise RuntimeError("%s exited %d\n%s\n%s" % (" ".join(cmd), job.returncode, stdout,
                                                      stderr))
     shutil.rmtree(out, ignore_errors=True)
-    return float(m.group(1))
+    return float(m.group(1 if metric == "wall" else 2))
 
 
 def main():
@@ -81,6 +82,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--metric", choices=("cpu", "wall"), default="cpu")
     args = ap.parse_args()
     if args.rounds < 1 or args.steps < 1 or args.layers < 1:
         ap.error("--rounds, --steps and --layers take a positive number")
@@ -95,9 +97,10 @@ def main():
             order = MODES[i % 3:] + MODES[:i % 3]
             for mode in order:
                 ms = one_run(args.cli, py, os.path.join(tmp, "run%d-%s" % (i, mode)), mode,
-                             args.steps, args.layers)
+                             args.steps, args.layers, args.metric)
                 times[mode].append(ms)
-                print("round %d, %s: median step %.3f ms" % (i + 1, mode, ms), flush=True)
+                print("round %d, %s: median step %.3f ms (%s)" % (i + 1, mode, ms, args.metric),
+                      flush=True)
     except RuntimeError as exc:
         print("bench_record_idle: %s" % exc)
         return 1

@@ -64,6 +64,12 @@ std::string windowId() {
     return std::string("attach-") + text + "-" + std::to_string(::getpid());
 }
 
+std::string secondsText(double seconds) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g s", seconds);
+    return text;
+}
+
 std::string processLabel(const JobProcess& p) {
     std::string out = "process " + std::to_string(p.pid);
     if (p.status.rank >= 0) out += " (rank " + std::to_string(p.status.rank) + ")";
@@ -116,7 +122,7 @@ int runAttach(const AttachOptions& o) {
     }
     std::string what = o.steps > 0 ? std::to_string(o.steps) + " step" + (o.steps == 1 ? "" : "s") +
                                          " from the next step's start"
-                       : o.seconds > 0 ? std::to_string(o.seconds) + " s"
+                       : o.seconds > 0 ? secondsText(o.seconds)
                                        : "until memscope-cli detach or Ctrl-C";
     std::fprintf(stderr, "%s: recording %zu process%s of %s for %s (window %s)\n", kTag,
                  started.size(), started.size() == 1 ? "" : "es", dir.c_str(), what.c_str(),
@@ -128,6 +134,7 @@ int runAttach(const AttachOptions& o) {
     // window and none is recording, its window is dropped.
     std::vector<bool> finished(started.size(), false);
     std::vector<bool> idle_waiting(started.size(), false);
+    bool said_steps = false;
     bool stop_sent = false;
     for (;;) {
         if (g_interrupted.load() != 0 && !stop_sent) {
@@ -155,6 +162,12 @@ int runAttach(const AttachOptions& o) {
             if (status->window != id) {
                 finished[i] = true;
                 continue;
+            }
+            if (!said_steps && status->window_first_step && status->window_last_step) {
+                said_steps = true;
+                std::fprintf(stderr, "%s: recording steps %lld-%lld\n", kTag,
+                             static_cast<long long>(*status->window_first_step),
+                             static_cast<long long>(*status->window_last_step));
             }
             idle_waiting[i] = status->window_state == "armed" && status->steps_done == 0 &&
                               !status->step.has_value();

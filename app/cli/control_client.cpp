@@ -240,6 +240,8 @@ Result<ControlStatus> parseStatus(const std::string& reply) {
     if (auto w = d.FindMember("window"); w != d.MemberEnd() && w->value.IsObject()) {
         s.window = stringMember(w->value, "id");
         s.window_state = stringMember(w->value, "state");
+        s.window_first_step = int64Member(w->value, "first_step");
+        s.window_last_step = int64Member(w->value, "last_step");
     }
     if (auto done = d.FindMember("done"); done != d.MemberEnd() && done->value.IsArray())
         for (const auto& entry : done->value.GetArray())

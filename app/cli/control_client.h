@@ -27,12 +27,13 @@ struct ControlStatus {
     int rank = -1;
     int local_rank = -1;
     std::string output_dir;
-    std::optional<int64_t> step;    // the open step, if one is open
-    int64_t steps_done = 0;         // steps that ended (the last: steps_done - 1)
-    std::string phase;              // the innermost open phase, "" if none
-    std::string window;             // the window armed or open, "" if none
-    std::string window_state;       // "armed" | "on"
-    std::vector<std::string> done;  // windows that ended, oldest first
+    std::optional<int64_t> step;  // the open step, if one is open
+    int64_t steps_done = 0;       // steps that ended (the last: steps_done - 1)
+    std::string phase;            // the innermost open phase, "" if none
+    std::string window;           // the window armed or open, "" if none
+    std::string window_state;     // "armed" | "on"
+    std::optional<int64_t> window_first_step, window_last_step;  // a steps window, once on
+    std::vector<std::string> done;                               // windows that ended, oldest first
     std::optional<int64_t> cuda_live, cuda_reserved, cpu_live, cpu_tensors;
     // What the models and optimizers the hook saw hold (parameter, gradient,
     // optimizer_state), and the largest top-level modules by those bytes.

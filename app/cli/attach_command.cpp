@@ -120,13 +120,12 @@ int runAttach(const AttachOptions& o) {
         std::fprintf(stderr, "%s: no process of the job started recording\n", kTag);
         return 1;
     }
-    std::string what = o.steps > 0 ? std::to_string(o.steps) + " step" + (o.steps == 1 ? "" : "s") +
-                                         " from the next step's start"
-                       : o.seconds > 0 ? secondsText(o.seconds)
+    std::string what = o.steps > 0 ? "for " + std::to_string(o.steps) + " step" +
+                                         (o.steps == 1 ? "" : "s") + " from the next step's start"
+                       : o.seconds > 0 ? "for " + secondsText(o.seconds)
                                        : "until memscope-cli detach or Ctrl-C";
-    std::fprintf(stderr, "%s: recording %zu process%s of %s for %s (window %s)\n", kTag,
-                 started.size(), started.size() == 1 ? "" : "es", dir.c_str(), what.c_str(),
-                 id.c_str());
+    std::fprintf(stderr, "%s: recording %zu process%s of %s %s (window %s)\n", kTag, started.size(),
+                 started.size() == 1 ? "" : "es", dir.c_str(), what.c_str(), id.c_str());
 
     // Wait until every process has ended the window (or ended). A process
     // that never ran a step (a launcher that imported torch) keeps its

@@ -27,7 +27,7 @@ macro(_memscope_package_part target text)
   endif()
 endmacro()
 _memscope_package_part(memscope "memscope: the Qt 6 GUI")
-_memscope_package_part(memscope-cli "memscope-cli: summary, compare, check, convert, record, whatif, digest, stacks, leaks")
+_memscope_package_part(memscope-cli "memscope-cli: summary, compare, check, convert, record, whatif, digest, stacks, leaks, attach, detach, top")
 _memscope_package_part(memscope-train "memscope-train: the LibTorch reference trainer")
 _memscope_package_part(memscope_cupti "libmemscope_cupti.so: the CUPTI allocation tracer (needs CUDA)")
 _memscope_package_part(memscope_torch_capture

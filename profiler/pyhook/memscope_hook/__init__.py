@@ -107,9 +107,15 @@ def _session_for(path):
     env = os.environ
     out = os.path.abspath(path if path is not None
                           else env.get("MEMSCOPE_OUTPUT_DIR") or "memscope-traces")
+    # Ranks out of range are refused, never narrowed (config._first_int_env);
+    # what was refused is said on stderr, as the hook says its warnings.
+    warnings = []
     cfg = config.Config(output_dir=out, idle=True, capture_library=_find_capture_library(),
-                        rank=config._first_int_env(env, config.RANK_VARIABLES),
-                        local_rank=config._first_int_env(env, config.LOCAL_RANK_VARIABLES))
+                        rank=config._first_int_env(env, config.RANK_VARIABLES, warnings),
+                        local_rank=config._first_int_env(env, config.LOCAL_RANK_VARIABLES,
+                                                         warnings))
+    for w in warnings:
+        sys.stderr.write("memscope: %s\n" % w)
     cfg.late = True
     session = Session(cfg, torch)
     session.install()

@@ -22,6 +22,7 @@ import threading
 
 MAX_LINE = 4096
 READ_TIMEOUT_S = 2.0
+DRAIN_BYTES = 1 << 20
 SOCKET_SUFFIX = ".sock"
 FOLDER_NAME = ".memscope-control"
 
@@ -228,6 +229,7 @@ class ControlServer:
         if len(line) > MAX_LINE or (b"\n" not in data and len(data) > MAX_LINE):
             _send(conn, {"ok": False, "error": "refused: request longer than %d bytes"
                          % MAX_LINE})
+            _drain(conn)
             return
         try:
             cmd, args = parse_request(line)
@@ -244,6 +246,23 @@ class ControlServer:
 def _send(conn, obj):
     try:
         conn.sendall((json.dumps(obj, separators=(",", ":")) + "\n").encode())
+    except OSError:
+        pass
+
+
+def _drain(conn):
+    """After refusing a request that is too long: what the peer still sends
+    is read and dropped (at most DRAIN_BYTES, within the read timeout), so
+    that its write completes and it can read the refusal instead of a broken
+    pipe."""
+    try:
+        conn.shutdown(socket.SHUT_WR)
+        left = DRAIN_BYTES
+        while left > 0:
+            chunk = conn.recv(min(65536, left))
+            if not chunk:
+                return
+            left -= len(chunk)
     except OSError:
         pass
 

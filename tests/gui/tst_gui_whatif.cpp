@@ -14,6 +14,7 @@
 #include "gui_test_traces.h"
 #include "loading/run_loader.h"
 #include "loading/whatif_runner.h"
+#include "memscope/timeline/allocator_replay.h"
 #include "run_view/timeline_plot.h"
 #include "window/app_options.h"
 #include "window/main_window.h"
@@ -129,6 +130,16 @@ private slots:
         // Their reserved bytes are the allocator model's, drawn as predicted.
         QVERIFY(c->plotAt(1)->drawsPredictedReserved());
         QVERIFY(!c->plotAt(0)->drawsPredictedReserved());
+        // The allocator panel replays a predicted run's own (modelled)
+        // segments: every block it holds at the end lies in one of them.
+        const CompareEntry& predicted = m->entries()[1];
+        const Trace* pt = predicted.run->trace(predicted.device);
+        const DeviceTimeline* ptl = predicted.run->timeline(predicted.device);
+        QVERIFY(pt && ptl);
+        auto state = allocatorStateAt(*pt, *ptl, ptl->end);
+        QVERIFY(state.ok());
+        QVERIFY(!state->segments.empty());
+        QVERIFY(state->loose_blocks.empty());
         // No measured block run is open: nothing to check against.
         QCOMPARE(m->predictionCheckColumn(), -1);
         // The map: every run has a step time; the two predictions are diamonds.

@@ -134,9 +134,11 @@ std::string whatIfText(const WhatIfReport& report, const std::optional<WhatIfBud
                    "block " +
                    formatBytes(int64_t(a.failure->largest_free_block)) + "\n";
         } else if (r.measured) {
-            out += "\n  " + name + ": reserved peak " +
-                   formatBytes(int64_t(a.reserved_peak_bytes)) + ", of which " +
-                   formatBytes(int64_t(a.fragmentationAtPeak())) +
+            out += "\n  " + name + ": the model reserves " +
+                   formatBytes(int64_t(a.reserved_peak_bytes)) + " at its peak (" +
+                   (a.start == AllocatorStart::FreshCache ? "from a fresh cache" : "as it began") +
+                   "; recorded " + formatBytes(int64_t(a.recorded.reserved_peak_bytes)) +
+                   "), of which " + formatBytes(int64_t(a.fragmentationAtPeak())) +
                    " cached and free (largest free block " +
                    formatBytes(int64_t(a.largest_free_block_at_peak_bytes)) + ")\n";
         }

@@ -19,7 +19,7 @@ Runs the benchmarks and prints one table: what, memscope's figure, the peer
 (CPython) and its figure measured in the same run, the target, met or not.
   --quick      smaller sizes (snapshots of 30 and 100 MB, 1 M events, ...)
   --only NAME  one benchmark: snapshot kineto native gui hostile ranks trainer
-               whatif inference roles
+               whatif inference roles allocator
   --keep       keep the generated data (printed at the end)
   --growth     also snapshot import, timeline build, layout index and frame
                time at three sizes (30 MB, 300 MB, 1 GB; steady and churn) and
@@ -43,7 +43,7 @@ while (($#)); do
             only=$2
             shift
             case "$only" in
-                snapshot | kineto | native | gui | hostile | ranks | trainer | whatif | inference | roles) ;;
+                snapshot | kineto | native | gui | hostile | ranks | trainer | whatif | inference | roles | allocator) ;;
                 *) echo "bench.sh: --only: unknown benchmark '$only'" >&2; usage >&2; exit 2 ;;
             esac
             ;;
@@ -274,6 +274,16 @@ if want whatif && [[ -x $bin/memscope-bench-whatif ]]; then
     run whatif "$bin/memscope-bench-whatif" "${args[@]}"
     x=$(grab whatif '\(([0-9.]+) x the open\)')
     row "what-if: predict every policy / open" "$(or_dash "${x:+${x}x}")" "-" "-" "-" "-"
+fi
+if want allocator && [[ -x $bin/memscope-bench-allocator ]]; then
+    # The caching-allocator model's replay of the big snapshots, against their open.
+    for shape in steady churn; do
+        f=$(gen "$shape" "$big_mb")
+        run allocator-$shape "$bin/memscope-bench-allocator" "$f" --runs 3
+        x=$(grab allocator-$shape 'replay \/ open +([0-9.]+)x')
+        row "allocator model: replay / open, $big_mb MB ($shape)" "$(or_dash "${x:+${x}x}")" "-" "-" \
+            "<= 1x" "$(met le "$x" 1)"
+    done
 fi
 if want inference && [[ -x $bin/memscope-bench-inference ]]; then
     target_exit=1 run inference "$bin/memscope-bench-inference"

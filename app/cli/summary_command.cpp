@@ -68,6 +68,7 @@ int run(const SummaryOptions& o) {
                          part.warnings,
                          names[reports.size()]};
             if (o.by_line) f.by_line = 10;
+            addAllocatorModels(f.summary, *part.trace, *part.timeline);
             addOomAlternatives(f);
             if (!o.json) {
                 if (!reports.empty()) std::printf("\n");

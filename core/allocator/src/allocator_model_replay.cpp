@@ -109,6 +109,7 @@ Result<AllocatorModelRun> replayAllocatorModel(const Trace& trace, const DeviceT
     CachingAllocatorModel model(run.settings, options.device_capacity);
     size_t current = 0;  // the device-local index of the event being replayed
     std::unordered_map<uint64_t, CachingAllocatorModel::BlockId> live;  // recorded address -> block
+    live.reserve(std::min<size_t>(idx.size(), size_t(1) << 16));
     std::vector<const ReplayBlock*> seeds;
     std::vector<ReplayBlock> ghosts;  // a fresh cache's blocks live at the start
     if (options.start == AllocatorStart::FreshCache) {

@@ -1,6 +1,7 @@
 #include "memscope/allocator/caching_allocator.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace memscope {
 
@@ -56,13 +57,11 @@ void CachingAllocatorModel::insertFree(BlockId id) {
     Pool& pool = poolOf(b);
     b.gc_base = pool.searches;
     pool.free.emplace(b.stream, b.size, b.address, id);
-    free_sizes_.insert(b.size);
 }
 
 void CachingAllocatorModel::eraseFree(BlockId id) {
     const Block& b = blocks_[id];
-    if (poolOf(b).free.erase(SizeKey{b.stream, b.size, b.address, id}) == 0) return;
-    if (auto it = free_sizes_.find(b.size); it != free_sizes_.end()) free_sizes_.erase(it);
+    poolOf(b).free.erase(SizeKey{b.stream, b.size, b.address, id});
 }
 
 void CachingAllocatorModel::insertUnmapped(BlockId id) {
@@ -477,7 +476,20 @@ void CachingAllocatorModel::free(BlockId id) {
 }
 
 uint64_t CachingAllocatorModel::largestFreeBlock() const {
-    return free_sizes_.empty() ? 0 : *free_sizes_.rbegin();
+    // The free sets are ordered by stream, then size: each stream's largest
+    // block is the last before the next stream's. O(streams × log blocks),
+    // asked at reserved peaks only, so no second index is kept per block.
+    uint64_t largest = 0;
+    for (const Pool& pool : pools_) {
+        for (auto it = pool.free.begin(); it != pool.free.end();) {
+            const uint64_t stream = std::get<0>(*it);
+            auto next = stream == UINT64_MAX ? pool.free.end()
+                                             : pool.free.lower_bound(SizeKey{stream + 1, 0, 0, 0});
+            largest = std::max(largest, std::get<1>(*std::prev(next)));
+            it = next;
+        }
+    }
+    return largest;
 }
 
 uint64_t CachingAllocatorModel::blockSize(BlockId id) const {

@@ -73,10 +73,21 @@ TraceSummary summarize(const Trace& trace, const Timeline& timeline) {
         }
         // Fails only on a timeline that does not match its trace: no report then.
         if (auto ooms = oomReports(trace, tl)) d.ooms = std::move(*ooms);
-        if (d.alloc_count > 0 && hasCachingAllocator(trace, tl.device))
-            if (auto model = replayAllocatorModel(trace, tl)) d.allocator_model = std::move(*model);
     }
     return summary;
+}
+
+void addAllocatorModels(TraceSummary& summary, const Trace& trace, const Timeline& timeline,
+                        const TaskContext& ctx) {
+    for (const DeviceTimeline& tl : timeline.devices()) {
+        auto it = summary.devices.find(tl.device);
+        if (it == summary.devices.end() || it->second.alloc_count == 0 ||
+            !hasCachingAllocator(trace, tl.device))
+            continue;
+        // Fails only on a cancel or a timeline that does not match its trace.
+        if (auto model = replayAllocatorModel(trace, tl, {}, ctx))
+            it->second.allocator_model = std::move(*model);
+    }
 }
 
 }  // namespace memscope

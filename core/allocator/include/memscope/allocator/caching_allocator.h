@@ -99,7 +99,7 @@ public:
 
     uint64_t reservedBytes() const { return reserved_; }
     uint64_t allocatedBytes() const { return allocated_; }  // blocks handed out, rounded
-    uint64_t largestFreeBlock() const;                      // mapped and cached
+    uint64_t largestFreeBlock() const;  // mapped and cached; O(streams × log blocks)
     uint64_t blockSize(BlockId id) const;
     uint64_t blockAddress(BlockId id) const;
     bool failedLast() const { return failed_last_; }
@@ -182,7 +182,6 @@ private:
     std::vector<BlockId> free_ids_;
     std::vector<Segment> segments_;
     Pool pools_[2];
-    std::multiset<uint64_t> free_sizes_;  // of mapped free blocks, for largestFreeBlock
     uint64_t reserved_ = 0;
     uint64_t allocated_ = 0;
     uint64_t next_address_ = 0;  // where the next new segment goes

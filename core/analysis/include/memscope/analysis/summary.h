@@ -11,6 +11,7 @@
 
 #include "memscope/allocator/allocator_model_replay.h"
 #include "memscope/analysis/oom_report.h"
+#include "memscope/base/task_context.h"
 #include "memscope/model/trace.h"
 #include "memscope/timeline/timeline.h"
 
@@ -38,7 +39,7 @@ struct DeviceSummary {
     std::vector<OomReport> ooms;
     // The caching-allocator model's replay of the device's requests from the
     // cache the trace began with, beside what the trace recorded (a CUDA
-    // device with allocations only).
+    // device with allocations, once addAllocatorModels filled it).
     std::optional<AllocatorModelRun> allocator_model;
 };
 
@@ -47,5 +48,12 @@ struct TraceSummary {
 };
 
 TraceSummary summarize(const Trace& trace, const Timeline& timeline);
+
+// Fills each CUDA device's allocator_model: a replay of its requests through
+// the caching-allocator model, about 0.6x the time of opening the file
+// (memscope-bench-allocator), so only what asks for it pays (summary; not
+// rank digests or record's own report).
+void addAllocatorModels(TraceSummary& summary, const Trace& trace, const Timeline& timeline,
+                        const TaskContext& ctx = {});
 
 }  // namespace memscope

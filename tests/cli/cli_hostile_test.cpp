@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../core/analysis_test_util.h"
+#include "cli_test_util.h"
 #include "memscope/format/native_format.h"
 #include "memscope/model/module_scopes.h"
 
@@ -23,42 +24,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-    int exit_code = -1;
-    std::string out;
-    std::string err;
-};
+using clitest::CliRun;
 
-class CliHostile : public ::testing::Test {
+class CliHostile : public clitest::ScratchFolderTest {
 protected:
-    void SetUp() override {
-        std::string templ = (fs::temp_directory_path() / "memscope-cli-hostile-XXXXXX").string();
-        ASSERT_NE(mkdtemp(templ.data()), nullptr);
-        dir_ = templ;
-    }
-    void TearDown() override { fs::remove_all(dir_); }
-
-    std::string file(const std::string& name) const { return (dir_ / name).string(); }
+    CliHostile() : ScratchFolderTest("memscope-cli-hostile") {}
 
     // Arguments are quoted: file names here carry control characters.
     CliRun run(const std::vector<std::string>& args) const {
-        const std::string errPath = file("stderr.txt");
         // MEMSCOPE_TEST_CLI: another build's binary (to see these fail before the fixes).
         const char* other = std::getenv("MEMSCOPE_TEST_CLI");
         std::string cmd = other && *other ? other : MEMSCOPE_CLI;
         for (const std::string& a : args) cmd += " '" + a + "'";
-        cmd += " 2>" + errPath;
-        CliRun r;
-        FILE* p = popen(cmd.c_str(), "r");
-        if (!p) return r;
-        std::array<char, 4096> buf;
-        size_t n;
-        while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-        const int status = pclose(p);
-        r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        std::ifstream e(errPath);
-        r.err.assign(std::istreambuf_iterator<char>(e), {});
-        return r;
+        return clitest::runCommand(cmd, file("stderr.txt"));
     }
 
     void write(const Trace& t, const std::string& path) const {
@@ -75,8 +53,6 @@ protected:
         write(t, path);
         return path;
     }
-
-    fs::path dir_;
 };
 
 // No control character a terminal acts on, and no line but those the report made.

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "../core/analysis_test_util.h"
+#include "cli_test_util.h"
 #include "memscope/analysis/compare_table.h"
 #include "memscope/format/native_format.h"
 #include "memscope/open/open_run.h"
@@ -27,37 +28,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-    int exit_code = -1;
-    std::string out;
-    std::string err;
-};
+using clitest::CliRun;
 
-class Cli : public ::testing::Test {
+class Cli : public clitest::ScratchFolderTest {
 protected:
-    void SetUp() override {
-        std::string templ = (fs::temp_directory_path() / "memscope-cli-test-XXXXXX").string();
-        ASSERT_NE(mkdtemp(templ.data()), nullptr);
-        dir_ = templ;
-    }
-    void TearDown() override { fs::remove_all(dir_); }
-
-    std::string file(const std::string& name) const { return (dir_ / name).string(); }
+    Cli() : ScratchFolderTest("memscope-cli-test") {}
 
     CliRun run(const std::string& args) const {
-        const std::string errPath = file("stderr.txt");
-        const std::string cmd = std::string(MEMSCOPE_CLI) + " " + args + " 2>" + errPath;
-        CliRun r;
-        FILE* p = popen(cmd.c_str(), "r");
-        if (!p) return r;
-        std::array<char, 4096> buf;
-        size_t n;
-        while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-        const int status = pclose(p);
-        r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        std::ifstream e(errPath);
-        r.err.assign(std::istreambuf_iterator<char>(e), {});
-        return r;
+        return clitest::runCommand(std::string(MEMSCOPE_CLI) + " " + args, file("stderr.txt"));
     }
 
     std::string writeSampleTrace() const {
@@ -126,8 +104,6 @@ protected:
         }
         return path;
     }
-
-    fs::path dir_;
 };
 
 std::string join(const std::vector<std::string>& v) {

@@ -182,19 +182,26 @@ std::optional<CachingAllocatorModel::BlockId> CachingAllocatorModel::allocBlock(
                           : rounded < kMinLargeAlloc ? kLargeBuffer
                                                      : roundUp(rounded, kRoundLarge);
     if (!fits(size) || next_address_ > UINT64_MAX - size) return std::nullopt;
+    const BlockId id = newSegment(size, stream, small, false);
+    reserved_ += size;
+    recordSegmentEvent(ModelSegmentEventKind::Alloc, blocks_[id].address, size, stream);
+    return id;
+}
+
+CachingAllocatorModel::BlockId CachingAllocatorModel::newSegment(uint64_t size, uint64_t stream,
+                                                                 bool small, bool expandable) {
     const uint32_t seg_id = uint32_t(segments_.size());
-    segments_.push_back(Segment{next_address_, size, stream, kNone, false, small, true});
+    segments_.push_back(Segment{next_address_, size, stream, kNone, expandable, small, true});
     Block b;
     b.address = next_address_;
     b.size = size;
     b.stream = stream;
     b.segment = seg_id;
     b.small = small;
+    b.mapped = !expandable;  // an expandable segment starts as address space only
     const BlockId id = newBlock(b);
     segments_[seg_id].first = id;
     next_address_ = roundUp(next_address_ + size, kSmallBuffer);
-    reserved_ += size;
-    recordSegmentEvent(ModelSegmentEventKind::Alloc, b.address, size, stream);
     return id;
 }
 
@@ -252,18 +259,7 @@ std::optional<CachingAllocatorModel::BlockId> CachingAllocatorModel::allocExpand
         const uint64_t virt =
             capacity_ ? roundUp(*capacity_ + *capacity_ / 8, page) : kUnlimitedVirtual;
         if (virt < rounded || next_address_ > UINT64_MAX - virt) return std::nullopt;
-        const uint32_t seg_id = uint32_t(segments_.size());
-        segments_.push_back(Segment{next_address_, virt, stream, kNone, true, small, true});
-        Block b;
-        b.address = next_address_;
-        b.size = virt;
-        b.stream = stream;
-        b.segment = seg_id;
-        b.small = small;
-        b.mapped = false;
-        candidate = newBlock(b);
-        segments_[seg_id].first = candidate;
-        next_address_ = roundUp(next_address_ + virt, kSmallBuffer);
+        candidate = newSegment(virt, stream, small, true);
         insertUnmapped(candidate);
     }
     if (!blocks_[candidate].mapped) {

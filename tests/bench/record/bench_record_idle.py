@@ -19,29 +19,19 @@ Exit 0, or 1 when a run failed, 2 on a bad argument.
 import argparse
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+from bench_util import torch_python
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 SCRIPT = os.path.join(HERE, "roles_train.py")
 STEP = re.compile(r"median step: ([0-9.]+) ms over \d+ steps \(main thread cpu ([0-9.]+) ms\)")
 MODES = ("plain", "idle", "attached")
-
-
-def torch_python():
-    for candidate in ("python3", "/usr/bin/python3"):
-        try:
-            if subprocess.run([candidate, "-c", "import torch"], capture_output=True,
-                              timeout=120).returncode == 0:
-                return shutil.which(candidate) or candidate
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-    return None
 
 
 def one_run(cli, py, out, mode, steps, layers, metric):

@@ -27,21 +27,12 @@ import subprocess
 import sys
 import tempfile
 
+from bench_util import torch_python
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 SCRIPT = os.path.join(HERE, "roles_train.py")
 STEP = re.compile(r"median step: ([0-9.]+) ms")
-
-
-def torch_python():
-    for candidate in ("python3", "/usr/bin/python3"):
-        try:
-            if subprocess.run([candidate, "-c", "import torch"], capture_output=True,
-                              timeout=120).returncode == 0:
-                return shutil.which(candidate) or candidate
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-    return None
 
 
 def one_run(cli, py, out, roles, steps, layers):

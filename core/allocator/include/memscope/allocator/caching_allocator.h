@@ -166,6 +166,9 @@ private:
     void tryMerge(BlockId dst, BlockId src);
     std::optional<BlockId> getFreeBlock(uint64_t rounded, uint64_t stream, bool small);
     std::optional<BlockId> allocBlock(uint64_t rounded, uint64_t stream, bool small);
+    // A new segment at the next free address, one block covering it (unmapped
+    // for an expandable one); the caller counts what it reserves.
+    BlockId newSegment(uint64_t size, uint64_t stream, bool small, bool expandable);
     std::optional<BlockId> allocExpandable(uint64_t rounded, uint64_t stream, bool small);
     bool mapBlock(BlockId id, uint64_t size);
     void unmapBlock(BlockId id);

@@ -19,6 +19,7 @@ Exit 0, or 1 when a run failed, 2 on a bad argument.
 import argparse
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys

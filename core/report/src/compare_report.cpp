@@ -22,7 +22,7 @@ std::string changeOf(const CompareRow& row) {
 
 // Strings from files shown as text: one line per row, whatever a name holds.
 std::string csvField(const std::string& raw) {
-    const std::string s = terminalText(raw);
+    std::string s = terminalText(raw);
     if (s.find_first_of(",\"\n") == std::string::npos) return s;
     std::string out = "\"";
     for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);

@@ -162,8 +162,13 @@ public:
     // With a board, events chunks are left to the decoding threads: the
     // scan checks their headers and publishes them there.
     ChunkScan(const unsigned char* data, size_t size, const TaskContext& ctx,
-              NativeReadReport& report, JobBoard* board)
-        : data_(data), size_(size), ctx_(ctx), report_(report), board_(board) {}
+              NativeReadReport& report, JobBoard* board, bool tolerate_partial_tail)
+        : data_(data),
+          size_(size),
+          ctx_(ctx),
+          report_(report),
+          board_(board),
+          tolerate_partial_tail_(tolerate_partial_tail) {}
 
     ReadOutcome run(Trace& trace) {
         size_t offset = kFileHeaderSize;
@@ -175,6 +180,12 @@ public:
                 next_progress = offset + kProgressBytes;
             }
             const std::string problem = readChunk(offset, trace);
+            if (!problem.empty() && cut_short_ && tolerate_partial_tail_) {
+                // A chunk the writer has not finished: waited for, not damage.
+                report_.bytes_pending = size_ - offset;
+                report_.bytes_lost = 0;
+                return ReadOutcome::Done;
+            }
             if (!problem.empty()) {
                 report_.problem = "chunk " + std::to_string(report_.chunks_read) + " at offset " +
                                   hex(offset) + ": " + problem;
@@ -191,12 +202,14 @@ private:
     // Handles the chunk at `offset` and advances past it, or returns why not.
     std::string readChunk(size_t& offset, Trace& trace) {
         const size_t left = size_ - offset;
+        cut_short_ = true;
         if (left < kChunkHeaderSize) return "chunk header cut short (file truncated)";
         const ChunkHeader h = unpackChunkHeader(data_ + offset);
         const size_t body_left = left - kChunkHeaderSize;
         if (h.stored_size > body_left)
             return "chunk declares " + std::to_string(h.stored_size) + " bytes, " +
                    std::to_string(body_left) + " left (file truncated)";
+        cut_short_ = false;
         const unsigned char* stored = data_ + offset + kChunkHeaderSize;
         // An events chunk decoded in parallel is checked by its worker (the
         // checksum is a pass over 95% of the file's bytes): one that fails
@@ -269,6 +282,8 @@ private:
     const TaskContext& ctx_;
     NativeReadReport& report_;
     JobBoard* board_;  // null: events chunks decoded here, in order
+    const bool tolerate_partial_tail_;
+    bool cut_short_ = false;  // the last problem was a chunk cut short by the file's end
     Decompressor decompressor_;
     uint64_t raw_total_ = 0, items_total_ = 0;
     const uint64_t raw_budget_ = scaled(kRawFloor, kRawPerFileByte, size_);
@@ -299,13 +314,15 @@ void reserveInHugePages(std::vector<Event>& events, size_t count) {
 class ParallelRead {
 public:
     ParallelRead(const unsigned char* data, size_t size, const TaskContext& ctx,
-                 NativeReadReport& report, size_t events_chunks, uint64_t declared)
+                 NativeReadReport& report, size_t events_chunks, uint64_t declared,
+                 bool tolerate_partial_tail)
         : data_(data),
           size_(size),
           ctx_(ctx),
           report_(report),
           board_(events_chunks),
-          declared_(declared) {}
+          declared_(declared),
+          tolerate_partial_tail_(tolerate_partial_tail) {}
 
     // Done, Cancelled, or Failed when an events chunk does not decode (the
     // caller then reads chunk by chunk, which stops at it). Throws what the
@@ -337,7 +354,7 @@ public:
         uint64_t event_count;
         {
             Joiner joiner{*this, helpers};
-            ChunkScan scan(data_, size_, ctx_, report_, &board_);
+            ChunkScan scan(data_, size_, ctx_, report_, &board_, tolerate_partial_tail_);
             try {
                 scanned = scan.run(trace);
             } catch (...) {
@@ -437,6 +454,7 @@ private:
     NativeReadReport& report_;
     JobBoard board_;
     uint64_t declared_;
+    bool tolerate_partial_tail_;
     std::vector<Event> events_;
     Event* base_ = nullptr;  // events_.data(), fixed by the reservation
     std::atomic<uint64_t> ready_{0};
@@ -452,7 +470,7 @@ private:
 }  // namespace
 
 ReadOutcome readChunks(const unsigned char* data, size_t size, const TaskContext& ctx, Trace& trace,
-                       NativeReadReport& report) {
+                       NativeReadReport& report, bool tolerate_partial_tail) {
     // The events the chunk headers declare, unchecked: enough to choose the
     // parallel path, which is only taken while that number is plausible for
     // the file's size (so lying headers cannot make it allocate much).
@@ -476,7 +494,7 @@ ReadOutcome readChunks(const unsigned char* data, size_t size, const TaskContext
         declared <= size / 2 && declared <= scaled(kItemFloor, kItemsPerFileByte, size);
 
     if (plausible && declared >= kParallelMinEvents && hardwareThreads() > 1) {
-        ParallelRead read(data, size, ctx, report, events_chunks, declared);
+        ParallelRead read(data, size, ctx, report, events_chunks, declared, tolerate_partial_tail);
         switch (read.run(trace)) {
             case ParallelRead::Outcome::Done:
                 ctx.report(size, size);
@@ -489,9 +507,10 @@ ReadOutcome readChunks(const unsigned char* data, size_t size, const TaskContext
         trace = Trace();  // a chunk that does not decode: start over, one by one
         report.chunks_read = 0;
         report.problem.clear();
+        report.bytes_pending = 0;
     }
     if (plausible) trace.events.reserve(declared);
-    ChunkScan scan(data, size, ctx, report, /*board=*/nullptr);
+    ChunkScan scan(data, size, ctx, report, /*board=*/nullptr, tolerate_partial_tail);
     const ReadOutcome outcome = scan.run(trace);
     if (outcome == ReadOutcome::Done) ctx.report(size, size);
     return outcome;

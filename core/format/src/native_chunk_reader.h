@@ -14,7 +14,9 @@ enum class ReadOutcome { Done, Cancelled };
 
 // Fills `trace` and `report` (chunks_read, bytes_lost, problem) from the chunks
 // of data[kFileHeaderSize, size).
+// With tolerate_partial_tail, a last chunk cut short is no problem: its
+// bytes go to report.bytes_pending.
 ReadOutcome readChunks(const unsigned char* data, size_t size, const TaskContext& ctx, Trace& trace,
-                       NativeReadReport& report);
+                       NativeReadReport& report, bool tolerate_partial_tail = false);
 
 }  // namespace memscope::native

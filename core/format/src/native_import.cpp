@@ -4,9 +4,11 @@
 
 namespace memscope {
 
-Result<Trace> importNativeTrace(const std::string& path, const TaskContext& ctx) {
-    NativeReadReport report;
-    Result<Trace> trace = readNativeTrace(path, ctx, &report);
+Result<Trace> importNativeTrace(const std::string& path, const TaskContext& ctx,
+                                const NativeReadOptions& options, NativeReadReport* out) {
+    NativeReadReport local;
+    NativeReadReport& report = out ? *out : local;
+    Result<Trace> trace = readNativeTrace(path, ctx, &report, options);
     if (!trace) {
         // Callers name the file themselves: drop the reader's own "PATH: ".
         const std::string& message = trace.message();

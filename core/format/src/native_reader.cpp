@@ -20,7 +20,7 @@ namespace {
 using namespace native;
 
 Result<Trace> readBytes(const unsigned char* data, size_t size, const TaskContext& ctx,
-                        NativeReadReport& report) {
+                        NativeReadReport& report, const NativeReadOptions& options) {
     report = NativeReadReport();
     report.bytes_total = size;
     if (size < kNativeMagic.size() ||
@@ -39,7 +39,8 @@ Result<Trace> readBytes(const unsigned char* data, size_t size, const TaskContex
                          std::to_string(kVersionMajor) + ".x)");
     try {
         Trace trace;
-        if (readChunks(data, size, ctx, trace, report) == ReadOutcome::Cancelled)
+        if (readChunks(data, size, ctx, trace, report, options.tolerate_partial_tail) ==
+            ReadOutcome::Cancelled)
             return cancelledError();
         // A digest's figures are checked once, here, against themselves and
         // its events: every front end then sees the same verdict.
@@ -69,14 +70,14 @@ Result<Trace> readBytes(const unsigned char* data, size_t size, const TaskContex
 }  // namespace
 
 Result<Trace> readNativeTrace(std::span<const std::byte> bytes, const TaskContext& ctx,
-                              NativeReadReport* report) {
+                              NativeReadReport* report, const NativeReadOptions& options) {
     NativeReadReport local;
     return readBytes(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), ctx,
-                     report ? *report : local);
+                     report ? *report : local, options);
 }
 
 Result<Trace> readNativeTrace(const std::string& path, const TaskContext& ctx,
-                              NativeReadReport* report) {
+                              NativeReadReport* report, const NativeReadOptions& options) {
     NativeReadReport local;
     NativeReadReport& rep = report ? *report : local;
     rep = NativeReadReport();
@@ -86,8 +87,8 @@ Result<Trace> readNativeTrace(const std::string& path, const TaskContext& ctx,
     if (!file) return makeError(path + ": " + file.message());
     const std::span<const std::byte> bytes = (*file)->bytes();
     if (bytes.empty()) return makeError(path + ": empty file, not a memscope native trace");
-    Result<Trace> result =
-        readBytes(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), ctx, rep);
+    Result<Trace> result = readBytes(reinterpret_cast<const unsigned char*>(bytes.data()),
+                                     bytes.size(), ctx, rep, options);
     if ((*file)->shrank()) return makeError(path + ": " + (*file)->shrankMessage());
     if (!result) return makeError(path + ": " + result.message());
     return result;

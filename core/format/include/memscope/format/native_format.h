@@ -135,21 +135,39 @@ struct NativeReadReport {
     std::string problem;      // empty when the whole file was good
     // Why the digest chunk could not be read (the file is then refused).
     std::string digest_problem;
+    // With tolerate_partial_tail: the bytes of an incomplete last chunk, left
+    // unread and not reported as a problem (the writer has not finished it).
+    uint64_t bytes_pending = 0;
+};
+
+struct NativeReadOptions {
+    // For a file still being written (following a recording): a last chunk
+    // cut short (its header, or fewer bytes than it declares) ends the read
+    // quietly, and its bytes are counted as bytes_pending, not bytes_lost.
+    // A damaged chunk is still reported. Off: a cut chunk is damage.
+    bool tolerate_partial_tail = false;
 };
 
 // Loads every good chunk. A truncated or corrupt tail is not an error: the trace
 // up to the last good chunk is returned and `report` says what was lost. A file
 // that is not a native trace, or whose header is damaged, is an error.
 Result<Trace> readNativeTrace(const std::string& path, const TaskContext& ctx = {},
-                              NativeReadReport* report = nullptr);
+                              NativeReadReport* report = nullptr,
+                              const NativeReadOptions& options = {});
 // Same, from memory (fuzzing, tests).
 Result<Trace> readNativeTrace(std::span<const std::byte> bytes, const TaskContext& ctx = {},
-                              NativeReadReport* report = nullptr);
+                              NativeReadReport* report = nullptr,
+                              const NativeReadOptions& options = {});
 
 // What front ends use: readNativeTrace, with a damaged tail reported as a
 // DamagedTail warning through ctx, and a file of which no chunk after the
-// header could be read made an error (an empty run would hide that).
-Result<Trace> importNativeTrace(const std::string& path, const TaskContext& ctx = {});
+// header could be read made an error (an empty run would hide that). With
+// options.tolerate_partial_tail (following a file being written), an
+// incomplete last chunk is no damage and a file of only its header an empty
+// trace; `report`, when given, says how many bytes wait to be completed.
+Result<Trace> importNativeTrace(const std::string& path, const TaskContext& ctx = {},
+                                const NativeReadOptions& options = {},
+                                NativeReadReport* report = nullptr);
 
 inline constexpr std::string_view kNativeMagic = "MEMSCOPE";  // 8 bytes at offset 0
 

@@ -54,5 +54,6 @@ int main(int argc, char** argv) {
     window.show();
     if (options.whatif) window.whatIfAfterLoad(*options.whatif);
     window.openPaths(options.paths, options.compare);
+    for (const QString& path : options.follow) window.followPath(path);
     return app.exec();
 }

@@ -8,6 +8,7 @@
 
 #include "common/format.h"
 #include "memscope/builtin_plugins.h"
+#include "memscope/format/native_format.h"
 #include "memscope/open/open_run.h"
 #include "memscope/ranks/open_ranks.h"
 
@@ -90,6 +91,39 @@ Result<RunPtr> loadRun(const QString& path, const TaskContext& ctx) {
         run->parts.push_back(toPart(std::move(part), partPath, ctx.cancel));
         if (ctx.cancelled()) return cancelledError();
     }
+    return RunPtr(std::move(run));
+}
+
+Result<RunPtr> loadFollowedRun(const QString& path, const TaskContext& ctx, qint64* pendingBytes) {
+    if (pendingBytes) *pendingBytes = 0;
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly) ||
+        file.read(qint64(kNativeMagic.size())) !=
+            QByteArray(kNativeMagic.data(), qsizetype(kNativeMagic.size())))
+        return loadRun(path, ctx);
+    file.close();
+    // As openTrace(path) does, with the reader told to wait for a cut chunk.
+    const std::string native = QFile::encodeName(path).toStdString();
+    std::vector<LoadWarning> warnings;
+    TaskContext local = ctx;
+    local.warnings = &warnings;
+    NativeReadReport report;
+    auto trace = importNativeTrace(native, local, {.tolerate_partial_tail = true}, &report);
+    if (!trace.ok()) return makeError(native + ": " + trace.message());
+    if (ctx.cancelled()) return cancelledError();
+    if (pendingBytes) *pendingBytes = qint64(report.bytes_pending);
+    const std::string name = trace->metadata.name.empty()
+                                 ? QFileInfo(path).completeBaseName().toStdString()
+                                 : trace->metadata.name;
+    auto opened = openTrace(std::move(*trace), native, ctx);
+    if (!opened.ok()) return opened.error();
+    opened->format = "native";
+    opened->warnings.insert(opened->warnings.begin(), warnings.begin(), warnings.end());
+    auto run = std::make_shared<Run>();
+    run->name = toQString(name);
+    run->paths << path;
+    run->parts.push_back(toPart(std::move(*opened), path, ctx.cancel));
+    if (ctx.cancelled()) return cancelledError();
     return RunPtr(std::move(run));
 }
 

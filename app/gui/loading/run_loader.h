@@ -24,6 +24,13 @@ const PluginRegistry& pluginRegistry();
 // the loader and by tests.
 Result<RunPtr> loadRun(const QString& path, const TaskContext& ctx);
 
+// Loads `path` as a followed run (a file still being written): a native
+// trace read up to its last whole chunk, the bytes after it, waiting for the
+// writer, in *pendingBytes and not reported as damage; any other file as
+// loadRun does. Blocking; call it off the GUI thread (run_follower.h).
+Result<RunPtr> loadFollowedRun(const QString& path, const TaskContext& ctx,
+                               qint64* pendingBytes = nullptr);
+
 // Builds a run from a trace already in memory (tests, the benchmark).
 Result<RunPtr> makeRun(Trace trace, const QString& path, const TaskContext& ctx = {});
 

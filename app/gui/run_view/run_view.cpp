@@ -1,5 +1,6 @@
 #include "run_view/run_view.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFontDatabase>
 #include <QFrame>
@@ -41,11 +42,17 @@ RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(
     oomButton_ = new QPushButton(QStringLiteral("Go to OOM"), this);
     oomButton_->setVisible(false);
     auto* home = new QPushButton(QStringLiteral("Reset zoom"), this);
+    followEnd_ = new QCheckBox(QStringLiteral("Follow end"), this);
+    followEnd_->setToolTip(
+        QStringLiteral("Keep the end of the recording in view as new data arrives"));
+    followEnd_->setChecked(true);
+    followEnd_->setVisible(false);
     bar->addWidget(new QLabel(QStringLiteral("Device:"), this));
     bar->addWidget(devices_);
     bar->addWidget(mode_);
     bar->addWidget(grouping_);
     bar->addStretch(1);
+    bar->addWidget(followEnd_);
     bar->addWidget(oomButton_);
     bar->addWidget(peak);
     bar->addWidget(home);
@@ -118,6 +125,19 @@ RunView::RunView(RunPtr run, QWidget* parent) : QWidget(parent), run_(std::move(
     connect(peak, &QPushButton::clicked, this, &RunView::goToPeak);
     connect(oomButton_, &QPushButton::clicked, this, [this] { goToOom(); });
     connect(home, &QPushButton::clicked, zoom_, &ZoomState::reset);
+    // While following, the user's own zoom or pan decides whether the end is
+    // followed: on when the view reaches the end, off when it leaves it out.
+    connect(zoom_, &ZoomState::rangeChanged, this, [this](double x0, double x1) {
+        if (!following_ || updating_) return;
+        const double tolerance = (x1 - x0) * 1e-6;
+        followEnd_->setChecked(x1 >= zoom_->fullEnd() - tolerance);
+    });
+    connect(followEnd_, &QCheckBox::clicked, this, [this](bool on) {
+        if (!on) return;
+        const double width = zoom_->end() - zoom_->begin();
+        const QSignalBlocker block(followEnd_);
+        zoom_->setRange(zoom_->fullEnd() - width, zoom_->fullEnd());
+    });
     connect(plot_, &TimelinePlot::hoverChanged, this, [this](const QString& t) {
         if (!t.isEmpty()) hover_->setText(t);
     });
@@ -316,6 +336,61 @@ void RunView::showAllocation(uint32_t interval) {
     zoom_->setRange(x0 - pad, x1 + pad, true);
     plot_->setPinned(interval);
     emit allocationPinned(run_, ref_, interval);
+}
+
+void RunView::setFollowing(bool on) {
+    following_ = on;
+    followEnd_->setVisible(on);
+    if (on) followEnd_->setChecked(zoom_->end() >= zoom_->fullEnd());
+}
+
+bool RunView::followsEnd() const {
+    return following_ && followEnd_->isChecked();
+}
+
+void RunView::setFollowEnd(bool on) {
+    followEnd_->setChecked(on);
+    if (on) {
+        const double width = zoom_->end() - zoom_->begin();
+        zoom_->setRange(zoom_->fullEnd() - width, zoom_->fullEnd());
+    }
+}
+
+void RunView::updateRun(RunPtr run) {
+    if (!run) return;
+    const double x0 = zoom_->begin(), x1 = zoom_->end();
+    const bool whole = x0 <= zoom_->fullBegin() && x1 >= zoom_->fullEnd();
+    const bool toEnd = followsEnd();
+    const double cursor = zoom_->cursor();
+    const bool hadTimeline = plot_->timeline() != nullptr;
+    updating_ = true;
+    run_ = std::move(run);
+    // The devices as they are now: one may have appeared.
+    DeviceRef ref = ref_;
+    {
+        const QSignalBlocker block(devices_);
+        devices_->clear();
+        const std::vector<DeviceRef> refs = run_->devices();
+        if (std::find(refs.begin(), refs.end(), ref) == refs.end() && !refs.empty())
+            ref = run_->busiestDevice();
+        for (DeviceRef r : refs) {
+            devices_->addItem(run_->deviceLabel(r),
+                              QVariant::fromValue(QPoint(r.part, r.device_index)));
+            if (r == ref) devices_->setCurrentIndex(devices_->count() - 1);
+        }
+    }
+    if (hadTimeline) ref_ = DeviceRef{-1, -1};  // setDevice shows it anew
+    setDevice(ref);
+    // setDevice reset the view to the whole run: put it back (a view that
+    // had nothing to show yet shows the whole run).
+    if (hadTimeline && toEnd && !whole) {
+        const double width = x1 - x0;
+        zoom_->setRange(zoom_->fullEnd() - width, zoom_->fullEnd());
+    } else if (hadTimeline && !toEnd) {
+        zoom_->setRange(x0, x1);
+    }
+    zoom_->setCursor(cursor);
+    updating_ = false;
 }
 
 }  // namespace memscope::gui

@@ -9,6 +9,7 @@
 #include "loading/run.h"
 #include "run_view/timeline_bands.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QPushButton;
@@ -57,6 +58,19 @@ public:
     // Centres the view on an allocation and pins it.
     void showAllocation(uint32_t interval);
 
+    // Following a trace still being written (File → Follow…): shows the
+    // "Follow end" box, on while the view shows the run's end.
+    void setFollowing(bool on);
+    bool isFollowing() const { return following_; }
+    // Whether updates keep the run's end in view. The user's zoom or pan
+    // turns it off when it leaves the end out, on when it shows the end.
+    bool followsEnd() const;
+    void setFollowEnd(bool on);
+    // A newer version of the same run (the followed file grew): shown on
+    // the same device, mode and grouping; the visible x range stays where
+    // it was, or, following the end, keeps its width and moves to the end.
+    void updateRun(RunPtr run);
+
 signals:
     void allocationPinned(memscope::gui::RunPtr run, memscope::gui::DeviceRef ref,
                           uint32_t interval);
@@ -87,6 +101,9 @@ private:
     QLabel* oomHead_ = nullptr;     // the headline and the verdict
     QLabel* oomDetails_ = nullptr;  // the whole report, on request
     QPushButton* oomButton_ = nullptr;
+    QCheckBox* followEnd_ = nullptr;  // shown while following
+    bool following_ = false;
+    bool updating_ = false;  // updateRun is moving the range, not the user
 };
 
 }  // namespace memscope::gui

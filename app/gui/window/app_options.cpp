@@ -77,8 +77,13 @@ AppOptions parseOptions(const QStringList& arguments) {
         QStringLiteral("whole-run"),
         QStringLiteral("Screenshot of one run: show the whole run (its forward, backward and "
                        "optimizer) instead of zooming to its peak."));
+    const QCommandLineOption follow(
+        QStringLiteral("follow"),
+        QStringLiteral("Follow a trace still being written (by memscope-cli record or an "
+                       "attach window): the run view updates as chunks arrive. Repeatable."),
+        QStringLiteral("PATH"));
     parser.addOptions(
-        {compare, screenshot, size, dark, colorBy, align, tab, whatif, dock, wholeRun});
+        {compare, screenshot, size, dark, colorBy, align, tab, whatif, dock, wholeRun, follow});
     parser.addPositionalArgument(QStringLiteral("files"),
                                  QStringLiteral("Traces or folders of per-rank traces."),
                                  QStringLiteral("[FILES...]"));
@@ -91,6 +96,7 @@ AppOptions parseOptions(const QStringList& arguments) {
     if (parser.isSet(QStringLiteral("version"))) parser.showVersion();
     o.paths = parser.positionalArguments();
     o.compare = parser.isSet(compare);
+    o.follow = parser.values(follow);
     o.dark = parser.isSet(dark);
     o.screenshot = parser.value(screenshot);
     if (parser.isSet(size)) {
@@ -157,6 +163,8 @@ AppOptions parseOptions(const QStringList& arguments) {
         else if (o.screenshot.isEmpty() || comparing)
             o.error = QStringLiteral("--dock applies to --screenshot of one run");
     }
+    if (!o.follow.isEmpty() && !o.screenshot.isEmpty())
+        o.error = QStringLiteral("--follow does not go with --screenshot");
     if (!o.screenshot.isEmpty() && o.paths.isEmpty())
         o.error = QStringLiteral("--screenshot needs at least one file");
     return o;

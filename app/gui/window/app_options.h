@@ -1,5 +1,6 @@
 #pragma once
-// The command line: paths to open, --compare, --whatif, --screenshot OUT.png.
+// The command line: paths to open, --compare, --whatif, --follow PATH,
+// --screenshot OUT.png.
 
 #include <QSize>
 #include <QStringList>
@@ -16,6 +17,7 @@ namespace memscope::gui {
 
 struct AppOptions {
     QStringList paths;
+    QStringList follow;  // --follow: traces still being written, followed as they grow
     bool compare = false;
     bool dark = false;       // force a dark palette
     QString screenshot;      // non-empty: render offscreen to this file and exit

@@ -324,7 +324,7 @@ void MainWindow::onLoadFinished(int loaded, int failed, bool cancelled) {
     startNextLoad();
 }
 
-void MainWindow::addRunView(RunPtr run) {
+RunView* MainWindow::addRunView(RunPtr run) {
     auto* view = new RunView(run, tabs_);
     connect(view, &RunView::cursorMoved, this, &MainWindow::followCursor);
     connect(view, &RunView::allocationPinned, this, &MainWindow::pinAllocation);
@@ -342,6 +342,7 @@ void MainWindow::addRunView(RunPtr run) {
     tabs_->setCurrentWidget(view);
     // Opened on its first OOM: again, now that the docks follow its cursor.
     view->goToOom();
+    return view;
 }
 
 // Run tabs by their runs' names ("train.py rank 1"), told apart where two

@@ -47,6 +47,10 @@ public:
     // runs of this batch open together in the compare view once loaded.
     void openPaths(const QStringList& paths, bool compare = false);
     bool isLoading() const { return loading_; }
+    // Follows a trace still being written (File → Follow…, --follow): its
+    // run view appears once the file holds a readable header and updates as
+    // it grows (main_window_follow.cpp). The path need not exist yet.
+    void followPath(const QString& path);
     // Processes events until every requested load has finished (tests, screenshots).
     void waitForLoads();
 
@@ -107,6 +111,7 @@ private:
     void updateActionStates();
     void openFilesDialog();
     void openFolderDialog();
+    void followDialog();
     void exportPlotDialog();
     void exportCsvDialog();
     void generateTraces();
@@ -119,7 +124,7 @@ private:
     void onRunLoaded(RunPtr run);
     void onFailedToOpen(const QString& path, const QString& message);
     void onLoadFinished(int loaded, int failed, bool cancelled);
-    void addRunView(RunPtr run);
+    RunView* addRunView(RunPtr run);
     // The Ranks view of a multi-rank run, as its own tab.
     void addRanksView(RunPtr run);
     void nameRunTabs();

@@ -52,6 +52,9 @@ void MainWindow::createFileMenu() {
     QAction* openDir = file->addAction(QStringLiteral("Open &Folder of Ranks…"), this,
                                        &MainWindow::openFolderDialog);
     openDir->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
+    QAction* follow = file->addAction(QStringLiteral("F&ollow…"), this, &MainWindow::followDialog);
+    follow->setToolTip(QStringLiteral("Open a trace still being written and update as it grows"));
+    follow->setObjectName(QStringLiteral("followAction"));
     recentMenu_ = file->addMenu(QStringLiteral("Open &Recent"));
     updateRecentMenu();
     file->addSeparator();

@@ -15,6 +15,7 @@
 #include "run_view/run_view.h"
 #include "run_view/timeline_plot.h"
 #include "run_view/zoom_state.h"
+#include "window/app_options.h"
 #include "window/main_window.h"
 
 using namespace memscope;
@@ -220,6 +221,19 @@ private slots:
         QVERIFY2(run.ok(), run.ok() ? "" : run.message().c_str());
         QCOMPARE(pending, qint64(0));
         QVERIFY(warningsOf(**run) > 0);
+    }
+
+    void followOnTheCommandLine() {
+        const AppOptions o = parseOptions({QStringLiteral("memscope"), QStringLiteral("--follow"),
+                                           QStringLiteral("a.memscope"), QStringLiteral("--follow"),
+                                           QStringLiteral("runs")});
+        QVERIFY2(o.error.isEmpty(), qPrintable(o.error));
+        QCOMPARE(o.follow, (QStringList{QStringLiteral("a.memscope"), QStringLiteral("runs")}));
+        const AppOptions bad =
+            parseOptions({QStringLiteral("memscope"), QStringLiteral("--follow"),
+                          QStringLiteral("a.memscope"), QStringLiteral("--screenshot"),
+                          QStringLiteral("x.png"), QStringLiteral("b.memscope")});
+        QVERIFY(!bad.error.isEmpty());
     }
 
     void followingAFolderPicksItsNewestTrace() {

@@ -3,11 +3,17 @@
 // growing prefixes, some cut in the middle of a chunk. The view sees later
 // steps appear without reopening, a half-written chunk is no damage, and the
 // x range stays where the user put it unless "Follow end" is on.
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <cstring>
 
 #include "common/plot_export.h"
+#include "dialogs/attach_dialog.h"
 #include "loading/run_follower.h"
 #include "loading/run_loader.h"
 #include "memscope/format/native_format.h"
@@ -234,6 +240,44 @@ private slots:
                           QStringLiteral("a.memscope"), QStringLiteral("--screenshot"),
                           QStringLiteral("x.png"), QStringLiteral("b.memscope")});
         QVERIFY(!bad.error.isEmpty());
+    }
+
+    void attachListsTheJobsWithAControlSocket() {
+        QTemporaryDir runtime;
+        QVERIFY(runtime.isValid());
+        QVERIFY(QDir(runtime.path()).mkdir(QStringLiteral("memscope")));
+        const QByteArray was = qgetenv("XDG_RUNTIME_DIR");
+        qputenv("XDG_RUNTIME_DIR", runtime.path().toLocal8Bit());
+        // This process as a job's process: a socket named by its pid. A
+        // socket whose process is gone is left out.
+        const QString mine = runtime.filePath(QStringLiteral("memscope/%1.sock").arg(::getpid()));
+        const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        QVERIFY(fd >= 0);
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        const QByteArray native = QFile::encodeName(mine);
+        QVERIFY(size_t(native.size()) < sizeof(addr.sun_path));
+        std::memcpy(addr.sun_path, native.constData(), size_t(native.size()));
+        QCOMPARE(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)), 0);
+        QFile stale(runtime.filePath(QStringLiteral("memscope/999999999.sock")));
+        QVERIFY(stale.open(QIODevice::WriteOnly));
+        stale.close();
+
+        const std::vector<AttachableProcess> found = attachableProcesses();
+        QCOMPARE(found.size(), size_t(1));
+        QCOMPARE(found.front().pid, qint64(::getpid()));
+        QVERIFY2(found.front().command.contains(QStringLiteral("tst_gui_follow")),
+                 qPrintable(found.front().command));
+        AttachDialog dialog;
+        QCOMPARE(dialog.jobCount(), 1);
+        QCOMPARE(dialog.selectedPid(), qint64(::getpid()));
+        QCOMPARE(dialog.steps(), 2);
+        ::close(fd);
+        QFile::remove(mine);
+        dialog.refresh();
+        QCOMPARE(dialog.jobCount(), 0);
+        QCOMPARE(dialog.selectedPid(), qint64(-1));
+        qputenv("XDG_RUNTIME_DIR", was);
     }
 
     void followingAFolderPicksItsNewestTrace() {

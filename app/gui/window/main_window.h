@@ -51,6 +51,9 @@ public:
     // run view appears once the file holds a readable header and updates as
     // it grows (main_window_follow.cpp). The path need not exist yet.
     void followPath(const QString& path);
+    // Record → Attach to a running job…: `memscope-cli attach PID --steps N`
+    // in the background; the traces it writes open when it is done.
+    void attachToJob(qint64 pid, int steps);
     // Processes events until every requested load has finished (tests, screenshots).
     void waitForLoads();
 
@@ -112,6 +115,7 @@ private:
     void openFilesDialog();
     void openFolderDialog();
     void followDialog();
+    void attachDialog();
     void exportPlotDialog();
     void exportCsvDialog();
     void generateTraces();

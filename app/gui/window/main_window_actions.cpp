@@ -41,6 +41,10 @@ void MainWindow::createActions() {
     createFileMenu();
     createViewMenu();
     createCompareMenu();
+    QMenu* record = menuBar()->addMenu(QStringLiteral("&Record"));
+    QAction* attach = record->addAction(QStringLiteral("&Attach to a Running Job…"), this,
+                                        &MainWindow::attachDialog);
+    attach->setObjectName(QStringLiteral("attachAction"));
     QMenu* help = menuBar()->addMenu(QStringLiteral("&Help"));
     help->addAction(QStringLiteral("&About memscope"), this, &MainWindow::showAbout);
 }

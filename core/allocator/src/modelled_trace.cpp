@@ -30,20 +30,45 @@ bool isSegmentEvent(EventKind k) {
            k == EventKind::SegmentMap || k == EventKind::SegmentUnmap;
 }
 
-// The device's segments in `state` replaced by the model's end state, each
-// covered by its allocated blocks and inactive gaps.
-void replaceEndState(Trace& trace, int16_t device, const AllocatorSnapshotAt& model) {
+// The device's segments in the trace's end state replaced by the model's, each
+// covered by its allocated blocks and inactive gaps. A block alive throughout
+// (never allocated in the trace) keeps the category inferred for it, found
+// through the address it had before the model moved it (`moved_from`).
+void replaceEndState(Trace& trace, int16_t device, const AllocatorSnapshotAt& model,
+                     const std::unordered_map<uint64_t, uint64_t>& moved_from) {
+    std::unordered_map<uint64_t, InferredCategory> kept;  // old address -> inferred category
     AllocatorState out;
+    std::vector<InferredCategory> inferred;
+    const std::vector<InferredCategory>& old_inferred = trace.inferred_block_categories;
+    auto oldCategory = [&](size_t bi) {
+        return bi < old_inferred.size() ? old_inferred[bi] : InferredCategory{};
+    };
     if (trace.allocator_state) {
         const AllocatorState& old = *trace.allocator_state;
         for (const Segment& s : old.segments) {
-            if (s.device == device) continue;
+            if (s.device == device) {
+                for (uint32_t k = 0; k < s.block_count; ++k) {
+                    const size_t bi = size_t(s.first_block) + k;
+                    if (bi < old.blocks.size() && old.blocks[bi].state != BlockState::Inactive)
+                        kept.emplace(old.blocks[bi].address, oldCategory(bi));
+                }
+                continue;
+            }
             Segment copy = s;
             copy.first_block = uint32_t(out.blocks.size());
-            for (const Block& b : old.blocksOf(s)) out.blocks.push_back(b);
+            for (uint32_t k = 0; k < s.block_count && size_t(s.first_block) + k < old.blocks.size();
+                 ++k) {
+                out.blocks.push_back(old.blocks[size_t(s.first_block) + k]);
+                inferred.push_back(oldCategory(size_t(s.first_block) + k));
+            }
+            copy.block_count = uint32_t(out.blocks.size() - copy.first_block);
             out.segments.push_back(copy);
         }
     }
+    auto add = [&](const Block& b, InferredCategory c) {
+        out.blocks.push_back(b);
+        inferred.push_back(c);
+    };
     for (const ReplaySegment& rs : model.segments) {
         Segment s;
         s.address = rs.address;
@@ -56,19 +81,24 @@ void replaceEndState(Trace& trace, int16_t device, const AllocatorSnapshotAt& mo
         uint64_t cursor = rs.address;
         for (const ReplayBlock& b : rs.blocks) {
             if (b.address > cursor)
-                out.blocks.push_back(
-                    Block{cursor, b.address - cursor, 0, {}, BlockState::Inactive});
-            out.blocks.push_back(Block{b.address, b.size, b.size, b.stack, b.state});
+                add(Block{cursor, b.address - cursor, 0, {}, BlockState::Inactive}, {});
+            const auto from = moved_from.find(b.address);
+            const auto old = kept.find(from != moved_from.end() ? from->second : b.address);
+            add(Block{b.address, b.size, b.size, b.stack, b.state},
+                old != kept.end() ? old->second : InferredCategory{});
             cursor = b.address + b.size;
         }
         if (rs.address + rs.size > cursor)
-            out.blocks.push_back(
-                Block{cursor, rs.address + rs.size - cursor, 0, {}, BlockState::Inactive});
+            add(Block{cursor, rs.address + rs.size - cursor, 0, {}, BlockState::Inactive}, {});
         s.block_count = uint32_t(out.blocks.size() - s.first_block);
         out.segments.push_back(s);
     }
     trace.allocator_state = std::move(out);
-    trace.inferred_block_categories.clear();  // one per block, and the blocks changed
+    // One per block, or none where the trace had none.
+    if (old_inferred.empty())
+        trace.inferred_block_categories.clear();
+    else
+        trace.inferred_block_categories = std::move(inferred);
 }
 
 }  // namespace
@@ -85,9 +115,11 @@ Result<AllocatorModelRun> applyAllocatorModel(Trace& trace, const DeviceTimeline
     options.on_placement = [&](size_t k, uint64_t address) {
         if (k < placed.size()) placed[k] = address;
     };
-    std::unordered_map<uint64_t, uint64_t> moved;  // recorded address -> model address
+    std::unordered_map<uint64_t, uint64_t> moved;            // recorded address -> model address
+    std::vector<std::pair<uint64_t, uint64_t>> start_moves;  // blocks live at the start
     options.on_start_placement = [&](uint64_t recorded, uint64_t address) {
         moved[recorded] = address;
+        start_moves.emplace_back(recorded, address);
     };
     auto run = replayAllocatorModel(trace, timeline, options, ctx);
     if (!run) return run.error();
@@ -152,7 +184,10 @@ Result<AllocatorModelRun> applyAllocatorModel(Trace& trace, const DeviceTimeline
     }
     trace.events = std::move(events);
     trace.attributes = std::move(attributes);
-    replaceEndState(trace, timeline.device, *run->end_state);
+    std::unordered_map<uint64_t, uint64_t> moved_from;  // model address -> recorded address
+    moved_from.reserve(start_moves.size());
+    for (const auto& [recorded, address] : start_moves) moved_from.emplace(address, recorded);
+    replaceEndState(trace, timeline.device, *run->end_state, moved_from);
     return run;
 }
 

@@ -202,5 +202,45 @@ TEST(AllocatorModelReplay, ModelledTraceShowsThePredictedSegments) {
     EXPECT_EQ(again->recorded.segment_allocs, applied->segment_allocs);
 }
 
+TEST(AllocatorModelReplay, ModelledTraceKeepsTheCategoriesOfBlocksAliveThroughout) {
+    // A parameter alive from before the trace to its end (known from the end
+    // state and inferred), and an activation the trace allocates and frees.
+    Trace t;
+    const uint64_t s = 0x60000000;
+    t.events = {ev(0, EventKind::Alloc, s + 8 * MiB, 4 * MiB),
+                ev(1, EventKind::FreeCompleted, s + 8 * MiB, 4 * MiB)};
+    AllocatorState end;
+    Segment seg;
+    seg.address = s;
+    seg.total_size = 20 * MiB;
+    seg.block_count = 2;
+    end.segments.push_back(seg);
+    end.blocks = {Block{s, 8 * MiB, 8 * MiB, {}, BlockState::ActiveAllocated},
+                  Block{s + 8 * MiB, 12 * MiB, 0, {}, BlockState::Inactive}};
+    t.allocator_state = end;
+    t.inferred_block_categories = {{Category::Parameter, CategoryRule::AliveThroughout},
+                                   {Category::Unknown, CategoryRule::Recorded}};
+    auto tl = Timeline::build(t);
+    ASSERT_TRUE(tl.ok());
+    AllocatorModelOptions o;
+    o.start = AllocatorStart::FreshCache;  // the parameter moves to a model address
+    auto applied = applyAllocatorModel(t, (*tl)->devices().at(0), o);
+    ASSERT_TRUE(applied.ok()) << applied.message();
+    auto rebuilt = Timeline::build(t);
+    ASSERT_TRUE(rebuilt.ok());
+    const DeviceTimeline& d = (*rebuilt)->devices().at(0);
+    size_t ghosts = 0;
+    for (const AllocationInterval& iv : d.intervals) {
+        if (iv.alloc_event != kNoEvent) continue;
+        ++ghosts;
+        EXPECT_EQ(iv.size, 8 * MiB);
+        EXPECT_NE(iv.address, s);  // placed by the model
+        EXPECT_EQ(iv.category, Category::Parameter);
+        EXPECT_TRUE(iv.category_inferred);
+    }
+    EXPECT_EQ(ghosts, 1u);
+    EXPECT_EQ(d.peak.by_category[index(Category::Parameter)], int64_t(8 * MiB));
+}
+
 }  // namespace
 }  // namespace memscope

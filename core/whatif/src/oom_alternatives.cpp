@@ -13,7 +13,7 @@ namespace {
 
 // The max_split_size_mb values tried, largest first: the largest that serves
 // is suggested, since a smaller one splits less and costs more segments.
-constexpr uint64_t kMaxSplitTriesMb[] = {1024, 512, 256, 128};
+constexpr uint64_t kMaxSplitTriesMb[] = {1024, 512, 256, 128, 64};
 
 // The trace with the failed request as an allocation in place of the OOM
 // event: what a prediction needs to say whether the request would be served.
@@ -77,7 +77,7 @@ Result<OomAlternatives> oomAlternatives(const Trace& trace, const Timeline& time
     }
     if (recorded.max_split_size == AllocatorSettings::kNoMaxSplit) {
         OomAlternative best{OomAlternativeKind::Settings, "max_split_size_mb", false, 0,
-                            "none of 128–1024 MiB"};
+                            "none of 64–1024 MiB"};
         for (uint64_t mb : kMaxSplitTriesMb) {
             AllocatorSettings s = recorded;
             s.max_split_size = mb * 1024 * 1024;

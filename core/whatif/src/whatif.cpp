@@ -82,10 +82,10 @@ Result<WhatIfReport> whatIf(const Trace& measured, const Timeline& timeline, std
     base.step_ms = step_time / ns_per_ms;
 
     // The caching allocator, on a GPU run: the measured run replayed under the
-    // settings asked for, and each prediction from the same starting cache.
+    // settings asked for, and each prediction from the same starting cache (by
+    // default a fresh one, the measured row's too: a run under another policy
+    // grows its own cache, and the rows compare like with like).
     const bool gpu = hasCachingAllocator(measured, device->device);
-    // Every row from a fresh cache, the measured one too: a run under another
-    // policy grows its own cache, and the rows compare like with like.
     AllocatorModelOptions model;
     model.start = options.allocator_start;
     model.settings = options.allocator_settings;
@@ -215,14 +215,16 @@ WhatIfBudget whatIfBudget(const WhatIfReport& report, int64_t budget_bytes) {
     b.by_reserved = std::all_of(report.rows.begin(), report.rows.end(), [](const WhatIfRow& r) {
         return r.refused || r.allocator.has_value();
     });
-    for (size_t i = 0; i < report.rows.size(); ++i)
-        if (!report.rows[i].refused) {
-            const WhatIfRow& r = report.rows[i];
-            const int64_t peak =
-                b.by_reserved ? int64_t(r.allocator->reserved_peak_bytes) : r.peak_bytes;
-            b.points.push_back({r.policy, peak, r.step_ms});
-            b.rows.push_back(i);
-        }
+    for (size_t i = 0; i < report.rows.size(); ++i) {
+        const WhatIfRow& r = report.rows[i];
+        if (r.refused) continue;
+        // A run the capped allocator fails (--device-memory) fits no budget.
+        if (b.by_reserved && r.allocator->failure) continue;
+        b.points.push_back(
+            {r.policy, b.by_reserved ? int64_t(r.allocator->reserved_peak_bytes) : r.peak_bytes,
+             r.step_ms});
+        b.rows.push_back(i);
+    }
     b.answer = fitBudget(b.points, budget_bytes);
     b.line = describeBudget(b.points, b.answer);
     if (b.by_reserved && !b.points.empty()) {

@@ -234,5 +234,28 @@ TEST(WhatIfOpLabels, OpPhasesNameTheOpsOfAllocations) {
     EXPECT_FALSE(hasOpLabels(t));
 }
 
+TEST(WhatIfBudget, JudgesReservedMemoryAndSkipsRunsTheCappedAllocatorFails) {
+    const Opened o = open(testutil::layeredFullSaveRun());
+    const auto policies = parseWhatIfPolicies(std::vector<std::string>{"block"});
+    ASSERT_TRUE(policies.ok());
+    auto free = whatIf(*o.trace, *o.timeline, "full", *policies);
+    ASSERT_TRUE(free.ok()) << free.message();
+    ASSERT_TRUE(free->rows[0].allocator && free->rows[1].allocator);
+    const WhatIfBudget roomy = whatIfBudget(*free, int64_t(1) << 30);
+    EXPECT_TRUE(roomy.by_reserved);
+    EXPECT_EQ(roomy.points.size(), 2u);
+    EXPECT_EQ(roomy.points[0].peak_bytes, int64_t(free->rows[0].allocator->reserved_peak_bytes));
+    EXPECT_NE(roomy.line.find("of reserved memory"), std::string::npos) << roomy.line;
+
+    WhatIfOptions capped;
+    capped.device_capacity = 1;  // no segment fits: every run fails
+    auto tight = whatIf(*o.trace, *o.timeline, "full", *policies, capped);
+    ASSERT_TRUE(tight.ok()) << tight.message();
+    ASSERT_TRUE(tight->rows[1].allocator && tight->rows[1].allocator->failure);
+    const WhatIfBudget none = whatIfBudget(*tight, int64_t(1) << 30);
+    EXPECT_TRUE(none.points.empty());
+    EXPECT_FALSE(none.answer.choice);
+}
+
 }  // namespace
 }  // namespace memscope

@@ -98,9 +98,24 @@ void CachingAllocatorModel::tryMerge(BlockId dst, BlockId src) {
     dropBlock(src);
 }
 
-void CachingAllocatorModel::recordSegmentEvent(ModelSegmentEventKind kind, uint64_t address,
-                                               uint64_t size, uint64_t stream) {
-    ++counts_[size_t(kind)];
+void CachingAllocatorModel::recordSegmentEvent(EventKind kind, uint64_t address, uint64_t size,
+                                               uint64_t stream) {
+    switch (kind) {
+        case EventKind::SegmentAlloc:
+            ++counts_.allocs;
+            break;
+        case EventKind::SegmentFree:
+            ++counts_.frees;
+            break;
+        case EventKind::SegmentMap:
+            ++counts_.maps;
+            break;
+        case EventKind::SegmentUnmap:
+            ++counts_.unmaps;
+            break;
+        default:
+            break;
+    }
     if (listener_) listener_(ModelSegmentEvent{kind, address, size, stream});
 }
 
@@ -184,7 +199,7 @@ std::optional<CachingAllocatorModel::BlockId> CachingAllocatorModel::allocBlock(
     if (!fits(size) || next_address_ > UINT64_MAX - size) return std::nullopt;
     const BlockId id = newSegment(size, stream, small, false);
     reserved_ += size;
-    recordSegmentEvent(ModelSegmentEventKind::Alloc, blocks_[id].address, size, stream);
+    recordSegmentEvent(EventKind::SegmentAlloc, blocks_[id].address, size, stream);
     return id;
 }
 
@@ -224,7 +239,7 @@ bool CachingAllocatorModel::mapBlock(BlockId id, uint64_t size) {
     blocks_[id].size = map;
     blocks_[id].mapped = true;
     reserved_ += map;
-    recordSegmentEvent(ModelSegmentEventKind::Map, blocks_[id].address, map, blocks_[id].stream);
+    recordSegmentEvent(EventKind::SegmentMap, blocks_[id].address, map, blocks_[id].stream);
     tryMerge(id, blocks_[id].prev);
     tryMerge(id, blocks_[id].next);
     insertFree(id);
@@ -284,7 +299,7 @@ void CachingAllocatorModel::releaseSegmentOf(BlockId id) {
     seg.alive = false;
     seg.first = kNone;
     reserved_ -= std::min(reserved_, b.size);
-    recordSegmentEvent(ModelSegmentEventKind::Free, b.address, b.size, b.stream);
+    recordSegmentEvent(EventKind::SegmentFree, b.address, b.size, b.stream);
     dropBlock(id);
 }
 
@@ -323,7 +338,7 @@ void CachingAllocatorModel::unmapBlock(BlockId id) {
     blocks_[id].size = end - begin;
     blocks_[id].mapped = false;
     reserved_ -= std::min(reserved_, end - begin);
-    recordSegmentEvent(ModelSegmentEventKind::Unmap, begin, end - begin, b.stream);
+    recordSegmentEvent(EventKind::SegmentUnmap, begin, end - begin, b.stream);
     tryMerge(id, blocks_[id].prev);
     tryMerge(id, blocks_[id].next);
     insertUnmapped(id);

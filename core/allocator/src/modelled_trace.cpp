@@ -11,20 +11,6 @@ namespace {
 constexpr uint64_t kSmallSegment = 2 * 1024 * 1024;
 constexpr uint64_t kUnplaced = UINT64_MAX;
 
-EventKind kindOf(ModelSegmentEventKind k) {
-    switch (k) {
-        case ModelSegmentEventKind::Alloc:
-            return EventKind::SegmentAlloc;
-        case ModelSegmentEventKind::Free:
-            return EventKind::SegmentFree;
-        case ModelSegmentEventKind::Map:
-            return EventKind::SegmentMap;
-        case ModelSegmentEventKind::Unmap:
-            return EventKind::SegmentUnmap;
-    }
-    return EventKind::SegmentAlloc;
-}
-
 bool isSegmentEvent(EventKind k) {
     return k == EventKind::SegmentAlloc || k == EventKind::SegmentFree ||
            k == EventKind::SegmentMap || k == EventKind::SegmentUnmap;
@@ -147,7 +133,7 @@ Result<AllocatorModelRun> applyAllocatorModel(Trace& trace, const DeviceTimeline
             s.phase = e.phase;
             s.stream = trace.internStream(m.stream);
             s.device = e.device;
-            s.kind = kindOf(m.kind);
+            s.kind = m.kind;
             events.push_back(s);
         }
         if (e.kind == EventKind::Alloc && placed[k] != kUnplaced) {

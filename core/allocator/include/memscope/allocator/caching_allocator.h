@@ -39,10 +39,9 @@
 
 namespace memscope {
 
-enum class ModelSegmentEventKind : uint8_t { Alloc, Free, Map, Unmap };
-
 struct ModelSegmentEvent {
-    ModelSegmentEventKind kind = ModelSegmentEventKind::Alloc;
+    // SegmentAlloc, SegmentFree, SegmentMap or SegmentUnmap, as a trace records them.
+    EventKind kind = EventKind::SegmentAlloc;
     uint64_t address = 0;
     uint64_t size = 0;
     uint64_t stream = 0;
@@ -104,13 +103,13 @@ public:
     uint64_t blockAddress(BlockId id) const;
     bool failedLast() const { return failed_last_; }
 
-    uint64_t segmentAllocs() const { return counts_[0]; }
-    uint64_t segmentFrees() const { return counts_[1]; }
-    uint64_t segmentMaps() const { return counts_[2]; }
-    uint64_t segmentUnmaps() const { return counts_[3]; }
+    uint64_t segmentAllocs() const { return counts_.allocs; }
+    uint64_t segmentFrees() const { return counts_.frees; }
+    uint64_t segmentMaps() const { return counts_.maps; }
+    uint64_t segmentUnmaps() const { return counts_.unmaps; }
 
     // Counts from here on (after seeding a fresh cache).
-    void resetCounters() { counts_[0] = counts_[1] = counts_[2] = counts_[3] = 0; }
+    void resetCounters() { counts_ = {}; }
 
     // Called for every segment event the model makes, in order.
     void setSegmentListener(std::function<void(const ModelSegmentEvent&)> listener) {
@@ -176,8 +175,7 @@ private:
     void releaseSegmentOf(BlockId id);
     void garbageCollect();
     bool fits(uint64_t more) const { return !capacity_ || reserved_ + more <= *capacity_; }
-    void recordSegmentEvent(ModelSegmentEventKind kind, uint64_t address, uint64_t size,
-                            uint64_t stream);
+    void recordSegmentEvent(EventKind kind, uint64_t address, uint64_t size, uint64_t stream);
 
     AllocatorSettings settings_;
     std::optional<uint64_t> capacity_;
@@ -188,7 +186,9 @@ private:
     uint64_t reserved_ = 0;
     uint64_t allocated_ = 0;
     uint64_t next_address_ = 0;  // where the next new segment goes
-    uint64_t counts_[4] = {0, 0, 0, 0};
+    struct SegmentCounts {
+        uint64_t allocs = 0, frees = 0, maps = 0, unmaps = 0;
+    } counts_;
     bool failed_last_ = false;
     std::function<void(const ModelSegmentEvent&)> listener_;
 };

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "memscope/model/innermost_scopes.h"
 #include "memscope/model/module_scopes.h"
 
 namespace memscope {
@@ -31,14 +32,11 @@ public:
     std::optional<ModuleHit> at(int64_t time) const;
 
     ModuleSource source() const { return source_; }
-    bool empty() const { return scope_of_.empty(); }
+    bool empty() const { return innermost_.scope_of.empty(); }
 
 private:
     ModuleSource source_ = ModuleSource::None;
-    // Piecewise constant: from bounds_[i] up to bounds_[i + 1] the innermost
-    // scope is hits_[i] (scope index + 1; 0 = none).
-    std::vector<int64_t> bounds_;
-    std::vector<uint32_t> scope_of_;
+    detail::InnermostScopes innermost_;
     std::vector<ModuleScope> scopes_;  // the trace's, for kind and module
 };
 

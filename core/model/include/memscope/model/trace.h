@@ -16,6 +16,7 @@
 #include "memscope/model/digest.h"
 #include "memscope/model/event.h"
 #include "memscope/model/module_scopes.h"
+#include "memscope/model/op_scopes.h"
 #include "memscope/model/prediction.h"
 #include "memscope/model/run_metrics.h"
 #include "memscope/model/types.h"
@@ -174,6 +175,8 @@ public:
     // Where in the model: modules and the time ranges they ran in
     // (module_scopes.h). Apart from `phases`, which say when.
     ModuleTable modules;
+    // What made the memory: the ops that ran and when (op_scopes.h).
+    OpTable ops;
     // Set when memscope predicted this run from a measured one (prediction.h):
     // its events are a simulation, not a recording.
     std::optional<Prediction> prediction;

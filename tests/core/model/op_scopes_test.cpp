@@ -1,0 +1,54 @@
+#include <gtest/gtest.h>
+
+#include "memscope/model/op_attribution.h"
+#include "memscope/model/trace.h"
+
+namespace memscope {
+namespace {
+
+OpScope scope(Trace& t, int64_t start, int64_t end, std::string_view name, uint16_t depth) {
+    return OpScope{start, end, t.internString(name), depth};
+}
+
+TEST(OpAttribution, InnermostOpLooksThroughNestedAllocationHelpers) {
+    Trace t;
+    t.ops.source = OpSource::Recorded;
+    t.ops.scopes = {scope(t, 0, 100, "aten::linear", 0), scope(t, 10, 90, "aten::addmm", 1),
+                    scope(t, 20, 30, "aten::empty", 2), scope(t, 200, 210, "aten::empty", 0)};
+    const OpAttribution ops(t);
+    EXPECT_EQ(ops.source(), OpSource::Recorded);
+    ASSERT_TRUE(ops.at(5));
+    EXPECT_EQ(t.string(ops.at(5)->name), "aten::linear");
+    // aten::empty inside aten::addmm makes addmm's output.
+    ASSERT_TRUE(ops.at(25));
+    EXPECT_EQ(t.string(ops.at(25)->name), "aten::addmm");
+    EXPECT_EQ(ops.at(25)->scope, 1u);
+    EXPECT_EQ(t.string(ops.at(95)->name), "aten::linear");
+    EXPECT_FALSE(ops.at(100));  // half open
+    // torch.empty() called from Python is itself the op.
+    ASSERT_TRUE(ops.at(205));
+    EXPECT_EQ(t.string(ops.at(205)->name), "aten::empty");
+    EXPECT_FALSE(ops.at(-1));
+}
+
+TEST(OpAttribution, OverlappingAndBrokenScopesNeitherCrashNorCount) {
+    Trace t;
+    t.ops.scopes = {scope(t, 50, 10, "aten::mm", 0),  // ends before it starts
+                    scope(t, 0, 40, "aten::bmm", 0), scope(t, 20, 60, "aten::_softmax", 0)};
+    const OpAttribution ops(t);
+    EXPECT_EQ(t.string(ops.at(30)->name), "aten::_softmax");  // started last
+    EXPECT_EQ(t.string(ops.at(45)->name), "aten::_softmax");
+    EXPECT_EQ(t.string(ops.at(10)->name), "aten::bmm");
+    EXPECT_FALSE(OpAttribution(Trace{}).at(0));
+    EXPECT_TRUE(OpAttribution(Trace{}).empty());
+}
+
+TEST(OpScopes, SourceNames) {
+    EXPECT_EQ(toString(OpSource::Recorded), "recorded");
+    EXPECT_EQ(toString(OpSource::Inferred), "inferred");
+    EXPECT_TRUE(isAllocationHelperOp("aten::empty_strided"));
+    EXPECT_FALSE(isAllocationHelperOp("aten::mm"));
+}
+
+}  // namespace
+}  // namespace memscope

@@ -4,7 +4,8 @@
 
 namespace memscope {
 
-OpAttribution::OpAttribution(const Trace& trace) : source_(trace.ops.source) {
+OpAttribution::OpAttribution(const Trace& trace)
+    : source_(trace.ops.source), event_ops_(trace.ops.event_ops) {
     const std::vector<OpScope>& scopes = trace.ops.scopes;
     std::vector<detail::ScopeSpan> spans;
     spans.reserve(scopes.size());
@@ -23,6 +24,14 @@ std::optional<OpHit> OpAttribution::at(int64_t time) const {
     const uint32_t s = innermost_.at(time);
     if (s == 0) return std::nullopt;
     return OpHit{names_[s - 1], s - 1};
+}
+
+std::optional<OpHit> OpAttribution::ofEvent(uint64_t event, int64_t time) const {
+    if (!event_ops_.empty()) {
+        if (event >= event_ops_.size() || event_ops_[event].isNull()) return std::nullopt;
+        return OpHit{event_ops_[event], std::nullopt};
+    }
+    return at(time);
 }
 
 }  // namespace memscope

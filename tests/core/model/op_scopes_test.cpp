@@ -22,7 +22,7 @@ TEST(OpAttribution, InnermostOpLooksThroughNestedAllocationHelpers) {
     // aten::empty inside aten::addmm makes addmm's output.
     ASSERT_TRUE(ops.at(25));
     EXPECT_EQ(t.string(ops.at(25)->name), "aten::addmm");
-    EXPECT_EQ(ops.at(25)->scope, 1u);
+    EXPECT_EQ(ops.at(25)->scope, std::optional<uint32_t>(1));
     EXPECT_EQ(t.string(ops.at(95)->name), "aten::linear");
     EXPECT_FALSE(ops.at(100));  // half open
     // torch.empty() called from Python is itself the op.
@@ -41,6 +41,19 @@ TEST(OpAttribution, OverlappingAndBrokenScopesNeitherCrashNorCount) {
     EXPECT_EQ(t.string(ops.at(10)->name), "aten::bmm");
     EXPECT_FALSE(OpAttribution(Trace{}).at(0));
     EXPECT_TRUE(OpAttribution(Trace{}).empty());
+}
+
+TEST(OpAttribution, OpsInferredPerEventWinOverTime) {
+    Trace t;
+    t.ops.source = OpSource::Inferred;
+    t.ops.event_ops = {t.internString("aten::mm"), StringId{}};
+    const OpAttribution ops(t);
+    EXPECT_FALSE(ops.empty());
+    ASSERT_TRUE(ops.ofEvent(0, 7));
+    EXPECT_EQ(t.string(ops.ofEvent(0, 7)->name), "aten::mm");
+    EXPECT_FALSE(ops.ofEvent(0, 7)->scope);
+    EXPECT_FALSE(ops.ofEvent(1, 7));
+    EXPECT_FALSE(ops.ofEvent(5, 7));  // past the events: none, not out of bounds
 }
 
 TEST(OpScopes, SourceNames) {

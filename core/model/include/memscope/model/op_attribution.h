@@ -16,8 +16,9 @@ namespace memscope {
 class Trace;
 
 struct OpHit {
-    StringId name;       // "aten::addmm"
-    uint32_t scope = 0;  // index into Trace::ops.scopes
+    StringId name;  // "aten::addmm"
+    // Index into Trace::ops.scopes; none for an op inferred per event.
+    std::optional<uint32_t> scope;
 };
 
 class OpAttribution {
@@ -30,14 +31,18 @@ public:
     // The innermost usable scope holding `time` (start <= time < end): the
     // one that started last, the deeper on a tie. nullopt outside every op.
     std::optional<OpHit> at(int64_t time) const;
+    // The op that made event `event` (an index into Trace::events, made at
+    // `time`): its inferred op where ops were inferred per event, else at(time).
+    std::optional<OpHit> ofEvent(uint64_t event, int64_t time) const;
 
     OpSource source() const { return source_; }
-    bool empty() const { return innermost_.scope_of.empty(); }
+    bool empty() const { return innermost_.scope_of.empty() && event_ops_.empty(); }
 
 private:
     OpSource source_ = OpSource::None;
     detail::InnermostScopes innermost_;
-    std::vector<StringId> names_;  // by scope index
+    std::vector<StringId> names_;      // by scope index
+    std::vector<StringId> event_ops_;  // Trace::ops.event_ops
 };
 
 }  // namespace memscope

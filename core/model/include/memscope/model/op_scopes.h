@@ -40,7 +40,11 @@ inline constexpr uint16_t kMaxOpDepth = 1024;
 struct OpTable {
     OpSource source = OpSource::None;
     std::vector<OpScope> scopes;  // any order; OpAttribution sorts its copy
-    bool empty() const { return scopes.empty(); }
+    // Ops inferred per allocation (source Inferred, from C++ frames, which
+    // give no op's time range): empty, or one per event (0 = none found).
+    // Like inferred modules, never written to a trace file.
+    std::vector<StringId> event_ops;
+    bool empty() const { return scopes.empty() && event_ops.empty(); }
 };
 
 // Ops that only make memory for the op that calls them (aten::empty inside

@@ -19,7 +19,7 @@ Runs the benchmarks and prints one table: what, memscope's figure, the peer
 (CPython) and its figure measured in the same run, the target, met or not.
   --quick      smaller sizes (snapshots of 30 and 100 MB, 1 M events, ...)
   --only NAME  one benchmark: snapshot kineto native gui hostile ranks trainer
-               whatif inference roles allocator
+               whatif whatif-scripts inference roles allocator
   --keep       keep the generated data (printed at the end)
   --growth     also snapshot import, timeline build, layout index and frame
                time at three sizes (30 MB, 300 MB, 1 GB; steady and churn) and
@@ -43,7 +43,8 @@ while (($#)); do
             only=$2
             shift
             case "$only" in
-                snapshot | kineto | native | gui | hostile | ranks | trainer | whatif | inference | roles | allocator) ;;
+                snapshot | kineto | native | gui | hostile | ranks | trainer | whatif | whatif-scripts | inference | \
+                    roles | allocator) ;;
                 *) echo "bench.sh: --only: unknown benchmark '$only'" >&2; usage >&2; exit 2 ;;
             esac
             ;;
@@ -290,6 +291,18 @@ if want inference && [[ -x $bin/memscope-bench-inference ]]; then
     t=$(grab inference 'every step found: (met|NOT met)')
     row "inference: mix, parameter and state bytes, steps" "$(or_dash "$t")" "-" "-" \
         ">= 90 %, within 5 %, all" "$([[ $t == met ]] && echo yes || { [[ -n $t ]] && echo NO || echo -; })"
+fi
+if want whatif-scripts && [[ -x $bin/memscope-cli ]]; then
+    # whatif from one recorded full-save run against the same plain scripts
+    # recorded with each policy applied by hand (needs a python3 with torch).
+    args=(--cli "$bin/memscope-cli")
+    ((quick)) && args+=(--quick)
+    target_exit=1 run whatif-scripts "$python" "$root/tests/bench/whatif/bench_whatif_scripts.py" \
+        "${args[@]}"
+    n=$(log whatif-scripts | grep -E '^(transformer|cnn) ' | grep -vc 'predicted from')
+    off=$(log whatif-scripts | grep -cE -- '<-- off|refused')
+    row "whatif on plain scripts: predictions off by > 5 %" "$(or_dash "${off:-}")" "-" \
+        "0 of ${n:-?}" "$([[ ${off:-x} == 0 ]] && echo yes || echo NO)"
 fi
 if want roles && [[ -x $bin/memscope-cli ]]; then
     # record's tensor roles on against off, alternating runs of a CPU

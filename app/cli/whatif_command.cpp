@@ -31,6 +31,7 @@ struct WhatIfCliOptions {
     std::string allocator;
     std::string device_memory;
     std::string out;
+    std::string use_reentrant = "auto";
     bool json = false;
 };
 
@@ -111,6 +112,9 @@ int run(const WhatIfCliOptions& o) {
         };
     WhatIfOptions options;
     options.keep_traces = !o.out.empty();
+    options.checkpoint_style = o.use_reentrant == "true"    ? CheckpointStyle::Reentrant
+                               : o.use_reentrant == "false" ? CheckpointStyle::NonReentrant
+                                                            : CheckpointStyle::Auto;
     if (!o.allocator.empty())
         options.allocator_settings =
             *applyAllocatorConf(allocatorSettingsOf(*part.trace).settings, o.allocator);
@@ -169,6 +173,13 @@ Command addWhatIf(CLI::App& parent) {
                     "the bytes the allocator may reserve (e.g. 24GiB): the first request that "
                     "would fail is reported")
         ->check(byteSizeValidator());
+    app->add_option("--use-reentrant", o->use_reentrant,
+                    "how the checkpoint is made, as torch.utils.checkpoint's use_reentrant: "
+                    "false (the recomputed output is freed when the recompute ends), true "
+                    "(it is held until the region's backward ends), or auto (default: true "
+                    "for sequential:K, as checkpoint_sequential, and for memscope-train's runs; "
+                    "false otherwise, as PyTorch recommends)")
+        ->check(CLI::IsMember({"auto", "true", "false"}));
     app->add_flag("--json", o->json, "print JSON");
     app->add_option("--out", o->out,
                     "write each predicted run to DIR as a native trace (compare, check and the "

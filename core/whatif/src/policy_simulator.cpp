@@ -92,8 +92,13 @@ PhaseId phaseHolding(const Trace& trace, PhaseKind kind, int16_t device, int64_t
 
 class Simulation {
 public:
-    Simulation(const Trace& measured, const DeviceTimeline& device, const LayerChain& chain)
-        : measured_(measured), device_(device), chain_(chain), rewrite_(measured, device) {}
+    Simulation(const Trace& measured, const DeviceTimeline& device, const LayerChain& chain,
+               CheckpointStyle style)
+        : measured_(measured),
+          device_(device),
+          chain_(chain),
+          reentrant_(style == CheckpointStyle::Reentrant),
+          rewrite_(measured, device) {}
 
     Result<SimulatedRun> run(const WhatIfPolicy& policy, const std::string& source) {
         SimulatedRun out;
@@ -132,7 +137,12 @@ public:
                 "the recompute replays the layer's measured forward, allocation for allocation, "
                 "and takes its measured forward time");
             assumptions_.push_back(
-                "the recomputed output is kept until the last tensor the layer saved is freed");
+                reentrant_ ? "checkpointed as torch.utils.checkpoint(use_reentrant=True) does: "
+                             "the recomputed output is kept until the last tensor the layer "
+                             "saved is freed"
+                           : "checkpointed as torch.utils.checkpoint(use_reentrant=False) does: "
+                             "the recomputed output, which the layer's backward does not need, "
+                             "is freed when the recompute ends");
         }
 
         Prediction prediction;
@@ -150,6 +160,7 @@ private:
     const Trace& measured_;
     const DeviceTimeline& device_;
     const LayerChain& chain_;
+    const bool reentrant_;
     TraceRewrite rewrite_;
     std::vector<std::string> assumptions_;
     bool noted_output_ = false;
@@ -317,9 +328,18 @@ private:
         for (uint32_t id : temps)
             rewrite_.addCopy(id, gap, offset(iv[id].start), TraceRewrite::At::InGap,
                              offset(iv[id].end), recompute);
-        for (uint32_t id : kept)
-            rewrite_.addCopy(id, gap, offset(iv[id].start), TraceRewrite::At::Measured, saved_done,
-                             recompute);
+        for (uint32_t id : kept) {
+            // Measured, the region's own backward held it too (a ReLU keeps
+            // its result); checkpointed, only the layers after it hold the
+            // original, and they are done.
+            if (iv[id].end > downstream_done) rewrite_.moveFree(id, downstream_done);
+            if (reentrant_)
+                rewrite_.addCopy(id, gap, offset(iv[id].start), TraceRewrite::At::Measured,
+                                 saved_done, recompute);
+            else
+                rewrite_.addCopy(id, gap, offset(iv[id].start), TraceRewrite::At::InGap, duration,
+                                 recompute);
+        }
         for (uint32_t id : saved)
             rewrite_.addCopy(id, gap, offset(iv[id].start), TraceRewrite::At::Measured, iv[id].end,
                              recompute);
@@ -582,9 +602,19 @@ std::string refusal(const Trace& measured, const WhatIfPolicy& policy, const Lay
 
 Result<SimulatedRun> simulatePolicy(const Trace& measured, const DeviceTimeline& device,
                                     const LayerChain& chain, const WhatIfPolicy& policy,
-                                    const std::string& source) {
-    Simulation sim(measured, device, chain);
+                                    const std::string& source, CheckpointStyle style) {
+    Simulation sim(measured, device, chain, style);
     return sim.run(policy, source);
+}
+
+CheckpointStyle resolveCheckpointStyle(const Trace& measured, const WhatIfPolicy& policy,
+                                       CheckpointStyle asked) {
+    (void)policy;
+    if (asked != CheckpointStyle::Auto) return asked;
+    // memscope-train's regions are autograd Functions that re-run and
+    // differentiate the region in backward, as the reentrant checkpoint does.
+    if (!modelName(measured).empty()) return CheckpointStyle::Reentrant;
+    return CheckpointStyle::NonReentrant;
 }
 
 }  // namespace memscope::detail

@@ -32,8 +32,13 @@ struct SimulatedRun {
 // Why a policy cannot be predicted from this run, or "" when it can.
 std::string refusal(const Trace& measured, const WhatIfPolicy& policy, const LayerChain& chain);
 
+// `style` is NonReentrant or Reentrant (whatIf resolves Auto).
 Result<SimulatedRun> simulatePolicy(const Trace& measured, const DeviceTimeline& device,
                                     const LayerChain& chain, const WhatIfPolicy& policy,
-                                    const std::string& source);
+                                    const std::string& source, CheckpointStyle style);
+
+// The style Auto stands for with this run and policy.
+CheckpointStyle resolveCheckpointStyle(const Trace& measured, const WhatIfPolicy& policy,
+                                       CheckpointStyle asked);
 
 }  // namespace memscope::detail

@@ -142,7 +142,9 @@ Result<WhatIfReport> whatIf(const Trace& measured, const Timeline& timeline, std
             }
         }
         const LayerChain& use = report.chain ? *report.chain : no_layers;
-        auto sim = detail::simulatePolicy(measured, *device, use, policy, report.source);
+        auto sim = detail::simulatePolicy(
+            measured, *device, use, policy, report.source,
+            detail::resolveCheckpointStyle(measured, policy, options.checkpoint_style));
         if (!sim) {
             row.refused = sim.message();
             report.rows.push_back(std::move(row));
@@ -233,6 +235,18 @@ WhatIfBudget whatIfBudget(const WhatIfReport& report, int64_t budget_bytes) {
             b.line.insert(colon, " of reserved memory");
     }
     return b;
+}
+
+std::string_view toString(CheckpointStyle style) {
+    switch (style) {
+        case CheckpointStyle::Auto:
+            return "auto";
+        case CheckpointStyle::NonReentrant:
+            return "non-reentrant";
+        case CheckpointStyle::Reentrant:
+            return "reentrant";
+    }
+    return "auto";
 }
 
 }  // namespace memscope

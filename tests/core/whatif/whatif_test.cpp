@@ -127,6 +127,47 @@ TEST(WhatIf, BlockFreesWhatEachLayerSavedAndReplaysItInBackward) {
     EXPECT_EQ(block.delta_bytes, block.peak_bytes - r.rows[0].peak_bytes);
 }
 
+TEST(WhatIf, CheckpointStyleDecidesHowLongTheRecomputedOutputLives) {
+    const Opened o = open(fullSaveRun());
+    auto policies = parseWhatIfPolicies(std::vector<std::string>{"block"});
+    ASSERT_TRUE(policies.ok());
+    auto predictWith = [&](CheckpointStyle style) {
+        WhatIfOptions options;
+        options.keep_traces = true;
+        options.checkpoint_style = style;
+        auto r = whatIf(*o.trace, *o.timeline, "full.memscope", *policies, options);
+        EXPECT_TRUE(r.ok()) << r.message();
+        return std::move(r->rows[1]);
+    };
+    const WhatIfRow reentrant = predictWith(CheckpointStyle::Reentrant);
+    const WhatIfRow plain = predictWith(CheckpointStyle::NonReentrant);
+    // A hand-built run has no memscope-train model: auto is non-reentrant.
+    EXPECT_EQ(predictWith(CheckpointStyle::Auto).peak_bytes, plain.peak_bytes);
+    ASSERT_TRUE(reentrant.timeline && plain.timeline);
+    // Right after each recompute the reentrant checkpoint still holds the
+    // recomputed 100 B output; the non-reentrant one has freed it.
+    int compared = 0;
+    for (const Phase& p : plain.trace->phases) {
+        if (p.kind != PhaseKind::Recompute || p.step != 0) continue;
+        const Phase* same = nullptr;
+        for (const Phase& q : reentrant.trace->phases)
+            if (q.kind == PhaseKind::Recompute && q.name == p.name && q.step == p.step) same = &q;
+        ASSERT_TRUE(same);
+        EXPECT_EQ(liveAt(*reentrant.timeline, same->end) - liveAt(*plain.timeline, p.end), 100)
+            << plain.trace->string(p.name);
+        ++compared;
+    }
+    EXPECT_EQ(compared, kLayers);
+    EXPECT_LE(plain.peak_bytes, reentrant.peak_bytes);
+    auto says = [](const WhatIfRow& row, std::string_view what) {
+        for (const std::string& a : row.assumptions)
+            if (a.find(what) != std::string::npos) return true;
+        return false;
+    };
+    EXPECT_TRUE(says(reentrant, "use_reentrant=True"));
+    EXPECT_TRUE(says(plain, "use_reentrant=False"));
+}
+
 TEST(WhatIf, LayerListsCheckpointOnlyTheLayersNamed) {
     const Opened o = open(fullSaveRun());
     const WhatIfReport r = predict(o, {"layers:0,2", "layers:7"});

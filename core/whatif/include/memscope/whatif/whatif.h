@@ -80,6 +80,21 @@ struct WhatIfReport {
     std::vector<WhatIfRow> rows;  // the measured run first, then the policies in order
 };
 
+// How the checkpoint is made, which decides what the recompute holds
+// (torch.utils.checkpoint's use_reentrant):
+//  - NonReentrant (use_reentrant=False, saved-tensor hooks): the recompute
+//    keeps only what the region's own backward needs; its output, needed by
+//    nothing there, is freed when the recompute ends;
+//  - Reentrant (use_reentrant=True, checkpoint_sequential, memscope-train's
+//    regions): the recompute's outputs are held until the region's backward
+//    has finished.
+enum class CheckpointStyle : uint8_t {
+    Auto = 0,  // Reentrant for memscope-train's runs and sequential:K, else NonReentrant
+    NonReentrant = 1,
+    Reentrant = 2,
+};
+std::string_view toString(CheckpointStyle style);  // "auto", "non-reentrant", "reentrant"
+
 struct WhatIfOptions {
     // Keep each predicted trace and build its timeline (the GUI, --out);
     // off, only the figures are kept.
@@ -90,6 +105,7 @@ struct WhatIfOptions {
     std::optional<uint64_t> device_capacity;
     // The cache every row starts from (allocator_model_replay.h).
     AllocatorStart allocator_start = AllocatorStart::FreshCache;
+    CheckpointStyle checkpoint_style = CheckpointStyle::Auto;
 };
 
 // Predicts `policies` (empty = defaultWhatIfPolicies, or opt-in-bwd alone

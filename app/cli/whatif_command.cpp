@@ -185,6 +185,7 @@ Command addWhatIf(CLI::App& parent) {
                     "write each predicted run to DIR as a native trace (compare, check and the "
                     "GUI open them; they are marked predicted)");
     app->footer(
+        std::string(whatIfPolicyMeanings()) +
         "Predicted runs are simulations of the measured run, never measurements; each lists the "
         "assumptions it made. On a GPU run, reserved memory is the caching-allocator model's "
         "(the recorded settings, else PyTorch's defaults) and --budget judges it.\nExit status: 0 "

@@ -468,6 +468,9 @@ TEST_F(Cli, WhatIfPredictsPoliciesAndWritesTracesThatCompareOpens) {
     const CliRun help = run("whatif --help");
     EXPECT_EQ(help.exit_code, 0);
     EXPECT_NE(help.out.find("layers:LIST"), std::string::npos) << help.out;
+    for (const char* name : {"sequential:K", "every:N", "uniform:N", "first:N", "module:CLASS",
+                             "checkpoint_sequential", "selective_ac_option", "--recompute-method"})
+        EXPECT_NE(help.out.find(name), std::string::npos) << name << "\n" << help.out;
 
     const std::string out = file("predicted");
     const CliRun json = run(
@@ -526,6 +529,17 @@ TEST_F(Cli, WhatIfPredictsPoliciesAndWritesTracesThatCompareOpens) {
     // Usage errors exit 1, unreadable runs 2; a trace without layers still
     // predicts opt-in-bwd and refuses the rest with the reason.
     EXPECT_EQ(run("whatif " + full + " --policy layers:x").exit_code, 1);
+    const CliRun zero = run("whatif " + full + " --policy every:0");
+    EXPECT_EQ(zero.exit_code, 1);
+    EXPECT_NE(zero.err.find("every N-th layer"), std::string::npos) << zero.err;
+    const auto named = nlohmann::json::parse(
+        run("whatif --json " + full + " --policy every:2,uniform:3+opt-in-bwd,module:Nope").out);
+    ASSERT_EQ(named["predictions"].size(), 3u);
+    EXPECT_EQ(named["predictions"][0]["policy"], "every:2");
+    EXPECT_TRUE(named["predictions"][0].contains("peak_bytes"));
+    EXPECT_EQ(named["predictions"][1]["policy"], "uniform:3+opt-in-bwd");
+    EXPECT_NE(named["predictions"][2]["refused"].get<std::string>().find("Block (4)"),
+              std::string::npos);
     EXPECT_EQ(run("whatif " + file("missing.memscope")).exit_code, 2);
     Trace bare = testutil::layeredFullSaveRun();
     bare.modules = ModuleTable{};

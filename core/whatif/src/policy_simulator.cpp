@@ -8,6 +8,7 @@
 
 #include "memscope/base/units.h"
 #include "memscope/model/phases.h"
+#include "memscope/whatif/checkpoint_regions.h"
 #include "memscope/whatif/op_labels.h"
 #include "trace_rewrite.h"
 
@@ -30,43 +31,6 @@ uint32_t keptOps(const Policy& policy, const Trace& measured) {
 bool persistent(Category c) {
     return c == Category::Parameter || c == Category::OptimizerState || c == Category::Gradient ||
            c == Category::Input;
-}
-
-// Checkpointed regions as [first, last) positions in chain.layers.
-Result<std::vector<std::pair<size_t, size_t>>> regionsOf(const WhatIfPolicy& policy,
-                                                         const LayerChain& chain) {
-    std::vector<std::pair<size_t, size_t>> regions;
-    const size_t n = chain.layers.size();
-    if (policy.explicit_layers) {
-        for (int64_t want : policy.layers) {
-            auto it = std::find_if(chain.layers.begin(), chain.layers.end(),
-                                   [&](const ChainLayer& l) { return l.index == want; });
-            if (it == chain.layers.end()) {
-                std::string known;
-                for (const ChainLayer& l : chain.layers)
-                    known += (known.empty() ? "" : ",") + std::to_string(l.index);
-                return makeError("policy '" + policy.name + "': no layer " + std::to_string(want) +
-                                 " (the layers are " + known + ")");
-            }
-            const size_t at = static_cast<size_t>(it - chain.layers.begin());
-            regions.emplace_back(at, at + 1);
-        }
-        return regions;
-    }
-    // A selective recomputation that keeps ops (an mlp's) checkpoints each block.
-    Policy plan_policy = policy.policy;
-    if (plan_policy.recompute == Recompute::Selective) plan_policy.recompute = Recompute::Block;
-    auto plan = segmentPlan(plan_policy, static_cast<int64_t>(n));
-    if (!plan) return makeError("policy '" + policy.name + "': " + plan.message());
-    for (const CheckpointSegment& s : *plan)
-        if (s.checkpointed)
-            regions.emplace_back(static_cast<size_t>(s.begin), static_cast<size_t>(s.end));
-    return regions;
-}
-
-std::string regionName(const LayerChain& chain, std::pair<size_t, size_t> r) {
-    if (r.second - r.first == 1) return chain.layers[r.first].name;
-    return chain.layers[r.first].name + "–" + chain.layers[r.second - 1].name;
 }
 
 // The first interval (sorted by start) starting at or after t.
@@ -103,8 +67,8 @@ public:
     Result<SimulatedRun> run(const WhatIfPolicy& policy, const std::string& source) {
         SimulatedRun out;
         out.recompute_per_step.assign(chain_.steps.size(), 0);
-        auto regions = regionsOf(policy, chain_);
-        if (!regions) return regions.error();
+        auto windows = checkpointWindows(policy, chain_, measured_);
+        if (!windows) return windows.error();
         const bool attention_only =
             policy.policy.recompute == Recompute::Selective && modelName(measured_) == "gpt";
         const uint32_t keep = keptOps(policy.policy, measured_);
@@ -114,8 +78,8 @@ public:
                 continue;
             }
             const bool hold = policy.policy.recompute == Recompute::Save;
-            for (const auto& r : *regions)
-                out.recompute_per_step[si] += checkpoint(r, si, keep, hold);
+            for (const CheckpointWindow& w : *windows)
+                if (w.step == si) out.recompute_per_step[si] += checkpoint(w, keep, hold);
         }
         if (keep)
             assumptions_.push_back(
@@ -132,7 +96,7 @@ public:
         }
         assumptions_.insert(assumptions_.begin(), chain_.assumptions.begin(),
                             chain_.assumptions.end());
-        if (!regions->empty()) {
+        if (!windows->empty()) {
             assumptions_.push_back(
                 "the recompute replays the layer's measured forward, allocation for allocation, "
                 "and takes its measured forward time");
@@ -180,14 +144,16 @@ private:
         bool hold_outputs = false;
     };
 
-    // Checkpoints region r in step si, keeping `keep_ops`' outputs; returns
-    // the recompute time added.
-    int64_t checkpoint(std::pair<size_t, size_t> r, size_t si, uint32_t keep_ops, bool hold) {
-        const LayerRun* first = runIn(chain_.layers[r.first], si);
-        const LayerRun* last = runIn(chain_.layers[r.second - 1], si);
-        if (!first || !last) return 0;
-        return checkpointWindow({first->forward_start, last->forward_end, si, regionName(chain_, r),
-                                 static_cast<int32_t>(chain_.layers[r.first].index), r, keep_ops,
+    // Checkpoints window `w`, keeping `keep_ops`' outputs; returns the
+    // recompute time added.
+    int64_t checkpoint(const CheckpointWindow& w, uint32_t keep_ops, bool hold) {
+        return checkpointWindow({w.forward_start,
+                                 w.forward_end,
+                                 w.step,
+                                 w.name,
+                                 w.block,
+                                 {w.layers.first, w.layers.last},
+                                 keep_ops,
                                  hold});
     }
 

@@ -2,7 +2,8 @@
 // One policy's predicted trace, from a measured full-save run (whatif.h is
 // the front). The simulation rewrites the measured allocations, it invents
 // none that the measured run did not make:
-//  - a checkpointed region (one or more consecutive layers) frees in its
+//  - a checkpointed region (a window checkpoint_regions.h plans: one or more
+//    consecutive layers, or one module call) frees in its
 //    forward what it saved for backward, and replays its forward at the start
 //    of its backward: every allocation of the forward again, the saved ones
 //    then freed as the measured backward frees them, the time shifted by the

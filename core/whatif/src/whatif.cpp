@@ -119,7 +119,10 @@ Result<WhatIfReport> whatIf(const Trace& measured, const Timeline& timeline, std
         row.policy = policy.name;
         std::string why =
             report.chain ? detail::refusal(measured, policy, *report.chain) : report.chain_problem;
-        // opt-in-bwd alone needs no layers, only the training phases.
+        // opt-in-bwd alone needs no layers, only the training phases;
+        // module:CLASS takes its windows from the module scopes.
+        if (!report.chain && policy.plan == RegionPlan::Module)
+            why = detail::refusal(measured, policy, LayerChain{});
         if (!report.chain && policy.policy.recompute == Recompute::None) why.clear();
         if (!why.empty()) {
             row.refused = std::move(why);

@@ -1,7 +1,10 @@
-// whatif's policy vocabulary: memscope-train's, plus layers:LIST.
+// whatif's policy vocabulary: memscope-train's, plus layers:LIST and the
+// names other frameworks give their checkpointing (sequential:K, every:N,
+// uniform:N, first:N, module:CLASS).
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 
 #include "memscope/whatif/whatif.h"
 
@@ -57,24 +60,87 @@ bool isLayerListItem(std::string_view item) {
                                         [](char c) { return (c >= '0' && c <= '9') || c == '-'; });
 }
 
+// The names that take a count: "sequential:K", "every:N", …
+struct CountedName {
+    std::string_view prefix;
+    RegionPlan plan;
+    std::string_view meaning;  // what the count is, for an error message
+};
+constexpr CountedName kCountedNames[] = {
+    {"sequential:", RegionPlan::Sequential, "K, the number of segments"},
+    {"every:", RegionPlan::Every, "N, every N-th layer"},
+    {"uniform:", RegionPlan::Uniform, "N, the layers per checkpointed chunk"},
+    {"first:", RegionPlan::First, "N, the number of first layers"},
+};
+
+bool classNameChar(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// What follows a name's head: nothing, or "+opt-in-bwd".
+Result<bool> optimizerInBackwardTail(std::string_view text, size_t plus) {
+    if (plus == std::string_view::npos) return false;
+    auto rest = parsePolicy(text.substr(plus + 1));
+    if (!rest) return rest.error();
+    if (rest->recompute != Recompute::None || !rest->optimizer_in_backward)
+        return makeError("policy '" + std::string(text) +
+                         "': " + std::string(text.substr(0, text.find(':') + 1)) +
+                         " composes only with +opt-in-bwd");
+    return true;
+}
+
+// sequential:K, every:N, uniform:N, first:N, module:CLASS; nullopt when
+// `text` is none of them.
+std::optional<Result<WhatIfPolicy>> parseFrameworkName(std::string_view text) {
+    const size_t plus = text.find('+');
+    const std::string_view head = text.substr(0, plus);
+    WhatIfPolicy w;
+    w.policy.recompute = Recompute::Block;  // each region is recomputed whole
+    if (head.rfind("module:", 0) == 0) {
+        const std::string_view cls = head.substr(7);
+        if (cls.empty() || !std::all_of(cls.begin(), cls.end(), classNameChar))
+            return makeError("policy '" + std::string(text) +
+                             "': module:CLASS takes a module class name as the trace records "
+                             "it, e.g. module:Block or module:CausalSelfAttention");
+        w.plan = RegionPlan::Module;
+        w.module_type = std::string(cls);
+    } else {
+        const CountedName* named = nullptr;
+        for (const CountedName& n : kCountedNames)
+            if (head.rfind(n.prefix, 0) == 0) named = &n;
+        if (!named) return std::nullopt;
+        const std::string_view k = head.substr(named->prefix.size());
+        int64_t value = 0;
+        auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), value);
+        if (k.empty() || ec != std::errc() || ptr != k.data() + k.size() || value < 1 ||
+            value > 100000)
+            return makeError("policy '" + std::string(text) + "': " + std::string(named->prefix) +
+                             " takes " + std::string(named->meaning) + ", a whole number >= 1");
+        w.plan = named->plan;
+        w.count = value;
+    }
+    auto opt = optimizerInBackwardTail(text, plus);
+    if (!opt) return opt.error();
+    w.policy.optimizer_in_backward = *opt;
+    w.name = std::string(head) + (*opt ? "+opt-in-bwd" : "");
+    return w;
+}
+
 }  // namespace
 
 Result<WhatIfPolicy> parseWhatIfPolicy(std::string_view text) {
+    if (auto framework = parseFrameworkName(text)) return std::move(*framework);
     WhatIfPolicy w;
     if (text.rfind("layers:", 0) == 0) {
         const size_t plus = text.find('+');
         const std::string_view list = text.substr(7, plus == text.npos ? text.npos : plus - 7);
         auto layers = parseLayerList(list, text);
         if (!layers) return layers.error();
-        if (plus != text.npos) {
-            auto rest = parsePolicy(text.substr(plus + 1));
-            if (!rest) return rest.error();
-            if (rest->recompute != Recompute::None || !rest->optimizer_in_backward)
-                return makeError("policy '" + std::string(text) +
-                                 "': layers:LIST composes only with +opt-in-bwd");
-            w.policy.optimizer_in_backward = true;
-        }
+        auto opt = optimizerInBackwardTail(text, plus);
+        if (!opt) return opt.error();
+        w.policy.optimizer_in_backward = *opt;
         w.policy.recompute = Recompute::Block;  // each listed layer is its own region
+        w.plan = RegionPlan::Layers;
         w.layers = std::move(*layers);
         w.explicit_layers = true;
         w.name = layerListName(w.layers) + (w.policy.optimizer_in_backward ? "+opt-in-bwd" : "");
@@ -82,7 +148,9 @@ Result<WhatIfPolicy> parseWhatIfPolicy(std::string_view text) {
     }
     auto policy = parsePolicy(text);
     if (!policy)
-        return makeError(policy.message() + "; whatif also takes layers:LIST (layer indices)");
+        return makeError(policy.message() +
+                         "; whatif also takes layers:LIST, sequential:K, every:N, uniform:N, "
+                         "first:N and module:CLASS");
     w.policy = *policy;
     w.name = policyName(w.policy);
     return w;
@@ -128,9 +196,34 @@ Result<std::vector<WhatIfPolicy>> parseWhatIfPolicies(std::span<const std::strin
 }
 
 std::string_view whatIfPolicyHelp() {
-    return "block, sqrt, segments:K, layers:LIST (layer indices, e.g. layers:0,2,4 or "
-           "layers:1-3), selective, save:OPS, opt-in-bwd, or a '+' composition such as "
-           "block+opt-in-bwd";
+    return "block, sqrt, segments:K, sequential:K, layers:LIST (layer indices, e.g. "
+           "layers:0,2,4 or layers:1-3), every:N, uniform:N, first:N, module:CLASS, selective, "
+           "save:OPS, opt-in-bwd, or a '+' composition such as block+opt-in-bwd";
+}
+
+std::string_view whatIfPolicyMeanings() {
+    return "Policies (layers are the chain whatif lists, in forward order; L of them):\n"
+           "  block           each layer checkpointed on its own\n"
+           "  sqrt            checkpointed chunks of ceil(sqrt(L)) layers\n"
+           "  segments:K      L cut into K segments of L/K layers (integer division); the "
+           "first K-1 checkpointed, the rest runs normally\n"
+           "  sequential:K    torch.utils.checkpoint.checkpoint_sequential(layers, K, x): the "
+           "same cut as segments:K\n"
+           "  layers:LIST     exactly these layer indices, each on its own (layers:0,2,4, "
+           "layers:1-3)\n"
+           "  every:N         every N-th layer, as torchtitan's selective_ac_option=N: layers "
+           "N-1, 2N-1, … (0-based)\n"
+           "  uniform:N       chunks of N consecutive layers, each checkpointed as one (the "
+           "last may be shorter), as Megatron's --recompute-method uniform "
+           "--recompute-num-layers N\n"
+           "  first:N         the first N layers, each on its own, as Megatron's "
+           "--recompute-method block --recompute-num-layers N\n"
+           "  module:CLASS    every call of a module of class CLASS (the outermost where they "
+           "nest), as FSDP's apply_activation_checkpointing(check_fn=isinstance CLASS) or "
+           "Hugging Face's gradient_checkpointing_enable()\n"
+           "  selective, save:OPS  recompute all but some ops (traces with op phases)\n"
+           "  opt-in-bwd      the optimizer step fused into backward; +opt-in-bwd composes "
+           "with any of the above\n";
 }
 
 std::vector<WhatIfPolicy> defaultWhatIfPolicies(const LayerChain& chain) {

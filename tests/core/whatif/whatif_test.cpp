@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "../analysis_test_util.h"
@@ -177,6 +178,70 @@ TEST(WhatIf, LayerListsCheckpointOnlyTheLayersNamed) {
     EXPECT_EQ(two.recompute_ns, 2 * 800);
     ASSERT_TRUE(r.rows[2].refused);
     EXPECT_NE(r.rows[2].refused->find("no layer 7"), std::string::npos) << *r.rows[2].refused;
+}
+
+std::vector<std::string> recomputePhases(const WhatIfRow& row, int step) {
+    std::vector<std::string> out;
+    for (const Phase& p : row.trace->phases)
+        if (p.kind == PhaseKind::Recompute && p.start >= kT0 + step * kStepLen &&
+            p.start < kT0 + (step + 1) * kStepLen)
+            out.push_back(std::string(row.trace->string(p.name)));
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+TEST(WhatIf, FrameworkNamesCheckpointTheLayersTheyName) {
+    const Opened o = open(fullSaveRun());
+    const WhatIfReport r = predict(o, {"every:2", "first:1", "uniform:3", "sequential:2",
+                                       "module:Block", "block", "every:5", "module:Nope"});
+    ASSERT_EQ(r.rows.size(), 9u);
+    const int64_t measured_end = liveAt(*o.timeline, kT0 + 3999);
+    auto saved = [&](const WhatIfRow& row) {
+        EXPECT_FALSE(row.refused) << row.policy << ": " << *row.refused;
+        return row.refused ? 0 : measured_end - liveAt(*row.timeline, kT0 + 3999);
+    };
+    // every:2 of 4 layers: h.1 and h.3, as torchtitan wraps them.
+    EXPECT_EQ(saved(r.rows[1]), 2 * 1000);
+    EXPECT_EQ(recomputePhases(r.rows[1], 0),
+              (std::vector<std::string>{"recompute h.1", "recompute h.3"}));
+    EXPECT_EQ(r.rows[1].recompute_ns, 2 * 800);
+    // first:1: h.0 alone.
+    EXPECT_EQ(saved(r.rows[2]), 1000);
+    EXPECT_EQ(recomputePhases(r.rows[2], 1), (std::vector<std::string>{"recompute h.0"}));
+    // uniform:3: h.0–h.2 as one region, then h.3 (the short last chunk).
+    EXPECT_EQ(recomputePhases(r.rows[3], 0),
+              (std::vector<std::string>{"recompute h.0–h.2", "recompute h.3"}));
+    EXPECT_EQ(r.rows[3].recompute_ns, 2800 + 800);
+    // sequential:2: segment size 2, h.0–h.1 checkpointed, h.2 and h.3 not.
+    EXPECT_EQ(recomputePhases(r.rows[4], 0), (std::vector<std::string>{"recompute h.0–h.1"}));
+    EXPECT_EQ(r.rows[4].recompute_ns, 1800);
+    EXPECT_GE(saved(r.rows[4]), 2 * 1000);
+    // module:Block is block here: each layer's calls.
+    ASSERT_FALSE(r.rows[5].refused);
+    EXPECT_EQ(r.rows[5].peak_bytes, r.rows[6].peak_bytes);
+    EXPECT_EQ(r.rows[5].recompute_ns, r.rows[6].recompute_ns);
+    // Arguments the chain cannot take, and classes it has not, are refused.
+    ASSERT_TRUE(r.rows[7].refused);
+    EXPECT_NE(r.rows[7].refused->find("the chain has 4 layers"), std::string::npos)
+        << *r.rows[7].refused;
+    ASSERT_TRUE(r.rows[8].refused);
+    EXPECT_NE(r.rows[8].refused->find("Block (4)"), std::string::npos) << *r.rows[8].refused;
+}
+
+TEST(WhatIf, ModuleClassNeedsNoChainOfLayers) {
+    // The same run, its layers named a, b, c, d: no chain, but their class.
+    Trace t = fullSaveRun();
+    const char* names[] = {"a", "b", "c", "d"};
+    for (size_t i = 0; i < t.modules.modules.size(); ++i)
+        if (!t.modules.modules[i].type.isNull())
+            t.modules.modules[i].path = t.internString(names[i % 4]);
+    const Opened o = open(std::move(t));
+    const WhatIfReport r = predict(o, {"block", "module:Block+opt-in-bwd"});
+    EXPECT_FALSE(r.chain);
+    ASSERT_TRUE(r.rows[1].refused);
+    ASSERT_FALSE(r.rows[2].refused) << *r.rows[2].refused;
+    EXPECT_EQ(r.rows[2].policy, "module:Block+opt-in-bwd");
+    EXPECT_EQ(r.rows[2].recompute_ns, kLayers * 800);
 }
 
 TEST(WhatIf, OptimizerInBackwardFreesGradientsAndMovesTheState) {

@@ -28,20 +28,38 @@
 
 namespace memscope {
 
-// A policy as whatif names it: memscope-train's vocabulary, plus
-// "layers:LIST" (exactly these layer indices checkpointed, each its own
-// region; "layers:0,2,4", "layers:1-3+opt-in-bwd").
+// How a whatif policy picks the stretches of forward it checkpoints.
+// Whatif's own: memscope-train runs only the Policy values (Chain), so these
+// are not Policy values (checkpoint_policy.h), which the trainer shares.
+enum class RegionPlan {
+    Chain,       // policy.recompute's segmentPlan over the chain (block, sqrt, segments:K, …)
+    Layers,      // layers:LIST: exactly these layer indices, each its own region
+    Sequential,  // sequential:K: torch.utils.checkpoint.checkpoint_sequential(layers, K, x)
+    Every,       // every:N: torchtitan's selective_ac_option=N (layers N-1, 2N-1, … 0-based)
+    Uniform,     // uniform:N: Megatron's --recompute-method uniform --recompute-num-layers N
+    First,       // first:N: Megatron's --recompute-method block --recompute-num-layers N
+    Module,      // module:CLASS: every outermost call of a module of that class
+};
+
+// A policy as whatif names it: memscope-train's vocabulary, plus the names
+// of RegionPlan ("layers:0,2,4", "every:2+opt-in-bwd", "module:Block").
 struct WhatIfPolicy {
     Policy policy;
-    std::vector<int64_t> layers;  // non-empty only for layers:LIST, ascending
-    bool explicit_layers = false;
-    std::string name;  // as policyName gives it, or "layers:0,2,4[+opt-in-bwd]"
+    RegionPlan plan = RegionPlan::Chain;
+    std::vector<int64_t> layers;   // non-empty only for layers:LIST, ascending
+    bool explicit_layers = false;  // plan == Layers
+    int64_t count = 0;             // Sequential's K; Every's, Uniform's and First's N
+    std::string module_type;       // Module's CLASS
+    std::string name;  // as policyName gives it, or "layers:0,2,4[+opt-in-bwd]", "every:2", …
 };
 Result<WhatIfPolicy> parseWhatIfPolicy(std::string_view text);
 // Splits a command line's comma list into policies as memscope-train does,
 // and keeps "layers:0,2,4" one policy (its numbers continue the list).
 Result<std::vector<WhatIfPolicy>> parseWhatIfPolicies(std::span<const std::string> texts);
+// The names, for --policy's line and error messages.
 std::string_view whatIfPolicyHelp();
+// One line per name with what it checkpoints, for `whatif --help`.
+std::string_view whatIfPolicyMeanings();
 
 // The policies predicted when none are named: memscope-train's sweep that
 // the chain allows (segments:K only when K <= layers), each alone and with

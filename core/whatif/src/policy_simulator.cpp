@@ -575,8 +575,9 @@ Result<SimulatedRun> simulatePolicy(const Trace& measured, const DeviceTimeline&
 
 CheckpointStyle resolveCheckpointStyle(const Trace& measured, const WhatIfPolicy& policy,
                                        CheckpointStyle asked) {
-    (void)policy;
     if (asked != CheckpointStyle::Auto) return asked;
+    // checkpoint_sequential checkpoints reentrantly (1.13 always; 2.x by default).
+    if (policy.plan == RegionPlan::Sequential) return CheckpointStyle::Reentrant;
     // memscope-train's regions are autograd Functions that re-run and
     // differentiate the region in backward, as the reentrant checkpoint does.
     if (!modelName(measured).empty()) return CheckpointStyle::Reentrant;

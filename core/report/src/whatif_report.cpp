@@ -73,7 +73,14 @@ std::string whatIfText(const WhatIfReport& report, const std::optional<WhatIfBud
             out += (i ? ", " : "") + terminalText(c.layers[i].name);
         }
         out += "\n  layer indices for layers:LIST: " + std::to_string(c.layers.front().index) +
-               "–" + std::to_string(c.layers.back().index) + "\n";
+               "–" + std::to_string(c.layers.back().index) +
+               (c.indices_are_positions
+                    ? " (positions in forward order: " + terminalText(c.layers.front().name) +
+                          " is " + std::to_string(c.layers.front().index) + ", " +
+                          terminalText(c.layers.back().name) + " is " +
+                          std::to_string(c.layers.back().index) + ")"
+                    : std::string()) +
+               "\n";
     } else {
         out += "  layers: none found: " + terminalText(report.chain_problem) + "\n";
     }

@@ -20,31 +20,53 @@ std::optional<SaveOp> saveOpByName(std::string_view name) {
     return std::nullopt;
 }
 
-// "save:" followed by op kinds joined with ',' (or "none").
-Result<uint32_t> parseSaveOps(std::string_view list) {
-    if (list == "none") return 0u;
-    uint32_t ops = 0;
+bool identifier(std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_' || c == '.';
+    });
+}
+
+// "save:" followed by op kinds (and, with KindsAndOps, ops PyTorch names)
+// joined with ',' (or "none"): the kinds' bits into save_ops, the ops into
+// save_op_names.
+Result<void> parseSaveOps(std::string_view list, SaveNames names, Policy& policy) {
+    if (list == "none") return {};
     size_t pos = 0;
     while (true) {
         const size_t comma = list.find(',', pos);
         const std::string_view name =
             list.substr(pos, comma == list.npos ? list.npos : comma - pos);
-        const auto op = saveOpByName(name);
-        if (!op)
-            return makeError("unknown op kind '" + std::string(name) + "' in save:" +
-                             std::string(list) + " (" + std::string(saveOpsHelp()) + ")");
-        ops |= *op;
+        if (const auto op = saveOpByName(name)) {
+            policy.save_ops |= *op;
+        } else if (names == SaveNames::KindsAndOps && isQualifiedOpName(name)) {
+            auto& ops = policy.save_op_names;
+            if (std::find(ops.begin(), ops.end(), name) == ops.end()) ops.emplace_back(name);
+        } else {
+            return makeError("unknown op kind '" + std::string(name) +
+                             "' in save:" + std::string(list) + " (" + std::string(saveOpsHelp()) +
+                             (names == SaveNames::KindsAndOps
+                                  ? "; or ops as PyTorch names them: aten::mm, aten::addmm, …"
+                                  : "") +
+                             ")");
+        }
         if (comma == list.npos) break;
         pos = comma + 1;
     }
-    return ops;
+    return {};
 }
 
 }  // namespace
 
-bool continuesSaveList(std::string_view item) {
+bool isQualifiedOpName(std::string_view name) {
+    const size_t sep = name.find("::");
+    return sep != name.npos && identifier(name.substr(0, sep)) && identifier(name.substr(sep + 2));
+}
+
+bool continuesSaveList(std::string_view item, SaveNames names) {
     const std::string_view head = item.substr(0, item.find('+'));
-    return head == "none" || saveOpByName(head).has_value();
+    return head == "none" || saveOpByName(head).has_value() ||
+           (names == SaveNames::KindsAndOps && isQualifiedOpName(head));
 }
 
 std::string saveOpsName(uint32_t ops) {
@@ -81,7 +103,11 @@ std::string policyName(const Policy& policy) {
             name = "segments:" + std::to_string(policy.segments);
             break;
         case Recompute::Save:
-            name = "save:" + saveOpsName(policy.save_ops);
+            name = "save:";
+            if (policy.save_ops != 0 || policy.save_op_names.empty())
+                name += saveOpsName(policy.save_ops);
+            for (size_t i = 0; i < policy.save_op_names.size(); ++i)
+                name += (i == 0 && policy.save_ops == 0 ? "" : ",") + policy.save_op_names[i];
             break;
     }
     if (policy.optimizer_in_backward) name += name.empty() ? "opt-in-bwd" : "+opt-in-bwd";
@@ -100,7 +126,7 @@ std::string_view policyListHelp() {
            "composition such as block+opt-in-bwd";
 }
 
-Result<Policy> parsePolicy(std::string_view item) {
+Result<Policy> parsePolicy(std::string_view item, SaveNames names) {
     Policy policy;
     bool recompute_set = false;
     size_t p = 0;
@@ -126,9 +152,10 @@ Result<Policy> parsePolicy(std::string_view item) {
                                  "': K must be a whole number >= 1");
             recompute = Policy{Recompute::Segments, false, value};
         } else if (part.rfind("save:", 0) == 0) {
-            auto ops = parseSaveOps(part.substr(5));
+            Policy save{Recompute::Save};
+            auto ops = parseSaveOps(part.substr(5), names, save);
             if (!ops) return ops.error();
-            recompute = Policy{Recompute::Save, false, 0, *ops};
+            recompute = std::move(save);
         } else if (part == "opt-in-bwd") {
             policy.optimizer_in_backward = true;
         } else {

@@ -146,7 +146,8 @@ Result<WhatIfPolicy> parseWhatIfPolicy(std::string_view text) {
         w.name = layerListName(w.layers) + (w.policy.optimizer_in_backward ? "+opt-in-bwd" : "");
         return w;
     }
-    auto policy = parsePolicy(text);
+    // Save lists name op kinds or ops as PyTorch names them ("aten::addmm").
+    auto policy = parsePolicy(text, SaveNames::KindsAndOps);
     if (!policy)
         return makeError(policy.message() +
                          "; whatif also takes layers:LIST, sequential:K, every:N, uniform:N, "
@@ -170,7 +171,8 @@ Result<std::vector<WhatIfPolicy>> parseWhatIfPolicies(std::span<const std::strin
                 ((items.back().rfind("layers:", 0) == 0 &&
                   items.back().find('+') == std::string::npos && isLayerListItem(item)) ||
                  (items.back().rfind("save:", 0) == 0 &&
-                  items.back().find('+') == std::string::npos && continuesSaveList(item)));
+                  items.back().find('+') == std::string::npos &&
+                  continuesSaveList(item, SaveNames::KindsAndOps)));
             if (continues)
                 items.back() += "," + item;
             else

@@ -21,8 +21,9 @@ namespace memscope {
 //    segments of L/K blocks (integer division); the first K-1 are
 //    checkpointed and the rest runs normally, as PyTorch does;
 //  - Save: each block is one checkpointed region in which the op kinds in
-//    `save_ops` are not recomputed (PyTorch's selective activation
-//    checkpointing with a policy function); save_ops = 0 recomputes all.
+//    `save_ops` (and the ops in `save_op_names`) are not recomputed
+//    (PyTorch's selective activation checkpointing with a policy function:
+//    MUST_SAVE for them, PREFER_RECOMPUTE for the rest); none recomputes all.
 enum class Recompute { None, Block, Selective, Sqrt, Segments, Save };
 
 // Op kinds a Save policy can keep (bits of Policy::save_ops).
@@ -40,6 +41,13 @@ std::string saveOpsName(uint32_t ops);
 // The help text's list of op kinds for save:OPS.
 std::string_view saveOpsHelp();
 
+// Which names a save list takes: memscope-train's op kinds alone, or also
+// ops as PyTorch names them ("aten::addmm"; namespace::name), which whatif
+// finds in a run's recorded or inferred ops.
+enum class SaveNames : uint8_t { Kinds, KindsAndOps };
+// Whether `name` reads as an op PyTorch names: "aten::addmm", "mylib::fused_op".
+bool isQualifiedOpName(std::string_view name);
+
 // A policy is a recomputation choice composed with where the optimizer runs;
 // "full" = {None, false}, "opt-in-bwd" = {None, true}, "block+opt-in-bwd" = {Block, true}.
 struct Policy {
@@ -47,20 +55,25 @@ struct Policy {
     bool optimizer_in_backward = false;
     int segments = 0;       // Segments: K
     uint32_t save_ops = 0;  // Save: SaveOp bits
+    // Save: ops as PyTorch names them, in the order given, without repeats
+    // (SaveNames::KindsAndOps only; memscope-train's lists leave it empty).
+    std::vector<std::string> save_op_names = {};
     friend bool operator==(const Policy&, const Policy&) = default;
 };
 
 // "full", "block", "sqrt", "segments:4", "save:matmul,attention",
+// "save:matmul,aten::_softmax" (kinds first, then the ops named),
 // "block+opt-in-bwd", ...: parsePolicy reads it back.
 std::string policyName(const Policy& policy);
 // The name as a file name's part: ':' and ',' become '-' ("save-matmul-attention").
 std::string policyFileStem(const Policy& policy);
 // One policy: a recomputation, "opt-in-bwd", or a '+' composition of the two
 // ("block+opt-in-bwd", "save:matmul,attention+opt-in-bwd").
-Result<Policy> parsePolicy(std::string_view text);
+Result<Policy> parsePolicy(std::string_view text, SaveNames names = SaveNames::Kinds);
 // Whether a ',' item of a policy list continues the save list before it: an
-// op kind name, possibly followed by a '+' composition ("attention+opt-in-bwd").
-bool continuesSaveList(std::string_view item);
+// op kind name (or, with KindsAndOps, an op PyTorch names), possibly
+// followed by a '+' composition ("attention+opt-in-bwd").
+bool continuesSaveList(std::string_view item, SaveNames names = SaveNames::Kinds);
 // The policies a user can name, for error messages and help.
 std::string_view policyListHelp();
 

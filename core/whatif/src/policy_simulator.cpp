@@ -8,7 +8,9 @@
 
 #include "memscope/base/units.h"
 #include "memscope/model/phases.h"
+#include "memscope/whatif/attention_core.h"
 #include "memscope/whatif/checkpoint_regions.h"
+#include "memscope/whatif/op_index.h"
 #include "memscope/whatif/op_labels.h"
 #include "trace_rewrite.h"
 
@@ -19,13 +21,27 @@ std::string modelName(const Trace& trace) {
     return trace.metrics && trace.metrics->model ? trace.metrics->model->name : std::string();
 }
 
-uint32_t keptOps(const Policy& policy, const Trace& measured) {
-    if (policy.recompute == Recompute::Save) return policy.save_ops;
-    // An mlp's selective recomputation keeps the matmul outputs and
-    // recomputes the norm and the GELU (memscope-train's definition).
-    if (policy.recompute == Recompute::Selective && modelName(measured) == "mlp")
-        return kSaveMatmul;
-    return 0;
+// memscope-train's mlp, told by its op phases: its selective recomputation
+// keeps the matmul outputs and recomputes the norm and the GELU (the
+// trainer's definition). Every other run's selective recomputes the
+// attention cores its ops show.
+bool trainerMlp(const Trace& measured, const OpIndex& ops) {
+    return ops.source() == OpIndexSource::Phases && modelName(measured) == "mlp";
+}
+
+OpSelection keptOps(const Policy& policy, const Trace& measured, const OpIndex& ops) {
+    if (policy.recompute == Recompute::Save) return OpSelection::of(policy);
+    if (policy.recompute == Recompute::Selective && trainerMlp(measured, ops))
+        return {kSaveMatmul, {}};
+    return {};
+}
+
+// "matmul,aten::_softmax": the ops a selection keeps, as a save list names them.
+std::string selectionName(const OpSelection& keep) {
+    Policy p{Recompute::Save};
+    p.save_ops = keep.kinds;
+    p.save_op_names = keep.names;
+    return policyName(p).substr(5);
 }
 
 bool persistent(Category c) {
@@ -62,6 +78,7 @@ public:
           device_(device),
           chain_(chain),
           reentrant_(style == CheckpointStyle::Reentrant),
+          ops_(measured, device.device),
           rewrite_(measured, device) {}
 
     Result<SimulatedRun> run(const WhatIfPolicy& policy, const std::string& source) {
@@ -70,8 +87,9 @@ public:
         auto windows = checkpointWindows(policy, chain_, measured_);
         if (!windows) return windows.error();
         const bool attention_only =
-            policy.policy.recompute == Recompute::Selective && modelName(measured_) == "gpt";
-        const uint32_t keep = keptOps(policy.policy, measured_);
+            policy.policy.recompute == Recompute::Selective && !trainerMlp(measured_, ops_);
+        const OpSelection keep = keptOps(policy.policy, measured_, ops_);
+        const OpIndex::Kept kept = ops_.kept(keep);
         for (size_t si = 0; si < chain_.steps.size(); ++si) {
             if (attention_only) {
                 out.recompute_per_step[si] += checkpointAttention(si);
@@ -79,17 +97,21 @@ public:
             }
             const bool hold = policy.policy.recompute == Recompute::Save;
             for (const CheckpointWindow& w : *windows)
-                if (w.step == si) out.recompute_per_step[si] += checkpoint(w, keep, hold);
+                if (w.step == si)
+                    out.recompute_per_step[si] +=
+                        checkpoint(w, keep.empty() ? nullptr : &kept, hold);
         }
-        if (keep)
+        if (!keep.empty())
             assumptions_.push_back(
-                "the outputs of the ops kept (" + saveOpsName(keep) +
-                ", as the trace's op phases name them) stay as measured; everything else the "
-                "layer's forward made is recomputed");
-        if (attention_only)
+                "the outputs of the ops kept (" + selectionName(keep) + ", as " +
+                std::string(ops_.describe()) +
+                " name them) stay as measured, not run again; everything else the layer's "
+                "forward made is recomputed");
+        if (attention_only) noteAttentionCores();
+        if ((!keep.empty() || attention_only) && ops_.source() == OpIndexSource::Inferred)
             assumptions_.push_back(
-                "selective recomputation of a gpt: only each layer's attention core (its "
-                "\"attention\" op phase) is recomputed");
+                "ops inferred per allocation give no time range: an op is taken to run from "
+                "its first allocation to the next allocation another op made");
         if (policy.policy.optimizer_in_backward) {
             auto done = optimizerInBackward();
             if (!done) return done.error();
@@ -125,8 +147,12 @@ private:
     const DeviceTimeline& device_;
     const LayerChain& chain_;
     const bool reentrant_;
+    OpIndex ops_;
     TraceRewrite rewrite_;
     std::vector<std::string> assumptions_;
+    // Selective: how the first attention core was found, and the layers that have none.
+    std::string core_found_;
+    std::vector<std::string> layers_without_core_;
     bool noted_output_ = false;
     bool noted_span_ = false;
 
@@ -137,49 +163,70 @@ private:
         std::string name;  // "block 3", "h.0–h.3", "attention of block 3"
         int32_t block = -1;
         std::pair<size_t, size_t> layers{0, 0};  // whose forward scopes are replayed
-        uint32_t keep_ops = 0;  // SaveOp bits whose outputs are kept, not recomputed
+        const OpIndex::Kept* keep = nullptr;     // the ops whose outputs are kept, not recomputed
         // A save list's cache holds a kept matmul's output from the forward to
         // the recompute, even one the forward used only once (a selective
         // region's output is not held).
         bool hold_outputs = false;
     };
 
-    // Checkpoints window `w`, keeping `keep_ops`' outputs; returns the
-    // recompute time added.
-    int64_t checkpoint(const CheckpointWindow& w, uint32_t keep_ops, bool hold) {
+    // Checkpoints window `w`, keeping the outputs of the `keep` ops (none:
+    // null); returns the recompute time added.
+    int64_t checkpoint(const CheckpointWindow& w, const OpIndex::Kept* keep, bool hold) {
         return checkpointWindow({w.forward_start,
                                  w.forward_end,
                                  w.step,
                                  w.name,
                                  w.block,
                                  {w.layers.first, w.layers.last},
-                                 keep_ops,
+                                 keep,
                                  hold});
     }
 
-    // Checkpoints only each layer's attention core in step si (gpt's
-    // selective recomputation): the "attention" op phases in its forward.
+    // Checkpoints only each layer's attention core in step si (Megatron's
+    // selective recomputation): what attention_core.h finds in its forward.
+    // Its inputs (q, k, v) were made before it and stay as measured.
     int64_t checkpointAttention(size_t si) {
         int64_t added = 0;
         for (size_t l = 0; l < chain_.layers.size(); ++l) {
-            const LayerRun* run = runIn(chain_.layers[l], si);
+            const ChainLayer& layer = chain_.layers[l];
+            const LayerRun* run = runIn(layer, si);
             if (!run) continue;
-            for (const Phase& p : measured_.phases) {
-                if (p.kind != PhaseKind::Range || p.start < run->forward_start ||
-                    p.end > run->forward_end || !phaseOnDevice(p, device_.device) ||
-                    opKindOfPhaseName(measured_.string(p.name)) != kSaveAttention)
-                    continue;
-                added += checkpointWindow({p.start,
-                                           p.end,
-                                           si,
-                                           "attention of " + chain_.layers[l].name,
-                                           static_cast<int32_t>(chain_.layers[l].index),
-                                           {l, l},
-                                           0,
-                                           false});
+            const auto core = attentionCoreIn(ops_, run->forward_start, run->forward_end);
+            if (!core) {
+                if (std::find(layers_without_core_.begin(), layers_without_core_.end(),
+                              layer.name) == layers_without_core_.end())
+                    layers_without_core_.push_back(layer.name);
+                continue;
             }
+            if (core_found_.empty()) core_found_ = layer.name + ": " + core->ops;
+            added += checkpointWindow({core->start,
+                                       core->end,
+                                       si,
+                                       "attention of " + layer.name,
+                                       static_cast<int32_t>(layer.index),
+                                       {l, l},
+                                       nullptr,
+                                       false});
         }
         return added;
+    }
+
+    void noteAttentionCores() {
+        assumptions_.push_back(
+            "selective recomputation (Megatron's): only each layer's attention core (scores "
+            "matmul through softmax and dropout to the weighted-sum matmul, or a fused "
+            "scaled_dot_product_attention) is recomputed, found from " +
+            std::string(ops_.describe()) +
+            (core_found_.empty() ? std::string() : " (" + core_found_ + ")") +
+            "; its inputs (q, k, v) and output are kept");
+        if (layers_without_core_.empty()) return;
+        std::string names;
+        for (const std::string& n : layers_without_core_) names += (names.empty() ? "" : ", ") + n;
+        assumptions_.push_back(
+            "no attention core (no softmax or scaled_dot_product_attention op) "
+            "in " +
+            names + ": nothing is recomputed there");
     }
 
     int64_t checkpointWindow(const Window& w) {
@@ -187,10 +234,12 @@ private:
         const int64_t fs = w.fs, fe = w.fe;
         if (fe <= fs) return 0;
         const auto& iv = device_.intervals;
-        auto stored = [&](const AllocationInterval& a) {
-            return w.keep_ops != 0 &&
-                   (opKindsAt(measured_, measured_.events[a.alloc_event].phase) & w.keep_ops) != 0;
+        // The kept op call that made an allocation, if a kept op did.
+        auto keptCall = [&](const AllocationInterval& a) -> std::optional<OpRun> {
+            if (!w.keep) return std::nullopt;
+            return w.keep->madeBy(a.alloc_event, a.start);
         };
+        auto stored = [&](const AllocationInterval& a) { return keptCall(a).has_value(); };
 
         // When the layers after the region have finished their backward: the
         // last free, inside backward, of what their forward made.
@@ -219,7 +268,7 @@ private:
         // A kept op run with autograd (the attention core) keeps what its
         // backward needs, its input too.
         std::vector<uint32_t> kept_inputs;
-        if (w.keep_ops & kSaveAttention) kept_inputs = keptOpInputs(w, step);
+        if (w.keep) kept_inputs = keptOpInputs(w, step);
         int64_t saved_done = downstream_done;
         for (size_t i = firstStartingAt(iv, fs); i < iv.size() && iv[i].start < fe; ++i) {
             const AllocationInterval& a = iv[i];
@@ -228,9 +277,9 @@ private:
             // What a kept op made stays as measured, it is not run again;
             // but what it made only for the forward's next op (a temporary
             // there) is now held by the save list until the recompute takes it.
-            if (stored(a)) {
+            if (const auto call = keptCall(a)) {
                 if (w.hold_outputs && a.free_event != kNoEvent && a.end < fe &&
-                    (opKindsAt(measured_, measured_.events[a.alloc_event].phase) & kSaveMatmul))
+                    heldUntilRecompute(*call, a))
                     stored_temps.push_back(id);
                 continue;
             }
@@ -314,28 +363,19 @@ private:
         return duration;
     }
 
-    // Time spent in the window inside ops whose outputs are kept: the
-    // outermost such op phases, which the recompute does not run again.
-    int64_t keptOpTime(const Window& w) const {
-        if (w.keep_ops == 0) return 0;
-        std::vector<std::pair<int64_t, int64_t>> spans;
-        for (uint32_t i = 0; i < measured_.phases.size(); ++i) {
-            const Phase& p = measured_.phases[i];
-            if (p.kind != PhaseKind::Range || p.start < w.fs || p.end > w.fe ||
-                !phaseOnDevice(p, device_.device))
-                continue;
-            if (opKindsAt(measured_, PhaseId(i + 1)) & w.keep_ops)
-                spans.emplace_back(p.start, p.end);
-        }
-        std::sort(spans.begin(), spans.end());
-        int64_t total = 0, covered_to = w.fs;
-        for (const auto& [s, e] : spans) {
-            const int64_t from = std::max(s, covered_to);
-            if (e > from) total += e - from;
-            covered_to = std::max(covered_to, e);
-        }
-        return std::min(total, w.fe - w.fs);
+    // Whether a kept op's allocation that the forward freed is held by the
+    // save list's cache until the recompute takes it: an output (freed after
+    // its op ended), not the op's own scratch, and not an attention op's
+    // (kept whole with its autograd, as memscope-train runs it). The
+    // trainer's phases: what its "matmul" phases made, as before.
+    bool heldUntilRecompute(const OpRun& call, const AllocationInterval& a) const {
+        if (ops_.source() == OpIndexSource::Phases) return (call.kind & kSaveMatmul) != 0;
+        return !(call.kind & kSaveAttention) && a.end >= call.end;
     }
+
+    // Time spent in the window inside ops whose outputs are kept: the
+    // outermost calls of them, which the recompute does not run again.
+    int64_t keptOpTime(const Window& w) const { return w.keep ? w.keep->timeIn(w.fs, w.fe) : 0; }
 
     // The inputs of each kept attention op of window `w`: the last tensor
     // made before the op began that lives into backward (its q, k, v buffer),
@@ -343,11 +383,7 @@ private:
     std::vector<uint32_t> keptOpInputs(const Window& w, const ChainStep& step) const {
         std::vector<uint32_t> inputs;
         const auto& iv = device_.intervals;
-        for (const Phase& p : measured_.phases) {
-            if (p.kind != PhaseKind::Range || p.start < w.fs || p.end > w.fe ||
-                !phaseOnDevice(p, device_.device) ||
-                opKindOfPhaseName(measured_.string(p.name)) != kSaveAttention)
-                continue;
+        for (const OpRun& p : w.keep->attentionIn(w.fs, w.fe)) {
             for (size_t i = firstStartingAt(iv, p.start); i-- > firstStartingAt(iv, w.fs);) {
                 const AllocationInterval& a = iv[i];
                 if (a.alloc_event == kNoEvent || persistent(a.category) || a.free_event == kNoEvent)
@@ -526,6 +562,38 @@ private:
     static uint64_t roundUp512(uint64_t n) { return (n + 511) / 512 * 512; }
 };
 
+// Why the ops of the run cannot tell what a save list or selective keeps.
+std::string opRefusal(const Trace& measured, const WhatIfPolicy& policy, const LayerChain& chain) {
+    const OpSelection keep = OpSelection::of(policy.policy);
+    const bool selective = policy.policy.recompute == Recompute::Selective;
+    if (!selective && keep.empty()) return {};
+    const OpIndex ops(measured, chain.device);
+    if (ops.empty())
+        return "the trace does not say which op made each allocation, so what a save list or "
+               "selective recompute keeps cannot be told from what it recomputes: record with "
+               "`memscope-cli record` (ops recorded via the capture library, or --ops "
+               "dispatch), or a snapshot with C++ frames (stacks=\"all\")";
+    if (!keep.empty()) {
+        const std::vector<std::string> missing = ops.neverRan(keep);
+        if (missing.empty()) return {};
+        std::string names, top;
+        for (const std::string& m : missing) names += (names.empty() ? "" : ", ") + m;
+        for (const OpBytes& o : ops.topAllocating(5))
+            top += (top.empty() ? "" : ", ") + o.name + " (" +
+                   formatBytes(static_cast<int64_t>(o.bytes)) + ")";
+        return "the trace never ran " + names + " (by " + std::string(ops.describe()) +
+               "): nothing of it to keep" +
+               (top.empty() ? std::string() : "; the ops that allocate most: " + top);
+    }
+    if (trainerMlp(measured, ops)) return {};
+    for (const ChainLayer& layer : chain.layers)
+        for (const LayerRun& run : layer.runs)
+            if (attentionCoreIn(ops, run.forward_start, run.forward_end)) return {};
+    return "selective recomputes each layer's attention core, and no layer has one: no softmax "
+           "or scaled_dot_product_attention op in any layer (" +
+           std::string(ops.describe()) + "); name the ops to keep instead (save:OPS)";
+}
+
 }  // namespace
 
 std::string refusal(const Trace& measured, const WhatIfPolicy& policy, const LayerChain& chain) {
@@ -538,25 +606,8 @@ std::string refusal(const Trace& measured, const WhatIfPolicy& policy, const Lay
     if (measured_policy.empty() && recomputes)
         return "this run already recomputes layers (checkpointing): predictions start from a "
                "full-save run";
-    const bool ops = policy.policy.recompute == Recompute::Selective ||
-                     (policy.policy.recompute == Recompute::Save && policy.policy.save_ops != 0);
-    if (ops && !hasOpLabels(measured))
-        return "the trace does not say which op made each allocation (no op phases named "
-               "matmul or attention, as memscope-train records them), so what a save list or "
-               "selective recompute keeps cannot be told from what it recomputes";
-    if (ops && policy.policy.recompute == Recompute::Save) {
-        uint32_t labelled = 0;
-        for (const Phase& p : measured.phases)
-            if (p.kind == PhaseKind::Range && !p.inferred)
-                labelled |= opKindOfPhaseName(measured.string(p.name));
-        if (const uint32_t missing = policy.policy.save_ops & ~labelled)
-            return "the trace has no op of kind " + saveOpsName(missing) +
-                   " (no op phase names it): nothing of it to keep";
-    }
-    if (policy.policy.recompute == Recompute::Selective && modelName(measured) != "gpt" &&
-        modelName(measured) != "mlp")
-        return "selective is memscope-train's model-specific policy; name the ops to keep "
-               "instead (save:matmul, save:attention)";
+    const std::string ops_refused = opRefusal(measured, policy, chain);
+    if (!ops_refused.empty()) return ops_refused;
     if (policy.policy.recompute == Recompute::Segments &&
         policy.policy.segments > static_cast<int>(chain.layers.size()))
         return "segments:" + std::to_string(policy.policy.segments) +

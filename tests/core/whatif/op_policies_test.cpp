@@ -1,0 +1,471 @@
+// Save lists and selective recomputation predicted from a run's ops: a
+// transformer layer chain built by hand, its ops recorded as op scopes,
+// inferred per allocation, or labelled by op phases as the reference
+// trainer does, so that what each policy keeps is known.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "memscope/open/open_run.h"
+#include "memscope/whatif/attention_core.h"
+#include "memscope/whatif/op_index.h"
+#include "memscope/whatif/whatif.h"
+
+namespace memscope {
+namespace {
+
+constexpr int kLayers = 4;
+constexpr int64_t kStepLen = 10000;
+constexpr int64_t kT0 = 1000;
+
+enum class Ops { None, Recorded, Inferred, Phases };
+
+struct Options {
+    Ops ops = Ops::Recorded;
+    int attention_layers = kLayers;  // the first ones have attention, the rest only an mlp
+    bool sdpa = false;               // one fused attention op instead of bmm … softmax … bmm
+};
+
+// One layer's forward, relative to its start f (the layer's module scope is
+// [f, f + 800)): qkv linear, the attention core (bmm scores, div, masked_fill,
+// _softmax, dropout, bmm), the proj linear, a residual add, the gelu mlp.
+struct Alloc {
+    int64_t at = 0;
+    uint64_t size = 0;
+    const char* op = "";
+    int64_t freed = -1;  // relative time freed in forward; -1: saved for backward
+};
+const Alloc kAttention[] = {
+    {10, 300, "aten::addmm"},      // qkv: the core's q, k, v
+    {110, 400, "aten::bmm", 170},  // scores
+    {165, 400, "aten::div", 210},  // scaled
+    {205, 400, "aten::masked_fill", 260},
+    {255, 400, "aten::_softmax"},    // probabilities, softmax's backward needs them
+    {305, 100, "aten::dropout"},     // the dropout mask
+    {310, 400, "aten::dropout"},     // dropped probabilities, the second bmm's input
+    {360, 300, "aten::bmm"},         // the core's output
+    {430, 300, "aten::addmm", 500},  // proj, used once by the residual add
+    {495, 300, "aten::add", 715},    // residual
+};
+const Alloc kMlp[] = {
+    {530, 600, "aten::addmm"},       // fc1, gelu's input
+    {600, 600, "aten::gelu"},        // fc2's input
+    {640, 300, "aten::addmm", 710},  // fc2, used once
+    {705, 300, "aten::add", -2},     // the layer's output: freed in the next layer's backward
+};
+// Op calls (relative start, end, name, depth) of one layer.
+struct Call {
+    int64_t start = 0, end = 0;
+    const char* name = "";
+    uint16_t depth = 0;
+};
+const Call kAttentionCalls[] = {
+    {0, 60, "aten::linear", 0},      {5, 55, "aten::addmm", 1},
+    {60, 70, "aten::view", 0},       {100, 150, "aten::bmm", 0},
+    {160, 190, "aten::div", 0},      {200, 230, "aten::masked_fill", 0},
+    {250, 280, "aten::_softmax", 0}, {300, 340, "aten::dropout", 0},
+    {350, 400, "aten::bmm", 0},      {420, 480, "aten::linear", 0},
+    {425, 475, "aten::addmm", 1},    {490, 510, "aten::add", 0},
+};
+const Call kMlpCalls[] = {
+    {520, 580, "aten::linear", 0}, {525, 575, "aten::addmm", 1}, {590, 620, "aten::gelu", 0},
+    {630, 690, "aten::linear", 0}, {635, 685, "aten::addmm", 1}, {700, 720, "aten::add", 0},
+};
+
+struct Builder {
+    Trace t;
+    uint64_t next_address = 0x1000;
+    std::vector<StringId> event_ops;
+
+    uint64_t alloc(int64_t time, uint64_t size, Category c, PhaseId phase, const char* op = "") {
+        Event e;
+        e.time = time;
+        e.kind = EventKind::Alloc;
+        e.address = next_address;
+        next_address += 4096;
+        e.size = size;
+        e.category = c;
+        e.phase = phase;
+        t.events.push_back(e);
+        event_ops.push_back(*op ? t.internString(op) : StringId());
+        return e.address;
+    }
+    void free(int64_t time, uint64_t address, uint64_t size, Category c, PhaseId phase) {
+        Event e;
+        e.time = time;
+        e.kind = EventKind::FreeCompleted;
+        e.address = address;
+        e.size = size;
+        e.category = c;
+        e.phase = phase;
+        t.events.push_back(e);
+        event_ops.push_back({});
+    }
+    PhaseId phase(PhaseKind kind, std::string name, PhaseId parent, int64_t start, int64_t end,
+                  int32_t step) {
+        Phase p;
+        p.kind = kind;
+        p.name = t.internString(name);
+        p.parent = parent;
+        p.start = start;
+        p.end = end;
+        p.step = step;
+        return t.addPhase(p);
+    }
+};
+
+Trace transformerRun(const Options& o, int steps = 2) {
+    Builder b;
+    b.t.metadata.name = "transformer-full";
+    RunMetrics m;
+    m.policy = "full";
+    ModuleInterner modules(b.t);
+    std::vector<ModuleId> layer;
+    for (int k = 0; k < kLayers; ++k)
+        layer.push_back(modules.intern("GPT", "h." + std::to_string(k), "Block"));
+    b.t.modules.source = ModuleSource::Recorded;
+    for (int k = 0; k < kLayers; ++k) b.alloc(500, 300, Category::Parameter, {});
+    for (int s = 0; s < steps; ++s) {
+        const int64_t B = kT0 + s * kStepLen;
+        const PhaseId step = b.phase(PhaseKind::Step, "step", {}, B, B + 9000, s);
+        const PhaseId fwd = b.phase(PhaseKind::Forward, "forward", step, B, B + 4000, s);
+        const PhaseId bwd = b.phase(PhaseKind::Backward, "backward", step, B + 4000, B + 8000, s);
+        b.phase(PhaseKind::Optimizer, "optimizer", step, B + 8000, B + 9000, s);
+        std::vector<std::vector<std::pair<uint64_t, uint64_t>>> saved(kLayers);  // address, size
+        std::vector<uint64_t> out(kLayers);
+        for (int k = 0; k < kLayers; ++k) {
+            const int64_t f = B + 100 + k * 1000;
+            b.t.modules.scopes.push_back({f, f + 800, layer[size_t(k)], ModuleScopeKind::Forward});
+            const bool attention = k < o.attention_layers;
+            PhaseId core, fc[3];
+            if (o.ops == Ops::Phases) {
+                // The trainer's labels: "matmul" around each linear, "attention" around the core.
+                if (attention) {
+                    fc[0] = b.phase(PhaseKind::Range, "matmul", fwd, f + 5, f + 55, s);
+                    core = b.phase(PhaseKind::Range, "attention", fwd, f + 100, f + 400, s);
+                    fc[1] = b.phase(PhaseKind::Range, "matmul", fwd, f + 425, f + 475, s);
+                }
+                fc[2] = b.phase(PhaseKind::Range, "matmul", fwd, f + 525, f + 575, s);
+                b.phase(PhaseKind::Range, "matmul", fwd, f + 635, f + 685, s);
+            }
+            auto calls = [&](const auto& list) {
+                if (o.ops != Ops::Recorded) return;
+                for (const Call& c : list) {
+                    if (o.sdpa && c.start >= 100 && c.end <= 400) continue;
+                    b.t.ops.scopes.push_back(
+                        {f + c.start, f + c.end, b.t.internString(c.name), c.depth});
+                }
+                if (o.sdpa && &list[0] == &kAttentionCalls[0])
+                    b.t.ops.scopes.push_back(
+                        {f + 100, f + 400,
+                         b.t.internString("aten::_scaled_dot_product_flash_attention"), 0});
+            };
+            if (attention) calls(kAttentionCalls);
+            calls(kMlpCalls);
+            auto run = [&](const auto& list) {
+                std::vector<std::pair<int64_t, std::pair<uint64_t, uint64_t>>> frees;
+                for (const Alloc& a : list) {
+                    const bool in_core = a.at >= 100 && a.at < 400;
+                    const char* op =
+                        o.sdpa && in_core ? "aten::_scaled_dot_product_flash_attention" : a.op;
+                    PhaseId p = fwd;
+                    if (o.ops == Ops::Phases) {
+                        if (in_core) p = core;
+                        if (a.at == 10) p = fc[0];
+                        if (a.at == 430) p = fc[1];
+                        if (a.at == 530) p = fc[2];
+                        if (a.at == 640)
+                            p = PhaseId(uint32_t(b.t.phases.size()));  // the last matmul phase
+                    }
+                    const uint64_t addr = b.alloc(f + a.at, a.size, Category::Activation, p, op);
+                    if (a.freed >= 0)
+                        frees.push_back({f + a.freed, {addr, a.size}});
+                    else if (a.freed == -2)
+                        out[size_t(k)] = addr;
+                    else
+                        saved[size_t(k)].push_back({addr, a.size});
+                }
+                for (const auto& [at, what] : frees)
+                    b.free(at, what.first, what.second, Category::Activation, fwd);
+            };
+            if (attention) run(kAttention);
+            run(kMlp);
+        }
+        b.free(B + 4150, out[kLayers - 1], 300, Category::Activation, bwd);
+        std::vector<uint64_t> grads;
+        for (int k = kLayers - 1; k >= 0; --k) {
+            const int64_t at = B + 4200 + (kLayers - 1 - k) * 900;
+            grads.push_back(b.alloc(at + 100, 300, Category::Gradient, bwd));
+            // Backward frees what the layer saved in reverse: the mlp's first.
+            int64_t t = at + 200;
+            for (auto it = saved[size_t(k)].rbegin(); it != saved[size_t(k)].rend(); ++it)
+                b.free(t++, it->first, it->second, Category::Activation, bwd);
+            if (k > 0) b.free(at + 500, out[size_t(k - 1)], 300, Category::Activation, bwd);
+        }
+        for (int k = 0; k < kLayers; ++k)
+            b.free(B + 8500 + k, grads[size_t(k)], 300, Category::Gradient, {});
+        m.step_ns.push_back(9000);
+        m.recompute_ns.push_back(0);
+    }
+    // Sort the events by time, their inferred ops with them.
+    std::vector<size_t> order(b.t.events.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t x, size_t y) { return b.t.events[x].time < b.t.events[y].time; });
+    std::vector<Event> events;
+    std::vector<StringId> ops;
+    for (size_t i : order) events.push_back(b.t.events[i]), ops.push_back(b.event_ops[i]);
+    b.t.events = std::move(events);
+    if (o.ops == Ops::Recorded) b.t.ops.source = OpSource::Recorded;
+    if (o.ops == Ops::Inferred) {
+        b.t.ops.source = OpSource::Inferred;
+        b.t.ops.event_ops = std::move(ops);
+    }
+    b.t.metrics = m;
+    return std::move(b.t);
+}
+
+struct Opened {
+    std::shared_ptr<const Trace> trace;
+    std::shared_ptr<const Timeline> timeline;
+};
+Opened open(Trace t) {
+    auto o = openTrace(std::move(t), "full.memscope");
+    EXPECT_TRUE(o.ok()) << o.message();
+    return {o->trace, o->timeline};
+}
+
+WhatIfReport predict(const Opened& o, std::vector<std::string> names) {
+    auto policies = parseWhatIfPolicies(names);
+    EXPECT_TRUE(policies.ok()) << policies.message();
+    WhatIfOptions options;
+    options.keep_traces = true;
+    auto r = whatIf(*o.trace, *o.timeline, "full.memscope", *policies, options);
+    EXPECT_TRUE(r.ok()) << r.message();
+    return std::move(*r);
+}
+
+int64_t liveAt(const Timeline& tl, int64_t x) {
+    return tl.device(0)->live.valueAt(x);
+}
+
+// What a row's prediction frees, against the measured run, at time x of the
+// first step's forward (the forward's times do not move).
+int64_t freedAt(const Opened& o, const WhatIfRow& row, int64_t x) {
+    EXPECT_FALSE(row.refused) << row.policy << ": " << *row.refused;
+    if (row.refused || !row.timeline) return 0;
+    return liveAt(*o.timeline, x) - liveAt(*row.timeline, x);
+}
+
+bool hasAssumption(const WhatIfRow& row, std::string_view part) {
+    return std::any_of(row.assumptions.begin(), row.assumptions.end(),
+                       [&](const std::string& a) { return a.find(part) != std::string::npos; });
+}
+
+constexpr int64_t kLayer0 = kT0 + 100;  // the first layer's forward, step 0
+
+TEST(WhatIfOpIndex, ReadsOpsFromEverySource) {
+    const Trace recorded = transformerRun({Ops::Recorded});
+    const OpIndex r(recorded, 0);
+    EXPECT_EQ(r.source(), OpIndexSource::Recorded);
+    EXPECT_EQ(opKindOfAtenName("aten::addmm"), uint32_t(kSaveMatmul));
+    EXPECT_EQ(opKindOfAtenName("aten::_scaled_dot_product_flash_attention"),
+              uint32_t(kSaveAttention));
+    EXPECT_EQ(opKindOfAtenName("aten::_softmax"), 0u);
+    // The addmm inside a linear is kept as the linear's call.
+    const auto kept = r.kept({kSaveMatmul, {}});
+    const auto call = kept.madeBy(0, kLayer0 + 10);
+    ASSERT_TRUE(call);
+    EXPECT_EQ(call->name, "aten::linear");
+    EXPECT_EQ(kept.timeIn(kLayer0, kLayer0 + 800), 60 + 50 + 50 + 60 + 60 + 60);
+    EXPECT_FALSE(r.kept({0, {"aten::addmm"}}).madeBy(0, kLayer0 + 160));
+    EXPECT_EQ(r.neverRan({kSaveAttention, {"aten::addmm", "aten::foo"}}),
+              (std::vector<std::string>{"attention", "aten::foo"}));
+    const auto top = r.topAllocating(2);
+    ASSERT_EQ(top.size(), 2u);
+    EXPECT_EQ(top[0].name, "aten::addmm");
+
+    const Trace inferred = transformerRun({Ops::Inferred});
+    const OpIndex i(inferred, 0);
+    EXPECT_EQ(i.source(), OpIndexSource::Inferred);
+    // Two allocations of one dropout are one call.
+    const auto dropout = std::count_if(i.runs().begin(), i.runs().end(), [](const OpRun& x) {
+        return x.name == "aten::dropout" && x.start >= kLayer0 && x.end <= kLayer0 + 800;
+    });
+    EXPECT_EQ(dropout, 1);
+
+    EXPECT_EQ(OpIndex(transformerRun({Ops::Phases}), 0).source(), OpIndexSource::Phases);
+    EXPECT_TRUE(OpIndex(transformerRun({Ops::None}), 0).empty());
+}
+
+TEST(WhatIfOpIndex, FindsTheAttentionCoreFromTheOps) {
+    const Trace recorded = transformerRun({Ops::Recorded});
+    const auto core = attentionCoreIn(OpIndex(recorded, 0), kLayer0, kLayer0 + 800);
+    ASSERT_TRUE(core);
+    EXPECT_EQ(core->start, kLayer0 + 100);
+    EXPECT_EQ(core->end, kLayer0 + 400);
+    EXPECT_EQ(core->ops, "aten::bmm … aten::_softmax … aten::bmm");
+    const Trace sdpa = transformerRun({Ops::Recorded, kLayers, true});
+    const auto fused = attentionCoreIn(OpIndex(sdpa, 0), kLayer0, kLayer0 + 800);
+    ASSERT_TRUE(fused);
+    EXPECT_EQ(fused->ops, "aten::_scaled_dot_product_flash_attention");
+    EXPECT_EQ(fused->end - fused->start, 300);
+    const Trace mlp = transformerRun({Ops::Recorded, 0});
+    EXPECT_FALSE(attentionCoreIn(OpIndex(mlp, 0), kLayer0, kLayer0 + 800));
+}
+
+TEST(WhatIfOps, SelectiveRecomputesOnlyTheAttentionCore) {
+    for (Ops ops : {Ops::Recorded, Ops::Inferred, Ops::Phases}) {
+        SCOPED_TRACE(int(ops));
+        const Opened o = open(transformerRun({ops}));
+        const WhatIfReport r = predict(o, {"selective", "block"});
+        ASSERT_EQ(r.rows.size(), 3u);
+        // Freed in forward: the probabilities, the dropout mask and the
+        // dropped probabilities (what the core saved); kept: q, k, v (the
+        // qkv output, made before the core) and the core's output.
+        EXPECT_EQ(freedAt(o, r.rows[1], kLayer0 + 410), 400 + 100 + 400);
+        EXPECT_LT(r.rows[1].peak_bytes, r.rows[0].peak_bytes);
+        EXPECT_GT(r.rows[1].peak_bytes, r.rows[2].peak_bytes);
+        if (ops == Ops::Recorded) {
+            EXPECT_EQ(r.rows[1].recompute_ns, kLayers * 300);
+        }
+        EXPECT_TRUE(hasAssumption(r.rows[1], "attention core"));
+        bool recomputes_core = false;
+        for (const Phase& p : r.rows[1].trace->phases)
+            recomputes_core |= r.rows[1].trace->string(p.name) == "recompute attention of h.0";
+        EXPECT_TRUE(recomputes_core);
+    }
+}
+
+TEST(WhatIfOps, SelectiveOnAFusedAttentionOpRecomputesIt) {
+    const Opened o = open(transformerRun({Ops::Recorded, kLayers, true}));
+    const WhatIfReport r = predict(o, {"selective"});
+    EXPECT_EQ(freedAt(o, r.rows[1], kLayer0 + 410), 400 + 100 + 400);
+    EXPECT_TRUE(hasAssumption(r.rows[1], "aten::_scaled_dot_product_flash_attention"));
+}
+
+TEST(WhatIfOps, SelectiveSaysWhichLayersHaveNoAttentionCore) {
+    const Opened o = open(transformerRun({Ops::Recorded, 2}));
+    const WhatIfReport r = predict(o, {"selective"});
+    ASSERT_FALSE(r.rows[1].refused);
+    EXPECT_TRUE(hasAssumption(r.rows[1], "in h.2, h.3: nothing is recomputed there"));
+    EXPECT_EQ(r.rows[1].recompute_ns, 2 * 300);
+}
+
+TEST(WhatIfOps, SaveListKeepsTheListedOpsOutputsAndRecomputesTheRest) {
+    for (Ops ops : {Ops::Recorded, Ops::Inferred}) {
+        SCOPED_TRACE(int(ops));
+        const Opened o = open(transformerRun({ops}));
+        const WhatIfReport r = predict(o, {"save:aten::addmm", "block"});
+        ASSERT_EQ(r.rows.size(), 3u);
+        EXPECT_EQ(r.rows[1].policy, "save:aten::addmm");
+        // After layer 0's forward: block freed all it saved (qkv 300,
+        // probabilities 400, mask 100, dropped 400, core output 300, fc1 600,
+        // gelu 600); the save list keeps the addmm outputs qkv and fc1, and
+        // holds proj and fc2 (used once) until the recompute.
+        EXPECT_EQ(freedAt(o, r.rows[2], kLayer0 + 850), 2700);
+        EXPECT_EQ(freedAt(o, r.rows[1], kLayer0 + 850), 2700 - 900 - 600);
+        // The kept addmms are not run again (recorded: 4 calls of 50).
+        if (ops == Ops::Recorded) {
+            EXPECT_EQ(r.rows[2].recompute_ns, kLayers * 800);
+            EXPECT_EQ(r.rows[1].recompute_ns, kLayers * (800 - 4 * 50));
+        }
+        EXPECT_LT(r.rows[1].recompute_ns, r.rows[2].recompute_ns);
+        EXPECT_TRUE(hasAssumption(r.rows[1], "aten::addmm"));
+    }
+}
+
+TEST(WhatIfOps, SaveMatmulIsTheAtenListItStandsFor) {
+    const Opened o = open(transformerRun({Ops::Recorded}));
+    // The matmul kind's ops the run ran (naming one it never ran is refused).
+    std::string list = "save:";
+    for (std::string_view name : atenNamesOfKind(kSaveMatmul))
+        if (std::any_of(o.trace->ops.scopes.begin(), o.trace->ops.scopes.end(),
+                        [&](const OpScope& s) { return o.trace->string(s.name) == name; }))
+            list += (list.size() > 5 ? "," : "") + std::string(name);
+    EXPECT_EQ(list, "save:aten::addmm,aten::bmm,aten::linear");
+    const WhatIfReport r = predict(o, {"save:matmul", list});
+    ASSERT_EQ(r.rows.size(), 3u);
+    EXPECT_EQ(r.rows[2].policy, list);
+    ASSERT_FALSE(r.rows[1].refused);
+    ASSERT_FALSE(r.rows[2].refused);
+    EXPECT_EQ(r.rows[1].peak_bytes, r.rows[2].peak_bytes);
+    EXPECT_EQ(r.rows[1].recompute_ns, r.rows[2].recompute_ns);
+    for (int64_t x = kT0; x < kT0 + 2 * kStepLen; x += 50)
+        EXPECT_EQ(liveAt(*r.rows[1].timeline, x), liveAt(*r.rows[2].timeline, x)) << x;
+    // The kept linears (60 each, the addmm inside them) and bmms (50 each)
+    // are not recompute time.
+    EXPECT_EQ(r.rows[1].recompute_ns, kLayers * (800 - 4 * 60 - 2 * 50));
+}
+
+TEST(WhatIfOps, TheTrainersOpPhasesAndRecordedOpsAgree) {
+    // The trainer's labels turned into the ops they stand for: each "matmul"
+    // phase an aten::addmm, the "attention" phase one fused attention op.
+    const Opened phases = open(transformerRun({Ops::Phases}));
+    const Opened recorded = open(transformerRun({Ops::Recorded, kLayers, true}));
+    const std::vector<std::pair<std::string, std::string>> pairs = {
+        {"save:matmul", "save:aten::addmm"},
+        {"save:attention", "save:aten::_scaled_dot_product_flash_attention"},
+        {"save:matmul,attention", "save:attention,aten::addmm"},
+        {"selective", "selective"}};
+    for (const auto& [a, b] : pairs) {
+        SCOPED_TRACE(a);
+        const WhatIfReport p = predict(phases, {a});
+        const WhatIfReport q = predict(recorded, {b});
+        ASSERT_FALSE(p.rows[1].refused) << *p.rows[1].refused;
+        ASSERT_FALSE(q.rows[1].refused) << *q.rows[1].refused;
+        EXPECT_EQ(p.rows[1].peak_bytes, q.rows[1].peak_bytes);
+        for (int64_t x = kT0; x < kT0 + 2 * kStepLen; x += 25)
+            ASSERT_EQ(liveAt(*p.rows[1].timeline, x), liveAt(*q.rows[1].timeline, x)) << x;
+    }
+    // Kept whole, the attention op keeps its inputs (q, k, v).
+    const WhatIfReport att = predict(recorded, {"save:aten::_scaled_dot_product_flash_attention"});
+    EXPECT_EQ(freedAt(recorded, att.rows[1], kLayer0 + 850), 600 + 600);
+}
+
+TEST(WhatIfOps, RefusesWhatTheOpsCannotTell) {
+    const Opened none = open(transformerRun({Ops::None}));
+    const WhatIfReport r = predict(none, {"selective", "save:aten::addmm", "save:matmul", "block"});
+    for (size_t i = 1; i <= 3; ++i) {
+        ASSERT_TRUE(r.rows[i].refused) << r.rows[i].policy;
+        EXPECT_NE(r.rows[i].refused->find("memscope-cli record"), std::string::npos);
+        EXPECT_NE(r.rows[i].refused->find("stacks=\"all\""), std::string::npos);
+    }
+    EXPECT_FALSE(r.rows[4].refused);
+
+    const Opened ops = open(transformerRun({Ops::Recorded}));
+    const WhatIfReport missing = predict(ops, {"save:aten::addmm,aten::baddbmm", "save:attention"});
+    ASSERT_TRUE(missing.rows[1].refused);
+    EXPECT_NE(missing.rows[1].refused->find("never ran aten::baddbmm"), std::string::npos)
+        << *missing.rows[1].refused;
+    EXPECT_NE(missing.rows[1].refused->find("allocate most: aten::addmm"), std::string::npos)
+        << *missing.rows[1].refused;
+    ASSERT_TRUE(missing.rows[2].refused);
+    EXPECT_NE(missing.rows[2].refused->find("never ran attention"), std::string::npos);
+
+    const Opened mlp = open(transformerRun({Ops::Inferred, 0}));
+    const WhatIfReport s = predict(mlp, {"selective", "save:aten::gelu"});
+    ASSERT_TRUE(s.rows[1].refused);
+    EXPECT_NE(s.rows[1].refused->find("no softmax or scaled_dot_product_attention op in any layer"),
+              std::string::npos);
+    EXPECT_FALSE(s.rows[2].refused);
+}
+
+TEST(WhatIfOps, SaveListsOfAtenNamesRoundTrip) {
+    auto p = parseWhatIfPolicies(std::vector<std::string>{"save:aten::mm,aten::bmm", "block",
+                                                          "save:matmul,aten::_softmax+opt-in-bwd"});
+    ASSERT_TRUE(p.ok()) << p.message();
+    ASSERT_EQ(p->size(), 3u);
+    EXPECT_EQ((*p)[0].name, "save:aten::mm,aten::bmm");
+    EXPECT_EQ((*p)[0].policy.save_op_names, (std::vector<std::string>{"aten::mm", "aten::bmm"}));
+    EXPECT_EQ((*p)[2].name, "save:matmul,aten::_softmax+opt-in-bwd");
+    auto again = parseWhatIfPolicy((*p)[0].name);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->policy, (*p)[0].policy);
+    auto joined = parseWhatIfPolicies(std::vector<std::string>{"save:aten::mm,aten::bmm,block"});
+    ASSERT_TRUE(joined.ok());
+    EXPECT_EQ(joined->size(), 2u);
+}
+
+}  // namespace
+}  // namespace memscope

@@ -82,7 +82,7 @@ bool OpSelection::matches(std::string_view name, uint32_t kind) const {
     return (kind & kinds) != 0 || std::find(names.begin(), names.end(), name) != names.end();
 }
 
-OpIndex::OpIndex(const Trace& trace, int16_t device) : trace_(trace), device_(device) {
+OpIndex::OpIndex(const Trace& trace, int16_t device) : trace_(&trace), device_(device) {
     if (hasOpLabels(trace)) {
         source_ = OpIndexSource::Phases;
         for (const Phase& p : trace.phases) {
@@ -179,17 +179,17 @@ std::vector<std::string> OpIndex::neverRan(const OpSelection& selection) const {
 
 std::optional<std::pair<std::string_view, uint32_t>> OpIndex::opOfEvent(uint64_t event,
                                                                         int64_t time) const {
-    if (event >= trace_.events.size()) return std::nullopt;
+    if (!trace_ || event >= trace_->events.size()) return std::nullopt;
     if (source_ == OpIndexSource::Phases) {
-        const uint32_t kinds = opKindsAt(trace_, trace_.events[event].phase);
+        const uint32_t kinds = opKindsAt(*trace_, trace_->events[event].phase);
         if (!kinds) return std::nullopt;
         const SaveOp kind = (kinds & kSaveMatmul) ? kSaveMatmul : kSaveAttention;
         return std::make_pair(opLabel(kind), kinds);
     }
     if (source_ == OpIndexSource::Inferred) {
-        const auto& ops = trace_.ops.event_ops;
+        const auto& ops = trace_->ops.event_ops;
         if (event >= ops.size() || ops[event].isNull()) return std::nullopt;
-        const std::string_view name = trace_.string(ops[event]);
+        const std::string_view name = trace_->string(ops[event]);
         return std::make_pair(name, opKindOfAtenName(name));
     }
     (void)time;
@@ -197,15 +197,16 @@ std::optional<std::pair<std::string_view, uint32_t>> OpIndex::opOfEvent(uint64_t
 }
 
 std::vector<OpBytes> OpIndex::topAllocating(size_t n) const {
+    if (!trace_) return {};
     std::map<std::string, uint64_t, std::less<>> bytes;
     const OpAttribution attribution =
-        source_ == OpIndexSource::Recorded ? OpAttribution(trace_) : OpAttribution();
-    for (uint64_t i = 0; i < trace_.events.size(); ++i) {
-        const Event& e = trace_.events[i];
+        source_ == OpIndexSource::Recorded ? OpAttribution(*trace_) : OpAttribution();
+    for (uint64_t i = 0; i < trace_->events.size(); ++i) {
+        const Event& e = trace_->events[i];
         if (e.kind != EventKind::Alloc || e.device != device_) continue;
         std::string_view name;
         if (source_ == OpIndexSource::Recorded) {
-            if (const auto hit = attribution.at(e.time)) name = trace_.string(hit->name);
+            if (const auto hit = attribution.at(e.time)) name = trace_->string(hit->name);
         } else if (const auto op = opOfEvent(i, e.time)) {
             name = op->first;
         }

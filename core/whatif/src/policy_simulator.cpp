@@ -78,7 +78,6 @@ public:
           device_(device),
           chain_(chain),
           reentrant_(style == CheckpointStyle::Reentrant),
-          ops_(measured, device.device),
           rewrite_(measured, device) {}
 
     Result<SimulatedRun> run(const WhatIfPolicy& policy, const std::string& source) {
@@ -86,10 +85,15 @@ public:
         out.recompute_per_step.assign(chain_.steps.size(), 0);
         auto windows = checkpointWindows(policy, chain_, measured_);
         if (!windows) return windows.error();
+        // The run's ops, read only for the policies that keep or recompute by op.
+        if (policy.policy.recompute == Recompute::Selective ||
+            !OpSelection::of(policy.policy).empty())
+            ops_.emplace(measured_, device_.device);
+        const OpIndex& ops = ops_ ? *ops_ : no_ops_;
         const bool attention_only =
-            policy.policy.recompute == Recompute::Selective && !trainerMlp(measured_, ops_);
-        const OpSelection keep = keptOps(policy.policy, measured_, ops_);
-        const OpIndex::Kept kept = ops_.kept(keep);
+            policy.policy.recompute == Recompute::Selective && !trainerMlp(measured_, ops);
+        const OpSelection keep = keptOps(policy.policy, measured_, ops);
+        const OpIndex::Kept kept = ops.kept(keep);
         for (size_t si = 0; si < chain_.steps.size(); ++si) {
             if (attention_only) {
                 out.recompute_per_step[si] += checkpointAttention(si);
@@ -104,11 +108,11 @@ public:
         if (!keep.empty())
             assumptions_.push_back(
                 "the outputs of the ops kept (" + selectionName(keep) + ", as " +
-                std::string(ops_.describe()) +
+                std::string(ops.describe()) +
                 " name them) stay as measured, not run again; everything else the layer's "
                 "forward made is recomputed");
         if (attention_only) noteAttentionCores();
-        if ((!keep.empty() || attention_only) && ops_.source() == OpIndexSource::Inferred)
+        if ((!keep.empty() || attention_only) && ops.source() == OpIndexSource::Inferred)
             assumptions_.push_back(
                 "ops inferred per allocation give no time range: an op is taken to run from "
                 "its first allocation to the next allocation another op made");
@@ -147,7 +151,8 @@ private:
     const DeviceTimeline& device_;
     const LayerChain& chain_;
     const bool reentrant_;
-    OpIndex ops_;
+    std::optional<OpIndex> ops_;
+    const OpIndex no_ops_;
     TraceRewrite rewrite_;
     std::vector<std::string> assumptions_;
     // Selective: how the first attention core was found, and the layers that have none.
@@ -192,7 +197,7 @@ private:
             const ChainLayer& layer = chain_.layers[l];
             const LayerRun* run = runIn(layer, si);
             if (!run) continue;
-            const auto core = attentionCoreIn(ops_, run->forward_start, run->forward_end);
+            const auto core = attentionCoreIn(*ops_, run->forward_start, run->forward_end);
             if (!core) {
                 if (std::find(layers_without_core_.begin(), layers_without_core_.end(),
                               layer.name) == layers_without_core_.end())
@@ -217,7 +222,7 @@ private:
             "selective recomputation (Megatron's): only each layer's attention core (scores "
             "matmul through softmax and dropout to the weighted-sum matmul, or a fused "
             "scaled_dot_product_attention) is recomputed, found from " +
-            std::string(ops_.describe()) +
+            std::string(ops_->describe()) +
             (core_found_.empty() ? std::string() : " (" + core_found_ + ")") +
             "; its inputs (q, k, v) and output are kept");
         if (layers_without_core_.empty()) return;
@@ -369,7 +374,7 @@ private:
     // (kept whole with its autograd, as memscope-train runs it). The
     // trainer's phases: what its "matmul" phases made, as before.
     bool heldUntilRecompute(const OpRun& call, const AllocationInterval& a) const {
-        if (ops_.source() == OpIndexSource::Phases) return (call.kind & kSaveMatmul) != 0;
+        if (ops_->source() == OpIndexSource::Phases) return (call.kind & kSaveMatmul) != 0;
         return !(call.kind & kSaveAttention) && a.end >= call.end;
     }
 

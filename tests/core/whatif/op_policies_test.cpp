@@ -296,6 +296,9 @@ TEST(WhatIfOpIndex, ReadsOpsFromEverySource) {
 
     EXPECT_EQ(OpIndex(transformerRun({Ops::Phases}), 0).source(), OpIndexSource::Phases);
     EXPECT_TRUE(OpIndex(transformerRun({Ops::None}), 0).empty());
+    EXPECT_TRUE(OpIndex().empty());
+    EXPECT_TRUE(OpIndex().topAllocating(3).empty());
+    EXPECT_FALSE(OpIndex().kept({kSaveMatmul, {"aten::mm"}}).madeBy(0, 0));
 }
 
 TEST(WhatIfOpIndex, FindsTheAttentionCoreFromTheOps) {

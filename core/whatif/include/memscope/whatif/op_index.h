@@ -68,6 +68,7 @@ struct OpBytes {
 
 class OpIndex {
 public:
+    OpIndex() = default;  // no ops
     OpIndex(const Trace& trace, int16_t device);
 
     OpIndexSource source() const { return source_; }
@@ -107,7 +108,7 @@ public:
     Kept kept(const OpSelection& selection) const;
 
 private:
-    const Trace& trace_;
+    const Trace* trace_ = nullptr;
     int16_t device_ = 0;
     OpIndexSource source_ = OpIndexSource::None;
     std::vector<OpRun> runs_;

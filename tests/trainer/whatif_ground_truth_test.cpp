@@ -7,6 +7,11 @@
 #include <filesystem>
 
 #include "config.h"
+#include "memscope/format/native_format.h"
+#include "memscope/open/open_run.h"
+#include "memscope/whatif/op_labels.h"
+#include "memscope/whatif/whatif.h"
+#include "trainer.h"
 #include "whatif_truth.h"
 
 namespace memscope {
@@ -57,6 +62,62 @@ TEST_P(WhatIfTruth, PredictsEveryLayerPolicyFromFullSave) {
         EXPECT_LE(std::abs(*f), 0.07);
     }
     fs::remove_all(dir);
+}
+
+// The trainer's op phases and the ops they stand for agree: its gpt's
+// full-save run, its "matmul" phases turned into aten::addmm op scopes and
+// its "attention" phases into aten::scaled_dot_product_attention (the phases
+// renamed, so that only the op scopes say which op made what), predicts every
+// save list and selective as the phases do.
+TEST(WhatIfTruthOps, TheTrainersOpPhasesAndTheOpsTheyStandForPredictAlike) {
+    const fs::path dir = fs::temp_directory_path() /
+                         ("memscope-whatif-ops-" + std::to_string(::getpid()) + ".memscope");
+    trainer::TrainConfig config;
+    config.steps = 2;
+    config.threads = 1;
+    config.model = *trainer::preset(trainer::ModelKind::Gpt, "quick");
+    trainer::RunOptions options;
+    options.preset = "quick";
+    options.trace_path = dir.string();
+    ASSERT_TRUE(trainer::runPolicy(config, Policy{}, options).ok());
+    auto measured = importNativeTrace(dir.string());
+    fs::remove(dir);
+    ASSERT_TRUE(measured.ok()) << measured.message();
+    Trace converted = *measured;
+    size_t labels = 0;
+    for (Phase& p : converted.phases) {
+        const uint32_t kind = p.kind == PhaseKind::Range && !p.inferred
+                                  ? opKindOfPhaseName(converted.string(p.name))
+                                  : 0;
+        if (!kind) continue;
+        ++labels;
+        const char* op = kind == kSaveMatmul ? "aten::addmm" : "aten::scaled_dot_product_attention";
+        converted.ops.scopes.push_back({p.start, p.end, converted.internString(op), 0});
+        p.name = converted.internString("op");
+    }
+    converted.ops.source = OpSource::Recorded;
+    ASSERT_GT(labels, 0u);
+    ASSERT_FALSE(hasOpLabels(converted));
+    auto phases = openTrace(std::move(*measured), "phases");
+    auto ops = openTrace(std::move(converted), "ops");
+    ASSERT_TRUE(phases.ok() && ops.ok());
+    const std::vector<std::string> names = {"save:matmul", "save:attention",
+                                            "save:matmul,attention", "selective"};
+    auto wanted = parseWhatIfPolicies(names);
+    ASSERT_TRUE(wanted.ok());
+    auto a = whatIf(*phases->trace, *phases->timeline, "phases", *wanted);
+    auto b = whatIf(*ops->trace, *ops->timeline, "ops", *wanted);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(a->rows.size(), b->rows.size());
+    for (size_t i = 1; i < a->rows.size(); ++i) {
+        SCOPED_TRACE(a->rows[i].policy);
+        ASSERT_FALSE(a->rows[i].refused) << *a->rows[i].refused;
+        ASSERT_FALSE(b->rows[i].refused) << *b->rows[i].refused;
+        EXPECT_EQ(a->rows[i].peak_bytes, b->rows[i].peak_bytes);
+        EXPECT_EQ(a->rows[i].peaks_by_phase, b->rows[i].peaks_by_phase);
+        EXPECT_EQ(a->rows[i].recompute_ns, b->rows[i].recompute_ns);
+        EXPECT_GT(b->rows[i].recompute_ns, 0);  // something was recomputed
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Trainer, WhatIfTruth,

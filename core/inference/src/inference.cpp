@@ -230,6 +230,9 @@ InferenceReport inferMissingLabels(Trace& trace, const detail::DeviceOrder& orde
     report.steps_source = stepSource(trace);
     for (const Phase& p : trace.phases) report.steps += p.kind == PhaseKind::Step;
     if (ctx.cancelled()) return report;
+    // Before the walks that read the trace side by side: it interns names.
+    report.ops = inferOps(trace, ctx);
+    if (ctx.cancelled()) return report;
     const auto categorize = [&] {
         detail::TrainingActivity activity(trace);
         trace.inferred_categories =

@@ -40,6 +40,7 @@
 
 #include "memscope/base/task_context.h"
 #include "memscope/inference/module_inference.h"
+#include "memscope/inference/op_inference.h"
 #include "memscope/model/trace.h"
 #include "memscope/timeline/timeline.h"
 
@@ -60,11 +61,13 @@ struct InferenceReport {
     uint64_t categories_inferred = 0;  // allocations given an inferred category
     uint64_t categories_unknown = 0;   // allocations left unknown (weak evidence)
     ModuleInferenceReport modules;     // the trace's modules: recorded, or found here
+    OpInferenceReport ops;             // the trace's ops: recorded, or found in C++ frames
 };
 
 // Fills in what the trace lacks: phases when it has none, module scopes when
 // it has none (module_inference.h, after the phases: a trainer's blocks are
-// phases), then the category of every allocation recorded as Unknown. Cancellable (returns early
+// phases), ops when it has none (op_inference.h, from C++ frames), then the
+// category of every allocation recorded as Unknown. Cancellable (returns early
 // with whatever was complete; the trace stays consistent).
 InferenceReport inferMissingLabels(Trace& trace, const TaskContext& ctx = {});
 // The same with the trace's device order computed by the caller (who passes

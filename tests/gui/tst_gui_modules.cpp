@@ -2,8 +2,8 @@
 // (rows, bytes adding up to the peak), the click that highlights exactly one
 // module's allocations, stacking by module (bands that add up to the live
 // curve and match core's modulesAt), the module first in hover and
-// inspector, the compare view's module deltas, and the one message a trace
-// without modules gets everywhere.
+// inspector, the op (recorded or inferred) in the inspector, the compare view's module deltas, and
+// the one message a trace without modules gets everywhere.
 #include <QDockWidget>
 #include <QtTest>
 #include <algorithm>
@@ -231,6 +231,46 @@ private slots:
         insp.setAllocation(run_, run_->busiestDevice(), a[0]);
         QVERIFY2(insp.summaryText().startsWith(QStringLiteral("module: <b>h.1.attn</b>")),
                  qPrintable(insp.summaryText()));
+    }
+
+    // The op that made the memory, recorded (op scopes) or inferred from
+    // the C++ frames (per allocation), says which.
+    void inspectorShowsTheOpAndItsSource() {
+        Trace recorded = guitest::makeSimpleTrace();
+        recorded.ops.source = OpSource::Recorded;
+        recorded.ops.scopes = {OpScope{8, 12, recorded.internString("aten::addmm"), 0}};
+        RunPtr r = runOf(std::move(recorded), QStringLiteral("recorded.memscope"));
+        QVERIFY(r);
+        const DeviceRef d = r->busiestDevice();
+        InspectorView insp;
+        insp.setAllocation(r, d, intervalsAt(*r->timeline(d), {0x1000})[0]);
+        QVERIFY2(insp.summaryText().contains(QStringLiteral("op: aten::addmm (recorded)")),
+                 qPrintable(insp.summaryText()));
+        // Allocated outside every op: no op line.
+        insp.setAllocation(r, d, intervalsAt(*r->timeline(d), {0x2000})[0]);
+        QVERIFY(!insp.summaryText().contains(QStringLiteral("op:")));
+
+        // A snapshot's C++ frames: the op is inferred when the run opens.
+        Trace cpp = guitest::makeSimpleTrace();
+        const FrameId mm = cpp.internFrame(
+            {cpp.internString("at::_ops::mm::call(at::Tensor const&, at::Tensor const&)"),
+             cpp.internString("??"), 0});
+        const FrameId fwd =
+            cpp.internFrame({cpp.internString("forward"), cpp.internString("model.py"), 12});
+        const std::array frames{mm, fwd};
+        const StackId stack = cpp.internStack(frames);
+        for (Event& e : cpp.events)
+            if (e.address == 0x1000) e.stack = stack;
+        RunPtr inferred = runOf(std::move(cpp), QStringLiteral("snapshot.pickle"));
+        QVERIFY(inferred);
+        const DeviceRef di = inferred->busiestDevice();
+        QVERIFY(inferred->trace(di)->ops.source == OpSource::Inferred);
+        insp.setAllocation(inferred, di, intervalsAt(*inferred->timeline(di), {0x1000})[0]);
+        QVERIFY2(
+            insp.summaryText().contains(QStringLiteral("op: aten::mm (inferred from C++ frames)")),
+            qPrintable(insp.summaryText()));
+        insp.setAllocation(inferred, di, intervalsAt(*inferred->timeline(di), {0x2000})[0]);
+        QVERIFY(!insp.summaryText().contains(QStringLiteral("op:")));
     }
 
     void clickOnARowHighlightsExactlyThatModule() {

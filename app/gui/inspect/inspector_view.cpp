@@ -11,6 +11,7 @@
 #include "common/format.h"
 #include "common/module_text.h"
 #include "inspect/models.h"
+#include "memscope/analysis/allocation_op.h"
 #include "memscope/inference/frames.h"
 #include "memscope/inference/inference.h"
 #include "memscope/model/phases.h"
@@ -86,6 +87,10 @@ void InspectorView::setAllocation(RunPtr run, DeviceRef ref, uint32_t interval) 
     const std::string site = siteLabel(*trace, a.stack);
     if (!site.empty())
         lines << QStringLiteral("site: <b>%1</b>").arg(toQString(site).toHtmlEscaped());
+    // What made the memory, recorded or inferred from the C++ frames.
+    if (const OpAttribution* ops = run->opAttribution(ref))
+        if (const auto op = opOfInterval(*ops, a))
+            lines << QStringLiteral("op: %1").arg(toQString(opText(*trace, *op)).toHtmlEscaped());
     if (!phase.empty()) lines << QStringLiteral("phase: %1").arg(toQString(phase).toHtmlEscaped());
     // Why this category: recorded, or the inference's rule and evidence.
     lines << QStringLiteral("category: %1")

@@ -73,6 +73,11 @@ const ModuleAttribution* Run::moduleAttribution(DeviceRef ref) const {
     return parts[size_t(ref.part)].modules.get();
 }
 
+const OpAttribution* Run::opAttribution(DeviceRef ref) const {
+    if (ref.part < 0 || size_t(ref.part) >= parts.size()) return nullptr;
+    return parts[size_t(ref.part)].ops.get();
+}
+
 std::optional<DeviceRef> Run::firstOomDevice() const {
     std::optional<DeviceRef> best;
     int64_t when = INT64_MAX;

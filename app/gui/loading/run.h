@@ -13,6 +13,7 @@
 
 #include "memscope/base/task_context.h"
 #include "memscope/model/module_attribution.h"
+#include "memscope/model/op_attribution.h"
 #include "memscope/model/run_name.h"
 #include "memscope/model/trace.h"
 #include "memscope/ranks/rank_run.h"
@@ -38,6 +39,9 @@ struct RunPart {
     // the loader thread: the by-module plot, hover, inspector and tables
     // all ask it. Never null; empty for a trace without modules.
     std::shared_ptr<const ModuleAttribution> modules;
+    // Which op made each allocation (recorded or inferred), built once on
+    // the loader thread. Never null; empty for a trace without ops.
+    std::shared_ptr<const OpAttribution> ops;
 };
 
 // One device of one part: what a timeline view shows.
@@ -69,6 +73,8 @@ struct Run {
     std::shared_ptr<const PhaseBandData> phaseBands(DeviceRef ref) const;
     // The part's module attribution; nullptr for an unknown ref.
     const ModuleAttribution* moduleAttribution(DeviceRef ref) const;
+    // The part's op attribution; nullptr for an unknown ref.
+    const OpAttribution* opAttribution(DeviceRef ref) const;
     // The device of the run's first out-of-memory event (by time): what a
     // view of a run that ran out of memory shows first.
     std::optional<DeviceRef> firstOomDevice() const;

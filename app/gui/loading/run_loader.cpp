@@ -29,6 +29,7 @@ RunPart toPart(std::shared_ptr<const Trace> trace, std::shared_ptr<const Timelin
     part.timeline = std::move(timeline);
     part.path = path;
     part.modules = std::make_shared<const ModuleAttribution>(*part.trace);
+    part.ops = std::make_shared<const OpAttribution>(*part.trace);
     part.views = buildDeviceViews(*part.trace, *part.timeline, cancel);
     return part;
 }

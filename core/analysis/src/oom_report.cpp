@@ -246,7 +246,7 @@ std::vector<std::string> oomReportLines(const Trace& trace, const OomReport& r) 
             std::snprintf(buf, sizeof buf, "    %10s  %-15.*s %5u x  ",
                           formatBytes(s.bytes).c_str(), int(category.size()), category.data(),
                           s.count);
-            out.push_back(buf + s.label);
+            out.push_back(buf + s.label + opSuffix(trace, s.op));
         }
     }
     return out;

@@ -18,6 +18,11 @@ std::vector<SiteAtPeak> sitesOf(const Trace& trace, const DeviceTimeline& tl,
         std::array<int64_t, kCategoryCount> by_category{};
     };
     std::unordered_map<uint32_t, Acc> by_site;  // key: FrameId value, 0 = no site
+    // Each site's bytes by op (key: the op's StringId value), where the
+    // trace has ops.
+    const std::optional<OpAttribution> ops =
+        trace.ops.empty() ? std::nullopt : std::optional<OpAttribution>(trace);
+    std::unordered_map<uint32_t, std::unordered_map<uint32_t, int64_t>> op_bytes;
     for (uint32_t i : live) {
         if (i >= tl.intervals.size()) continue;
         const AllocationInterval& a = tl.intervals[i];
@@ -30,6 +35,8 @@ std::vector<SiteAtPeak> sitesOf(const Trace& trace, const DeviceTimeline& tl,
         acc.s.bytes += int64_t(a.size);
         acc.s.count += 1;
         acc.by_category[size_t(index(a.category))] += int64_t(a.size);
+        if (!ops) continue;
+        if (const auto op = opOfInterval(*ops, a)) op_bytes[key][op->name.value] += int64_t(a.size);
     }
     std::vector<SiteAtPeak> out;
     out.reserve(by_site.size());
@@ -37,6 +44,14 @@ std::vector<SiteAtPeak> sitesOf(const Trace& trace, const DeviceTimeline& tl,
         acc.s.label = acc.s.site ? frameText(trace, *acc.s.site) : std::string("(no stack)");
         acc.s.category = Category(std::max_element(acc.by_category.begin(), acc.by_category.end()) -
                                   acc.by_category.begin());
+        if (const auto it = op_bytes.find(key); it != op_bytes.end()) {
+            // Most bytes, then the smaller name id: the same op on every run.
+            const auto most = std::max_element(
+                it->second.begin(), it->second.end(), [](const auto& x, const auto& y) {
+                    return x.second != y.second ? x.second < y.second : x.first > y.first;
+                });
+            acc.s.op = AllocationOp{StringId{most->first}, ops->source()};
+        }
         out.push_back(std::move(acc.s));
     }
     std::sort(out.begin(), out.end(), [](const SiteAtPeak& a, const SiteAtPeak& b) {

@@ -112,6 +112,11 @@ void peakSites(Out& w, const Trace& trace, const DeviceTimeline& tl,
         key(w, "count");
         w.Uint(s.count);
         field(w, "category", std::string_view(toString(s.category)));
+        // The op holding most of the site's bytes, recorded or inferred.
+        if (s.op) {
+            field(w, "op", trace.string(s.op->name));
+            field(w, "op_source", toString(s.op->source));
+        }
         // The lifetime of the site's largest allocation live at the peak.
         const AllocationInterval& a = tl.intervals[s.largest];
         field(w, "largest_bytes", uint64_t(a.size));

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "memscope/analysis/activation_theory.h"
+#include "memscope/analysis/allocation_op.h"
 #include "memscope/analysis/category_rules.h"
 #include "memscope/analysis/leak_finder.h"
 #include "memscope/analysis/module_breakdown.h"
@@ -104,8 +105,9 @@ void appendSites(std::string& out, const Trace& trace, const DeviceTimeline& tl)
     appendf(out, "    top sites at the peak\n");
     for (const SiteAtPeak& s : sites) {
         const auto category = toString(s.category);
-        appendf(out, "      %10s  %-15.*s %5u x  %s\n", formatBytes(s.bytes).c_str(),
-                int(category.size()), category.data(), s.count, terminalText(s.label).c_str());
+        appendf(out, "      %10s  %-15.*s %5u x  %s%s\n", formatBytes(s.bytes).c_str(),
+                int(category.size()), category.data(), s.count, terminalText(s.label).c_str(),
+                terminalText(opSuffix(trace, s.op)).c_str());
     }
 }
 

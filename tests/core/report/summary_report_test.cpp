@@ -9,6 +9,7 @@
 #include "memscope/analysis/summary.h"
 #include "memscope/base/units.h"
 #include "memscope/ranks/rank_digest.h"
+#include "memscope/report/report_json.h"
 #include "memscope/timeline/timeline.h"
 
 namespace memscope {
@@ -50,6 +51,40 @@ TEST(SummaryReport, AFileHeadsItsDevicesAndTheirPeaks) {
     EXPECT_TRUE(contains(cut, "  recorded only   steps 3-5")) << cut;
     EXPECT_EQ(recordedRangeText(t, "> "),
               "> recorded only   steps 3-5 (the run's own numbering)\n");
+}
+
+// The sites at the peak name the op that made most of their bytes, and
+// whether it was recorded or inferred: in the text and in the JSON.
+TEST(SummaryReport, SitesSayTheirOpAndItsSource) {
+    testutil::Stacked s = testutil::realisticStack();
+    Trace& t = s.trace;
+    t.events = {testutil::event(10, EventKind::Alloc, 0x100, 4000, Category::Activation),
+                testutil::event(20, EventKind::Alloc, 0x200, 1000, Category::Activation)};
+    for (Event& e : t.events) e.stack = s.stack;
+    t.ops.source = OpSource::Inferred;
+    t.ops.event_ops = {t.internString("aten::mm"), t.internString("aten::add")};
+    auto tl = Timeline::build(t);
+    ASSERT_TRUE(tl.ok());
+    const FileReport f{
+        "/runs/a.pickle", "pytorch_snapshot", &t, tl->get(), summarize(t, **tl), {}, "a"};
+    const std::string text = summaryText(f);
+    EXPECT_TRUE(contains(text, "forward  (/home/me/project/model.py:7)  [aten::mm, inferred]"))
+        << text;
+    const std::string json = summaryToJson(std::span<const FileReport>(&f, 1));
+    EXPECT_TRUE(contains(json, R"("op": "aten::mm")")) << json;
+    EXPECT_TRUE(contains(json, R"("op_source": "inferred")")) << json;
+
+    // Recorded ops say so; a trace without ops has no op at all.
+    t.ops.event_ops.clear();
+    t.ops.source = OpSource::Recorded;
+    t.ops.scopes = {OpScope{0, 100, t.internString("aten::addmm"), 0}};
+    const std::string recorded = summaryToJson(std::span<const FileReport>(&f, 1));
+    EXPECT_TRUE(contains(recorded, R"("op": "aten::addmm")")) << recorded;
+    EXPECT_TRUE(contains(recorded, R"("op_source": "recorded")")) << recorded;
+    EXPECT_TRUE(contains(summaryText(f), "[aten::addmm, recorded]"));
+    t.ops = {};
+    EXPECT_FALSE(contains(summaryToJson(std::span<const FileReport>(&f, 1)), R"("op":)"));
+    EXPECT_FALSE(contains(summaryText(f), "[aten::"));
 }
 
 TEST(SummaryReport, RanksAreRowsWithTheirTopCategories) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "memscope/analysis/allocation_op.h"
 #include "memscope/model/trace.h"
 #include "memscope/timeline/timeline.h"
 
@@ -22,6 +23,9 @@ struct SiteAtPeak {
     uint32_t count = 0;
     Category category = Category::Unknown;  // the category holding most of the bytes
     uint32_t largest = 0;  // the site's largest live interval (index into intervals)
+    // The op holding most of the site's bytes (allocation_op.h); none in a
+    // trace without ops, or where none of its allocations has one.
+    std::optional<AllocationOp> op{};
 };
 
 // The sites of the given live intervals, most bytes first, at most `top`.

@@ -276,9 +276,11 @@ Result<LayerChain> findLayerChain(const Trace& trace, int16_t device) {
     for (const Candidate& c : candidates)
         if (!best || c.ids.size() > best->ids.size()) best = &c;
     if (!best || best->ids.size() < 2) {
-        // One module called again and again (shared weights) is no chain of layers.
+        // One module called again and again (shared weights) is no chain of
+        // layers: more forward calls than the trace has steps.
+        const size_t steps = std::max<size_t>(1, stepBounds(trace, device).size());
         for (const Candidate& c : candidates)
-            if (c.ids.size() == 1 && forward[c.ids.front()].size() > 1)
+            if (c.ids.size() == 1 && forward[c.ids.front()].size() > steps)
                 return makeError(
                     "the only repeated layer, " + modulePath(trace, ModuleId(c.ids.front())) +
                     ", is one module with " + std::to_string(forward[c.ids.front()].size()) +

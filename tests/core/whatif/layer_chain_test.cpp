@@ -219,6 +219,10 @@ TEST(LayerChainShapes, WeightSharedLayersAreNamedNotCrashedOn) {
     ASSERT_FALSE(none.ok());
     EXPECT_NE(none.message().find("layers.0"), std::string::npos) << none.message();
     EXPECT_NE(none.message().find("module:CLASS"), std::string::npos) << none.message();
+    // One numbered module called once a step is not called "shared".
+    auto once = findLayerChain(chainRun({{"fc1", "Linear"}}, 3), 0);
+    ASSERT_FALSE(once.ok());
+    EXPECT_EQ(once.message().find("shared"), std::string::npos) << once.message();
 
     // Two shared layers called alternately (a, b, a, b): one span each, and
     // an assumption says they overlap.

@@ -83,8 +83,10 @@ Result<std::vector<CheckpointWindow>> moduleWindows(const WhatIfPolicy& policy,
         const std::string classes = classesOf(trace);
         return makeError("policy '" + policy.name + "': no module of class " + policy.module_type +
                          " in the trace" +
-                         (classes.empty() ? std::string(" (it records no module classes)")
-                                          : " (its classes: " + classes + ")"));
+                         (classes.empty()
+                              ? std::string(" (it records no module classes; memscope-cli "
+                                            "record's hook records them)")
+                              : " (its classes: " + classes + ")"));
     }
     // Their forward calls; a call inside another one (a class nested in
     // itself) is part of the outer region, as a checkpoint around the outer

@@ -234,7 +234,7 @@ std::string_view whatIfPolicyMeanings() {
            "  (selective and save:OPS need the run's ops: recorded by memscope-cli record, or "
            "inferred from a snapshot's C++ frames)\n"
            "  opt-in-bwd      the optimizer step fused into backward; +opt-in-bwd composes "
-           "with any of the above\n";
+           "with any of the above\n\n";
 }
 
 std::vector<WhatIfPolicy> defaultWhatIfPolicies(const LayerChain& chain) {

@@ -236,7 +236,7 @@ private:
         std::string problem;
         if (h.type == ChunkType::Events) {
             problem = readEvents(h, stored, trace);
-        } else if (h.type >= ChunkType::Metadata && h.type <= ChunkType::Digest) {
+        } else if (h.type >= ChunkType::Metadata && h.type <= ChunkType::OpScopes) {
             std::span<const unsigned char> payload;
             problem = decompressor_.open(h, stored, payload);
             if (problem.empty())

@@ -13,8 +13,8 @@ inline constexpr size_t kFileHeaderSize = 16;
 // or trailing fields that older readers skip.
 inline constexpr uint16_t kVersionMajor = 1;
 // Minor versions: 1 run metrics; 2 modules, module scopes; 3 prediction;
-// 4 events chunks with recent-allocation references; 5 digest.
-inline constexpr uint16_t kVersionMinor = 5;
+// 4 events chunks with recent-allocation references; 5 digest; 6 op scopes.
+inline constexpr uint16_t kVersionMinor = 6;
 
 // Chunk header: u8 type, u8 flags, u16 reserved (0), u32 count, u32 stored size,
 // u32 raw size, u32 CRC32C over the first 16 header bytes and the stored payload.
@@ -38,6 +38,7 @@ enum class ChunkType : uint8_t {
     ModuleScopes = 14,
     Prediction = 15,
     Digest = 16,
+    OpScopes = 17,
 };
 
 inline constexpr uint8_t kFlagZstd = 1;  // payload is one zstd frame of raw size bytes
@@ -130,6 +131,8 @@ inline const char* chunkTypeName(ChunkType type) {
             return "module scopes";
         case ChunkType::Prediction:
             return "prediction";
+        case ChunkType::OpScopes:
+            return "op scopes";
         case ChunkType::Digest:
             return "digest";
     }

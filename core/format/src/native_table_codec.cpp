@@ -253,6 +253,37 @@ std::string decodeModuleScopes(uint32_t count, ByteReader& r, Trace& trace) {
     return {};
 }
 
+// u8 source (1 recorded), then per scope: svarint start delta, svarint
+// length, varint name (a string id), varint depth (clamped to kMaxOpDepth).
+std::string decodeOpScopes(uint32_t count, ByteReader& r, Trace& trace) {
+    const uint8_t source = r.byte();
+    if (r.failed()) return "op scopes chunk cut short";
+    if (source != static_cast<uint8_t>(OpSource::Recorded)) return "unknown op source";
+    if (!plausibleCount(count, r)) return "op scopes count larger than the chunk";
+    const uint64_t strings = trace.strings.size();
+    std::vector<OpScope> scopes;
+    scopes.reserve(count);
+    uint64_t prev = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+        const uint64_t start = prev + static_cast<uint64_t>(r.svarint());
+        const auto length = static_cast<uint64_t>(r.svarint());
+        const uint64_t name = r.varint();
+        const uint64_t depth = r.varint();
+        if (r.failed()) return "op scopes chunk cut short";
+        if (name >= strings) return "op scope names an unknown string";
+        prev = start;
+        OpScope s;
+        s.start = static_cast<int64_t>(start);
+        s.end = static_cast<int64_t>(start + length);  // wraps, as the writer's subtraction did
+        s.name = StringId(static_cast<uint32_t>(name));
+        s.depth = static_cast<uint16_t>(std::min<uint64_t>(depth, kMaxOpDepth));
+        scopes.push_back(s);
+    }
+    trace.ops.source = OpSource::Recorded;
+    trace.ops.scopes.insert(trace.ops.scopes.end(), scopes.begin(), scopes.end());
+    return {};
+}
+
 std::string decodeAnnotations(uint32_t count, ByteReader& r, Trace& trace) {
     if (!plausibleCount(count, r)) return "annotations count larger than the chunk";
     const uint64_t strings = trace.strings.size();
@@ -657,6 +688,24 @@ void encodeUpdates(const PendingTables& p, const ChunkEmitter& emit) {
             w.byte(static_cast<uint8_t>(sc.kind));
         },
         emit);
+    uint64_t prev_op = 0;
+    emitSplit(
+        ChunkType::OpScopes, p.op_scopes.size(), 0, false,
+        [&](ByteWriter& w, size_t i) {
+            const OpScope& sc = p.op_scopes[i];
+            // Each chunk starts with the source and restarts the start deltas.
+            if (w.size() == 0) {
+                w.byte(static_cast<uint8_t>(OpSource::Recorded));
+                prev_op = 0;
+            }
+            w.svarint(static_cast<int64_t>(static_cast<uint64_t>(sc.start) - prev_op));
+            prev_op = static_cast<uint64_t>(sc.start);
+            w.svarint(static_cast<int64_t>(static_cast<uint64_t>(sc.end) -
+                                           static_cast<uint64_t>(sc.start)));
+            w.varint(sc.name.value);
+            w.varint(sc.depth);
+        },
+        emit);
     uint64_t prev_time = 0;
     emitSplit(
         ChunkType::Annotations, p.annotations.size(), 0, false,
@@ -773,6 +822,8 @@ std::string decodeTableChunk(ChunkType type, uint32_t count, std::span<const uns
             return decodePrediction(count, r, trace);
         case ChunkType::Digest:
             return decodeDigest(r, trace);
+        case ChunkType::OpScopes:
+            return decodeOpScopes(count, r, trace);
         case ChunkType::Events:
             break;
     }

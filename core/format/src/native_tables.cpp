@@ -104,6 +104,13 @@ void NativeTables::addModuleScope(const ModuleScope& scope) {
     pending_.module_scopes.push_back(scope);
 }
 
+void NativeTables::addOpScope(const OpScope& scope) {
+    OpScope s = scope;
+    s.name = validString(s.name);  // the reader drops a chunk naming an unknown string
+    s.depth = std::min(s.depth, kMaxOpDepth);
+    pending_.op_scopes.push_back(s);
+}
+
 void NativeTables::setModuleSource(ModuleSource source) {
     module_source_ = source;
     pending_.module_source = source;

@@ -34,6 +34,7 @@ struct PendingTables {
     ModuleSource module_source = ModuleSource::Recorded;  // the current one, written with modules
     bool module_source_changed = false;
     std::vector<ModuleScope> module_scopes;
+    std::vector<OpScope> op_scopes;  // recorded ops (the writers store no inferred ones)
     std::vector<Annotation> annotations;
     std::vector<EventAttribute> attributes;
     std::optional<TraceMetadata> metadata;  // set when it changed: written whole
@@ -57,6 +58,7 @@ public:
     ModuleId addModule(const Module& module);
     void addModuleScope(const ModuleScope& scope);
     void setModuleSource(ModuleSource source);
+    void addOpScope(const OpScope& scope);
     void addAnnotation(const Annotation& annotation);
     void addAttribute(uint64_t event, StringId key, StringId value);
     void setProperty(std::string key, std::string value);

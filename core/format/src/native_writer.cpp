@@ -67,6 +67,9 @@ ModuleId NativeTraceWriter::addModule(const Module& module) {
 void NativeTraceWriter::addModuleScope(const ModuleScope& scope) {
     impl_->tables.addModuleScope(scope);
 }
+void NativeTraceWriter::addOpScope(const OpScope& scope) {
+    impl_->tables.addOpScope(scope);
+}
 void NativeTraceWriter::setModuleSource(ModuleSource source) {
     impl_->tables.setModuleSource(source);
 }
@@ -159,6 +162,9 @@ Result<void> writeWholeTrace(const Trace& trace, const std::string& path,
     for (const Event& e : trace.events) w.append(e);
     if (modules)
         for (const ModuleScope& s : trace.modules.scopes) w.addModuleScope(s);
+    // Like modules, only recorded ops: inferred ones are found again.
+    if (trace.ops.source == OpSource::Recorded)
+        for (const OpScope& s : trace.ops.scopes) w.addOpScope(s);
     for (const Annotation& a : trace.annotations) w.addAnnotation(a);
     for (const EventAttribute& a : trace.attributes) w.addAttribute(a.event, a.key, a.value);
     if (trace.allocator_state) w.setAllocatorState(*trace.allocator_state);

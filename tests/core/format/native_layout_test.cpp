@@ -208,6 +208,55 @@ TEST(NativeFormat, ModuleChunksDecodeAsDocumentedAndBadOnesStopTheRead) {
     }
 }
 
+TEST(NativeFormat, OpScopeChunksDecodeAsDocumentedAndBadOnesStopTheRead) {
+    // Strings "", "aten::addmm", "aten::empty"; two op scopes, the second
+    // nested, its depth past the bound (clamped, not refused).
+    const auto strings = cat({pv(1),
+                              pv(11),
+                              {'a', 't', 'e', 'n', ':', ':', 'a', 'd', 'd', 'm', 'm'},
+                              pv(11),
+                              {'a', 't', 'e', 'n', ':', ':', 'e', 'm', 'p', 't', 'y'}});
+    const auto zz = [](int64_t v) { return pv(uint64_t(v << 1) ^ uint64_t(v >> 63)); };
+    const auto ops = cat({{1}, zz(100), zz(50), pv(1), pv(0), zz(10), zz(5), pv(2), pv(5000)});
+    Bytes file = fileHeader(1, 6);
+    appendChunk(file, 2, 2, strings);
+    appendChunk(file, 17, 2, ops);
+    NativeReadReport report;
+    auto t = readBytes(file, file.size(), &report);
+    ASSERT_TRUE(t) << t.message();
+    EXPECT_EQ(report.problem, "");
+    EXPECT_EQ(t->ops.source, OpSource::Recorded);
+    ASSERT_EQ(t->ops.scopes.size(), 2u);
+    EXPECT_EQ(t->ops.scopes[0].start, 100);
+    EXPECT_EQ(t->ops.scopes[0].end, 150);
+    EXPECT_EQ(t->strings.get(t->ops.scopes[0].name), "aten::addmm");
+    EXPECT_EQ(t->ops.scopes[0].depth, 0);
+    EXPECT_EQ(t->ops.scopes[1].start, 110);
+    EXPECT_EQ(t->ops.scopes[1].end, 115);
+    EXPECT_EQ(t->strings.get(t->ops.scopes[1].name), "aten::empty");
+    EXPECT_EQ(t->ops.scopes[1].depth, kMaxOpDepth);
+
+    // An unknown string, an inferred or unknown source, a count past the
+    // payload, a scope cut short: each stops the read at that chunk.
+    const std::vector<std::pair<uint32_t, std::vector<uint8_t>>> bad = {
+        {1, cat({{1}, zz(0), zz(1), pv(3), pv(0)})},
+        {1, cat({{2}, zz(0), zz(1), pv(1), pv(0)})},
+        {1, cat({{0}, zz(0), zz(1), pv(1), pv(0)})},
+        {1000000, cat({{1}, zz(0), zz(1), pv(1), pv(0)})},
+        {2, cat({{1}, zz(0), zz(1), pv(1), pv(0), zz(0)})},
+        {1, {}},
+    };
+    for (const auto& [count, payload] : bad) {
+        Bytes f = file;
+        appendChunk(f, 17, count, payload);
+        NativeReadReport r;
+        auto loaded = readBytes(f, f.size(), &r);
+        ASSERT_TRUE(loaded) << loaded.message();
+        EXPECT_NE(r.problem, "") << count;
+        EXPECT_EQ(loaded->ops.scopes.size(), 2u);
+    }
+}
+
 TEST(NativeFormat, DevicesBelowTheHostStopTheRead) {
     TempDir dir;
     auto w = NativeTraceWriter::create(dir.file("d"), {});

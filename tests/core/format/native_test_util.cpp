@@ -141,6 +141,11 @@ Trace sampleTrace(int event_count) {
     t.modules.scopes.push_back({1000, 2000, attn, ModuleScopeKind::Forward});
     t.modules.scopes.push_back({INT64_MIN, INT64_MAX, other, ModuleScopeKind::Backward});
     t.modules.scopes.push_back({-7, -3, modules.intern("GPT", ""), ModuleScopeKind::Recompute});
+    // Recorded ops, nested, with extreme times and the deepest depth kept.
+    t.ops.source = OpSource::Recorded;
+    t.ops.scopes.push_back({1000, 1900, t.strings.intern("aten::linear"), 0});
+    t.ops.scopes.push_back({1100, 1800, t.strings.intern("aten::addmm"), 1});
+    t.ops.scopes.push_back({INT64_MIN, INT64_MAX, t.strings.intern("aten::_softmax"), kMaxOpDepth});
 
     AllocatorState state;
     for (int s = 0; s < 3; ++s) {
@@ -238,6 +243,14 @@ void expectSameTrace(const Trace& a, const Trace& b) {
         EXPECT_EQ(a.modules.scopes[i].end, b.modules.scopes[i].end);
         EXPECT_EQ(a.modules.scopes[i].module, b.modules.scopes[i].module);
         EXPECT_EQ(a.modules.scopes[i].kind, b.modules.scopes[i].kind);
+    }
+    EXPECT_EQ(a.ops.source, b.ops.source);
+    ASSERT_EQ(a.ops.scopes.size(), b.ops.scopes.size());
+    for (size_t i = 0; i < a.ops.scopes.size(); ++i) {
+        EXPECT_EQ(a.ops.scopes[i].start, b.ops.scopes[i].start);
+        EXPECT_EQ(a.ops.scopes[i].end, b.ops.scopes[i].end);
+        EXPECT_EQ(a.strings.get(a.ops.scopes[i].name), b.strings.get(b.ops.scopes[i].name));
+        EXPECT_EQ(a.ops.scopes[i].depth, b.ops.scopes[i].depth);
     }
     ASSERT_EQ(a.annotations.size(), b.annotations.size());
     for (size_t i = 0; i < a.annotations.size(); ++i) {

@@ -42,6 +42,9 @@ public:
     ModuleId addModule(const Module& module);
     void addModuleScope(const ModuleScope& scope);
     void setModuleSource(ModuleSource source);  // last value wins
+    // A recorded op (Trace::ops, source Recorded); its name an interned
+    // string. A file with op scopes reads back with OpSource::Recorded.
+    void addOpScope(const OpScope& scope);
     void addAnnotation(const Annotation& annotation);
     void addAttribute(uint64_t event, StringId key, StringId value);
     void setProperty(std::string key, std::string value);  // last value wins

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -48,6 +49,7 @@ bool CaptureLogWriter::openLocked(const std::string& path) {
     }
     fd_ = fd;
     committed_ = sizeof(header);
+    op_names_.clear();  // each log names its ops again
     buffer_.reserve(kBufferBytes);
     return true;
 }
@@ -79,8 +81,53 @@ void CaptureLogWriter::appendLocked(int64_t time, uint64_t address, int64_t byte
     std::memcpy(record, &time, 8);
     std::memcpy(record + 8, &address, 8);
     std::memcpy(record + 16, &bytes, 8);
+    appendRaw(record);
+}
+
+void CaptureLogWriter::appendRaw(const char (&record)[24]) {
     buffer_.insert(buffer_.end(), record, record + sizeof(record));
     if (buffer_.size() >= kBufferBytes) (void)flushLocked();
+}
+
+namespace {
+void markTyped(char* record, CaptureRecordKind kind) {
+    record[22] = char(kind);
+    record[23] = char(kCaptureTypedMarker);
+}
+}  // namespace
+
+uint32_t CaptureLogWriter::opNameLocked(std::string_view name) {
+    name = name.substr(0, kMaxCaptureOpName);
+    if (auto it = op_names_.find(std::string(name)); it != op_names_.end()) return it->second;
+    const auto id = uint32_t(op_names_.size() + 1);
+    op_names_.emplace(std::string(name), id);
+    char record[kCaptureLogRecordSize] = {};
+    const auto length = uint16_t(name.size());
+    std::memcpy(record, name.data(), std::min<size_t>(name.size(), 16));
+    std::memcpy(record + 16, &id, 4);
+    std::memcpy(record + 20, &length, 2);
+    markTyped(record, CaptureRecordKind::OpName);
+    appendRaw(record);
+    for (size_t at = 16; at < name.size(); at += 16) {
+        char text[kCaptureLogRecordSize] = {};
+        std::memcpy(text, name.data() + at, std::min<size_t>(name.size() - at, 16));
+        markTyped(text, CaptureRecordKind::NameText);
+        appendRaw(text);
+    }
+    return id;
+}
+
+void CaptureLogWriter::appendOp(int64_t start, int64_t end, std::string_view name, uint16_t depth) {
+    std::lock_guard lock(mutex_);
+    if (fd_ < 0) return;
+    const uint32_t id = opNameLocked(name);
+    char record[kCaptureLogRecordSize] = {};
+    std::memcpy(record, &start, 8);
+    std::memcpy(record + 8, &end, 8);
+    std::memcpy(record + 16, &id, 4);
+    std::memcpy(record + 20, &depth, 2);
+    markTyped(record, CaptureRecordKind::OpScope);
+    appendRaw(record);
 }
 
 void CaptureLogWriter::setTracking(bool on) {

@@ -1,12 +1,13 @@
 #pragma once
-// Appends CPU allocation records to the log that core's readCaptureLog reads
-// (memscope/capture_log.h). Called from c10's allocator on any thread, so it
-// only takes a mutex and copies 24 bytes; a full buffer is written out with
-// one write(2).
+// Appends CPU allocation records, and the ops that made allocations, to the
+// log that core's readCaptureLog reads (memscope/capture_log.h). Called from c10's allocator on any
+// thread, so it only takes a mutex and copies 24 bytes; a full buffer is written out with one
+// write(2).
 
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -21,6 +22,9 @@ public:
     // the file is cut back to whole records and capturing stops.
     bool flush();
     bool isOpen() const;
+    // An op in whose span an allocation was made (capture_log.h's typed
+    // records): its name is written once per log, before its first scope.
+    void appendOp(int64_t start, int64_t end, std::string_view name, uint16_t depth);
 
     // Idle mode (`record --idle`, attach): the allocations alive are kept by
     // address whether or not a log is open, so that a log opened later
@@ -37,6 +41,8 @@ private:
     bool openLocked(const std::string& path);
     bool flushLocked();
     void appendLocked(int64_t time, uint64_t address, int64_t bytes);
+    void appendRaw(const char (&record)[24]);
+    uint32_t opNameLocked(std::string_view name);
 
     mutable std::mutex mutex_;
     int fd_ = -1;
@@ -45,6 +51,7 @@ private:
     bool tracking_ = false;
     std::unordered_map<uint64_t, int64_t> live_;  // address -> bytes (tracking_)
     int64_t live_bytes_ = 0;
+    std::unordered_map<std::string, uint32_t> op_names_;  // of the open log
 };
 
 }  // namespace memscope::torch_capture

@@ -56,6 +56,24 @@ Result<bool> parseHookTensorRoles(std::string_view text) {
     return makeError("expected 0 or 1");
 }
 
+std::string_view toString(HookOpsMode mode) {
+    switch (mode) {
+        case HookOpsMode::Auto:
+            return "auto";
+        case HookOpsMode::Dispatch:
+            return "dispatch";
+        case HookOpsMode::Off:
+            return "off";
+    }
+    return "auto";
+}
+
+Result<HookOpsMode> parseHookOps(std::string_view text) {
+    for (HookOpsMode m : {HookOpsMode::Auto, HookOpsMode::Dispatch, HookOpsMode::Off})
+        if (text == toString(m)) return m;
+    return makeError("expected auto, dispatch or off");
+}
+
 Result<std::string> checkHookVariable(std::string_view name, std::string_view value) {
     const std::string where = std::string(name) + "=" + std::string(value) + ": ";
     auto failed = [&](const Error& e) { return makeError(where + e.message); };
@@ -83,6 +101,11 @@ Result<std::string> checkHookVariable(std::string_view name, std::string_view va
         auto r = parseHookTensorRoles(value);
         if (!r) return failed(r.error());
         return std::string(*r ? "1" : "0");
+    }
+    if (name == "MEMSCOPE_OPS") {
+        auto r = parseHookOps(value);
+        if (!r) return failed(r.error());
+        return std::string(toString(*r));
     }
     return makeError(where + "not a variable the hook validates");
 }

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "memscope/base/file_io.h"
+#include "memscope/model/op_scopes.h"
 
 namespace memscope {
 namespace {
@@ -31,6 +32,7 @@ struct Seen {
     std::unordered_set<uint64_t> scope_batches;  // seq of the batches taken
     std::unordered_set<uint64_t> role_batches;   // seq of the tensor role batches taken
     std::unordered_set<uint32_t> modules;        // ids taken
+    std::unordered_set<uint64_t> op_batches;     // seq of the op scope batches taken
 };
 
 // A JSON number as an unsigned 64-bit integer (addresses above INT64_MAX
@@ -69,6 +71,44 @@ bool parseModuleScopes(const Value& d, HookLog& log, Seen& seen) {
             log.module_scopes.push_back(*scope);
         else
             ++log.bad_module_scopes;
+    }
+    return true;
+}
+
+bool parseOpName(const Value& d, HookLog& log) {
+    const auto id = integer(d, "id");
+    auto name = d.FindMember("name");
+    if (!id || *id <= 0 || *id > int64_t(UINT32_MAX) || name == d.MemberEnd() ||
+        !name->value.IsString() || name->value.GetStringLength() > kMaxCaptureOpName)
+        return false;
+    if (log.ops.names.size() >= kMaxCaptureOpNames) return false;
+    log.ops.names.try_emplace(uint32_t(*id), text(d, "name"));  // written twice: the first
+    return true;
+}
+
+// Scopes naming an op the log has not defined yet are kept here and checked
+// at the end (a batch and its names come in one flush, names first).
+bool parseOpScopes(const Value& d, HookLog& log, Seen& seen) {
+    const auto base = integer(d, "base_ns");
+    auto flat = d.FindMember("s");
+    if (!base || *base < 0 || flat == d.MemberEnd() || !flat->value.IsArray()) return false;
+    if (const auto seq = integer(d, "seq"); seq && !seen.op_batches.insert(*seq).second)
+        return true;  // the same batch written again (a signal handler's flush)
+    const auto& s = flat->value;
+    const rapidjson::SizeType n = s.Size();
+    log.ops.bad += n % 4 > 0 ? 1 : 0;  // a group cut short
+    for (rapidjson::SizeType i = 0; i + 4 <= n; i += 4) {
+        int64_t start = 0, end = 0;
+        if (!s[i].IsInt64() || !s[i + 1].IsInt64() || !s[i + 2].IsInt64() || !s[i + 3].IsInt64() ||
+            s[i + 1].GetInt64() < 0 || s[i + 2].GetInt64() <= 0 ||
+            s[i + 2].GetInt64() > int64_t(UINT32_MAX) || s[i + 3].GetInt64() < 0 ||
+            __builtin_add_overflow(*base, s[i].GetInt64(), &start) ||
+            __builtin_add_overflow(start, s[i + 1].GetInt64(), &end)) {
+            ++log.ops.bad;
+            continue;
+        }
+        log.ops.scopes.push_back({start, end, uint32_t(s[i + 2].GetInt64()),
+                                  uint16_t(std::min<int64_t>(s[i + 3].GetInt64(), kMaxOpDepth))});
     }
     return true;
 }
@@ -146,6 +186,8 @@ bool parseLine(std::string_view line, HookLog& log, Seen& seen) {
     if (type == "module") return parseModule(d, log, seen);
     if (type == "module_scopes") return parseModuleScopes(d, log, seen);
     if (type == "tensor_roles") return parseTensorRoles(d, log, seen);
+    if (type == "op") return parseOpName(d, log);
+    if (type == "op_scopes") return parseOpScopes(d, log, seen);
     // A record type a newer hook writes: not damage.
     return !type.empty();
 }

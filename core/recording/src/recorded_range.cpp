@@ -84,12 +84,15 @@ std::span<const EventAttribute> attributesOf(const Trace& t, uint64_t index) {
     return {lo, hi};
 }
 
-// Module scopes that overlap [start, end], clipped to it. The modules stay:
-// ids are indices, and a module whose scopes all fell outside costs nothing.
-void clipModuleScopes(ModuleTable& table, int64_t start, int64_t end) {
-    std::vector<ModuleScope> kept;
+// Module (or op) scopes that overlap [start, end], clipped to it. The
+// modules stay: ids are indices, and a module whose scopes all fell outside
+// costs nothing.
+template <typename Table>
+void clipScopes(Table& table, int64_t start, int64_t end) {
+    using Scope = typename decltype(table.scopes)::value_type;
+    std::vector<Scope> kept;
     kept.reserve(table.scopes.size());
-    for (ModuleScope s : table.scopes) {
+    for (Scope s : table.scopes) {
         if (s.end < start || s.start > end) continue;
         s.start = std::max(s.start, start);
         // The range keeps the events at its end: so does a scope running past it.
@@ -226,7 +229,8 @@ Result<RecordedRange> applyRecordedRange(Trace& trace, const RecordedRangeSpec& 
     for (Phase& p : kept)
         p.parent = p.parent.value < remap.size() ? remap[p.parent.value] : PhaseId();
     trace.phases = std::move(kept);
-    clipModuleScopes(trace.modules, range.start, range.end);
+    clipScopes(trace.modules, range.start, range.end);
+    clipScopes(trace.ops, range.start, range.end);
     std::erase_if(trace.annotations,
                   [&](const Annotation& a) { return a.time < range.start || a.time > range.end; });
     assignInnermostPhases(trace);

@@ -116,6 +116,7 @@ Result<void> resolveLoggedPhases(const fs::path& folder, HookSidecar& hook,
                           " tensor roles of the hook's log were malformed and were left out",
                       log->bad_tensor_roles});
         hook.tensor_roles = std::move(log->tensor_roles);
+        hook.ops = std::move(log->ops);
     } else if (!hook.open_phases.empty()) {
         hook.phases = resolveHookPhases({}, hook.open_phases);
     }
@@ -169,9 +170,10 @@ Result<FinishedTrace> finishProcess(const fs::path& dir, const fs::path& folder,
         const fs::path log = folder / *hook->cpu_events_file;
         std::error_code ec;
         if (fs::exists(log, ec)) {
-            auto cpu = readCaptureLog(log.string(), local);
+            auto cpu = readCaptureLogWithOps(log.string(), local);
             if (!cpu) return cpu.error();
-            parts.cpu = std::move(*cpu);
+            parts.cpu = std::move(cpu->allocations);
+            parts.capture_ops = std::move(cpu->ops);
         }
     }
     if (tracer) {

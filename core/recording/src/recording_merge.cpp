@@ -10,6 +10,7 @@
 #include "memscope/model/run_name.h"
 #include "memscope/recording/phase_assignment.h"
 #include "memscope/recording/recorded_modules.h"
+#include "memscope/recording/recorded_ops.h"
 #include "trace_copier.h"
 
 namespace memscope {
@@ -196,6 +197,25 @@ private:
 
 void warn(const TaskContext& ctx, WarningKind kind, std::string message, uint64_t count = 0) {
     ctx.warn({kind, std::move(message), count});
+}
+
+// The ops that made the memory (what made it), from either producer.
+void addOps(Trace& out, const CapturedOps& ops, const std::string& by, MergeStats& stats,
+            const TaskContext& ctx) {
+    if (ops.bad > 0)
+        warn(ctx, WarningKind::SkippedRecords,
+             std::to_string(ops.bad) + " op records from " + by +
+                 " were malformed and were left out",
+             ops.bad);
+    const RecordedOpsStats added = addRecordedOps(out, ops);
+    if (added.unknown_name > 0)
+        warn(ctx, WarningKind::SkippedRecords,
+             std::to_string(added.unknown_name) + " op scopes from " + by +
+                 " name an op their log does not define (the log was cut short?); left out",
+             added.unknown_name);
+    if (added.scopes == 0) return;
+    stats.op_scopes += added.scopes;
+    out.metadata.setProperty("ops", "recorded by " + by);
 }
 
 // The hook's module scopes (where in the model), apart from the phases.
@@ -528,6 +548,8 @@ Result<Trace> mergeRecording(RecordingParts parts, const TaskContext& ctx, Merge
     if (parts.cupti) merger.addCupti(*parts.cupti);
     if (hook) merger.addHookRecords(*hook);
     merger.finish();
+    addOps(out, parts.capture_ops, "at::RecordFunction (memscope's capture library)", stats, ctx);
+    if (hook) addOps(out, hook->ops, "the memscope Python hook's TorchDispatchMode", stats, ctx);
     if (hook) labelRoles(out, std::move(parts.hook->tensor_roles), stats);
     nestPhasesByTime(out);
     assignInnermostPhases(out);

@@ -92,6 +92,13 @@ def parse_tensor_roles(text):
     return {"0": False, "1": True}.get(text)
 
 
+OPS_MODES = ("auto", "dispatch", "off")
+
+
+def parse_ops(text):
+    return text if text in OPS_MODES else None
+
+
 def check_variable(name, value):
     """The canonical text of `value` for the variable `name` ("3:4", "6",
     "nvtx:NAME", "1"), or None where it is refused (hook_env.h's
@@ -111,6 +118,8 @@ def check_variable(name, value):
     if name == "MEMSCOPE_TENSOR_ROLES":
         roles = parse_tensor_roles(value)
         return None if roles is None else ("1" if roles else "0")
+    if name == "MEMSCOPE_OPS":
+        return parse_ops(value)
     return None
 
 
@@ -118,7 +127,7 @@ class Config:
     def __init__(self, output_dir, max_entries=DEFAULT_MAX_ENTRIES, capture_library=None,
                  rank=-1, local_rank=-1, warnings=(), steps=None, nvtx_range=None, ring=False,
                  signal_ack_fd=-1, module_depth=DEFAULT_MODULE_DEPTH, module_backward=False,
-                 tensor_roles=True, idle=False):
+                 tensor_roles=True, idle=False, ops="auto"):
         self.output_dir = output_dir
         self.max_entries = max_entries
         self.capture_library = capture_library
@@ -132,6 +141,7 @@ class Config:
         self.module_depth = module_depth        # module levels recorded; 0: no module scopes
         self.module_backward = module_backward  # backward scopes (global backward hooks, 2.0+)
         self.tensor_roles = tensor_roles        # log what parameters, gradients, state, inputs are
+        self.ops = ops          # "auto", "dispatch" or "off": how ops are recorded (ops.py)
         self.idle = idle        # attachable, recording nothing until a window opens (attach)
         self.late = False       # made in a running program (memscope.attachable()/start())
 
@@ -202,8 +212,14 @@ class Config:
         elif raw:
             warnings.append("MEMSCOPE_TENSOR_ROLES=%r is not 0 or 1; recording tensor roles"
                             % raw)
+        ops = "auto"
+        raw = env.get("MEMSCOPE_OPS", "")
+        if raw and parse_ops(raw) is not None:
+            ops = raw
+        elif raw:
+            warnings.append("MEMSCOPE_OPS=%r is not auto, dispatch or off; using auto" % raw)
         return cls(output_dir=os.path.abspath(out),
-                   tensor_roles=tensor_roles, idle=idle,
+                   tensor_roles=tensor_roles, idle=idle, ops=ops,
                    module_depth=module_depth,
                    module_backward=env.get("MEMSCOPE_MODULE_BACKWARD", "") == "1",
                    steps=steps, nvtx_range=nvtx_range,

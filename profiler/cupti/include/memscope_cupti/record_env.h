@@ -49,6 +49,11 @@ inline constexpr int kDefaultModuleDepth = 6;  // config.py's DEFAULT_MODULE_DEP
 // logging what the tensors it sees are (parameters, gradients, optimizer
 // state, inputs), so that every category is inferred again. On by default.
 inline constexpr const char* kTensorRoles = "MEMSCOPE_TENSOR_ROLES";
+// Which op made each allocation (memscope-cli record --ops): "auto" (the
+// default) records them through at::RecordFunction in the capture library
+// where it loads into the job's PyTorch, else not; "dispatch" through a
+// TorchDispatchMode the hook keeps pushed (any PyTorch, slower); "off" none.
+inline constexpr const char* kOps = "MEMSCOPE_OPS";
 // Attachable and idle (memscope-cli record --idle): "1" loads the hook but
 // records nothing (no allocator history, module scopes, tensor roles or CPU
 // log) until `memscope-cli attach` opens a window over the process's control
@@ -76,7 +81,7 @@ inline constexpr const char* kAllocConfNew = "PYTORCH_ALLOC_CONF";
 inline constexpr std::array kHookVariables{
     kHook,         kOutputDir,   kCaptureLibrary, kHistoryEntries, kHistoryRing, kSteps,
     kCaptureRange, kModuleDepth, kModuleBackward, kSignalAckFd,    kTensorRoles, kIdle,
-    kCli,
+    kCli,          kOps,
 };
 
 // File names: memscope-<pid>[-rank<R>][-local<L>].memscope

@@ -31,6 +31,17 @@ Result<std::string> parseHookCaptureRange(std::string_view text);
 // MEMSCOPE_TENSOR_ROLES: "0" or "1".
 Result<bool> parseHookTensorRoles(std::string_view text);
 
+// How the ops that made the allocations are recorded (MEMSCOPE_OPS / --ops).
+// Values are what the variable spells.
+enum class HookOpsMode : uint8_t {
+    Auto,      // at::RecordFunction in the capture library where it loads, else none
+    Dispatch,  // the hook's TorchDispatchMode, at a measured cost
+    Off,
+};
+std::string_view toString(HookOpsMode mode);  // "auto", "dispatch", "off"
+// MEMSCOPE_OPS / --ops: "auto", "dispatch" or "off".
+Result<HookOpsMode> parseHookOps(std::string_view text);
+
 // Any of the variables above by name: its value in a canonical text ("3:4",
 // "6", "nvtx:NAME", "1"), or the error "NAME=VALUE: what is wrong". A name
 // not validated here is an error too. (What the table test compares.)

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "memscope/base/result.h"
+#include "memscope/recording/capture_log.h"
 #include "memscope/recording/hook_sidecar.h"
 
 namespace memscope {
@@ -58,8 +59,13 @@ struct HookLog {
     // role this reader does not know (a newer hook's) is skipped silently.
     std::vector<HookTensorRole> tensor_roles;
     size_t bad_tensor_roles = 0;  // entries of a batch that make no label: left out
-    size_t damaged_lines = 0;     // not JSON or not a known record: left out
-    bool cut_short = false;       // the last line has no newline (killed mid-write)
+    // Op scopes (MEMSCOPE_OPS=dispatch): {"t": "op", "id", "name"} once per
+    // op name, then batches {"t": "op_scopes", "base_ns": B, "s": [start - B,
+    // end - start, id, depth, ...]}; batches written twice (same seq) count
+    // once. ops.bad counts entries that make no scope.
+    CapturedOps ops;
+    size_t damaged_lines = 0;  // not JSON or not a known record: left out
+    bool cut_short = false;    // the last line has no newline (killed mid-write)
 };
 
 // Bounds of the log a reader accepts: a line longer is damage (left out, not

@@ -14,6 +14,7 @@
 #include "memscope/base/result.h"
 #include "memscope/model/module_scopes.h"
 #include "memscope/model/types.h"
+#include "memscope/recording/capture_log.h"
 
 namespace memscope {
 
@@ -121,6 +122,8 @@ struct HookSidecar {
     HookModuleInfo module_info;
     // Tensor roles from the log, in the log's order.
     std::vector<HookTensorRole> tensor_roles;
+    // Op scopes from the log (MEMSCOPE_OPS=dispatch).
+    CapturedOps ops;
 
     bool recordedAnything() const {
         return !phases.empty() || log_file.has_value() || !open_phases.empty() ||

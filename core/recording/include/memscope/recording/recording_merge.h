@@ -6,6 +6,8 @@
 //   - CPU allocations from c10's memory-reporting hook (the capture log);
 //   - the CUPTI tracer's trace: segment records (which also see allocations
 //     made outside PyTorch) and NVTX phases;
+//   - the ops that made the allocations (the capture library's
+//     at::RecordFunction callback, or the hook's dispatch mode);
 //   - the training phases the hook recorded (step k / forward, backward,
 //     recompute, optimizer), and what the tensors it saw were (their
 //     allocations' categories, as recorded ones).
@@ -33,6 +35,7 @@ struct RecordingParts {
     std::optional<Trace> cupti;
     std::vector<HistoryPart> histories;  // oldest first
     std::vector<CapturedAllocation> cpu;
+    CapturedOps capture_ops;  // the capture library's (MEMSCOPE_OPS=auto)
 };
 
 struct MergeStats {
@@ -44,6 +47,7 @@ struct MergeStats {
     size_t gaps = 0;
     size_t untimed_histories = 0;  // left out: no timestamps to merge by
     TensorRoleStats tensor_roles;  // the hook's labels (tensor_roles.h)
+    size_t op_scopes = 0;          // recorded ops (recorded_ops.h)
 };
 
 // A CUPTI segment record and an allocator segment entry are one cudaMalloc

@@ -1,6 +1,6 @@
 // memscope-cli record [-o DIR] [--no-python-hook] [--tensor-level] [--stacks] [--vmm]
 //                     [--history-entries N] [--module-depth N] [--module-backward]
-//                     [--no-tensor-roles] -- CMD ARGS...
+//                     [--no-tensor-roles] [--ops auto|dispatch|off] -- CMD ARGS...
 // memscope-cli record --merge DIR
 // Two recorders are injected through the environment (record_env.h): the CUPTI
 // tracer into every process that initializes CUDA, and the Python startup hook
@@ -48,6 +48,7 @@ struct RecordOptions {
     int module_depth = env::kDefaultModuleDepth;  // module levels recorded; 0: none
     bool module_backward = false;
     bool no_tensor_roles = false;  // categories inferred, not recorded
+    std::string ops;               // MEMSCOPE_OPS; "": the hook's default (auto)
     bool idle = false;             // attachable, recording nothing until `attach`
     std::vector<std::string> command;
     std::string merge;  // --merge DIR: finish what a run left there, run nothing
@@ -69,7 +70,7 @@ std::string hookValueProblem(const char* name, const std::string& value) {
 // checked as the hook and the merge check them, before anything runs.
 Result<void> checkInheritedHookVariables() {
     for (const char* name : {env::kSteps, env::kHistoryEntries, env::kModuleDepth,
-                             env::kCaptureRange, env::kTensorRoles}) {
+                             env::kCaptureRange, env::kTensorRoles, env::kOps}) {
         const char* value = std::getenv(name);
         if (!value || !*value) continue;
         if (auto checked = checkHookVariable(name, value); !checked)
@@ -209,6 +210,7 @@ Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
         in.set.emplace_back(env::kModuleDepth, std::to_string(o.module_depth));
         if (o.module_backward) in.set.emplace_back(env::kModuleBackward, "1");
         if (o.no_tensor_roles) in.set.emplace_back(env::kTensorRoles, "0");
+        if (!o.ops.empty()) in.set.emplace_back(env::kOps, o.ops);
         if (o.idle) in.set.emplace_back(env::kIdle, "1");
         if (const fs::path self = thisProgramsFolder() / "memscope-cli"; fs::exists(self))
             in.set.emplace_back(env::kCli, self.string());
@@ -358,7 +360,7 @@ void splitRecordCommand(std::vector<std::string>& args, size_t first,
             return;
         }
         if (a == "-o" || a == "--output" || a == "--history-entries" || a == "--steps" ||
-            a == "--capture-range" || a == "--merge" || a == "--module-depth") {
+            a == "--capture-range" || a == "--merge" || a == "--module-depth" || a == "--ops") {
             ++i;  // its value
             continue;
         }
@@ -404,6 +406,14 @@ Command addRecord(CLI::App& parent) {
     app->add_flag("--no-tensor-roles", o->no_tensor_roles,
                   "do not record which tensors are parameters, gradients, optimizer state and "
                   "inputs (their categories are then inferred)");
+    app->add_option("--ops", o->ops,
+                    "which aten op made each allocation: auto (default: at::RecordFunction in "
+                    "the capture library where it loads into the job's PyTorch, a C++ callback "
+                    "per op, within 3% of off; else none), dispatch (a TorchDispatchMode for the "
+                    "whole run, any PyTorch, a Python call per op: tens of % slower), off "
+                    "(docs/PERFORMANCE.md)")
+        ->type_name("MODE")
+        ->check([](const std::string& v) { return hookValueProblem(env::kOps, v); });
     app->add_flag("--idle", o->idle,
                   "load the hook but record nothing: `memscope-cli attach DIR` records windows "
                   "of the running job (--steps N, --seconds S), `memscope-cli top DIR` shows it "
@@ -430,7 +440,8 @@ Command addRecord(CLI::App& parent) {
             "      was built against;\n"
             "    - phases with no code change: step k / forward, backward, recompute, optimizer;\n"
             "    - which module runs when (h.3.attn.c_attn, as named_modules() names it; forward\n"
-            "      and recompute), --module-depth levels deep.\n"
+            "      and recompute), --module-depth levels deep;\n"
+            "    - which aten op made each allocation (aten::addmm, aten::_softmax), --ops.\n"
             "  Every process that initializes CUDA (CUPTI): cudaMalloc/cudaFree (segments, and\n"
             "  memory allocated outside PyTorch) and NVTX ranges of the default domain as "
             "phases.\n\n"

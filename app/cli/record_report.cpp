@@ -48,6 +48,19 @@ void printPhases(const Trace& trace) {
     std::printf("\n");
 }
 
+// Which op made the memory: how many op scopes, or why there are none (the
+// hook's hooks.ops says, e.g. the capture library did not load).
+void printOps(const Trace& trace) {
+    const std::string* how = trace.metadata.property("hook.ops");
+    if (!trace.ops.scopes.empty()) {
+        const std::string* by = trace.metadata.property("ops");
+        std::printf("    ops            %zu op scopes, %s\n", trace.ops.scopes.size(),
+                    terminalText(by ? *by : std::string("recorded")).c_str());
+    } else if (how) {
+        std::printf("    ops            %s\n", terminalText(*how).c_str());
+    }
+}
+
 }  // namespace
 
 DirectoryState traceFilesIn(const fs::path& dir) {
@@ -105,6 +118,7 @@ bool printRecordedTrace(const fs::path& file) {
         }
     }
     printPhases(t);
+    printOps(t);
     printRecordedRange(t, "    ");
     return true;
 }

@@ -1,13 +1,15 @@
 // The C entry points the Python hook calls through ctypes (see
 // docs/HOOK_FORMAT.md): start capturing the calling thread's c10
-// allocations into a log, flush it, and the LibTorch version this was built
-// against, so that the hook never loads it into another one (the hook's base
-// class layout is version-specific).
+// allocations into a log, and the ops that made them, flush it, and the LibTorch version this was
+// built against, so that the hook never loads it into another one (the hook's base class layout is
+// version-specific).
+#include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 #include <time.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "capture_log_writer.h"
@@ -28,6 +30,43 @@ CaptureLogWriter& writer() {
     return *w;
 }
 
+// Which op made each allocation (capture_log.h's op records). Every op a
+// thread runs opens a frame here; an allocation marks the innermost one, and
+// an op that ends marked is logged and marks its caller, so only the ops
+// around allocations reach the log (about as many records as allocations,
+// and every logged op's callers are logged too: depths stay consistent).
+// Plain thread_local arrays: no destructor runs while a thread exits with
+// ops still ending.
+constexpr uint32_t kMaxOpFrames = 256;  // deeper ops are counted, not kept
+
+struct OpFrame {
+    int64_t start;
+    bool allocated;
+};
+thread_local OpFrame t_ops[kMaxOpFrames];
+thread_local uint32_t t_op_depth = 0;
+
+void markAllocation() {
+    const uint32_t depth = t_op_depth;
+    if (depth > 0 && depth <= kMaxOpFrames) t_ops[depth - 1].allocated = true;
+}
+
+std::unique_ptr<at::ObserverContext> opStarted(const at::RecordFunction&) {
+    const uint32_t depth = t_op_depth++;
+    if (depth < kMaxOpFrames) t_ops[depth] = {realtimeNanos(), false};
+    return nullptr;
+}
+
+void opEnded(const at::RecordFunction& fn, at::ObserverContext*) {
+    if (t_op_depth == 0) return;  // began before the callback was added
+    const uint32_t depth = --t_op_depth;
+    if (depth >= kMaxOpFrames || !t_ops[depth].allocated) return;
+    if (depth > 0) t_ops[depth - 1].allocated = true;
+    const char* name = fn.name();
+    writer().appendOp(t_ops[depth].start, realtimeNanos(), name ? name : "",
+                      uint16_t(std::min<uint32_t>(depth, 1024)));
+}
+
 // c10's allocators call reportMemoryUsage for every allocation (size > 0) and
 // free (size < 0) while this is the thread's PROFILER_STATE debug info; the
 // autograd engine carries it to the threads it runs backward on.
@@ -45,6 +84,9 @@ public:
 
 private:
     static void record(void* ptr, int64_t size, const c10::Device& device) {
+        // An op that allocates on any device is logged (CUDA ones too: the
+        // history's allocations are attributed by time).
+        if (size > 0) markAllocation();
         // CUDA memory comes from the allocator's own history, with stacks.
         if (size == 0 || ptr == nullptr || !device.is_cpu()) return;
         writer().append(realtimeNanos(), reinterpret_cast<uint64_t>(ptr), size);
@@ -109,6 +151,25 @@ __attribute__((visibility("default"))) int memscope_capture_open(const char* pat
 // Flushes and closes the log a window opened; 0, or -1 when the flush failed.
 __attribute__((visibility("default"))) int memscope_capture_close(void) {
     return memscope::torch_capture::writer().close() ? 0 : -1;
+}
+
+// Logs the ops in whose span an allocation was made (at::RecordFunction, a
+// global callback for every thread, FUNCTION scope only), alongside the
+// allocations. Once per process; 0 on success, -1 when PyTorch refused it.
+__attribute__((visibility("default"))) int memscope_capture_record_ops(void) {
+    using namespace memscope::torch_capture;
+    static bool added = false;
+    if (added) return 0;
+    try {
+        at::addGlobalCallback(at::RecordFunctionCallback(opStarted, opEnded)
+                                  .needsInputs(false)
+                                  .needsOutputs(false)
+                                  .scopes({at::RecordScope::FUNCTION}));
+    } catch (...) {
+        return -1;
+    }
+    added = true;
+    return 0;
 }
 
 // The bytes of the CPU allocations alive (idle mode; 0 otherwise).

@@ -172,7 +172,7 @@ class Base(unittest.TestCase):
         self.assertEqual(doc["exit"], exit_reason)
         self.assertIs(doc["complete"], complete)
         self.assertEqual(sorted(doc["hooks"]),
-                         ["backward", "compile", "forward", "module_backward", "modules",
+                         ["backward", "compile", "forward", "module_backward", "modules", "ops",
                           "optimizer", "recompute", "tensor_roles", "zero_grad"])
         for name, what in doc["hooks"].items():
             # Module backward hooks and torch.compile are PyTorch 2.0+.

@@ -73,6 +73,23 @@ class Capture:
             return False
 
 
+def record_ops(capture):
+    """Adds the library's at::RecordFunction callback (the ops around each
+    allocation, MEMSCOPE_OPS=auto). (recorded, why not)."""
+    if capture is None:
+        return False, None
+    try:
+        fn = capture._lib.memscope_capture_record_ops
+        fn.restype = ctypes.c_int
+        fn.argtypes = []
+        rc = fn()
+    except AttributeError:
+        return False, "the capture library predates op recording"
+    if rc != 0:
+        return False, "memscope_capture_record_ops returned %d" % rc
+    return True, None
+
+
 def start(library, torch_version, directory, warn, idle=False):
     """Load and start the library; None (with a warning) where it cannot run.
     idle: install the hook with no log (windows open one later)."""

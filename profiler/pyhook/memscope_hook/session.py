@@ -17,8 +17,8 @@ import sys
 import threading
 import time
 
-from . import (attach, capture, capture_range, control, history, log, modules, output, phases,
-               profiler_watch, signals, tensor_roles, torch_hooks)
+from . import (attach, capture, capture_range, control, history, log, modules, ops, output,
+               phases, profiler_watch, signals, tensor_roles, torch_hooks)
 
 FLUSH_INTERVAL_S = 1.0
 
@@ -49,6 +49,7 @@ class Session:
                                    on_step_closed=self._step_closed,
                                    params_of=torch_hooks.optimizer_params, keep=False)
         self.modules = modules.ModuleRecorder(depth=cfg.module_depth)
+        self.ops = ops.OpRecorder() if cfg.ops == "dispatch" else None
         # Through the recorder's note: role records are sequenced with the phases.
         self.roles = (tensor_roles.TensorRoles(self.rec.note, is_tensor=torch.is_tensor)
                       if cfg.tensor_roles else None)
@@ -82,6 +83,7 @@ class Session:
                                          module_backward=self.cfg.module_backward,
                                          roles=self.roles, late=self.cfg.late)
         self.hooks["tensor_roles"] = self._roles_hook()
+        self.hooks["ops"] = self._install_ops()
         if self.idle:
             self._quiet()
         try:
@@ -96,6 +98,22 @@ class Session:
         self._start_flusher()
         if self.idle:
             self.start_control()
+
+    def _install_ops(self):
+        """hook.json's hooks.ops: how the ops that made the memory are recorded."""
+        if self.cfg.ops == "off":
+            return "off: MEMSCOPE_OPS=off (record --ops off)"
+        if self.cfg.ops == "dispatch":
+            how = ops.install_dispatch(self.torch, self.ops)
+            if not how.startswith("recorded"):
+                self.ops = None
+                self.warn("ops %s; recording without them" % how)
+            return how
+        try:
+            recorded, why = capture.record_ops(self.capture)
+        except Exception as exc:
+            recorded, why = False, "%s: %s" % (type(exc).__name__, exc)
+        return ops.describe_auto(self.capture is not None, recorded, why)
 
     def start_control(self):
         """Serve the control socket (attach, detach, top)."""
@@ -125,6 +143,8 @@ class Session:
 
     def _discard(self):
         self.modules.drain()
+        if self.ops is not None:
+            self.ops.drain()
         self.rec.drain()
 
     def range_note(self, on, what):
@@ -278,6 +298,8 @@ class Session:
             self._bind_pid()
             self.rec.after_fork()
             self.modules.after_fork()
+            if self.ops is not None:
+                self.ops.after_fork()
             if self.roles is not None:
                 self.roles.reset()
             self.log.after_fork(self.dir)
@@ -380,6 +402,9 @@ class Session:
             # numbers (a line written twice by a signal handler is one).
             for r in self.modules.drain():
                 self.rec.note(r)
+            if self.ops is not None:
+                for r in self.ops.drain():
+                    self.rec.note(r)
             records = self.rec.drain()
             if records:
                 self.log.append(records)

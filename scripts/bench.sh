@@ -19,7 +19,7 @@ Runs the benchmarks and prints one table: what, memscope's figure, the peer
 (CPython) and its figure measured in the same run, the target, met or not.
   --quick      smaller sizes (snapshots of 30 and 100 MB, 1 M events, ...)
   --only NAME  one benchmark: snapshot kineto native gui hostile ranks trainer
-               whatif whatif-scripts inference roles allocator
+               whatif whatif-scripts inference roles ops allocator
   --keep       keep the generated data (printed at the end)
   --growth     also snapshot import, timeline build, layout index and frame
                time at three sizes (30 MB, 300 MB, 1 GB; steady and churn) and
@@ -312,6 +312,18 @@ if want roles && [[ -x $bin/memscope-cli ]]; then
     run roles "$python" "$root/tests/bench/record/bench_record_roles.py" "${args[@]}"
     o=$(grab roles 'overhead: ([-+0-9.]+ %)')
     row "record: tensor roles on / off, step time" "$(or_dash "$o")" "-" "-" "-" "-"
+fi
+if want ops && [[ -x $bin/memscope-cli ]]; then
+    # record --ops: no memscope, off, auto and dispatch in rotating rounds of
+    # a CPU transformer (needs a python3 with torch; it says so otherwise).
+    args=(--cli "$bin/memscope-cli")
+    ((quick)) && args+=(--rounds 3 --steps 10)
+    run ops "$python" "$root/tests/bench/record/bench_record_ops.py" "${args[@]}"
+    o=$(grab ops 'auto / off: ([-+0-9.]+ %)')
+    row "record: --ops auto / off, step time" "$(or_dash "$o")" "-" "-" "<= +3 %" \
+        "$(o=${o% %}; [[ -n $o ]] && awk -v o="$o" 'BEGIN{print (o <= 3) ? "yes" : "NO"}' || echo -)"
+    d=$(grab ops 'dispatch / off: ([-+0-9.]+ %)')
+    row "record: --ops dispatch / off, step time" "$(or_dash "$d")" "-" "-" "-" "-"
 fi
 
 # --- growth: cost against size ---

@@ -98,7 +98,7 @@ void markTyped(char* record, CaptureRecordKind kind) {
 
 uint32_t CaptureLogWriter::opNameLocked(std::string_view name) {
     name = name.substr(0, kMaxCaptureOpName);
-    if (auto it = op_names_.find(std::string(name)); it != op_names_.end()) return it->second;
+    if (auto it = op_names_.find(name); it != op_names_.end()) return it->second;
     const auto id = uint32_t(op_names_.size() + 1);
     op_names_.emplace(std::string(name), id);
     char record[kCaptureLogRecordSize] = {};

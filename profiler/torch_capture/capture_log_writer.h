@@ -5,6 +5,7 @@
 // write(2).
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -51,7 +52,13 @@ private:
     bool tracking_ = false;
     std::unordered_map<uint64_t, int64_t> live_;  // address -> bytes (tracking_)
     int64_t live_bytes_ = 0;
-    std::unordered_map<std::string, uint32_t> op_names_;  // of the open log
+    // Looked up by string_view: no std::string made per logged op.
+    struct NameHash {
+        using is_transparent = void;
+        size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>>
+        op_names_;  // of the open log
 };
 
 }  // namespace memscope::torch_capture

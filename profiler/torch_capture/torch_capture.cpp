@@ -9,7 +9,6 @@
 #include <time.h>
 #include <torch/version.h>
 
-#include <algorithm>
 #include <memory>
 
 #include "capture_log_writer.h"
@@ -63,8 +62,8 @@ void opEnded(const at::RecordFunction& fn, at::ObserverContext*) {
     if (depth >= kMaxOpFrames || !t_ops[depth].allocated) return;
     if (depth > 0) t_ops[depth - 1].allocated = true;
     const char* name = fn.name();
-    writer().appendOp(t_ops[depth].start, realtimeNanos(), name ? name : "",
-                      uint16_t(std::min<uint32_t>(depth, 1024)));
+    // depth < kMaxOpFrames: fits the record's uint16.
+    writer().appendOp(t_ops[depth].start, realtimeNanos(), name ? name : "", uint16_t(depth));
 }
 
 // c10's allocators call reportMemoryUsage for every allocation (size > 0) and

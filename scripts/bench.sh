@@ -44,7 +44,7 @@ while (($#)); do
             shift
             case "$only" in
                 snapshot | kineto | native | gui | hostile | ranks | trainer | whatif | whatif-scripts | inference | \
-                    roles | allocator) ;;
+                    roles | ops | allocator) ;;
                 *) echo "bench.sh: --only: unknown benchmark '$only'" >&2; usage >&2; exit 2 ;;
             esac
             ;;

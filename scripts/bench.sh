@@ -295,8 +295,8 @@ fi
 if want whatif-scripts && [[ -x $bin/memscope-cli ]]; then
     # whatif from one recorded full-save run against the same plain scripts
     # recorded with each policy applied by hand (needs a python3 with torch).
-    args=(--cli "$bin/memscope-cli")
-    ((quick)) && args+=(--quick)
+    args=(--cli "$bin/memscope-cli" --shapes full,small)
+    ((quick)) && args=(--cli "$bin/memscope-cli" --shapes full)
     target_exit=1 run whatif-scripts "$python" "$root/tests/bench/whatif/bench_whatif_scripts.py" \
         "${args[@]}"
     n=$(log whatif-scripts | grep -E '^(transformer|cnn) ' | grep -vc 'predicted from')

@@ -12,11 +12,13 @@ namespace memscope {
 namespace {
 
 // torch.utils.checkpoint users name these in their save lists; the trainer's
-// "matmul" and "attention" stand for them.
-constexpr std::array<std::string_view, 13> kMatmulOps = {
-    "aten::mm",     "aten::addmm",  "aten::bmm",        "aten::baddbmm",
-    "aten::addbmm", "aten::matmul", "aten::linear",     "aten::addmv",
-    "aten::mv",     "aten::dot",    "aten::_scaled_mm", "aten::_addmm_activation",
+// "matmul" and "attention" stand for them. Not aten::matmul or aten::linear:
+// they are composite (CompositeImplicitAutograd), so a selective policy never
+// sees them, only the ops they call (mm, addmm, bmm, and the copies a
+// reshape makes, which are recomputed).
+constexpr std::array<std::string_view, 11> kMatmulOps = {
+    "aten::mm",     "aten::addmm", "aten::bmm", "aten::baddbmm",    "aten::addbmm",
+    "aten::addmv",  "aten::mv",    "aten::dot", "aten::_scaled_mm", "aten::_addmm_activation",
     "aten::_int_mm"};
 constexpr std::array<std::string_view, 9> kAttentionOps = {
     "aten::scaled_dot_product_attention",
@@ -92,6 +94,7 @@ OpIndex::OpIndex(const Trace& trace, int16_t device) : trace_(&trace), device_(d
         }
     } else if (!trace.ops.scopes.empty()) {
         source_ = OpIndexSource::Recorded;
+        attribution_ = OpAttribution(trace);
         for (const OpScope& s : trace.ops.scopes) {
             if (s.end <= s.start) continue;
             const std::string_view name = trace.string(s.name);
@@ -192,25 +195,21 @@ std::optional<std::pair<std::string_view, uint32_t>> OpIndex::opOfEvent(uint64_t
         const std::string_view name = trace_->string(ops[event]);
         return std::make_pair(name, opKindOfAtenName(name));
     }
-    (void)time;
-    return std::nullopt;  // recorded scopes: by time (Kept::madeBy)
+    // Recorded scopes: the innermost op running (allocation helpers looked
+    // through), as a selective policy sees the op that returned the tensor.
+    const auto hit = attribution_.at(time);
+    if (!hit) return std::nullopt;
+    const std::string_view name = trace_->string(hit->name);
+    return std::make_pair(name, opKindOfAtenName(name));
 }
 
 std::vector<OpBytes> OpIndex::topAllocating(size_t n) const {
     if (!trace_) return {};
     std::map<std::string, uint64_t, std::less<>> bytes;
-    const OpAttribution attribution =
-        source_ == OpIndexSource::Recorded ? OpAttribution(*trace_) : OpAttribution();
     for (uint64_t i = 0; i < trace_->events.size(); ++i) {
         const Event& e = trace_->events[i];
         if (e.kind != EventKind::Alloc || e.device != device_) continue;
-        std::string_view name;
-        if (source_ == OpIndexSource::Recorded) {
-            if (const auto hit = attribution.at(e.time)) name = trace_->string(hit->name);
-        } else if (const auto op = opOfEvent(i, e.time)) {
-            name = op->first;
-        }
-        if (!name.empty()) bytes[std::string(name)] += e.size;
+        if (const auto op = opOfEvent(i, e.time)) bytes[std::string(op->first)] += e.size;
     }
     std::vector<OpBytes> out;
     for (auto& [name, b] : bytes) out.push_back({name, b});
@@ -243,7 +242,6 @@ std::optional<OpRun> OpIndex::Kept::madeBy(uint64_t event, int64_t time) const {
         if (time < it->end) return *it;
         return std::nullopt;
     };
-    if (index_->source_ == OpIndexSource::Recorded) return holding();
     // The op that made it (for the trainer's phases, every kind its
     // enclosing phases name), over the call's span.
     const auto op = index_->opOfEvent(event, time);

@@ -159,6 +159,7 @@ private:
     std::string core_found_;
     std::vector<std::string> layers_without_core_;
     bool noted_output_ = false;
+    bool noted_inputs_ = false;
     bool noted_span_ = false;
 
     // A stretch of one step's forward that is checkpointed as one region.
@@ -301,6 +302,28 @@ private:
             // Anything else outlives backward: the policy does not change it.
         }
         if (saved.empty()) return 0;
+        // What the window read that was made before it (an attention core's
+        // q, k, v buffer) is an input the checkpoint holds until the
+        // region's backward is done. Measured, it was freed in forward: by
+        // its last reader inside the window, or, for a window inside a
+        // layer (an attention core), when the layer's code let go of it.
+        const int64_t layer_start = layerStartOf(w);
+        for (size_t i = firstStartingAt(iv, step.forward_start); i < iv.size() && iv[i].start < fs;
+             ++i) {
+            const AllocationInterval& a = iv[i];
+            if (a.alloc_event == kNoEvent || a.free_event == kNoEvent || persistent(a.category) ||
+                a.end < fs || a.end >= step.backward_start ||
+                (a.end >= fe && a.start < layer_start))
+                continue;
+            rewrite_.moveFree(static_cast<uint32_t>(i), std::max(saved_done, a.end));
+            if (!noted_inputs_) {
+                noted_inputs_ = true;
+                assumptions_.push_back(
+                    "what a checkpointed region reads that was made before it, and that its "
+                    "measured forward freed (the tensor the region was called with), is held by "
+                    "the checkpoint until the region's backward is done");
+            }
+        }
         if (!noted_output_ && output) {
             noted_output_ = true;
             const std::string& name = w.name;
@@ -376,6 +399,15 @@ private:
     bool heldUntilRecompute(const OpRun& call, const AllocationInterval& a) const {
         if (ops_->source() == OpIndexSource::Phases) return (call.kind & kSaveMatmul) != 0;
         return !(call.kind & kSaveAttention) && a.end >= call.end;
+    }
+
+    // Where the layer holding window `w` began its forward, for a window
+    // inside one layer (an attention core); else the window's own start.
+    int64_t layerStartOf(const Window& w) const {
+        if (w.layers.first != w.layers.second || w.layers.first >= chain_.layers.size())
+            return w.fs;
+        const LayerRun* run = runIn(chain_.layers[w.layers.first], w.step);
+        return run && run->forward_start <= w.fs ? run->forward_start : w.fs;
     }
 
     // Time spent in the window inside ops whose outputs are kept: the

@@ -110,7 +110,10 @@ void TraceRewrite::addCopy(uint32_t id, Gap gap, int64_t alloc_offset, At at, in
 }
 
 void TraceRewrite::moveFree(uint32_t id, int64_t measured_time) {
-    edits_[id].free = Place{measured_time, std::nullopt, synthetic()};
+    Edit& e = edits_[id];
+    e.free = Place{measured_time, std::nullopt, synthetic()};
+    // Freed later than measured: its address may have been reused meanwhile.
+    if (measured_time > device_.intervals[id].end) e.fresh_address = true;
 }
 
 void TraceRewrite::moveFreeIntoGap(uint32_t id, Gap gap, int64_t offset) {

@@ -82,7 +82,7 @@ public:
     // `free` (an offset into the gap, or a measured time).
     void addCopy(uint32_t id, Gap gap, int64_t alloc_offset, At at, int64_t free, PhaseId phase);
 
-    void moveFree(uint32_t id, int64_t measured_time);           // freed then instead
+    void moveFree(uint32_t id, int64_t measured_time);  // freed then instead (earlier or later)
     void moveFreeIntoGap(uint32_t id, Gap gap, int64_t offset);  // freed in a recompute
     void drop(uint32_t id);                                      // never allocated
     // The measured event after which the op that made allocation `id` had

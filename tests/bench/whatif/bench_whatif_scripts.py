@@ -7,15 +7,19 @@ For each script: `memscope-cli record` its full-save run once, `whatif
 applied by hand and read its measured peak from `summary --json`. Prints one
 row per policy:
 
-  script       policy             predicted   measured    diff  losses
-  transformer  selective           41.2 MiB   41.0 MiB  +0.5%  same
+  script       shape  policy             predicted   measured    diff  losses
+  transformer  full   selective           41.2 MiB   41.0 MiB  +0.5%  same
 
 and exits 1 when a prediction is refused or off by more than --tolerance, or
 when a policy changes the losses the script prints; 77 (skipped) without a
 python3 that imports torch.
 
-usage: bench_whatif_scripts.py --cli PATH [--out DIR] [--quick] [--tolerance PCT]
-       [--only transformer|cnn]"""
+Shapes: `full` (the default; a 6-layer transformer, a 9-block CNN) and
+`small` (4 layers and 6 blocks, narrower: the CNN's activations are 64 times
+smaller), a second shape of each script to report, not to tune on.
+
+usage: bench_whatif_scripts.py --cli PATH [--out DIR] [--shapes full,small]
+       [--tolerance PCT] [--only transformer|cnn]"""
 import argparse
 import json
 import os
@@ -30,16 +34,16 @@ from bench_util import torch_python  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.join(HERE, "scripts")
 
-# (script, its size arguments (quick, full), the policies held to measurement)
+# (script, its size arguments by shape, the policies held to measurement)
 CASES = [
     ("transformer", "policy_transformer.py",
-     (["--layers", "4", "--width", "128", "--seq", "64", "--batch", "4"],
-      ["--layers", "6", "--width", "256", "--seq", "128", "--batch", "8"]),
+     {"small": ["--layers", "4", "--width", "128", "--seq", "64", "--batch", "4"],
+      "full": ["--layers", "6", "--width", "256", "--seq", "128", "--batch", "8"]},
      ["block", "selective", "save:matmul", "save:aten::addmm", "sequential:2", "sequential:4",
       "every:2"]),
     ("cnn", "policy_cnn.py",
-     (["--blocks-per-stage", "2", "--width", "8", "--image", "16", "--batch", "8"],
-      ["--blocks-per-stage", "3", "--width", "16", "--image", "32", "--batch", "16"]),
+     {"small": ["--blocks-per-stage", "2", "--width", "8", "--image", "16", "--batch", "8"],
+      "full": ["--blocks-per-stage", "3", "--width", "16", "--image", "32", "--batch", "16"]},
      ["block", "sequential:2", "sequential:4", "every:2"]),
 ]
 
@@ -73,11 +77,45 @@ def mib(n):
     return "%.1f MiB" % (n / 2**20)
 
 
+def check(args, python, out, name, shape, script, size, policies, row_format):
+    """Records the full run, predicts `policies`, measures each; prints the
+    rows and returns how many are off."""
+    tag = "%s-%s" % (name, shape)
+    full, full_losses = record(args.cli, python, os.path.join(out, tag + "-full"), script, size,
+                               "full")
+    done = run([args.cli, "whatif", full, "--json", "--policy", ",".join(policies)])
+    if done.returncode != 0:
+        raise SystemExit("whatif failed: %s" % done.stderr)
+    report = json.loads(done.stdout)
+    print(row_format % (name, shape, "full", "", mib(report["measured"]["peak_bytes"]), "",
+                        "(the recording predicted from)"))
+    rows = {p["policy"]: p for p in report["predictions"]}
+    failures = 0
+    for policy in policies:
+        folder = os.path.join(out, "%s-%s" % (tag, policy.replace(":", "_")))
+        trace, losses = record(args.cli, python, folder, script, size, policy)
+        measured = host_peak(args.cli, trace)
+        same = "same" if losses == full_losses else "DIFFER"
+        row = rows.get(policy)
+        if row is None or "refused" in row:
+            why = row["refused"] if row else "not in whatif's answer"
+            print(row_format % (name, shape, policy, "-", mib(measured), "",
+                                same + "  refused: " + why))
+            failures += 1
+            continue
+        diff = 100.0 * (row["peak_bytes"] - measured) / measured
+        bad = abs(diff) > args.tolerance or same != "same"
+        failures += bad
+        print(row_format % (name, shape, policy, mib(row["peak_bytes"]), mib(measured),
+                            "%+6.1f%%" % diff, same + ("  <-- off" if bad else "")))
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
     ap.add_argument("--out")
-    ap.add_argument("--quick", action="store_true", help="smaller models (the test)")
+    ap.add_argument("--shapes", default="full", help="full, small or both (full,small)")
     ap.add_argument("--tolerance", type=float, default=5.0, help="percent (default 5)")
     ap.add_argument("--only")
     args = ap.parse_args()
@@ -87,39 +125,17 @@ def main():
         return 77
     out = args.out or tempfile.mkdtemp(prefix="memscope-whatif-scripts-")
     failures = 0
-    print("%-12s %-18s %12s %12s %7s  %s" % ("script", "policy", "predicted", "measured", "diff",
-                                             "losses"))
+    shapes = [x for x in args.shapes.split(",") if x]
+    if not shapes or any(x not in ("full", "small") for x in shapes):
+        ap.error("--shapes takes full, small or full,small")
+    row_format = "%-12s %-6s %-18s %12s %12s %7s  %s"
+    print(row_format % ("script", "shape", "policy", "predicted", "measured", "diff", "losses"))
     for name, script, sizes, policies in CASES:
         if args.only and args.only != name:
             continue
-        size = sizes[0] if args.quick else sizes[1]
-        full, full_losses = record(args.cli, python, os.path.join(out, name + "-full"), script,
-                                   size, "full")
-        done = run([args.cli, "whatif", full, "--json", "--policy", ",".join(policies)])
-        if done.returncode != 0:
-            raise SystemExit("whatif failed: %s" % done.stderr)
-        report = json.loads(done.stdout)
-        print("%-12s %-18s %12s %12s %7s  %s" % (name, "full", "", mib(report["measured"][
-            "peak_bytes"]), "", "(the recording predicted from)"))
-        rows = {p["policy"]: p for p in report["predictions"]}
-        for policy in policies:
-            folder = os.path.join(out, "%s-%s" % (name, policy.replace(":", "_")))
-            trace, losses = record(args.cli, python, folder, script, size, policy)
-            measured = host_peak(args.cli, trace)
-            same = "same" if losses == full_losses else "DIFFER"
-            row = rows.get(policy)
-            if row is None or "refused" in row:
-                why = row["refused"] if row else "not in whatif's answer"
-                print("%-12s %-18s %12s %12s %7s  %s  refused: %s" % (name, policy, "-",
-                                                                    mib(measured), "", same, why))
-                failures += 1
-                continue
-            diff = 100.0 * (row["peak_bytes"] - measured) / measured
-            bad = abs(diff) > args.tolerance or same != "same"
-            failures += bad
-            print("%-12s %-18s %12s %12s %+6.1f%%  %s%s" % (
-                name, policy, mib(row["peak_bytes"]), mib(measured), diff, same,
-                "  <-- off" if bad else ""))
+        for shape in shapes:
+            failures += check(args, python, out, name, shape, script, sizes[shape], policies,
+                              row_format)
     if args.out:
         print("traces in %s" % out)
     else:

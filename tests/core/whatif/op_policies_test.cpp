@@ -24,6 +24,10 @@ struct Options {
     Ops ops = Ops::Recorded;
     int attention_layers = kLayers;  // the first ones have attention, the rest only an mlp
     bool sdpa = false;               // one fused attention op instead of bmm … softmax … bmm
+    // When the layer's code lets go of qkv in forward (relative time; -1:
+    // saved for backward), as a script whose q, k, v are views of it and
+    // whose core copies them does: freed after the core returns.
+    int64_t qkv_freed = -1;
 };
 
 // One layer's forward, relative to its start f (the layer's module scope is
@@ -178,9 +182,10 @@ Trace transformerRun(const Options& o, int steps = 2) {
                             p = PhaseId(uint32_t(b.t.phases.size()));  // the last matmul phase
                     }
                     const uint64_t addr = b.alloc(f + a.at, a.size, Category::Activation, p, op);
-                    if (a.freed >= 0)
-                        frees.push_back({f + a.freed, {addr, a.size}});
-                    else if (a.freed == -2)
+                    const int64_t freed = a.at == 10 && o.qkv_freed >= 0 ? o.qkv_freed : a.freed;
+                    if (freed >= 0)
+                        frees.push_back({f + freed, {addr, a.size}});
+                    else if (freed == -2)
                         out[size_t(k)] = addr;
                     else
                         saved[size_t(k)].push_back({addr, a.size});
@@ -272,12 +277,15 @@ TEST(WhatIfOpIndex, ReadsOpsFromEverySource) {
     EXPECT_EQ(opKindOfAtenName("aten::_scaled_dot_product_flash_attention"),
               uint32_t(kSaveAttention));
     EXPECT_EQ(opKindOfAtenName("aten::_softmax"), 0u);
-    // The addmm inside a linear is kept as the linear's call.
+    // The addmm inside a linear is kept as its own call: aten::linear is
+    // composite, a selective policy sees only the addmm it calls.
+    EXPECT_EQ(opKindOfAtenName("aten::linear"), 0u);
     const auto kept = r.kept({kSaveMatmul, {}});
     const auto call = kept.madeBy(0, kLayer0 + 10);
     ASSERT_TRUE(call);
-    EXPECT_EQ(call->name, "aten::linear");
-    EXPECT_EQ(kept.timeIn(kLayer0, kLayer0 + 800), 60 + 50 + 50 + 60 + 60 + 60);
+    EXPECT_EQ(call->name, "aten::addmm");
+    EXPECT_EQ(call->end - call->start, 50);
+    EXPECT_EQ(kept.timeIn(kLayer0, kLayer0 + 800), 4 * 50 + 2 * 50);
     EXPECT_FALSE(r.kept({0, {"aten::addmm"}}).madeBy(0, kLayer0 + 160));
     EXPECT_EQ(r.neverRan({kSaveAttention, {"aten::addmm", "aten::foo"}}),
               (std::vector<std::string>{"attention", "aten::foo"}));
@@ -340,6 +348,22 @@ TEST(WhatIfOps, SelectiveRecomputesOnlyTheAttentionCore) {
     }
 }
 
+TEST(WhatIfOps, SelectiveHoldsTheCoresInputUntilItsBackward) {
+    // qkv, read by the core and freed in forward after it, is the input the
+    // checkpoint of the core holds: the prediction keeps it alive.
+    Options opts;
+    opts.qkv_freed = 420;
+    const Opened o = open(transformerRun(opts));
+    const WhatIfReport r = predict(o, {"selective"});
+    // Measured, qkv (300) is gone at 450; predicted, it is held, while the
+    // core's probabilities, mask and dropped probabilities are freed.
+    EXPECT_EQ(freedAt(o, r.rows[1], kLayer0 + 450), 400 + 100 + 400 - 300);
+    EXPECT_TRUE(hasAssumption(r.rows[1], "held by the checkpoint"));
+    // A whole-layer checkpoint has no such input: qkv is made inside it.
+    const WhatIfReport block = predict(o, {"block"});
+    EXPECT_FALSE(hasAssumption(block.rows[1], "held by the checkpoint"));
+}
+
 TEST(WhatIfOps, SelectiveOnAFusedAttentionOpRecomputesIt) {
     const Opened o = open(transformerRun({Ops::Recorded, kLayers, true}));
     const WhatIfReport r = predict(o, {"selective"});
@@ -386,7 +410,7 @@ TEST(WhatIfOps, SaveMatmulIsTheAtenListItStandsFor) {
         if (std::any_of(o.trace->ops.scopes.begin(), o.trace->ops.scopes.end(),
                         [&](const OpScope& s) { return o.trace->string(s.name) == name; }))
             list += (list.size() > 5 ? "," : "") + std::string(name);
-    EXPECT_EQ(list, "save:aten::addmm,aten::bmm,aten::linear");
+    EXPECT_EQ(list, "save:aten::addmm,aten::bmm");
     const WhatIfReport r = predict(o, {"save:matmul", list});
     ASSERT_EQ(r.rows.size(), 3u);
     EXPECT_EQ(r.rows[2].policy, list);
@@ -396,9 +420,9 @@ TEST(WhatIfOps, SaveMatmulIsTheAtenListItStandsFor) {
     EXPECT_EQ(r.rows[1].recompute_ns, r.rows[2].recompute_ns);
     for (int64_t x = kT0; x < kT0 + 2 * kStepLen; x += 50)
         EXPECT_EQ(liveAt(*r.rows[1].timeline, x), liveAt(*r.rows[2].timeline, x)) << x;
-    // The kept linears (60 each, the addmm inside them) and bmms (50 each)
+    // The kept addmms (50 each, inside their linears) and bmms (50 each)
     // are not recompute time.
-    EXPECT_EQ(r.rows[1].recompute_ns, kLayers * (800 - 4 * 60 - 2 * 50));
+    EXPECT_EQ(r.rows[1].recompute_ns, kLayers * (800 - 4 * 50 - 2 * 50));
 }
 
 TEST(WhatIfOps, TheTrainersOpPhasesAndRecordedOpsAgree) {

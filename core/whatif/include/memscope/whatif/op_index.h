@@ -18,12 +18,14 @@
 #include <vector>
 
 #include "memscope/analysis/checkpoint_policy.h"
+#include "memscope/model/op_attribution.h"
 #include "memscope/model/trace.h"
 
 namespace memscope {
 
 // The op kind (SaveOp bit) an op PyTorch names belongs to: the matmul family
-// (aten::mm, addmm, bmm, baddbmm, matmul, linear, addmv, mv, _scaled_mm, …)
+// (aten::mm, addmm, bmm, baddbmm, addmv, mv, _scaled_mm, …; not the composite
+// aten::matmul and aten::linear, which make no memory of their own)
 // or the scaled-dot-product-attention family (aten::scaled_dot_product_attention,
 // _scaled_dot_product_flash_attention, …); 0 for any other op.
 uint32_t opKindOfAtenName(std::string_view name);
@@ -112,9 +114,11 @@ private:
     int16_t device_ = 0;
     OpIndexSource source_ = OpIndexSource::None;
     std::vector<OpRun> runs_;
+    OpAttribution attribution_;  // recorded scopes: the op that made an allocation
     // For the trainer's phases: an aten name stands for its kind.
     OpSelection resolve(const OpSelection& selection) const;
-    // The op that made event `event`: its name and kind (kNoOp when none).
+    // The op that made event `event`: its name and kind (none when no op
+    // did); for recorded scopes the innermost op running at `time`.
     std::optional<std::pair<std::string_view, uint32_t>> opOfEvent(uint64_t event,
                                                                    int64_t time) const;
 };

@@ -8,6 +8,7 @@
 #include "memscope/analysis/category_rules.h"
 #include "memscope/analysis/module_breakdown.h"
 #include "memscope/analysis/oom_report.h"
+#include "memscope/analysis/op_breakdown.h"
 #include "memscope/analysis/peak_explainer.h"
 #include "memscope/analysis/source_lines.h"
 #include "memscope/base/units.h"
@@ -76,6 +77,32 @@ void peaksByStep(Out& w, const Trace& trace, const std::vector<StepPeaks>& steps
         categories(w, s.whole.by_category);
         key(w, "peaks_by_phase");
         peaksByPhase(w, trace, s.phases);
+        w.EndObject();
+    }
+    w.EndArray();
+}
+
+// [{"op", "bytes", "count", "by_category"}]: the ops that made the peak's
+// bytes, every row (they add up to the peak); "op" is null for the bytes
+// made outside every op; empty for a trace without ops.
+void opsAtPeak(Out& w, const OpBreakdown& b) {
+    w.StartArray();
+    if (b.source == OpSource::None) {  // no ops at all: no rows
+        w.EndArray();
+        return;
+    }
+    for (const OpShare& r : b.rows) {
+        w.StartObject();
+        key(w, "op");
+        if (r.name.isNull())
+            w.Null();
+        else
+            string(w, r.label);
+        field(w, "bytes", int64_t(r.bytes));
+        key(w, "count");
+        w.Uint(r.count);
+        key(w, "by_category");
+        categories(w, r.by_category);
         w.EndObject();
     }
     w.EndArray();
@@ -372,6 +399,7 @@ std::string summaryToJson(std::span<const FileReport> files, std::span<const Ran
     for (const FileReport& f : files) {
         const ModuleAttribution modules =
             f.trace ? ModuleAttribution(*f.trace) : ModuleAttribution();
+        const OpAttribution ops = f.trace ? OpAttribution(*f.trace) : OpAttribution();
         w.StartObject();
         field(w, "path", std::string_view(f.path));
         const std::string_view name = !f.name.empty() ? std::string_view(f.name)
@@ -455,6 +483,12 @@ std::string summaryToJson(std::span<const FileReport> files, std::span<const Ran
                     } else {
                         modulesAtPeak(w, by_module);
                     }
+                    // Which ops made the peak's bytes (op_breakdown.h);
+                    // empty with ops_source "none" for a trace without ops.
+                    const OpBreakdown by_op = memscope::opsAtPeak(*f.trace, ops, *tl);
+                    field(w, "ops_source", std::string_view(toString(by_op.source)));
+                    key(w, "ops_at_peak");
+                    opsAtPeak(w, by_op);
                     // summary --by-line: the source lines at the peak.
                     if (f.by_line) {
                         const LinesAtPeak lines = linesAtPeak(*f.trace, modules, *tl, f.by_line);

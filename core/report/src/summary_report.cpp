@@ -11,6 +11,7 @@
 #include "memscope/analysis/leak_finder.h"
 #include "memscope/analysis/module_breakdown.h"
 #include "memscope/analysis/oom_report.h"
+#include "memscope/analysis/op_breakdown.h"
 #include "memscope/analysis/peak_explainer.h"
 #include "memscope/analysis/source_lines.h"
 #include "memscope/base/text_escape.h"
@@ -147,6 +148,33 @@ void appendModules(std::string& out, const Trace& trace, const ModuleAttribution
                 b.total > 0 ? 100.0 * double(rest) / double(b.total) : 0.0, "", rest_count);
 }
 
+// Which ops made the peak's bytes: the largest, the rest summed, so that the
+// lines add up to the peak. Nothing for a trace without ops.
+void appendOps(std::string& out, const Trace& trace, const OpAttribution& ops,
+               const DeviceTimeline& tl) {
+    const OpBreakdown b = opsAtPeak(trace, ops, tl);
+    if (b.source == OpSource::None || b.rows.empty()) return;
+    appendf(out, "    top ops at the peak  (ops %s)\n",
+            std::string(opSourceText(b.source)).c_str());
+    constexpr size_t kShown = 8;
+    int64_t rest = 0;
+    size_t rest_count = 0;
+    for (size_t i = 0; i < b.rows.size(); ++i) {
+        const OpShare& r = b.rows[i];
+        if (i >= kShown) {
+            rest += r.bytes;
+            ++rest_count;
+            continue;
+        }
+        const double share = b.total > 0 ? 100.0 * double(r.bytes) / double(b.total) : 0.0;
+        appendf(out, "      %10s  %5.1f%%  %5u x  %s\n", formatBytes(r.bytes).c_str(), share,
+                r.count, terminalText(r.label).c_str());
+    }
+    if (rest_count)
+        appendf(out, "      %10s  %5.1f%%  (%zu more)\n", formatBytes(rest).c_str(),
+                b.total > 0 ? 100.0 * double(rest) / double(b.total) : 0.0, rest_count);
+}
+
 // Each out-of-memory event in words (core's text), or the end state of a
 // snapshot that holds nothing else.
 // summary --by-line: the user's source lines holding the most at the peak.
@@ -261,6 +289,7 @@ std::string summaryText(const FileReport& f) {
     if (f.summary.devices.empty())
         appendf(out, "  no devices: the trace holds no events and no segments\n");
     const ModuleAttribution modules = f.trace ? ModuleAttribution(*f.trace) : ModuleAttribution();
+    const OpAttribution ops = f.trace ? OpAttribution(*f.trace) : OpAttribution();
     for (const auto& [device, d] : f.summary.devices) {
         appendf(out, "  device %d%s\n", device, device < 0 ? " (host)" : "");
         appendf(out, "    peak active      %s", formatBytes(d.peak_active_bytes).c_str());
@@ -302,6 +331,7 @@ std::string summaryText(const FileReport& f) {
                 if (growth.grows) appendf(out, "    %s\n", growthText(growth).c_str());
                 appendSites(out, *f.trace, *tl);
                 appendModules(out, *f.trace, modules, *tl);
+                appendOps(out, *f.trace, ops, *tl);
                 if (f.by_line) appendLines(out, *f.trace, modules, *tl, f.by_line);
                 appendTheory(out, *f.trace, *tl);
             }

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "../analysis_test_util.h"
+#include "memscope/analysis/op_breakdown.h"
 #include "memscope/analysis/peak_explainer.h"
 #include "memscope/timeline/timeline.h"
 
@@ -90,6 +91,41 @@ TEST(AllocationOp, SitesWithoutOpsHaveNone) {
     const auto sites = sitesAtPeak(t, tl->devices().at(0), 10);
     ASSERT_EQ(sites.size(), 1u);
     EXPECT_FALSE(sites[0].op);
+}
+
+}  // namespace
+}  // namespace memscope
+
+namespace memscope {
+namespace {
+
+TEST(OpBreakdown, PeakBytesByTheOpThatMadeThemAddUpToThePeak) {
+    Trace t = fourAllocations();
+    t.ops.source = OpSource::Recorded;
+    t.ops.scopes = {OpScope{5, 25, t.internString("aten::linear"), 0},
+                    OpScope{8, 15, t.internString("aten::addmm"), 1},
+                    OpScope{35, 45, t.internString("aten::addmm"), 0}};
+    auto tl = *Timeline::build(t);
+    const DeviceTimeline& d = tl->devices().at(0);
+    const OpBreakdown b = opsAtPeak(t, OpAttribution(t), d);
+    EXPECT_EQ(b.source, OpSource::Recorded);
+    EXPECT_EQ(b.total, 7500);
+    ASSERT_EQ(b.rows.size(), 3u);
+    // addmm: 4000 + 500 (two calls, one row); outside every op: 2000; linear: 1000.
+    EXPECT_EQ(b.rows[0].label, "aten::addmm");
+    EXPECT_EQ(b.rows[0].bytes, 4500);
+    EXPECT_EQ(b.rows[0].count, 2u);
+    EXPECT_EQ(b.rows[0].by_category[size_t(Category::Activation)], 4500);
+    EXPECT_EQ(b.rows[1].label, kOutsideOpsLabel);
+    EXPECT_TRUE(b.rows[1].name.isNull());
+    EXPECT_EQ(b.rows[2].label, "aten::linear");
+    // A trace without ops: one "(no op)" row, source none.
+    Trace bare = fourAllocations();
+    auto bare_tl = *Timeline::build(bare);
+    const OpBreakdown none = opsAtPeak(bare, OpAttribution(bare), bare_tl->devices().at(0));
+    EXPECT_EQ(none.source, OpSource::None);
+    ASSERT_EQ(none.rows.size(), 1u);
+    EXPECT_EQ(none.rows[0].bytes, 7500);
 }
 
 }  // namespace

@@ -82,7 +82,18 @@ TEST(SummaryReport, SitesSayTheirOpAndItsSource) {
     EXPECT_TRUE(contains(recorded, R"("op": "aten::addmm")")) << recorded;
     EXPECT_TRUE(contains(recorded, R"("op_source": "recorded")")) << recorded;
     EXPECT_TRUE(contains(summaryText(f), "[aten::addmm, recorded]"));
+    // The ops that made the peak's bytes, in the text and the JSON.
+    EXPECT_TRUE(contains(recorded, R"("ops_source": "recorded")")) << recorded;
+    const size_t ops_at_peak = recorded.find(R"("ops_at_peak": [)");
+    ASSERT_NE(ops_at_peak, std::string::npos) << recorded;
+    const std::string rows = recorded.substr(ops_at_peak, 200);
+    EXPECT_TRUE(contains(rows, R"("op": "aten::addmm")")) << rows;
+    EXPECT_TRUE(contains(rows, R"("bytes": 5000)")) << rows;
+    EXPECT_TRUE(contains(summaryText(f), "top ops at the peak  (ops recorded)"));
     t.ops = {};
+    EXPECT_TRUE(
+        contains(summaryToJson(std::span<const FileReport>(&f, 1)), R"("ops_at_peak": [])"));
+    EXPECT_FALSE(contains(summaryText(f), "top ops at the peak"));
     EXPECT_FALSE(contains(summaryToJson(std::span<const FileReport>(&f, 1)), R"("op":)"));
     EXPECT_FALSE(contains(summaryText(f), "[aten::"));
 }

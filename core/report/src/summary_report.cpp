@@ -112,6 +112,27 @@ void appendSites(std::string& out, const Trace& trace, const DeviceTimeline& tl)
     }
 }
 
+// The first rows of a breakdown at the peak (most bytes first), each printed
+// by `line` with its share of `total`, then the rest summed in one line, so
+// that the lines add up to the peak.
+template <typename Row, typename Line>
+void appendTopRows(std::string& out, const std::vector<Row>& rows, int64_t total, Line line) {
+    constexpr size_t kShown = 8;
+    auto share = [&](int64_t bytes) {
+        return total > 0 ? 100.0 * double(bytes) / double(total) : 0.0;
+    };
+    int64_t rest = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+        if (i < kShown)
+            line(rows[i], share(rows[i].bytes));
+        else
+            rest += rows[i].bytes;
+    }
+    if (rows.size() > kShown)
+        appendf(out, "      %10s  %5.1f%%  %-15s (%zu more)\n", formatBytes(rest).c_str(),
+                share(rest), "", rows.size() - kShown);
+}
+
 // Which layers hold the peak: the largest module groups, the rest summed,
 // so that the lines add up to the peak.
 void appendModules(std::string& out, const Trace& trace, const ModuleAttribution& modules,
@@ -126,26 +147,13 @@ void appendModules(std::string& out, const Trace& trace, const ModuleAttribution
     if (b.rows.empty()) return;
     appendf(out, "    top layers at the peak  (modules %s)\n",
             std::string(toString(b.source)).c_str());
-    constexpr size_t kShown = 8;
-    int64_t rest = 0;
-    size_t rest_count = 0;
-    for (size_t i = 0; i < b.rows.size(); ++i) {
-        const ModuleBytes& r = b.rows[i];
-        if (i >= kShown) {
-            rest += r.bytes;
-            ++rest_count;
-            continue;
-        }
+    appendTopRows(out, b.rows, b.total, [&](const ModuleBytes& r, double share) {
         const auto leading = Category(std::max_element(r.by_category.begin(), r.by_category.end()) -
                                       r.by_category.begin());
-        const double share = b.total > 0 ? 100.0 * double(r.bytes) / double(b.total) : 0.0;
         const auto category = toString(leading);
         appendf(out, "      %10s  %5.1f%%  %-15.*s %s\n", formatBytes(r.bytes).c_str(), share,
                 int(category.size()), category.data(), terminalText(r.path).c_str());
-    }
-    if (rest_count)
-        appendf(out, "      %10s  %5.1f%%  %-15s (%zu more)\n", formatBytes(rest).c_str(),
-                b.total > 0 ? 100.0 * double(rest) / double(b.total) : 0.0, "", rest_count);
+    });
 }
 
 // Which ops made the peak's bytes: the largest, the rest summed, so that the
@@ -156,23 +164,10 @@ void appendOps(std::string& out, const Trace& trace, const OpAttribution& ops,
     if (b.source == OpSource::None || b.rows.empty()) return;
     appendf(out, "    top ops at the peak  (ops %s)\n",
             std::string(opSourceText(b.source)).c_str());
-    constexpr size_t kShown = 8;
-    int64_t rest = 0;
-    size_t rest_count = 0;
-    for (size_t i = 0; i < b.rows.size(); ++i) {
-        const OpShare& r = b.rows[i];
-        if (i >= kShown) {
-            rest += r.bytes;
-            ++rest_count;
-            continue;
-        }
-        const double share = b.total > 0 ? 100.0 * double(r.bytes) / double(b.total) : 0.0;
+    appendTopRows(out, b.rows, b.total, [&](const OpShare& r, double share) {
         appendf(out, "      %10s  %5.1f%%  %5u x  %s\n", formatBytes(r.bytes).c_str(), share,
                 r.count, terminalText(r.label).c_str());
-    }
-    if (rest_count)
-        appendf(out, "      %10s  %5.1f%%  (%zu more)\n", formatBytes(rest).c_str(),
-                b.total > 0 ? 100.0 * double(rest) / double(b.total) : 0.0, rest_count);
+    });
 }
 
 // Each out-of-memory event in words (core's text), or the end state of a

@@ -314,18 +314,7 @@ class ModuleRecorder:
         modules first, then the scopes in batches of at most BATCH:
         {"t": "module_scopes", "base_ns": B, "s": [start - B, end - start,
         id, kind, ...]}."""
-        out = self._out
-        n = len(out)
-        if not n:
-            return []
-        modules, scopes = [], []
-        popleft = out.popleft
-        for _ in range(n):
-            item = popleft()
-            if type(item) is dict:
-                modules.append(item)
-            else:
-                scopes.append(item)
+        modules, scopes = split_queue(self._out)
         self.scopes += len(scopes)
         return modules + batches(scopes)
 
@@ -349,8 +338,23 @@ class ModuleRecorder:
                 "dropped_modules": self.dropped_modules, "dropped_roots": self.dropped_roots}
 
 
-def batches(scopes):
-    """[(start, end, id, kind)] as compact log records."""
+def split_queue(out):
+    """Empties the deque `out` of what was queued so far (other threads may
+    append meanwhile): its dict records (names) and its scope tuples, each
+    in order."""
+    records, scopes = [], []
+    popleft = out.popleft
+    for _ in range(len(out)):
+        item = popleft()
+        if type(item) is dict:
+            records.append(item)
+        else:
+            scopes.append(item)
+    return records, scopes
+
+
+def batches(scopes, record="module_scopes"):
+    """[(start, end, id, kind or depth)] as compact log records of type `record`."""
     out = []
     for first in range(0, len(scopes), BATCH):
         chunk = scopes[first:first + BATCH]
@@ -358,5 +362,5 @@ def batches(scopes):
         flat = []
         for start, end, mid, kind in chunk:
             flat += (start - base, max(0, end - start), mid, kind)
-        out.append({"t": "module_scopes", "base_ns": base, "s": flat})
+        out.append({"t": record, "base_ns": base, "s": flat})
     return out

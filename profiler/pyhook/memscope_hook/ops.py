@@ -23,7 +23,8 @@ import collections
 import threading
 import time
 
-BATCH = 4096               # scopes per log record
+from .modules import BATCH, batches, split_queue
+
 MAX_SCOPES = 50000000      # op calls recorded; beyond, they are counted only
 MAX_NAMES = 100000         # distinct op names
 MAX_NAME_BYTES = 1024      # core's kMaxCaptureOpName
@@ -106,35 +107,11 @@ class OpRecorder:
     def drain(self):
         """Log records since the last drain: new names first, then scopes in
         batches of at most BATCH."""
-        out = self._out
-        n = len(out)
-        if not n:
-            return []
-        names, scopes = [], []
-        popleft = out.popleft
-        for _ in range(n):
-            item = popleft()
-            if type(item) is dict:
-                names.append(item)
-            else:
-                scopes.append(item)
-        return names + batches(scopes)
+        names, scopes = split_queue(self._out)
+        return names + batches(scopes, "op_scopes")
 
     def describe(self):
         return {"names": self.names, "scopes": self.scopes, "dropped": self.dropped}
-
-
-def batches(scopes):
-    """[(start, end, id, depth)] as compact log records."""
-    out = []
-    for first in range(0, len(scopes), BATCH):
-        chunk = scopes[first:first + BATCH]
-        base = min(s[0] for s in chunk)
-        flat = []
-        for start, end, oid, depth in chunk:
-            flat += (start - base, max(0, end - start), oid, depth)
-        out.append({"t": "op_scopes", "base_ns": base, "s": flat})
-    return out
 
 
 def install_dispatch(torch, recorder):

@@ -643,7 +643,7 @@ std::string refusal(const Trace& measured, const WhatIfPolicy& policy, const Lay
     if (measured_policy.empty() && recomputes)
         return "this run already recomputes layers (checkpointing): predictions start from a "
                "full-save run";
-    const std::string ops_refused = opRefusal(measured, policy, chain);
+    std::string ops_refused = opRefusal(measured, policy, chain);
     if (!ops_refused.empty()) return ops_refused;
     if (policy.policy.recompute == Recompute::Segments &&
         policy.policy.segments > static_cast<int>(chain.layers.size()))

@@ -243,7 +243,7 @@ std::vector<WhatIfPolicy> defaultWhatIfPolicies(const LayerChain& chain) {
     std::vector<Policy> base{{Recompute::Block}, {Recompute::Sqrt}};
     for (int k : {2, 4})
         if (k <= n) base.push_back({Recompute::Segments, false, k});
-    auto add = [&](Policy p) {
+    auto add = [&](const Policy& p) {
         WhatIfPolicy w;
         w.policy = p;
         w.name = policyName(p);

@@ -1,6 +1,6 @@
 // memscope-cli record [-o DIR] [--no-python-hook] [--tensor-level] [--stacks] [--vmm]
 //                     [--history-entries N] [--module-depth N] [--module-backward]
-//                     [--no-tensor-roles] [--ops auto|dispatch|off] -- CMD ARGS...
+//                     [--no-tensor-roles] [--ops auto|dispatch|frames|off] -- CMD ARGS...
 // memscope-cli record --merge DIR
 // Two recorders are injected through the environment (record_env.h): the CUPTI
 // tracer into every process that initializes CUDA, and the Python startup hook
@@ -410,8 +410,10 @@ Command addRecord(CLI::App& parent) {
                     "which aten op made each allocation: auto (default: at::RecordFunction in "
                     "the capture library where it loads into the job's PyTorch, a C++ callback "
                     "per op, within 3% of off; else none), dispatch (a TorchDispatchMode for the "
-                    "whole run, any PyTorch, a Python call per op: tens of % slower), off "
-                    "(docs/PERFORMANCE.md)")
+                    "whole run, any PyTorch, a Python call per op: tens of % slower), frames "
+                    "(CUDA tensors on PyTorch 2.1+: the allocator history records C++ frames, "
+                    "stacks=\"all\", and each allocation's op is inferred from them; what that "
+                    "costs is PyTorch's, not measured here), off (docs/PERFORMANCE.md)")
         ->type_name("MODE")
         ->check([](const std::string& v) { return hookValueProblem(env::kOps, v); });
     app->add_flag("--idle", o->idle,

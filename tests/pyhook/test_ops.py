@@ -103,7 +103,7 @@ class ConfigTest(unittest.TestCase):
 
     def test_modes_and_a_bad_value(self):
         self.assertEqual(config.Config.from_env(self.base).ops, "auto")
-        for mode in ("auto", "dispatch", "off"):
+        for mode in ("auto", "dispatch", "frames", "off"):
             self.assertEqual(config.Config.from_env(dict(self.base, MEMSCOPE_OPS=mode)).ops, mode)
         cfg = config.Config.from_env(dict(self.base, MEMSCOPE_OPS="yes"))
         self.assertEqual(cfg.ops, "auto")

@@ -734,6 +734,17 @@ class History(Base):
         self.assertEqual(calls, [{"enabled": "all", "context": "alloc", "stacks": "python",
                                   "max_entries": 2000}])
 
+    def test_history_cpp_frames_for_ops(self):
+        # record --ops frames: the 2.1+ history records C++ frames.
+        log = os.path.join(self.tmp, "calls.json")
+        run([script("cuda_stub.py"), "2.1", "6", log],
+            hook_env(self.out, MEMSCOPE_HISTORY_MAX_ENTRIES=2000, MEMSCOPE_OPS="frames"))
+        _, doc = load_single(self.out)
+        self.assertTrue(doc["hooks"]["ops"].startswith("frames:"), doc["hooks"]["ops"])
+        with open(log) as f:
+            calls = json.load(f)
+        self.assertEqual(calls[0]["stacks"], "all")
+
     def test_history_2_5_api(self):
         calls = self.check("2.5", "2.1+", True)
         self.assertEqual(calls[0], {"enabled": "all", "context": "alloc", "stacks": "python",
@@ -1224,6 +1235,7 @@ CASES = {
     "history_legacy_api": (History, "test_history_legacy_api"),
     "history_2_1_api": (History, "test_history_2_1_api"),
     "history_2_5_api": (History, "test_history_2_5_api"),
+    "history_cpp_frames_for_ops": (History, "test_history_cpp_frames_for_ops"),
     "profiler_detection": (Profiler, "test_profiler_detection"),
     "capture_library": (Capture, "test_capture_library"),
     "os_exit": (Survival, "test_os_exit_keeps_every_step"),

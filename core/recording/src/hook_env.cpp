@@ -64,14 +64,17 @@ std::string_view toString(HookOpsMode mode) {
             return "dispatch";
         case HookOpsMode::Off:
             return "off";
+        case HookOpsMode::Frames:
+            return "frames";
     }
     return "auto";
 }
 
 Result<HookOpsMode> parseHookOps(std::string_view text) {
-    for (HookOpsMode m : {HookOpsMode::Auto, HookOpsMode::Dispatch, HookOpsMode::Off})
+    for (HookOpsMode m :
+         {HookOpsMode::Auto, HookOpsMode::Dispatch, HookOpsMode::Off, HookOpsMode::Frames})
         if (text == toString(m)) return m;
-    return makeError("expected auto, dispatch or off");
+    return makeError("expected auto, dispatch, frames or off");
 }
 
 Result<std::string> checkHookVariable(std::string_view name, std::string_view value) {

@@ -92,7 +92,7 @@ def parse_tensor_roles(text):
     return {"0": False, "1": True}.get(text)
 
 
-OPS_MODES = ("auto", "dispatch", "off")
+OPS_MODES = ("auto", "dispatch", "frames", "off")
 
 
 def parse_ops(text):
@@ -141,7 +141,7 @@ class Config:
         self.module_depth = module_depth        # module levels recorded; 0: no module scopes
         self.module_backward = module_backward  # backward scopes (global backward hooks, 2.0+)
         self.tensor_roles = tensor_roles        # log what parameters, gradients, state, inputs are
-        self.ops = ops          # "auto", "dispatch" or "off": how ops are recorded (ops.py)
+        self.ops = ops          # "auto", "dispatch", "frames" or "off": how ops are recorded (ops.py)
         self.idle = idle        # attachable, recording nothing until a window opens (attach)
         self.late = False       # made in a running program (memscope.attachable()/start())
 
@@ -217,7 +217,7 @@ class Config:
         if raw and parse_ops(raw) is not None:
             ops = raw
         elif raw:
-            warnings.append("MEMSCOPE_OPS=%r is not auto, dispatch or off; using auto" % raw)
+            warnings.append("MEMSCOPE_OPS=%r is not auto, dispatch, frames or off; using auto" % raw)
         return cls(output_dir=os.path.abspath(out),
                    tensor_roles=tensor_roles, idle=idle, ops=ops,
                    module_depth=module_depth,

@@ -33,8 +33,11 @@ def _params(fn):
 
 class History:
     def __init__(self, torch, max_entries, directory, warn, gated=False, ring=False,
-                 on_oom=None):
+                 on_oom=None, cpp_frames=False):
         self._torch = torch
+        # record --ops frames: C++ frames in each entry's stack (stacks="all"),
+        # from which core infers the op that made each allocation.
+        self.cpp_frames = cpp_frames
         self.max_entries = max_entries
         self.directory = directory
         self._warn = warn
@@ -171,7 +174,8 @@ class History:
             self.reason = "torch.cuda.memory._record_memory_history missing"
             return
         if api == "2.1+":
-            kwargs = dict(enabled="all", context="alloc", stacks="python",
+            kwargs = dict(enabled="all", context="alloc",
+                          stacks="all" if self.cpp_frames else "python",
                           max_entries=self.max_entries)
             for optional in ("compile_context", "global_record_annotations"):
                 if optional in params:
@@ -181,6 +185,9 @@ class History:
             record(**kwargs)
             self._can_clear = "clear_history" in params
         else:
+            if self.cpp_frames and not self.enabled:
+                self._warn("record --ops frames needs PyTorch 2.1+ (stacks=\"all\"); this "
+                           "PyTorch's history has no C++ frames, so no op is recorded")
             kwargs = {}
             if "trace_alloc_max_entries" in params:
                 kwargs["trace_alloc_max_entries"] = self.max_entries

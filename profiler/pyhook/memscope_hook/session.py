@@ -56,7 +56,7 @@ class Session:
         self.log = log.HookLog(self.dir, self.warn)
         self.history = history.History(torch, cfg.max_entries, self.dir, self.warn,
                                        gated=cfg.gated or cfg.idle, ring=cfg.ring,
-                                       on_oom=self._oom)
+                                       on_oom=self._oom, cpp_frames=cfg.ops == "frames")
         self.range = capture_range.CaptureRange(cfg, self.history, self.rec.note, self.rec)
 
     def _bind_pid(self):
@@ -103,6 +103,10 @@ class Session:
         """hook.json's hooks.ops: how the ops that made the memory are recorded."""
         if self.cfg.ops == "off":
             return "off: MEMSCOPE_OPS=off (record --ops off)"
+        if self.cfg.ops == "frames":
+            return ("frames: the CUDA allocator history records C++ frames (stacks=\"all\", "
+                    "PyTorch 2.1+); each allocation's op is inferred from them when the trace "
+                    "is opened (CPU tensors get none)")
         if self.cfg.ops == "dispatch":
             how = ops.install_dispatch(self.torch, self.ops)
             if not how.startswith("recorded"):

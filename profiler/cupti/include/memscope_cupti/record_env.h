@@ -52,7 +52,10 @@ inline constexpr const char* kTensorRoles = "MEMSCOPE_TENSOR_ROLES";
 // Which op made each allocation (memscope-cli record --ops): "auto" (the
 // default) records them through at::RecordFunction in the capture library
 // where it loads into the job's PyTorch, else not; "dispatch" through a
-// TorchDispatchMode the hook keeps pushed (any PyTorch, slower); "off" none.
+// TorchDispatchMode the hook keeps pushed (any PyTorch, slower); "frames"
+// has the CUDA allocator history record C++ frames (stacks="all", PyTorch
+// 2.1+), from which each allocation's op is inferred when the trace is
+// opened; "off" none.
 inline constexpr const char* kOps = "MEMSCOPE_OPS";
 // Attachable and idle (memscope-cli record --idle): "1" loads the hook but
 // records nothing (no allocator history, module scopes, tensor roles or CPU

@@ -37,9 +37,10 @@ enum class HookOpsMode : uint8_t {
     Auto,      // at::RecordFunction in the capture library where it loads, else none
     Dispatch,  // the hook's TorchDispatchMode, at a measured cost
     Off,
+    Frames,  // the CUDA history's C++ frames (stacks="all"): ops inferred when opened
 };
-std::string_view toString(HookOpsMode mode);  // "auto", "dispatch", "off"
-// MEMSCOPE_OPS / --ops: "auto", "dispatch" or "off".
+std::string_view toString(HookOpsMode mode);  // "auto", "dispatch", "off", "frames"
+// MEMSCOPE_OPS / --ops: "auto", "dispatch", "frames" or "off".
 Result<HookOpsMode> parseHookOps(std::string_view text);
 
 // Any of the variables above by name: its value in a canonical text ("3:4",

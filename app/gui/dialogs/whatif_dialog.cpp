@@ -88,8 +88,10 @@ WhatIfDialog::WhatIfDialog(RunPtr run, QWidget* parent) : QDialog(parent), run_(
     policyList_->setMinimumHeight(policyList_->fontMetrics().lineSpacing() * 6);
     form->addRow(QStringLiteral("Policies:"), policyList_);
     extra_ = new QLineEdit(this);
-    extra_->setPlaceholderText(QStringLiteral("more, e.g. layers:0,2 segments:3+opt-in-bwd"));
-    extra_->setToolTip(toQString(whatIfPolicyHelp()));
+    extra_->setPlaceholderText(
+        QStringLiteral("more, e.g. sequential:4 every:2 selective save:aten::mm layers:0,2"));
+    // What each name means, as `whatif --help` says it.
+    extra_->setToolTip(toQString(whatIfPolicyMeanings()));
     form->addRow(QStringLiteral("Also predict:"), extra_);
     extraError_ = new QLabel(this);
     extraError_->setWordWrap(true);

@@ -10,6 +10,7 @@
 #include "memscope/whatif/attention_core.h"
 #include "memscope/whatif/op_index.h"
 #include "memscope/whatif/whatif.h"
+#include "whatif_test_util.h"
 
 namespace memscope {
 namespace {
@@ -230,29 +231,10 @@ Trace transformerRun(const Options& o, int steps = 2) {
     return std::move(b.t);
 }
 
-struct Opened {
-    std::shared_ptr<const Trace> trace;
-    std::shared_ptr<const Timeline> timeline;
-};
-Opened open(Trace t) {
-    auto o = openTrace(std::move(t), "full.memscope");
-    EXPECT_TRUE(o.ok()) << o.message();
-    return {o->trace, o->timeline};
-}
-
-WhatIfReport predict(const Opened& o, std::vector<std::string> names) {
-    auto policies = parseWhatIfPolicies(names);
-    EXPECT_TRUE(policies.ok()) << policies.message();
-    WhatIfOptions options;
-    options.keep_traces = true;
-    auto r = whatIf(*o.trace, *o.timeline, "full.memscope", *policies, options);
-    EXPECT_TRUE(r.ok()) << r.message();
-    return std::move(*r);
-}
-
-int64_t liveAt(const Timeline& tl, int64_t x) {
-    return tl.device(0)->live.valueAt(x);
-}
+using testutil::liveAt;
+using testutil::open;
+using testutil::Opened;
+using testutil::predict;
 
 // What a row's prediction frees, against the measured run, at time x of the
 // first step's forward (the forward's times do not move).

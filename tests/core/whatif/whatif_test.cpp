@@ -12,6 +12,7 @@
 #include "memscope/open/open_run.h"
 #include "memscope/report/whatif_report.h"
 #include "memscope/whatif/op_labels.h"
+#include "whatif_test_util.h"
 
 namespace memscope {
 namespace {
@@ -24,30 +25,10 @@ Trace fullSaveRun(int steps = 2, const std::string& policy = "full") {
     return testutil::layeredFullSaveRun(steps, policy);
 }
 
-struct Opened {
-    std::shared_ptr<const Trace> trace;
-    std::shared_ptr<const Timeline> timeline;
-};
-Opened open(Trace t) {
-    auto o = openTrace(std::move(t), "full.memscope");
-    EXPECT_TRUE(o.ok()) << o.message();
-    return {o->trace, o->timeline};
-}
-
-WhatIfReport predict(const Opened& o, std::vector<std::string> names, bool keep = true) {
-    auto policies = parseWhatIfPolicies(names);
-    EXPECT_TRUE(policies.ok()) << policies.message();
-    WhatIfOptions options;
-    options.keep_traces = keep;
-    auto r = whatIf(*o.trace, *o.timeline, "full.memscope", *policies, options);
-    EXPECT_TRUE(r.ok()) << r.message();
-    return std::move(*r);
-}
-
-// Live bytes on device 0 at time x.
-int64_t liveAt(const Timeline& tl, int64_t x) {
-    return tl.device(0)->live.valueAt(x);
-}
+using testutil::liveAt;
+using testutil::open;
+using testutil::Opened;
+using testutil::predict;
 
 TEST(WhatIfPolicies, ParsesLayerListsAndComposedPolicies) {
     auto p = parseWhatIfPolicies(std::vector<std::string>{"layers:0,2,4", "block,sqrt+opt-in-bwd"});

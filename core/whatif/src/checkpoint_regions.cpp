@@ -11,9 +11,13 @@ std::string chainCount(size_t n) {
     return "the chain has " + std::to_string(n) + " layer" + (n == 1 ? "" : "s");
 }
 
+// layers:LIST's and a mix's layers (whole and with the save list), each its
+// own region, in forward order.
 Result<std::vector<LayerRegion>> listedLayers(const WhatIfPolicy& policy, const LayerChain& chain) {
     std::vector<LayerRegion> regions;
-    for (int64_t want : policy.layers) {
+    std::vector<int64_t> listed = policy.layers;
+    listed.insert(listed.end(), policy.save_layers.begin(), policy.save_layers.end());
+    for (int64_t want : listed) {
         auto it = std::find_if(chain.layers.begin(), chain.layers.end(),
                                [&](const ChainLayer& l) { return l.index == want; });
         if (it == chain.layers.end()) {
@@ -26,6 +30,8 @@ Result<std::vector<LayerRegion>> listedLayers(const WhatIfPolicy& policy, const 
         const size_t at = static_cast<size_t>(it - chain.layers.begin());
         regions.push_back({at, at + 1});
     }
+    std::sort(regions.begin(), regions.end(),
+              [](const LayerRegion& a, const LayerRegion& b) { return a.first < b.first; });
     return regions;
 }
 

@@ -99,11 +99,15 @@ public:
                 out.recompute_per_step[si] += checkpointAttention(si);
                 continue;
             }
-            const bool hold = policy.policy.recompute == Recompute::Save;
-            for (const CheckpointWindow& w : *windows)
-                if (w.step == si)
-                    out.recompute_per_step[si] +=
-                        checkpoint(w, keep.empty() ? nullptr : &kept, hold);
+            for (const CheckpointWindow& w : *windows) {
+                if (w.step != si) continue;
+                // A mix keeps the save list's ops only in its save_layers.
+                const bool saving = !keep.empty() && (policy.plan != RegionPlan::Layers ||
+                                                      savesOpsIn(policy, w.block));
+                out.recompute_per_step[si] +=
+                    checkpoint(w, saving ? &kept : nullptr,
+                               saving && policy.policy.recompute == Recompute::Save);
+            }
         }
         if (!keep.empty())
             assumptions_.push_back(

@@ -48,9 +48,22 @@ Result<std::vector<int64_t>> parseLayerList(std::string_view list, std::string_v
     return layers;
 }
 
-std::string layerListName(const std::vector<int64_t>& layers) {
-    std::string s = "layers:";
-    for (size_t i = 0; i < layers.size(); ++i) s += (i ? "," : "") + std::to_string(layers[i]);
+// "0,2,4", "0-4,7": ascending indices, runs of three or more as FIRST-LAST
+// (a 24-layer mix stays one short word).
+std::string layerListText(const std::vector<int64_t>& layers) {
+    std::string s;
+    for (size_t i = 0; i < layers.size();) {
+        size_t j = i;
+        while (j + 1 < layers.size() && layers[j + 1] == layers[j] + 1) ++j;
+        s += (s.empty() ? "" : ",");
+        if (j - i >= 2) {
+            s += std::to_string(layers[i]) + "-" + std::to_string(layers[j]);
+            i = j + 1;
+        } else {
+            s += std::to_string(layers[i]);
+            ++i;
+        }
+    }
     return s;
 }
 
@@ -126,26 +139,66 @@ std::optional<Result<WhatIfPolicy>> parseFrameworkName(std::string_view text) {
     return w;
 }
 
+// A per-layer mix: "layers:LIST", "save:OPS@LIST", or both, with an optional
+// "+opt-in-bwd" ("save:OPS" without '@' is the uniform save list).
+bool isMix(std::string_view text) {
+    if (text.rfind("layers:", 0) == 0) return true;
+    return text.rfind("save:", 0) == 0 && text.substr(0, text.find('+')).find('@') != text.npos;
+}
+
+Result<WhatIfPolicy> parseMix(std::string_view text) {
+    WhatIfPolicy w;
+    w.plan = RegionPlan::Layers;
+    w.explicit_layers = true;
+    bool whole = false, saving = false;
+    auto bad = [&](const std::string& why) {
+        return makeError("policy '" + std::string(text) + "': " + why +
+                         " (a layer mix is layers:LIST, save:OPS@LIST and opt-in-bwd joined by "
+                         "'+', e.g. layers:0-4+save:matmul@5-23+opt-in-bwd)");
+    };
+    size_t p = 0;
+    while (p <= text.size()) {
+        const size_t plus = std::min(text.find('+', p), text.size());
+        const std::string_view part = text.substr(p, plus - p);
+        if (part.rfind("layers:", 0) == 0 && !whole && !saving) {
+            auto layers = parseLayerList(part.substr(7), text);
+            if (!layers) return layers.error();
+            w.layers = std::move(*layers);
+            whole = true;
+        } else if (part.rfind("save:", 0) == 0 && part.find('@') != part.npos && !saving) {
+            const size_t at = part.find('@');
+            auto list = parsePolicy(part.substr(0, at), SaveNames::KindsAndOps);
+            if (!list) return bad(list.message());
+            auto layers = parseLayerList(part.substr(at + 1), text);
+            if (!layers) return layers.error();
+            w.policy.save_ops = list->save_ops;
+            w.policy.save_op_names = list->save_op_names;
+            w.save_layers = std::move(*layers);
+            saving = true;
+        } else if (part == "opt-in-bwd" && (whole || saving) && !w.policy.optimizer_in_backward) {
+            w.policy.optimizer_in_backward = true;
+        } else {
+            return bad("'" + std::string(part) + "' is out of place");
+        }
+        if (plus == text.size()) break;
+        p = plus + 1;
+    }
+    for (int64_t l : w.layers)
+        if (std::binary_search(w.save_layers.begin(), w.save_layers.end(), l))
+            return bad("layer " + std::to_string(l) +
+                       " is listed both whole and with the save list");
+    // Each listed layer is its own region; the save list's layers keep its ops.
+    w.policy.recompute = saving ? Recompute::Save : Recompute::Block;
+    w.name = mixName(w);
+    return w;
+}
+
 }  // namespace
 
 Result<WhatIfPolicy> parseWhatIfPolicy(std::string_view text) {
     if (auto framework = parseFrameworkName(text)) return std::move(*framework);
+    if (isMix(text)) return parseMix(text);
     WhatIfPolicy w;
-    if (text.rfind("layers:", 0) == 0) {
-        const size_t plus = text.find('+');
-        const std::string_view list = text.substr(7, plus == text.npos ? text.npos : plus - 7);
-        auto layers = parseLayerList(list, text);
-        if (!layers) return layers.error();
-        auto opt = optimizerInBackwardTail(text, plus);
-        if (!opt) return opt.error();
-        w.policy.optimizer_in_backward = *opt;
-        w.policy.recompute = Recompute::Block;  // each listed layer is its own region
-        w.plan = RegionPlan::Layers;
-        w.layers = std::move(*layers);
-        w.explicit_layers = true;
-        w.name = layerListName(w.layers) + (w.policy.optimizer_in_backward ? "+opt-in-bwd" : "");
-        return w;
-    }
     // Save lists name op kinds or ops as PyTorch names them ("aten::addmm").
     auto policy = parsePolicy(text, SaveNames::KindsAndOps);
     if (!policy)
@@ -157,6 +210,27 @@ Result<WhatIfPolicy> parseWhatIfPolicy(std::string_view text) {
     return w;
 }
 
+std::string mixName(const WhatIfPolicy& policy) {
+    std::string name;
+    if (!policy.layers.empty() || policy.save_layers.empty())
+        name = "layers:" + layerListText(policy.layers);
+    if (!policy.save_layers.empty()) {
+        Policy list = policy.policy;
+        list.optimizer_in_backward = false;
+        list.recompute = Recompute::Save;
+        name +=
+            (name.empty() ? "" : "+") + policyName(list) + "@" + layerListText(policy.save_layers);
+    }
+    if (policy.policy.optimizer_in_backward) name += "+opt-in-bwd";
+    return name;
+}
+
+bool savesOpsIn(const WhatIfPolicy& policy, int64_t layer) {
+    if (policy.policy.recompute != Recompute::Save) return false;
+    if (policy.plan != RegionPlan::Layers) return true;
+    return std::binary_search(policy.save_layers.begin(), policy.save_layers.end(), layer);
+}
+
 Result<std::vector<WhatIfPolicy>> parseWhatIfPolicies(std::span<const std::string> texts) {
     std::vector<WhatIfPolicy> out;
     for (const std::string& text : texts) {
@@ -166,13 +240,18 @@ Result<std::vector<WhatIfPolicy>> parseWhatIfPolicies(std::span<const std::strin
         while (p <= text.size()) {
             const size_t comma = std::min(text.find(',', p), text.size());
             std::string item = text.substr(p, comma - p);
+            // The '+' part the item would continue: "layers:0" of "layers:0"
+            // and of "save:matmul@1+layers:0".
+            const std::string_view last =
+                items.empty() ? std::string_view()
+                              : std::string_view(items.back()).substr(items.back().rfind('+') + 1);
+            const bool listed = last.rfind("layers:", 0) == 0 ||
+                                (last.rfind("save:", 0) == 0 && last.find('@') != last.npos);
             const bool continues =
                 !items.empty() &&
-                ((items.back().rfind("layers:", 0) == 0 &&
-                  items.back().find('+') == std::string::npos && isLayerListItem(item)) ||
-                 (items.back().rfind("save:", 0) == 0 &&
-                  items.back().find('+') == std::string::npos &&
-                  continuesSaveList(item, SaveNames::KindsAndOps)));
+                ((listed && isLayerListItem(item)) ||
+                 (last.rfind("save:", 0) == 0 && last.find('@') == last.npos &&
+                  continuesSaveList(item.substr(0, item.find('@')), SaveNames::KindsAndOps)));
             if (continues)
                 items.back() += "," + item;
             else

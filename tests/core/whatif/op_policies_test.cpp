@@ -9,6 +9,7 @@
 #include "memscope/open/open_run.h"
 #include "memscope/whatif/attention_core.h"
 #include "memscope/whatif/op_index.h"
+#include "memscope/whatif/policy_modules.h"
 #include "memscope/whatif/whatif.h"
 #include "whatif_test_util.h"
 
@@ -474,6 +475,110 @@ TEST(WhatIfOps, SaveListsOfAtenNamesRoundTrip) {
     auto joined = parseWhatIfPolicies(std::vector<std::string>{"save:aten::mm,aten::bmm,block"});
     ASSERT_TRUE(joined.ok());
     EXPECT_EQ(joined->size(), 2u);
+}
+
+TEST(WhatIfMixes, ParseAndNameEachLayersChoice) {
+    auto mix = parseWhatIfPolicy("layers:0,1+save:matmul@2-5+opt-in-bwd");
+    ASSERT_TRUE(mix.ok()) << mix.message();
+    EXPECT_EQ(mix->name, "layers:0,1+save:matmul@2-5+opt-in-bwd");
+    EXPECT_EQ(mix->plan, RegionPlan::Layers);
+    EXPECT_EQ(mix->layers, (std::vector<int64_t>{0, 1}));
+    EXPECT_EQ(mix->save_layers, (std::vector<int64_t>{2, 3, 4, 5}));
+    EXPECT_EQ(mix->policy.recompute, Recompute::Save);
+    EXPECT_TRUE(mix->policy.optimizer_in_backward);
+    EXPECT_TRUE(savesOpsIn(*mix, 3));
+    EXPECT_FALSE(savesOpsIn(*mix, 1));
+    auto again = parseWhatIfPolicy(mix->name);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->name, mix->name);
+    // Runs of three or more are written FIRST-LAST; a save list alone is a mix too.
+    EXPECT_EQ(parseWhatIfPolicy("layers:5,0,1,2")->name, "layers:0-2,5");
+    auto saves = parseWhatIfPolicy("save:aten::addmm@1,3");
+    ASSERT_TRUE(saves.ok()) << saves.message();
+    EXPECT_TRUE(saves->layers.empty());
+    EXPECT_EQ(saves->name, "save:aten::addmm@1,3");
+    // Commas continue the lists of a command line's comma list.
+    auto listed = parseWhatIfPolicies(
+        std::vector<std::string>{"layers:0,1+save:matmul,aten::_softmax@2,3+opt-in-bwd,block"});
+    ASSERT_TRUE(listed.ok()) << listed.message();
+    ASSERT_EQ(listed->size(), 2u);
+    EXPECT_EQ((*listed)[0].name, "layers:0,1+save:matmul,aten::_softmax@2,3+opt-in-bwd");
+    EXPECT_EQ((*listed)[0].policy.save_op_names, (std::vector<std::string>{"aten::_softmax"}));
+    EXPECT_EQ((*listed)[1].name, "block");
+    for (const char* bad : {"layers:1+save:matmul@1", "layers:1+layers:2", "layers:1+block",
+                            "save:matmul@", "save:bogus@1", "layers:0+opt-in-bwd+opt-in-bwd"}) {
+        auto r = parseWhatIfPolicy(bad);
+        EXPECT_FALSE(r.ok()) << bad;
+        if (!r.ok()) {
+            EXPECT_NE(r.message().find(bad), std::string::npos) << r.message();
+        }
+    }
+}
+
+TEST(WhatIfMixes, AMixOfEveryLayerIsTheUniformPolicy) {
+    const Opened o = open(transformerRun({Ops::Recorded}));
+    const WhatIfReport r =
+        predict(o, {"layers:0-3", "block", "save:aten::addmm@0-3", "save:aten::addmm"});
+    ASSERT_EQ(r.rows.size(), 5u);
+    for (size_t mix : {1u, 3u}) {
+        ASSERT_FALSE(r.rows[mix].refused) << *r.rows[mix].refused;
+        ASSERT_FALSE(r.rows[mix + 1].refused) << *r.rows[mix + 1].refused;
+        EXPECT_EQ(r.rows[mix].peak_bytes, r.rows[mix + 1].peak_bytes);
+        EXPECT_EQ(r.rows[mix].recompute_ns, r.rows[mix + 1].recompute_ns);
+        for (int64_t x = kT0; x < kT0 + 2 * kStepLen; x += 25)
+            EXPECT_EQ(liveAt(*r.rows[mix].timeline, x), liveAt(*r.rows[mix + 1].timeline, x))
+                << r.rows[mix].policy << " at " << x;
+    }
+}
+
+TEST(WhatIfMixes, EachLayerIsCheckpointedAsItsChoiceSays) {
+    const Opened o = open(transformerRun({Ops::Recorded}));
+    const WhatIfReport r =
+        predict(o, {"layers:0,1+save:aten::addmm@2,3", "block", "save:aten::addmm"});
+    ASSERT_EQ(r.rows.size(), 4u);
+    ASSERT_FALSE(r.rows[1].refused) << *r.rows[1].refused;
+    // Layer 0 frees what block frees; layer 2 only what the save list frees.
+    const int64_t layer2 = kLayer0 + 2000;
+    EXPECT_EQ(freedAt(o, r.rows[1], kLayer0 + 850), freedAt(o, r.rows[2], kLayer0 + 850));
+    EXPECT_EQ(freedAt(o, r.rows[1], layer2 + 850) - freedAt(o, r.rows[1], layer2 - 50),
+              freedAt(o, r.rows[3], layer2 + 850) - freedAt(o, r.rows[3], layer2 - 50));
+    // Two layers recomputed whole (800), two without their addmms (4 of 50).
+    EXPECT_EQ(r.rows[1].recompute_ns, 2 * 800 + 2 * (800 - 4 * 50));
+    EXPECT_LT(r.rows[1].peak_bytes, r.rows[3].peak_bytes);
+    EXPECT_GT(r.rows[1].peak_bytes, r.rows[2].peak_bytes);
+}
+
+TEST(WhatIfMixes, PolicyModulesNameTheModulesToWrap) {
+    const Trace run = transformerRun({Ops::Recorded});
+    auto mix = policyModules(*parseWhatIfPolicy("layers:0+save:matmul@1-3+opt-in-bwd"), run);
+    ASSERT_TRUE(mix.ok()) << mix.message();
+    ASSERT_EQ(mix->modules.size(), 4u);
+    for (size_t k = 0; k < 4; ++k) {
+        EXPECT_EQ(mix->modules[k].root, "GPT");
+        EXPECT_EQ(mix->modules[k].path, "h." + std::to_string(k));
+        EXPECT_EQ(mix->modules[k].type, "Block");
+        EXPECT_EQ(mix->modules[k].save_ops.empty(), k == 0) << k;
+    }
+    const auto& save = mix->modules[1].save_ops;
+    EXPECT_NE(std::find(save.begin(), save.end(), "aten::addmm"), save.end());
+    EXPECT_EQ(std::find(save.begin(), save.end(), "aten::matmul"), save.end());
+    EXPECT_TRUE(mix->optimizer_in_backward);
+    EXPECT_FALSE(mix->reentrant);
+
+    auto by_class = policyModules(*parseWhatIfPolicy("module:Block"), run);
+    ASSERT_TRUE(by_class.ok()) << by_class.message();
+    EXPECT_EQ(by_class->modules.size(), 4u);
+    auto optimizer = policyModules(*parseWhatIfPolicy("opt-in-bwd"), run);
+    ASSERT_TRUE(optimizer.ok());
+    EXPECT_TRUE(optimizer->modules.empty());
+    EXPECT_TRUE(optimizer->optimizer_in_backward);
+    // Several layers as one region, and the attention core, are no module.
+    for (const char* refused : {"sqrt", "uniform:2", "selective", "module:Nope"}) {
+        auto r = policyModules(*parseWhatIfPolicy(refused), run);
+        EXPECT_FALSE(r.ok()) << refused;
+    }
+    // The chain's container is no nn.Sequential (no module holds the layers).
+    EXPECT_FALSE(policyModules(*parseWhatIfPolicy("sequential:2"), run).ok());
 }
 
 }  // namespace

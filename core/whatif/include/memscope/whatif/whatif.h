@@ -42,16 +42,30 @@ enum class RegionPlan {
 };
 
 // A policy as whatif names it: memscope-train's vocabulary, plus the names
-// of RegionPlan ("layers:0,2,4", "every:2+opt-in-bwd", "module:Block").
+// of RegionPlan ("layers:0,2,4", "every:2+opt-in-bwd", "module:Block"), and
+// per-layer mixes, which the advisor answers with:
+// "layers:0-4+save:matmul@5-23+opt-in-bwd" checkpoints layers 0 to 4 whole
+// and layers 5 to 23 with the save list (policy.save_ops, save_op_names).
 struct WhatIfPolicy {
     Policy policy;
     RegionPlan plan = RegionPlan::Chain;
-    std::vector<int64_t> layers;   // non-empty only for layers:LIST, ascending
+    // plan == Layers: the layers checkpointed whole, then those checkpointed
+    // with the save list (policy.recompute is Save when there are any), both
+    // ascending and disjoint.
+    std::vector<int64_t> layers;
+    std::vector<int64_t> save_layers = {};
     bool explicit_layers = false;  // plan == Layers
     int64_t count = 0;             // Sequential's K; Every's, Uniform's and First's N
     std::string module_type;       // Module's CLASS
     std::string name;  // as policyName gives it, or "layers:0,2,4[+opt-in-bwd]", "every:2", …
 };
+// Whether `policy` keeps its save list's op outputs in the layer whose chain
+// index is `layer` (a uniform save:OPS in every layer, a mix in its
+// save_layers).
+bool savesOpsIn(const WhatIfPolicy& policy, int64_t layer);
+// The name of a mix: "layers:0-4+save:matmul@5-23+opt-in-bwd" (runs of
+// consecutive layers as FIRST-LAST), as parseWhatIfPolicy reads it back.
+std::string mixName(const WhatIfPolicy& policy);
 Result<WhatIfPolicy> parseWhatIfPolicy(std::string_view text);
 // Splits a command line's comma list into policies as memscope-train does,
 // and keeps "layers:0,2,4" one policy (its numbers continue the list).

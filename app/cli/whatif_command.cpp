@@ -1,5 +1,6 @@
 // memscope-cli whatif TRACE [--policy P]... [--allocator CONF] [--device-memory SIZE]
-//                     [--budget SIZE] [--json] [--out DIR]
+//                     [--budget SIZE | --frontier] [--no-opt-in-bwd] [--json] [--out DIR]
+// memscope-cli whatif TRACE --emit pytorch POLICY
 //
 // Predicts, from one measured full-save run, what each checkpointing policy
 // would do to memory (core's whatif.h), and optionally writes the predicted
@@ -19,6 +20,9 @@
 #include "memscope/base/units.h"
 #include "memscope/format/native_format.h"
 #include "memscope/report/whatif_report.h"
+#include "memscope/whatif/advisor.h"
+#include "memscope/whatif/policy_modules.h"
+#include "memscope/whatif/pytorch_code.h"
 #include "memscope/whatif/whatif.h"
 
 namespace memscope::cli {
@@ -33,7 +37,34 @@ struct WhatIfCliOptions {
     std::string out;
     std::string use_reentrant = "auto";
     bool json = false;
+    bool frontier = false;
+    bool no_opt_in_bwd = false;
+    std::vector<std::string> emit;  // {"pytorch", POLICY}
 };
+
+CheckpointStyle styleOf(const WhatIfCliOptions& o) {
+    return o.use_reentrant == "true"    ? CheckpointStyle::Reentrant
+           : o.use_reentrant == "false" ? CheckpointStyle::NonReentrant
+                                        : CheckpointStyle::Auto;
+}
+
+// --emit pytorch POLICY: the code that applies POLICY to the recorded model.
+int emitCode(const WhatIfCliOptions& o, const Trace& trace) {
+    auto policy = parseWhatIfPolicy(o.emit[1]);
+    if (!policy) {
+        std::fprintf(stderr, "memscope-cli whatif: --emit: %s\n",
+                     terminalText(policy.message()).c_str());
+        return 1;
+    }
+    auto modules = policyModules(*policy, trace, styleOf(o));
+    if (!modules) {
+        std::fprintf(stderr, "memscope-cli whatif: --emit: %s\n",
+                     terminalText(modules.message()).c_str());
+        return 2;
+    }
+    std::fputs(pytorchCode(*modules, {o.path}).c_str(), stdout);
+    return 0;
+}
 
 // "<measured file stem>-<policy>.predicted.memscope" in DIR.
 std::string predictedPath(const std::string& dir, const std::string& source, const WhatIfRow& row) {
@@ -88,6 +119,18 @@ int run(const WhatIfCliOptions& o) {
             return 2;
         }
     }
+    if (!o.emit.empty() && (o.emit.size() != 2 || o.emit[0] != "pytorch")) {
+        std::fprintf(stderr,
+                     "memscope-cli whatif: --emit takes a language and a policy: --emit pytorch "
+                     "POLICY\n");
+        return 1;
+    }
+    if (budget && o.frontier) {
+        std::fprintf(stderr,
+                     "memscope-cli whatif: --budget names the fastest policy that fits; "
+                     "--frontier lists them all without a budget: give one of the two\n");
+        return 1;
+    }
     auto opened = openWithProgress(o.path);
     if (!opened) {
         std::fprintf(stderr, "memscope-cli whatif: %s\n", terminalText(opened.message()).c_str());
@@ -102,6 +145,7 @@ int run(const WhatIfCliOptions& o) {
         return 2;
     }
     const OpenedTrace& part = opened->parts.front();
+    if (!o.emit.empty()) return emitCode(o, *part.trace);
     TaskContext ctx;
     const bool tty = isatty(STDERR_FILENO);
     if (tty)
@@ -112,9 +156,7 @@ int run(const WhatIfCliOptions& o) {
         };
     WhatIfOptions options;
     options.keep_traces = !o.out.empty();
-    options.checkpoint_style = o.use_reentrant == "true"    ? CheckpointStyle::Reentrant
-                               : o.use_reentrant == "false" ? CheckpointStyle::NonReentrant
-                                                            : CheckpointStyle::Auto;
+    options.checkpoint_style = styleOf(o);
     if (!o.allocator.empty())
         options.allocator_settings =
             *applyAllocatorConf(allocatorSettingsOf(*part.trace).settings, o.allocator);
@@ -140,10 +182,35 @@ int run(const WhatIfCliOptions& o) {
     }
     std::optional<WhatIfBudget> fit;
     if (budget) fit = whatIfBudget(*report, *budget);
+    // The advisor searches per-layer mixes where the run has layers.
+    std::optional<Advice> advice;
+    std::string advice_problem;
+    if ((budget || o.frontier) && report->chain) {
+        AdvisorOptions a;
+        a.whatif = options;
+        a.optimizer_in_backward = !o.no_opt_in_bwd;
+        TaskContext actx;
+        if (tty)
+            actx.progress = [](uint64_t done, uint64_t total) {
+                showProgress("memscope-cli whatif: advising, " + std::to_string(done) + " of ~" +
+                             std::to_string(total) + " runs simulated");
+            };
+        auto answer = advise(*part.trace, *part.timeline, o.path, budget, a, actx);
+        if (tty) clearProgress();
+        if (answer)
+            advice = std::move(*answer);
+        else
+            advice_problem = answer.message();
+    } else if (budget || o.frontier) {
+        advice_problem = "no per-layer mix to search: " + report->chain_problem;
+    }
+    if (!advice_problem.empty() && !o.json)
+        std::fprintf(stderr, "memscope-cli whatif: advisor: %s\n",
+                     terminalText(advice_problem).c_str());
     if (o.json) {
-        std::fputs(whatIfJson(*report, fit, written).c_str(), stdout);
+        std::fputs(whatIfJson(*report, fit, written, advice ? &*advice : nullptr).c_str(), stdout);
     } else {
-        std::fputs(whatIfText(*report, fit).c_str(), stdout);
+        std::fputs(whatIfText(*report, fit, advice ? &*advice : nullptr).c_str(), stdout);
         for (const std::string& f : written)
             if (!f.empty()) std::printf("  wrote %s\n", f.c_str());
     }
@@ -162,8 +229,20 @@ Command addWhatIf(CLI::App& parent) {
         "a policy to predict (repeatable, or a comma list): " + std::string(whatIfPolicyHelp()) +
             "; default: every policy the trace's layers allow");
     app->add_option("--budget", o->budget,
-                    "name the fastest policy predicted to fit SIZE (2.5GiB, 800MB)")
+                    "search per-layer mixes (each layer: kept, checkpointed, or checkpointed "
+                    "with a save list; the optimizer in backward) for the fastest predicted to "
+                    "fit SIZE (2.5GiB, 800MB), each answer simulated whole")
         ->check(byteSizeValidator());
+    app->add_flag("--frontier", o->frontier,
+                  "list the predicted memory/time frontier of per-layer mixes and uniform "
+                  "policies");
+    app->add_flag("--no-opt-in-bwd", o->no_opt_in_bwd,
+                  "the advisor keeps the optimizer after backward (for loops with gradient "
+                  "clipping or accumulation)");
+    app->add_option("--emit", o->emit,
+                    "print the PyTorch code that applies a policy to the recorded model, by "
+                    "its module paths: --emit pytorch POLICY")
+        ->expected(2);
     app->add_option("--allocator", o->allocator,
                     "replay under other caching-allocator settings, in PYTORCH_CUDA_ALLOC_CONF's "
                     "syntax (expandable_segments:True, max_split_size_mb:512, "

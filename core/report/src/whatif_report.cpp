@@ -6,6 +6,7 @@
 #include "json_out.h"
 #include "memscope/base/text_escape.h"
 #include "memscope/base/units.h"
+#include "memscope/report/advice_report.h"
 
 namespace memscope {
 namespace {
@@ -55,7 +56,8 @@ struct Footnotes {
 
 }  // namespace
 
-std::string whatIfText(const WhatIfReport& report, const std::optional<WhatIfBudget>& budget) {
+std::string whatIfText(const WhatIfReport& report, const std::optional<WhatIfBudget>& budget,
+                       const Advice* advice) {
     std::string out = "what if: " + terminalText(report.source) + "\n";
     out += "  measured policy: " +
            (report.measured_policy.empty() ? std::string("not recorded (taken as full-save)")
@@ -164,12 +166,13 @@ std::string whatIfText(const WhatIfReport& report, const std::optional<WhatIfBud
         for (size_t k = 0; k < notes.texts.size(); ++k)
             out += "    " + std::to_string(k + 1) + ". " + notes.texts[k] + "\n";
     }
-    if (budget) out += "\n  " + budget->line + " (predicted)\n";
+    if (budget) out += "\n  among these rows, " + budget->line + " (predicted)\n";
+    if (advice) out += adviceText(*advice);
     return out;
 }
 
 std::string whatIfJson(const WhatIfReport& report, const std::optional<WhatIfBudget>& budget,
-                       std::span<const std::string> written_traces) {
+                       std::span<const std::string> written_traces, const Advice* advice) {
     rapidjson::StringBuffer buf;
     json::Out w(buf);
     using json::field;
@@ -267,13 +270,26 @@ std::string whatIfJson(const WhatIfReport& report, const std::optional<WhatIfBud
         w.StartObject();
         field(w, "bytes", budget->answer.budget_bytes);
         field(w, "judged_by", std::string_view(budget->by_reserved ? "reserved" : "active"));
+        // The advisor's answer where it searched; else the fastest row that fits.
         key(w, "policy");
+        if (advice && advice->choice)
+            json::string(w, advice->choice->policy.name);
+        else if (!advice && budget->answer.choice)
+            json::string(w, budget->points[*budget->answer.choice].name);
+        else
+            w.Null();
+        key(w, "table_policy");
         if (budget->answer.choice)
             json::string(w, budget->points[*budget->answer.choice].name);
         else
             w.Null();
-        field(w, "short_by_bytes", budget->answer.short_by_bytes);
+        field(w, "short_by_bytes", advice ? advice->short_by_bytes : budget->answer.short_by_bytes);
         w.EndObject();
+    }
+    if (advice) {
+        key(w, "advisor");
+        const std::string a = adviceJson(*advice);
+        w.RawValue(a.c_str(), a.size(), rapidjson::kObjectType);
     }
     w.EndObject();
     return std::string(buf.GetString(), buf.GetSize()) + "\n";

@@ -54,12 +54,12 @@ Result<SequentialCheckpoint> sequentialOf(const WhatIfPolicy& policy, const Laye
     // A ModuleList has no forward to replace: checkpoint_sequential needs
     // the container to be what the model calls.
     if (type != "Sequential")
-        return makeError("policy '" + policy.name + "': the layers' container " +
-                         std::string(trace.string(container->path)) + " is " +
-                         (type.empty() ? std::string("of a class the trace does not record")
-                                       : "a " + type) +
-                         ", not an nn.Sequential the model calls, which checkpoint_sequential "
-                         "needs; use layers:LIST or every:N instead");
+        return makeError(
+            "policy '" + policy.name + "': the layers' container " +
+            std::string(trace.string(container->path)) + " is " +
+            (type.empty() ? std::string("of a class the trace does not record") : "a " + type) +
+            ", not an nn.Sequential the model calls, which checkpoint_sequential "
+            "needs; use layers:LIST or every:N instead");
     return SequentialCheckpoint{std::string(trace.string(container->root)),
                                 std::string(trace.string(container->path)), type, policy.count};
 }

@@ -552,6 +552,45 @@ TEST_F(Cli, WhatIfPredictsPoliciesAndWritesTracesThatCompareOpens) {
     EXPECT_TRUE(pj["predictions"][1].contains("peak_bytes"));
 }
 
+TEST_F(Cli, WhatIfAdvisesAMixWritesItAsCodeAndListsTheFrontier) {
+    const std::string full = file("gpt-full.memscope");
+    ASSERT_TRUE(writeNativeTrace(testutil::layeredFullSaveRun(), full));
+
+    const CliRun json = run("whatif " + full + " --policy block --budget 1GiB --json");
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    const auto j = nlohmann::json::parse(json.out);
+    const auto& advisor = j["advisor"];
+    ASSERT_TRUE(advisor["choice"].is_object()) << advisor.dump();
+    // The budget names the advisor's answer, which fits it.
+    EXPECT_EQ(j["budget"]["policy"], advisor["choice"]["policy"]);
+    EXPECT_LE(advisor["choice"]["judged_bytes"].get<int64_t>(), int64_t(1) << 30);
+    EXPECT_EQ(advisor["judged_by"], "reserved");
+    EXPECT_GT(advisor["simulations"].get<int>(), 4);
+    EXPECT_TRUE(advisor["best_uniform"].is_object());
+    EXPECT_FALSE(advisor["frontier"].empty());
+
+    const CliRun text = run("whatif " + full + " --budget 1GiB");
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("advisor (predicted;"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("apply it:      memscope-cli record --apply"), std::string::npos);
+
+    const CliRun frontier = run("whatif " + full + " --frontier");
+    ASSERT_EQ(frontier.exit_code, 0) << frontier.err;
+    EXPECT_NE(frontier.out.find("the memory/time frontier"), std::string::npos) << frontier.out;
+    EXPECT_EQ(run("whatif " + full + " --frontier --budget 1GiB").exit_code, 1);
+
+    const CliRun code = run("whatif " + full + " --emit pytorch layers:0,2+opt-in-bwd");
+    ASSERT_EQ(code.exit_code, 0) << code.err;
+    EXPECT_NE(code.out.find("for path in [\"h.0\", \"h.2\"]:"), std::string::npos) << code.out;
+    EXPECT_NE(code.out.find("register_post_accumulate_grad_hook"), std::string::npos);
+    // A policy no module covers is refused with the reason; bad usage exits 1.
+    const CliRun sqrt = run("whatif " + full + " --emit pytorch sqrt");
+    EXPECT_EQ(sqrt.exit_code, 2);
+    EXPECT_NE(sqrt.err.find("as one region"), std::string::npos) << sqrt.err;
+    EXPECT_EQ(run("whatif " + full + " --emit cobol block").exit_code, 1);
+    EXPECT_EQ(run("whatif " + full + " --emit pytorch layers:x").exit_code, 1);
+}
+
 TEST_F(Cli, CompareTableAgreesWithCore) {
     // The GUI's model displays core's table; the CLI prints it: same numbers.
     const auto paths = writePolicyRuns();

@@ -171,8 +171,10 @@ private:
         uniform_policies_.clear();
         for (const char* name : {"block", "sqrt", "segments:2", "segments:4", "every:2", "every:3",
                                  "save:matmul", "selective", "opt-in-bwd"}) {
+            const bool optimizer = std::string_view(name) == "opt-in-bwd";
+            if (optimizer && !options_.optimizer_in_backward) continue;
             uniform_policies_.push_back(*parseWhatIfPolicy(name));
-            if (std::string_view(name) != "opt-in-bwd")
+            if (!optimizer && options_.optimizer_in_backward)
                 uniform_policies_.push_back(*parseWhatIfPolicy(std::string(name) + "+opt-in-bwd"));
         }
         return uniform_policies_;

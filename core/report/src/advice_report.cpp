@@ -18,14 +18,15 @@ std::string row(const AdvisedPolicy& a, double measured_ms) {
     char pct[32];
     std::snprintf(pct, sizeof pct, "%+.1f%%",
                   measured_ms > 0 ? 100.0 * (a.row.step_ms - measured_ms) / measured_ms : 0.0);
-    return a.policy.name + "\n      peak " + formatBytes(a.judged_bytes) + ", " +
-           ms(a.row.step_ms) + " per step (" + pct + ", recompute " +
-           ms(a.row.step_ms - measured_ms) + ")" + (a.uniform ? "" : ", a per-layer mix");
+    return a.label() + "\n      peak " + formatBytes(a.judged_bytes) + ", " + ms(a.row.step_ms) +
+           " per step (" + pct + ", recompute " + ms(a.row.step_ms - measured_ms) + ")" +
+           (a.uniform ? "" : ", a per-layer mix");
 }
 
 void advised(json::Out& w, const AdvisedPolicy& a, double measured_ms) {
     w.StartObject();
     json::field(w, "policy", std::string_view(a.policy.name));
+    json::field(w, "allocator_conf", std::string_view(a.allocator_conf));
     json::key(w, "mix");
     w.Bool(!a.uniform);
     json::field(w, "peak_bytes", a.row.peak_bytes);
@@ -53,8 +54,12 @@ std::string adviceText(const Advice& a) {
         if (a.choice) {
             out += "    answer:        " + row(*a.choice, base) + "\n";
             if (a.best_uniform) out += "    best uniform:  " + row(*a.best_uniform, base) + "\n";
-            out += "    apply it:      memscope-cli record --apply " + a.choice->policy.name +
-                   " --from " + a.source + " -- CMD\n";
+            const std::string env =
+                a.choice->allocator_conf.empty()
+                    ? std::string()
+                    : "PYTORCH_CUDA_ALLOC_CONF=" + a.choice->allocator_conf + " ";
+            out += "    apply it:      " + env + "memscope-cli record --apply " +
+                   a.choice->policy.name + " --from " + a.source + " -- CMD\n";
             out += "    as code:       memscope-cli whatif " + a.source + " --emit pytorch " +
                    a.choice->policy.name + "\n";
         }

@@ -39,52 +39,25 @@ public:
           options_(options),
           ctx_(ctx) {
         options_.whatif.keep_traces = false;
+        asked_settings_ = options_.whatif.allocator_settings;
     }
 
     Result<Advice> run(std::optional<int64_t> budget) {
         Advice advice;
         advice.source = source_;
         advice.budget_bytes = budget;
-
-        // The uniform policies, and the measured run with its layer chain.
-        auto uniform = simulateReport(uniformPolicies());
-        if (!uniform) return uniform.error();
-        if (!uniform->chain)
-            return makeError("no per-layer mix to search: " + uniform->chain_problem);
-        chain_ = *uniform->chain;
-        by_reserved_ = std::all_of(uniform->rows.begin(), uniform->rows.end(), [](const auto& r) {
-            return r.refused || r.allocator.has_value();
-        });
-        advice.by_reserved = by_reserved_;
-        advice.measured = advised(*parseWhatIfPolicy("opt-in-bwd"), uniform->rows.front());
-        advice.measured.policy.name = "full";
-        advice.measured.policy.policy.optimizer_in_backward = false;
-        advice.measured.uniform = true;
-        measured_ms_ = uniform->rows.front().step_ms;
-        pool_.push_back(advice.measured);
-        for (size_t i = 1; i < uniform->rows.size(); ++i) {
-            if (uniform->rows[i].refused) continue;
-            AdvisedPolicy a = advised(uniform_policies_[i - 1], uniform->rows[i]);
-            a.uniform = true;
-            if (uniform_policies_[i - 1].name == "opt-in-bwd") opt_allowed_ = true;
-            pool_.push_back(std::move(a));
-        }
-        opt_allowed_ = opt_allowed_ && options_.optimizer_in_backward;
-        if (!options_.optimizer_in_backward)
-            advice.notes.push_back("the optimizer stays after backward (opt-in-bwd not allowed)");
-
-        auto moves = plannedMoves(advice.notes);
-        if (!moves) return moves.error();
-        moves_ = std::move(*moves);
-
-        for (bool opt : optimizerChoices()) {
-            if (ctx_.cancelled()) return cancelledError();
-            if (budget) {
-                auto fit = fitPrefix(*budget, opt);
-                if (!fit) return fit.error();
-            } else {
-                auto swept = sweep(opt);
-                if (!swept) return swept.error();
+        auto asked = searchUnder(budget, advice);
+        if (!asked) return asked.error();
+        // On a GPU run the allocator's settings are a choice too: expandable
+        // segments cut what fragmentation reserves, so a faster mix may fit.
+        if (by_reserved_ && options_.allocator_settings) {
+            const AllocatorSettings base = options_.whatif.allocator_settings.value_or(
+                allocatorSettingsOf(measured_).settings);
+            if (!base.expandable_segments) {
+                conf_ = "expandable_segments:True";
+                options_.whatif.allocator_settings = *applyAllocatorConf(base, conf_);
+                auto expandable = searchUnder(budget, advice);
+                if (!expandable) return expandable.error();
             }
         }
         if (budget) decide(*budget, advice);
@@ -93,6 +66,7 @@ public:
         if (advice.choice && options_.keep_answer_trace) {
             WhatIfOptions keep = options_.whatif;
             keep.keep_traces = true;
+            keep.allocator_settings = settingsFor(advice.choice->allocator_conf);
             const WhatIfPolicy p = advice.choice->policy;
             auto r = whatIf(measured_, timeline_, source_, std::span(&p, 1), keep, inner());
             if (!r) return r.error();
@@ -103,6 +77,57 @@ public:
     }
 
 private:
+    // One search under the allocator settings options_.whatif holds (conf_
+    // names them): the uniform policies, each layer alone, then the mixes.
+    Result<void> searchUnder(std::optional<int64_t> budget, Advice& advice) {
+        auto uniform = simulateReport(uniformPolicies());
+        if (!uniform) return uniform.error();
+        if (!uniform->chain)
+            return makeError("no per-layer mix to search: " + uniform->chain_problem);
+        const bool first = pool_.empty();
+        AdvisedPolicy measured = advised(*parseWhatIfPolicy("opt-in-bwd"), uniform->rows.front());
+        measured.policy.name = "full";
+        measured.policy.policy.optimizer_in_backward = false;
+        measured.uniform = true;
+        if (first) {
+            chain_ = *uniform->chain;
+            by_reserved_ =
+                std::all_of(uniform->rows.begin(), uniform->rows.end(),
+                            [](const auto& r) { return r.refused || r.allocator.has_value(); });
+            measured.judged_bytes = judged(uniform->rows.front());
+            advice.by_reserved = by_reserved_;
+            advice.measured = measured;
+            measured_ms_ = uniform->rows.front().step_ms;
+            if (!options_.optimizer_in_backward)
+                advice.notes.push_back(
+                    "the optimizer stays after backward (opt-in-bwd not allowed)");
+        }
+        pool_.push_back(measured);
+        for (size_t i = 1; i < uniform->rows.size(); ++i) {
+            if (uniform->rows[i].refused) continue;
+            AdvisedPolicy a = advised(uniform_policies_[i - 1], uniform->rows[i]);
+            a.uniform = true;
+            if (uniform_policies_[i - 1].name == "opt-in-bwd") opt_allowed_ = true;
+            pool_.push_back(std::move(a));
+        }
+        opt_allowed_ = opt_allowed_ && options_.optimizer_in_backward;
+
+        auto moves = plannedMoves(first ? &advice.notes : nullptr);
+        if (!moves) return moves.error();
+        moves_ = std::move(*moves);
+        for (bool opt : optimizerChoices()) {
+            if (ctx_.cancelled()) return cancelledError();
+            auto done = budget ? fitPrefix(*budget, opt) : sweep(opt);
+            if (!done) return done.error();
+        }
+        return {};
+    }
+
+    std::optional<AllocatorSettings> settingsFor(const std::string& conf) const {
+        if (conf.empty() || conf != conf_) return asked_settings_;
+        return options_.whatif.allocator_settings;
+    }
+
     const Trace& measured_;
     const Timeline& timeline_;
     std::string source_;
@@ -116,6 +141,10 @@ private:
     std::vector<WhatIfPolicy> uniform_policies_;
     std::vector<Move> moves_;
     std::vector<AdvisedPolicy> pool_;  // every policy simulated, measured run first
+    // The allocator settings of the search under way ("" = as asked), and
+    // those asked for.
+    std::string conf_;
+    std::optional<AllocatorSettings> asked_settings_;
     size_t simulations_ = 0;
 
     TaskContext inner() const {
@@ -138,6 +167,7 @@ private:
         a.row.trace.reset();
         a.row.timeline.reset();
         a.judged_bytes = judged(row);
+        a.allocator_conf = conf_;
         return a;
     }
 
@@ -153,7 +183,8 @@ private:
     // One policy, whole; nullopt when refused.
     Result<std::optional<AdvisedPolicy>> simulate(const WhatIfPolicy& policy) {
         for (const AdvisedPolicy& a : pool_)
-            if (a.policy.name == policy.name) return std::optional<AdvisedPolicy>(a);
+            if (a.policy.name == policy.name && a.allocator_conf == conf_)
+                return std::optional<AdvisedPolicy>(a);
         auto r = simulateReport({policy});
         if (!r) return r.error();
         if (r->rows.size() != 2 || r->rows[1].refused) return std::optional<AdvisedPolicy>();
@@ -230,7 +261,7 @@ private:
     // list before its upgrade to whole where that is the cheaper way to its
     // first bytes. Layers that lower the peak alone by nothing come last,
     // cheapest first: together they may.
-    Result<std::vector<Move>> plannedMoves(std::vector<std::string>& notes) {
+    Result<std::vector<Move>> plannedMoves(std::vector<std::string>* notes) {
         std::vector<WhatIfPolicy> singles;
         const size_t n = chain_.layers.size();
         for (size_t p = 0; p < n; ++p) {
@@ -242,7 +273,10 @@ private:
         }
         auto r = simulateReport(singles);
         if (!r) return r.error();
-        const AdvisedPolicy& base = pool_.front();
+        // The full run under these allocator settings.
+        const AdvisedPolicy& base = *std::find_if(pool_.begin(), pool_.end(), [&](const auto& a) {
+            return a.policy.name == "full" && a.allocator_conf == conf_;
+        });
         std::vector<Move> moves, idle;
         for (size_t p = 0; p < n; ++p) {
             const WhatIfRow& w = r->rows[1 + 2 * p];
@@ -267,10 +301,10 @@ private:
                 idle.push_back({p, LayerChoice::Whole, 0, cw});
             }
         }
-        if (!save_allowed_)
-            notes.push_back("layers are only checkpointed whole: the save list (" +
-                            policyName(saveList()) +
-                            ") keeps nothing in any layer, or the run's ops are not known");
+        if (!save_allowed_ && notes)
+            notes->push_back("layers are only checkpointed whole: the save list (" +
+                             policyName(saveList()) +
+                             ") keeps nothing in any layer, or the run's ops are not known");
         // Stable, so that a layer's save list stays before its upgrade (whose
         // ratio is at most the save list's, by the test above).
         std::stable_sort(moves.begin(), moves.end(), [](const Move& a, const Move& b) {
@@ -367,6 +401,7 @@ private:
     // Of policies predicted alike (peak and time), the one that changes the
     // least: uniform before a mix, the optimizer left where it is.
     static bool simpler(const AdvisedPolicy& a, const AdvisedPolicy& b) {
+        if (a.allocator_conf.empty() != b.allocator_conf.empty()) return a.allocator_conf.empty();
         if (a.uniform != b.uniform) return a.uniform;
         return !a.policy.policy.optimizer_in_backward && b.policy.policy.optimizer_in_backward;
     }
@@ -402,16 +437,16 @@ private:
         const std::string budget = "budget " + formatBytes(*a.budget_bytes) + kind;
         if (!a.choice) {
             if (!a.closest) return budget + ": nothing could be predicted";
-            return budget + ": nothing fits; the smallest peak found, " + a.closest->policy.name +
+            return budget + ": nothing fits; the smallest peak found, " + a.closest->label() +
                    "'s " + formatBytes(a.closest->judged_bytes) + ", is " +
                    formatBytes(a.short_by_bytes) + " over";
         }
-        std::string line = budget + ": " + a.choice->policy.name + " (peak " +
+        std::string line = budget + ": " + a.choice->label() + " (peak " +
                            formatBytes(a.choice->judged_bytes) + ", " + ms(a.choice->row.step_ms) +
                            " per step, " + ms(a.choice->row.step_ms - measured_ms_) +
                            " of it recompute)";
-        if (a.best_uniform && a.best_uniform->policy.name != a.choice->policy.name)
-            line += "; the fastest uniform policy that fits, " + a.best_uniform->policy.name +
+        if (a.best_uniform && a.best_uniform->label() != a.choice->label())
+            line += "; the fastest uniform policy that fits, " + a.best_uniform->label() +
                     ", takes " + ms(a.best_uniform->row.step_ms) + " (peak " +
                     formatBytes(a.best_uniform->judged_bytes) + ")";
         else if (!a.best_uniform)

@@ -143,6 +143,34 @@ TEST(Advisor, RefusesARunWithoutLayersAndStopsWhenCancelled) {
     EXPECT_EQ(cancelled.message(), cancelledError().message);
 }
 
+TEST(Advisor, OnAGpuRunTheAllocatorSettingsAreAChoiceToo) {
+    // Device 0: the caching allocator's model judges reserved bytes.
+    const Opened o = open(transformerRun({Ops::Recorded}));
+    AdvisorOptions recorded_only;
+    recorded_only.allocator_settings = false;
+    const Advice plain = adviseOk(o, std::nullopt, recorded_only);
+    const Advice both = adviseOk(o, std::nullopt);
+    EXPECT_TRUE(both.by_reserved);
+    EXPECT_GT(both.simulations, plain.simulations);
+    for (const AdvisedPolicy& p : plain.frontier) EXPECT_TRUE(p.allocator_conf.empty());
+    // Whatever the search kept with expandable segments predicts the same
+    // reserved peak when simulated again under them.
+    for (const AdvisedPolicy& p : both.frontier) {
+        if (p.allocator_conf.empty()) continue;
+        EXPECT_EQ(p.allocator_conf, "expandable_segments:True");
+        EXPECT_NE(p.label().find("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
+                  std::string::npos);
+        WhatIfOptions w;
+        w.allocator_settings =
+            *applyAllocatorConf(allocatorSettingsOf(*o.trace).settings, p.allocator_conf);
+        auto again = whatIf(*o.trace, *o.timeline, "full", std::span(&p.policy, 1), w);
+        ASSERT_TRUE(again.ok()) << again.message();
+        const WhatIfRow& row = again->rows.back();
+        ASSERT_TRUE(row.allocator) << p.label();
+        EXPECT_EQ(int64_t(row.allocator->reserved_peak_bytes), p.judged_bytes) << p.label();
+    }
+}
+
 TEST(PytorchCode, NamesTheModulesTheSaveListAndTheVersionNeeded) {
     const Trace run = transformerRun({Ops::Recorded});
     auto mix = policyModules(*parseWhatIfPolicy("layers:0+save:matmul@1-3+opt-in-bwd"), run);

@@ -77,3 +77,12 @@ def every_nth(n, count):
     """torchtitan's selective_ac_option=N: its wrapper counts the layers it is
     given from 1 and wraps those whose count is a multiple of N."""
     return {i for i in range(count) if (i + 1) % n == 0}
+
+
+def paste(path, model):
+    """Runs the code in `path` as if pasted right after the model is built
+    (what `memscope-cli whatif --emit pytorch` prints), with `model` in scope."""
+    if not path:
+        return
+    with open(path) as f:
+        exec(compile(f.read(), path, "exec"), {"model": model, "__name__": "__pasted__"})

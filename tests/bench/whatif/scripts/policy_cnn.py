@@ -70,6 +70,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--policy", default="full")
     ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--setup", help="code to run after the model is built, with `model` in scope "
+                    "(whatif --emit pytorch's output)")
     ap.add_argument("--blocks-per-stage", type=int, default=3)
     ap.add_argument("--width", type=int, default=16)
     ap.add_argument("--image", type=int, default=32)
@@ -78,6 +80,7 @@ def main():
     torch.manual_seed(0)
     torch.set_num_threads(1)
     model = ResNet(args.width, args.blocks_per_stage, args.policy)
+    hp.paste(args.setup, model)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     for step in range(args.steps):
         x = torch.randn(args.batch, 3, args.image, args.image)

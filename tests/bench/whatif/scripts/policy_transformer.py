@@ -102,6 +102,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--policy", default="full")
     ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--setup", help="code to run after the model is built, with `model` in scope "
+                    "(whatif --emit pytorch's output)")
     ap.add_argument("--layers", type=int, default=6)
     ap.add_argument("--width", type=int, default=256)
     ap.add_argument("--seq", type=int, default=128)
@@ -111,6 +113,7 @@ def main():
     torch.set_num_threads(1)
     vocab = 1024
     model = GPT(vocab, args.width, 4, args.layers, args.seq, args.policy)
+    hp.paste(args.setup, model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     for step in range(args.steps):
         idx = torch.randint(0, vocab, (args.batch, args.seq))

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "memscope/allocator/allocator_settings.h"
 #include "memscope/base/result.h"
 #include "memscope/base/task_context.h"
 #include "memscope/model/trace.h"
@@ -35,6 +36,9 @@ struct AdvisorOptions {
     std::optional<Policy> save_list;
     // Keep the answer's predicted trace and timeline (the GUI shows it).
     bool keep_answer_trace = false;
+    // On a GPU run, search again with expandable segments (when the run's
+    // settings do not have them): fragmentation is reserved memory too.
+    bool allocator_settings = true;
 };
 
 struct AdvisedPolicy {
@@ -42,6 +46,15 @@ struct AdvisedPolicy {
     WhatIfRow row;             // its whole-run prediction
     bool uniform = false;      // one of the standard policies (block, every:2, …), not a mix
     int64_t judged_bytes = 0;  // the peak a budget is held to: reserved on a GPU run, else active
+    // PYTORCH_CUDA_ALLOC_CONF to run it with ("expandable_segments:True");
+    // "" = the settings the whatif options hold (as recorded, by default).
+    std::string allocator_conf = {};
+    // "block", or "block with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True".
+    std::string label() const {
+        return allocator_conf.empty()
+                   ? policy.name
+                   : policy.name + " with PYTORCH_CUDA_ALLOC_CONF=" + allocator_conf;
+    }
 };
 
 struct Advice {
@@ -64,7 +77,8 @@ struct Advice {
     std::string line;                // one sentence for a person
 };
 
-// Searches mixes from `measured` (a full-save run with a layer chain). An
+// Searches mixes from `measured` (a full-save run with a layer chain), and
+// on a GPU run each also with expandable segments. An
 // error when there is nothing to search (no layer chain, a predicted run).
 // Progress counts simulations against an estimate; cancel returns Cancelled.
 Result<Advice> advise(const Trace& measured, const Timeline& timeline, std::string source,

@@ -502,6 +502,21 @@ TEST_F(Cli, WhatIfPredictsPoliciesAndWritesTracesThatCompareOpens) {
     const CliRun cmp = run("compare --json " + full + " " + written);
     ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
     EXPECT_EQ(nlohmann::json::parse(cmp.out)["runs"][1]["name"], "block (predicted)") << cmp.out;
+    // Beside a measured run of the same policy, compare gives the prediction's check.
+    const std::string block_run = file("gpt-block.memscope");
+    ASSERT_TRUE(writeNativeTrace(testutil::layeredFullSaveRun(2, "block"), block_run));
+    const CliRun check = run("compare --json " + full + " " + written + " " + block_run);
+    ASSERT_EQ(check.exit_code, 0) << check.err;
+    const auto c = nlohmann::json::parse(check.out);
+    ASSERT_TRUE(c["runs"][1].contains("vs_measured")) << check.out;
+    EXPECT_EQ(c["runs"][1]["vs_measured"]["run"], block_run);
+    EXPECT_EQ(
+        c["runs"][1]["vs_measured"]["delta_bytes"].get<int64_t>(),
+        c["runs"][1]["peak_bytes"].get<int64_t>() - c["runs"][2]["peak_bytes"].get<int64_t>());
+    EXPECT_FALSE(c["runs"][2].contains("vs_measured"));
+    const CliRun check_text = run("compare " + full + " " + written + " " + block_run);
+    EXPECT_NE(check_text.out.find("block (predicted) vs measured"), std::string::npos)
+        << check_text.out;
 
     // Allocator settings as what-ifs, with a device capacity; bad ones are usage errors.
     const CliRun expandable = run("whatif " + full +

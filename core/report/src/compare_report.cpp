@@ -5,6 +5,7 @@
 
 #include "json_out.h"
 #include "memscope/analysis/peak_explainer.h"
+#include "memscope/analysis/prediction_check.h"
 #include "memscope/base/text_escape.h"
 #include "memscope/base/units.h"
 
@@ -108,6 +109,16 @@ std::string toText(const CompareTable& table) {
         while (!line.empty() && line.back() == ' ') line.pop_back();
         out += line + "\n";
     }
+    // Each prediction against the measured run of its policy, where one is here.
+    const auto checks = predictionChecks(table);
+    for (size_t r = 0; r < table.rows.size(); ++r) {
+        if (!checks[r]) continue;
+        out += terminalText(table.rows[r].name) + " vs measured " +
+               terminalText(table.rows[checks[r]->measured_row].name) + ": peak " +
+               predictionCheckCell(*checks[r]) + " (predicted " +
+               formatBytes(table.rows[r].peak->bytes) + ", measured " +
+               formatBytes(table.rows[checks[r]->measured_row].peak->bytes) + ")\n";
+    }
     // What each run changed at its peak against the baseline, per category.
     for (size_t r = 0; r < table.rows.size(); ++r) {
         const CompareRow& row = table.rows[r];
@@ -138,6 +149,7 @@ std::string toJson(const CompareTable& table) {
         w.Null();
     key(w, "runs");
     w.StartArray();
+    const auto checks = predictionChecks(table);
     for (const CompareRow& row : table.rows) {
         w.StartObject();
         field(w, "path", std::string_view(row.path));
@@ -146,6 +158,16 @@ std::string toJson(const CompareTable& table) {
               std::string_view(row.run.trace && row.run.trace->prediction ? "predicted"
                                                                           : "measured"));
         field(w, "peak_bytes", row.peak ? std::optional<int64_t>(row.peak->bytes) : std::nullopt);
+        // A prediction against the measured run of its policy in this comparison.
+        if (const auto& check = checks[size_t(&row - table.rows.data())]) {
+            key(w, "vs_measured");
+            w.StartObject();
+            field(w, "run", std::string_view(table.rows[check->measured_row].path));
+            field(w, "delta_bytes", check->delta_bytes);
+            key(w, "delta_fraction");
+            w.Double(check->delta_fraction);
+            w.EndObject();
+        }
         field(w, "delta_peak_bytes", row.delta.peak_bytes);
         key(w, "peak_ratio");
         w.Double(row.delta.peak_ratio);

@@ -9,12 +9,14 @@
 #include <QListWidget>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSplitter>
 #include <QTableWidget>
 #include <QThread>
 #include <QVBoxLayout>
 #include <algorithm>
 
 #include "common/format.h"
+#include "dialogs/advice_panel.h"
 
 namespace memscope::gui {
 
@@ -113,8 +115,17 @@ WhatIfDialog::WhatIfDialog(RunPtr run, QWidget* parent) : QDialog(parent), run_(
                                          QStringLiteral("Notes")});
     results_->horizontalHeader()->setStretchLastSection(true);
     results_->verticalHeader()->hide();
-    results_->setMinimumHeight(160);
-    layout->addWidget(results_, 1);
+    results_->setMinimumHeight(120);
+    results_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    results_->setSelectionMode(QAbstractItemView::SingleSelection);
+    results_->setToolTip(QStringLiteral("Select a policy to see its code below."));
+    advice_ = new AdvicePanel(run_, this);
+    auto* split = new QSplitter(Qt::Vertical, this);
+    split->addWidget(results_);
+    split->addWidget(advice_);
+    split->setStretchFactor(0, 1);
+    split->setStretchFactor(1, 2);
+    layout->addWidget(split, 1);
 
     auto* buttons = new QDialogButtonBox(this);
     predict_ = buttons->addButton(QStringLiteral("Predict"), QDialogButtonBox::AcceptRole);
@@ -136,7 +147,10 @@ WhatIfDialog::WhatIfDialog(RunPtr run, QWidget* parent) : QDialog(parent), run_(
     });
     connect(runner_, &WhatIfRunner::finished, this, &WhatIfDialog::onFinished);
     connect(runner_, &WhatIfRunner::failed, this, &WhatIfDialog::onFailed);
-    resize(720, 560);
+    connect(results_, &QTableWidget::itemSelectionChanged, this, &WhatIfDialog::onResultSelected);
+    connect(advice_, &AdvicePanel::measuredBesidePrediction, this,
+            &WhatIfDialog::measuredBesidePrediction);
+    resize(820, 900);
     updateState();
 }
 
@@ -227,6 +241,8 @@ int WhatIfDialog::resultRows() const {
 
 void WhatIfDialog::onFinished(WhatIfOutcome outcome) {
     waiting_ = false;
+    report_ = outcome.report;
+    predicted_ = outcome.predicted;
     if (outcome.report) showReport(*outcome.report);
     status_->setText(QStringLiteral("%1 predicted, %2 refused.%3")
                          .arg(outcome.predicted.size())
@@ -284,6 +300,27 @@ void WhatIfDialog::showReport(const WhatIfReport& report) {
         results_->setItem(r, kNotes, n);
     }
     results_->resizeColumnsToContents();
+}
+
+void WhatIfDialog::selectResultRow(int row) {
+    results_->selectRow(row);
+}
+
+// A predicted row's policy, its code and its predicted run, below; the
+// measured and refused rows have none.
+void WhatIfDialog::onResultSelected() {
+    const auto rows = results_->selectionModel()->selectedRows();
+    if (rows.isEmpty() || !report_) return;
+    const int r = rows.front().row();
+    if (r < 0 || size_t(r) >= report_->rows.size()) return;
+    const WhatIfRow& row = report_->rows[size_t(r)];
+    if (row.measured || row.refused) return;
+    auto policy = parseWhatIfPolicy(row.policy);
+    if (!policy.ok()) return;
+    RunPtr predicted;
+    for (const RunPtr& p : predicted_)
+        if (!p->parts.empty() && p->parts.front().trace == row.trace) predicted = p;
+    advice_->showPolicy(*policy, predicted);
 }
 
 }  // namespace memscope::gui

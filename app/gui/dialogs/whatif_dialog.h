@@ -5,13 +5,15 @@
 // sweep for the chain, checked, and any typed in); runs the prediction on a
 // worker thread with progress and Cancel; then lists each policy's
 // predicted figures, and the refused ones with their reason, and hands the
-// predicted runs on to be compared.
+// predicted runs on to be compared. Below, the advisor (AdvicePanel): a
+// budget in, the policy to use out, as code, and recorded on the user's job.
 
 #include <QDialog>
 #include <QStringList>
 #include <optional>
 #include <vector>
 
+#include "loading/advice_runner.h"
 #include "loading/run.h"
 #include "loading/whatif_runner.h"
 #include "memscope/whatif/layer_chain.h"
@@ -25,6 +27,8 @@ class QPushButton;
 class QTableWidget;
 
 namespace memscope::gui {
+
+class AdvicePanel;
 
 class WhatIfDialog : public QDialog {
     Q_OBJECT
@@ -53,15 +57,22 @@ public:
     // After a run: the policies refused, "POLICY: reason" each; the result rows shown.
     QStringList refusals() const { return refusals_; }
     int resultRows() const;
+    // Selects a result row: its policy's code is shown below (AdvicePanel).
+    void selectResultRow(int row);
+    AdvicePanel* advicePanel() const { return advice_; }
 
 signals:
     void predictionsReady(memscope::gui::WhatIfOutcome outcome);
+    // "Record with this policy" recorded the applied run (AdvicePanel's signal).
+    void measuredBesidePrediction(memscope::gui::RunPtr source, memscope::gui::RunPtr predicted,
+                                  const QStringList& traces);
 
 private:
     void updateState();
     void onFinished(WhatIfOutcome outcome);
     void onFailed(const QString& message, bool cancelled);
     void showReport(const WhatIfReport& report);
+    void onResultSelected();
 
     RunPtr run_;
     std::optional<LayerChain> chain_;
@@ -69,6 +80,9 @@ private:
     QString policyError_;  // core's parser on the typed policies
     std::vector<WhatIfPolicy> offered_;
     QStringList refusals_;
+    std::shared_ptr<const WhatIfReport> report_;  // the last prediction shown
+    std::vector<RunPtr> predicted_;               // its predicted runs
+    AdvicePanel* advice_ = nullptr;
     WhatIfRunner* runner_ = nullptr;
     QListWidget* layers_ = nullptr;
     QListWidget* policyList_ = nullptr;

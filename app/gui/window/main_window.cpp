@@ -302,7 +302,11 @@ void MainWindow::onLoadFinished(int loaded, int failed, bool cancelled) {
                   : QStringLiteral("Loaded %1 run(s)%2.")
                         .arg(loaded)
                         .arg(failed ? QStringLiteral(", %1 failed").arg(failed) : QString()));
-    if (current_.compare && !batchRuns_.empty()) showCompare(batchRuns_);
+    if (current_.compare && !batchRuns_.empty()) {
+        std::vector<RunPtr> shown = current_.alongside;
+        shown.insert(shown.end(), batchRuns_.begin(), batchRuns_.end());
+        showCompare(shown);
+    }
     if (whatIfAfterLoad_ && !batchRuns_.empty()) {
         startWhatIf(batchRuns_.front(), std::move(*whatIfAfterLoad_));
         whatIfAfterLoad_.reset();

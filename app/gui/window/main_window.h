@@ -92,6 +92,9 @@ public:
     void waitForWhatIf();
     // The predicted runs join the compare view, beside what is open.
     void showPredictions(const WhatIfOutcome& outcome);
+    // "Record with this policy": the measured traces open in the compare
+    // view beside the run predicted from and the prediction (null: none).
+    void showMeasuredBesidePrediction(RunPtr source, RunPtr predicted, const QStringList& traces);
     ZoomState* currentZoom() const;
 
 protected:
@@ -158,6 +161,8 @@ private:
     struct Batch {
         QStringList paths;
         bool compare = false;
+        // Compared beside the batch's runs (a prediction and its source).
+        std::vector<RunPtr> alongside = {};
     };
     std::vector<Batch> queue_;
     Batch current_;

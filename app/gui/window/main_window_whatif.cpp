@@ -57,6 +57,8 @@ WhatIfDialog* MainWindow::openWhatIfDialog() {
     dialog->setObjectName(QStringLiteral("whatIfDialog"));
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     connect(dialog, &WhatIfDialog::predictionsReady, this, &MainWindow::showPredictions);
+    connect(dialog, &WhatIfDialog::measuredBesidePrediction, this,
+            &MainWindow::showMeasuredBesidePrediction);
     dialog->open();
     return dialog;
 }
@@ -113,6 +115,16 @@ void MainWindow::showPredictions(const WhatIfOutcome& outcome) {
         if (!replaced(r)) add(r);
     for (const RunPtr& r : outcome.predicted) add(r);
     showCompare(shown);
+}
+
+void MainWindow::showMeasuredBesidePrediction(RunPtr source, RunPtr predicted,
+                                              const QStringList& traces) {
+    if (traces.isEmpty()) return;
+    Batch batch{traces, true};
+    if (source) batch.alongside.push_back(std::move(source));
+    if (predicted) batch.alongside.push_back(std::move(predicted));
+    queue_.push_back(std::move(batch));
+    if (!loading_) startNextLoad();
 }
 
 }  // namespace memscope::gui

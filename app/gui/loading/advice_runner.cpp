@@ -1,0 +1,89 @@
+#include "loading/advice_runner.h"
+
+#include <QFileInfo>
+#include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
+
+#include "common/format.h"
+#include "loading/run_loader.h"
+#include "loading/whatif_runner.h"
+
+namespace memscope::gui {
+
+Result<AdviceOutcome> runAdvice(RunPtr source, std::optional<int64_t> budget_bytes,
+                                const TaskContext& ctx) {
+    if (!source) return makeError("no run to advise from");
+    const RunPart* part = whatIfPart(*source);
+    if (!part) return makeError(source->name.toStdString() + ": the run holds no trace");
+    // Named as runWhatIf names its predictions' source: the file, else the run.
+    const std::string from = !part->path.isEmpty() ? QFileInfo(part->path).fileName().toStdString()
+                                                   : source->name.toStdString();
+    AdvisorOptions options;
+    options.keep_answer_trace = true;
+    auto advice = advise(*part->trace, *part->timeline, from, budget_bytes, options, ctx);
+    if (!advice.ok()) return advice.error();
+    AdviceOutcome out;
+    out.source = source;
+    if (advice->choice && advice->choice->row.trace && advice->choice->row.timeline) {
+        const WhatIfRow& row = advice->choice->row;
+        const QString name =
+            toQString(row.trace->metadata.name.empty() ? row.policy + " (predicted)"
+                                                       : row.trace->metadata.name);
+        out.predicted = makeRun(row.trace, row.timeline, name, QStringLiteral("what-if"));
+    }
+    out.advice = std::make_shared<const Advice>(std::move(*advice));
+    return out;
+}
+
+AdviceRunner::AdviceRunner(QObject* parent) : QObject(parent) {
+    qRegisterMetaType<AdviceOutcome>();
+}
+
+AdviceRunner::~AdviceRunner() {
+    cancel();
+    waitForFinished();
+}
+
+// Busy until the worker has emitted its last signal (as WhatIfRunner).
+bool AdviceRunner::isBusy() const {
+    return busy_->load();
+}
+
+void AdviceRunner::cancel() {
+    if (cancel_) cancel_->store(true);
+}
+
+void AdviceRunner::waitForFinished() {
+    future_.waitForFinished();
+}
+
+bool AdviceRunner::start(RunPtr source, std::optional<int64_t> budget_bytes) {
+    if (isBusy() || !source) return false;
+    future_.waitForFinished();
+    cancel_ = std::make_shared<std::atomic<bool>>(false);
+    busy_->store(true);
+    auto cancel = cancel_;
+    auto busy = busy_;
+    future_ = QtConcurrent::run([this, source, budget_bytes, cancel, busy] {
+        TaskContext ctx;
+        ctx.cancel = cancel.get();
+        ctx.progress = [this](uint64_t done, uint64_t total) {
+            // Core's total is an estimate: the bar never runs past it.
+            const uint64_t t = std::max(done, total);
+            emit progress(int(std::min<uint64_t>(done, INT32_MAX)),
+                          int(std::min<uint64_t>(t, INT32_MAX)));
+        };
+        auto outcome = runAdvice(source, budget_bytes, ctx);
+        const bool cancelled = cancel->load();
+        busy->store(false);
+        if (cancelled)
+            emit failed(QStringLiteral("cancelled"), true);
+        else if (!outcome.ok())
+            emit failed(toQString(outcome.message()), false);
+        else
+            emit finished(std::move(*outcome));
+    });
+    return true;
+}
+
+}  // namespace memscope::gui

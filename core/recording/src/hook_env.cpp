@@ -56,6 +56,13 @@ Result<bool> parseHookTensorRoles(std::string_view text) {
     return makeError("expected 0 or 1");
 }
 
+Result<std::string> parseHookApply(std::string_view text) {
+    if (!text.starts_with('/') || text == "/" || text.size() > kMaxHookApplyPathBytes ||
+        text.find('\0') != std::string_view::npos)
+        return makeError("expected the absolute path of an apply plan (record --apply writes it)");
+    return std::string(text);
+}
+
 std::string_view toString(HookOpsMode mode) {
     switch (mode) {
         case HookOpsMode::Auto:
@@ -109,6 +116,11 @@ Result<std::string> checkHookVariable(std::string_view name, std::string_view va
         auto r = parseHookOps(value);
         if (!r) return failed(r.error());
         return std::string(toString(*r));
+    }
+    if (name == "MEMSCOPE_APPLY") {
+        auto r = parseHookApply(value);
+        if (!r) return failed(r.error());
+        return *r;
     }
     return makeError(where + "not a variable the hook validates");
 }

@@ -99,6 +99,17 @@ def parse_ops(text):
     return text if text in OPS_MODES else None
 
 
+MAX_APPLY_PATH_BYTES = 4096  # hook_env.h's kMaxHookApplyPathBytes
+
+
+def parse_apply(text):
+    """MEMSCOPE_APPLY: the apply plan's absolute path (record --apply writes it)."""
+    if (not text.startswith("/") or text == "/" or "\0" in text
+            or len(text.encode("utf-8", "surrogateescape")) > MAX_APPLY_PATH_BYTES):
+        return None
+    return text
+
+
 def check_variable(name, value):
     """The canonical text of `value` for the variable `name` ("3:4", "6",
     "nvtx:NAME", "1"), or None where it is refused (hook_env.h's
@@ -120,6 +131,8 @@ def check_variable(name, value):
         return None if roles is None else ("1" if roles else "0")
     if name == "MEMSCOPE_OPS":
         return parse_ops(value)
+    if name == "MEMSCOPE_APPLY":
+        return parse_apply(value)
     return None
 
 
@@ -127,7 +140,8 @@ class Config:
     def __init__(self, output_dir, max_entries=DEFAULT_MAX_ENTRIES, capture_library=None,
                  rank=-1, local_rank=-1, warnings=(), steps=None, nvtx_range=None, ring=False,
                  signal_ack_fd=-1, module_depth=DEFAULT_MODULE_DEPTH, module_backward=False,
-                 tensor_roles=True, idle=False, ops="auto"):
+                 tensor_roles=True, idle=False, ops="auto", apply_plan=None,
+                 apply_problem=None):
         self.output_dir = output_dir
         self.max_entries = max_entries
         self.capture_library = capture_library
@@ -143,6 +157,8 @@ class Config:
         self.tensor_roles = tensor_roles        # log what parameters, gradients, state, inputs are
         self.ops = ops          # "auto", "dispatch", "frames" or "off": how ops are recorded (ops.py)
         self.idle = idle        # attachable, recording nothing until a window opens (attach)
+        self.apply_plan = apply_plan        # MEMSCOPE_APPLY: the apply plan's path (apply.py)
+        self.apply_problem = apply_problem  # why MEMSCOPE_APPLY was refused (the apply fails)
         self.late = False       # made in a running program (memscope.attachable()/start())
 
     @property
@@ -218,7 +234,17 @@ class Config:
             ops = raw
         elif raw:
             warnings.append("MEMSCOPE_OPS=%r is not auto, dispatch, frames or off; using auto" % raw)
-        return cls(output_dir=os.path.abspath(out),
+        apply_plan = apply_problem = None
+        raw = env.get("MEMSCOPE_APPLY", "")
+        if raw:
+            apply_plan = parse_apply(raw)
+            if apply_plan is None:
+                # Not a warning alone: a policy asked for and not applied is
+                # refused visibly (apply.py), never run as a plain job quietly.
+                apply_problem = "MEMSCOPE_APPLY=%r is not an absolute path" % raw
+                warnings.append(apply_problem)
+        return cls(output_dir=os.path.abspath(out), apply_plan=apply_plan,
+                   apply_problem=apply_problem,
                    tensor_roles=tensor_roles, idle=idle, ops=ops,
                    module_depth=module_depth,
                    module_backward=env.get("MEMSCOPE_MODULE_BACKWARD", "") == "1",

@@ -62,6 +62,10 @@ inline constexpr const char* kOps = "MEMSCOPE_OPS";
 // log) until `memscope-cli attach` opens a window over the process's control
 // socket; phases are still counted, so that windows use the job's steps.
 inline constexpr const char* kIdle = "MEMSCOPE_IDLE";
+// A checkpointing policy applied to the job (memscope-cli record --apply
+// POLICY): the absolute path of the apply plan record wrote
+// (core/whatif's apply_plan.h; the hook's apply.py).
+inline constexpr const char* kApply = "MEMSCOPE_APPLY";
 // The memscope-cli that started the job: memscope.stop() (the hook's
 // in-process API) merges its window with it (`record --merge`).
 inline constexpr const char* kCli = "MEMSCOPE_CLI";
@@ -84,7 +88,7 @@ inline constexpr const char* kAllocConfNew = "PYTORCH_ALLOC_CONF";
 inline constexpr std::array kHookVariables{
     kHook,         kOutputDir,   kCaptureLibrary, kHistoryEntries, kHistoryRing, kSteps,
     kCaptureRange, kModuleDepth, kModuleBackward, kSignalAckFd,    kTensorRoles, kIdle,
-    kCli,          kOps,
+    kCli,          kOps,         kApply,
 };
 
 // File names: memscope-<pid>[-rank<R>][-local<L>].memscope

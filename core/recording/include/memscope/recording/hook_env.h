@@ -8,6 +8,7 @@
 // Numbers are ASCII decimal digits only (no sign, space, '_' or other
 // scripts' digits, which Python's int() would take) and fit an int32.
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -42,6 +43,12 @@ enum class HookOpsMode : uint8_t {
 std::string_view toString(HookOpsMode mode);  // "auto", "dispatch", "off", "frames"
 // MEMSCOPE_OPS / --ops: "auto", "dispatch", "frames" or "off".
 Result<HookOpsMode> parseHookOps(std::string_view text);
+
+// MEMSCOPE_APPLY (record --apply): the apply plan's path (apply_plan.h),
+// absolute (the job may change directory before it reads it), not "/" alone,
+// at most kMaxHookApplyPathBytes.
+inline constexpr size_t kMaxHookApplyPathBytes = 4096;
+Result<std::string> parseHookApply(std::string_view text);
 
 // Any of the variables above by name: its value in a canonical text ("3:4",
 // "6", "nvtx:NAME", "1"), or the error "NAME=VALUE: what is wrong". A name

@@ -165,6 +165,9 @@ RunLabel runLabel(const OpenedTrace& part) {
     label.pid = part.trace ? part.trace->metadata.pid : -1;
     label.path = part.path;
     label.predicted = part.trace && part.trace->prediction;
+    if (part.trace)
+        if (const std::string* applied = part.trace->metadata.property("applied_policy"))
+            label.applied_policy = *applied;
     return label;
 }
 
@@ -174,8 +177,12 @@ RunLabel runLabel(const OpenedRun& run) {
     if (run.parts.size() == 1 && run.parts.front().trace)
         label.pid = run.parts.front().trace->metadata.pid;
     label.path = run.path;
-    for (const OpenedTrace& part : run.parts)
+    for (const OpenedTrace& part : run.parts) {
         label.predicted |= part.trace && part.trace->prediction;
+        if (part.trace && label.applied_policy.empty())
+            if (const std::string* applied = part.trace->metadata.property("applied_policy"))
+                label.applied_policy = *applied;
+    }
     return label;
 }
 

@@ -119,11 +119,19 @@ std::string fallbackRunName(int64_t pid, int rank) {
     return withRank("pid " + std::to_string(pid), rank);
 }
 
+std::string appliedRunName(std::string name, std::string_view policy) {
+    if (policy.empty()) return name;
+    const std::string suffix = " (applied: " + std::string(policy) + ")";
+    if (!name.ends_with(suffix)) name += suffix;
+    return name;
+}
+
 std::vector<std::string> distinctRunNames(const std::vector<RunLabel>& runs) {
     std::vector<std::string> names;
     names.reserve(runs.size());
     for (const RunLabel& r : runs) {
-        names.push_back(r.name.empty() ? baseName(r.path) : r.name);
+        names.push_back(
+            appliedRunName(r.name.empty() ? baseName(r.path) : r.name, r.applied_policy));
         // Provenance from the trace, not its name: a predicted file renamed
         // like the measured run is still shown as a prediction.
         if (r.predicted && !names.back().ends_with(kPredictedSuffix))

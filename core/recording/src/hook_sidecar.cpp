@@ -99,6 +99,27 @@ void parseModuleInfo(const Value& doc, HookModuleInfo& info) {
     info.dropped_roots = uint64_t(std::max<int64_t>(0, integer(m, "dropped_roots", 0)));
 }
 
+// "apply": {"policy", "applied", "refused", "save_lists", "optimizer_in_backward",
+// "checkpointed": [...], "sequential"} | null. Refused wins over applied: a
+// document that claims both is not taken as applied.
+void parseApply(const Value& doc, HookSidecar& s) {
+    auto it = doc.FindMember("apply");
+    if (it == doc.MemberEnd() || !it->value.IsObject()) return;
+    const Value& a = it->value;
+    HookApply apply;
+    apply.policy = text(a, "policy");
+    apply.refused = text(a, "refused");
+    apply.applied = boolean(a, "applied") && apply.refused.empty();
+    if (!apply.applied && apply.refused.empty()) apply.unused = text(a, "unused");
+    apply.save_lists = text(a, "save_lists");
+    apply.optimizer_in_backward = text(a, "optimizer_in_backward");
+    apply.sequential = text(a, "sequential");
+    if (const Value* wrapped = array(a, "checkpointed"))
+        for (const Value& w : wrapped->GetArray())
+            if (w.IsString()) apply.checkpointed.emplace_back(str(w));
+    s.apply = std::move(apply);
+}
+
 // "capture": {"steps": [A, B]} | {"nvtx": NAME} | null.
 Result<void> parseCapture(const Value& doc, HookSidecar& s, const std::string& path) {
     auto it = doc.FindMember("capture");
@@ -228,6 +249,7 @@ Result<HookSidecar> parseHookSidecar(std::string_view json, const std::string& p
         if (std::string log = text(doc, "log"); !log.empty()) s.log_file = std::move(log);
         if (auto captured = parseCapture(doc, s, path); !captured) return captured.error();
         parseModuleInfo(doc, s.module_info);
+        parseApply(doc, s);
         if (const size_t bad =
                 parseOpenModuleScopes(array(doc, "open_module_scopes"), s.open_module_scopes))
             s.warnings.push_back(std::to_string(bad) +

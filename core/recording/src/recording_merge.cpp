@@ -286,6 +286,28 @@ void warnHookUnfinished(const HookSidecar& hook, const TaskContext& ctx) {
                          "phases and allocator history stop at its last save");
 }
 
+// What became of record --apply's policy: "applied_policy" only when it was
+// applied (a refused policy is never shown as applied), and how.
+void takeHookApply(TraceMetadata& m, const HookApply& apply) {
+    if (!apply.refused.empty()) {
+        m.setProperty("apply.refused", "--apply " + apply.policy + ": " + apply.refused);
+        return;
+    }
+    if (!apply.applied) {
+        if (!apply.unused.empty())
+            m.setProperty("apply.not_applied", "--apply " + apply.policy + ": " + apply.unused);
+        return;
+    }
+    m.setProperty("applied_policy", apply.policy);
+    if (!apply.save_lists.empty()) m.setProperty("applied.save_lists", apply.save_lists);
+    if (!apply.optimizer_in_backward.empty())
+        m.setProperty("applied.optimizer_in_backward", apply.optimizer_in_backward);
+    std::string wrapped;
+    for (const std::string& c : apply.checkpointed) wrapped += (wrapped.empty() ? "" : ", ") + c;
+    if (!wrapped.empty()) m.setProperty("applied.checkpointed", std::move(wrapped));
+    if (!apply.sequential.empty()) m.setProperty("applied.sequential", apply.sequential);
+}
+
 // What the hook knows of the process (pid and rank where CUPTI did not say,
 // versions, its hooks, how the process ended, its command line), and its
 // warnings.
@@ -303,6 +325,7 @@ void takeHookMetadata(Trace& out, const HookSidecar& hook, const TaskContext& ct
         out.metadata.setProperty("allocator_history", "off: " + hook.history_reason);
     if (hook.exit == "SIGTERM" || hook.exit == "SIGINT")
         out.metadata.setProperty("ended_by", hook.exit);
+    if (hook.apply) takeHookApply(out.metadata, *hook.apply);
     if (!hook.complete) warnHookUnfinished(hook, ctx);
     for (const std::string& w : hook.warnings) warn(ctx, WarningKind::Other, "hook: " + w);
     if (!out.metadata.property("command") && !hook.orig_argv.empty()) {
@@ -320,6 +343,8 @@ std::string runName(const TraceMetadata& m, const HookSidecar* hook) {
     if (hook) name = runNameFromPython(hook->orig_argv, hook->argv, m.rank);
     if (name.empty()) name = m.name;
     if (name.empty()) name = fallbackRunName(m.pid, m.rank);
+    if (hook && hook->apply && hook->apply->applied)
+        name = appliedRunName(name, hook->apply->policy);
     return name;
 }
 

@@ -170,5 +170,25 @@ TEST(RunName, APredictedRunIsNamedSoWhateverItIsCalled) {
               (Args{"mlp-full", "mlp-full (predicted)", "block (predicted)"}));
 }
 
+// record --apply: the trace of a run with a policy applied says so wherever
+// runs are named, once.
+TEST(RunName, AnAppliedPolicyIsPartOfTheName) {
+    EXPECT_EQ(appliedRunName("train.py", "layers:1-2"), "train.py (applied: layers:1-2)");
+    EXPECT_EQ(appliedRunName("train.py (applied: layers:1-2)", "layers:1-2"),
+              "train.py (applied: layers:1-2)");
+    EXPECT_EQ(appliedRunName("train.py", ""), "train.py");
+    RunLabel plain{"train.py", 10, "/a/plain.memscope"};
+    RunLabel applied{"train.py", 11, "/a/applied.memscope"};
+    applied.applied_policy = "opt-in-bwd";
+    RunLabel named{"train.py (applied: opt-in-bwd)", 12, "/a/b.memscope"};
+    named.applied_policy = "opt-in-bwd";
+    EXPECT_EQ(distinctRunNames({plain, applied}),
+              (Args{"train.py", "train.py (applied: opt-in-bwd)"}));
+    // Two applied runs of one policy are still told apart.
+    EXPECT_EQ(distinctRunNames({applied, named}),
+              (Args{"train.py (applied: opt-in-bwd) (pid 11)",
+                    "train.py (applied: opt-in-bwd) (pid 12)"}));
+}
+
 }  // namespace
 }  // namespace memscope

@@ -408,3 +408,39 @@ TEST(HookSidecar, ARankOutOfRangeIsRefusedNotNarrowed) {
 
 }  // namespace
 }  // namespace memscope
+
+namespace memscope {
+namespace {
+
+TEST(HookSidecar, ReadsWhatBecameOfAnAppliedPolicy) {
+    auto r = parseHookSidecar(R"({"format": "memscope-hook", "version": 2,
+        "apply": {"policy": "save:matmul@0-3", "applied": true, "refused": null,
+                  "save_lists": "memscope-dispatch-cache", "optimizer_in_backward": null,
+                  "checkpointed": ["Net:blocks.0", "Net:blocks.1", 7], "sequential": null}})",
+                              "hook.json");
+    ASSERT_TRUE(r.ok()) << r.message();
+    ASSERT_TRUE(r->apply.has_value());
+    EXPECT_EQ(r->apply->policy, "save:matmul@0-3");
+    EXPECT_TRUE(r->apply->applied);
+    EXPECT_EQ(r->apply->refused, "");
+    EXPECT_EQ(r->apply->save_lists, "memscope-dispatch-cache");
+    EXPECT_EQ(r->apply->checkpointed, (std::vector<std::string>{"Net:blocks.0", "Net:blocks.1"}));
+}
+
+TEST(HookSidecar, ARefusedPolicyIsNeverReadAsApplied) {
+    auto r = parseHookSidecar(R"({"format": "memscope-hook", "version": 2,
+        "apply": {"policy": "layers:9", "applied": true, "refused": "no module h.9"}})",
+                              "hook.json");
+    ASSERT_TRUE(r.ok()) << r.message();
+    ASSERT_TRUE(r->apply.has_value());
+    EXPECT_FALSE(r->apply->applied);
+    EXPECT_EQ(r->apply->refused, "no module h.9");
+    // No "apply" (a run without --apply, or a mistyped one): none.
+    auto plain =
+        parseHookSidecar(R"({"format": "memscope-hook", "version": 2, "apply": 3})", "hook.json");
+    ASSERT_TRUE(plain.ok()) << plain.message();
+    EXPECT_FALSE(plain->apply.has_value());
+}
+
+}  // namespace
+}  // namespace memscope

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace memscope {
@@ -37,6 +38,11 @@ std::string runNameFromPython(const std::vector<std::string>& orig_argv,
 // known. "" when the pid is not known either (pid < 0).
 std::string fallbackRunName(int64_t pid, int rank);
 
+// A run recorded with a checkpointing policy applied (memscope-cli record
+// --apply; the trace's "applied_policy" property): "train.py (applied:
+// POLICY)". Unchanged when `policy` is empty or the name says so already.
+std::string appliedRunName(std::string name, std::string_view policy);
+
 // True for an interpreter's base name: python, python3, python3.11,
 // python3.13t, python3.11d.
 bool isPythonInterpreter(const std::string& program);
@@ -49,6 +55,9 @@ struct RunLabel {
     // A simulation (the trace's own Trace::prediction, never its name):
     // shown as "NAME (predicted)" wherever runs are named.
     bool predicted = false;
+    // The policy a recording applied (its "applied_policy" property): shown
+    // as "NAME (applied: POLICY)" where its name does not say so.
+    std::string applied_policy = {};
 };
 
 // The names to show, parallel to `runs`: each run's name, and where several

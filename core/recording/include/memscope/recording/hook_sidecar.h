@@ -69,6 +69,23 @@ struct HookModuleInfo {
     uint64_t dropped_roots = 0;    // roots past the hook's bound, not recorded
 };
 
+// hook.json's "apply": what became of a policy record --apply asked for
+// (the hook's apply.py). Applied and refused exclude each other; neither
+// (a process that never ran the model, e.g. a launcher) says nothing.
+struct HookApply {
+    std::string policy;    // as record named it in the plan
+    bool applied = false;  // every part of the plan was put in place
+    std::string refused;   // why it was not ("": not refused)
+    // Neither applied nor refused: what the process never did (ran no
+    // training forward of the plan's model, built no optimizer), e.g. a
+    // launcher's; record looks for another process that applied it.
+    std::string unused;
+    std::string save_lists;  // "selective-checkpoint-api" | "memscope-dispatch-cache" | ""
+    std::string optimizer_in_backward;      // how the step was fused ("": not asked for)
+    std::vector<std::string> checkpointed;  // "ROOT:PATH" of each module wrapped
+    std::string sequential;                 // "ROOT:PATH" of the container, "" when none
+};
+
 struct HookHistoryDump {
     std::string file;             // relative to the hook folder
     bool cleared_before = false;  // the history was cleared after the previous dump
@@ -122,6 +139,7 @@ struct HookSidecar {
     HookModuleInfo module_info;
     // Tensor roles from the log, in the log's order.
     std::vector<HookTensorRole> tensor_roles;
+    std::optional<HookApply> apply;  // record --apply
     // Op scopes from the log (MEMSCOPE_OPS=dispatch).
     CapturedOps ops;
 

@@ -92,6 +92,9 @@ class ModuleRecorder:
         self._clock = clock or time.time_ns
         self._lock = threading.RLock()   # the slow paths (new roots, new modules)
         self.compile_seen = False
+        # Called with (module, label) when a new root is labelled: record
+        # --apply wraps the plan's modules there (apply.py).
+        self.on_new_root = None
         self.reset()
 
     def after_fork(self):
@@ -253,6 +256,11 @@ class ModuleRecorder:
                     weakref.ref(module), label, {key: ""}, {}, _REBUILDS)
             self._labels[label] = root
             self._roots[key] = (weakref.ref(module), root)
+            if self.on_new_root is not None:
+                try:
+                    self.on_new_root(module, label)
+                except Exception:
+                    pass    # apply.py says what failed itself
             return root
 
     def _intern_in(self, root, module, parent, level):

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 
-from . import (attach, capture, capture_range, control, history, log, modules, ops, output,
+from . import (apply, attach, capture, capture_range, control, history, log, modules, ops, output,
                phases, profiler_watch, signals, tensor_roles, torch_hooks)
 
 FLUSH_INTERVAL_S = 1.0
@@ -83,6 +83,15 @@ class Session:
                                          module_backward=self.cfg.module_backward,
                                          roles=self.roles, late=self.cfg.late)
         self.hooks["tensor_roles"] = self._roles_hook()
+        self.apply = None
+        if self.cfg.apply_plan is not None or self.cfg.apply_problem is not None:
+            try:
+                self.apply = apply.install(self.torch, self.cfg.apply_plan,
+                                           self.cfg.apply_problem, self.modules)
+            except Exception as exc:
+                self.apply = apply.Outcome("?")
+                self.apply.wanted.append("plan")
+                self.apply.refuse("installing it failed (%s: %s)" % (type(exc).__name__, exc))
         self.hooks["ops"] = self._install_ops()
         if self.idle:
             self._quiet()
@@ -315,6 +324,8 @@ class Session:
             self._wrote = False
             self._flusher = None
             self.windows.after_fork()
+            if getattr(self, "apply", None) is not None:
+                self.apply.child = True   # the parent says what became of the policy
             if self.control is not None:
                 self.control.forget()   # the socket answers for the parent
                 self.control = None
@@ -441,6 +452,7 @@ class Session:
             "cpu_events": {"file": capture.FILE_NAME} if self.capture is not None else None,
             "profiler": list(self.profiler),
             "warnings": list(self.warnings) + self._roles_warnings(),
+            "apply": self.apply.document() if getattr(self, "apply", None) else None,
         }
 
     def _roles_warnings(self):

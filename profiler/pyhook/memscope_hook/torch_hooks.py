@@ -304,6 +304,8 @@ def _optimizer(torch, rec, guard, roles=None, late=False):
     roles_before, roles_after = _roles_step(roles, guard)
     if reg_pre is not None and reg_post is not None:
         def pre(optimizer, args, kwargs):
+            if getattr(optimizer, "_memscope_fused", False):
+                return  # record --apply's per-parameter step inside backward (apply.py)
             try:
                 rec.optimizer_begin(optimizer)
             except Exception as exc:
@@ -312,6 +314,8 @@ def _optimizer(torch, rec, guard, roles=None, late=False):
 
         def post(optimizer, args, kwargs):
             roles_after(optimizer)
+            if getattr(optimizer, "_memscope_fused", False):
+                return
             try:
                 rec.optimizer_end(optimizer)
             except Exception as exc:
@@ -358,6 +362,13 @@ def _wrap_step(cls, rec, guard, roles_before=None, roles_after=None):
 
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
+        if getattr(self, "_memscope_fused", False):
+            # record --apply's per-parameter step inside backward (apply.py):
+            # no optimizer phase of its own.
+            result = step(self, *args, **kwargs)
+            if roles_after is not None:
+                roles_after(self)
+            return result
         try:
             rec.optimizer_begin(self)
         except Exception as exc:

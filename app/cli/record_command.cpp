@@ -1,6 +1,7 @@
 // memscope-cli record [-o DIR] [--no-python-hook] [--tensor-level] [--stacks] [--vmm]
 //                     [--history-entries N] [--module-depth N] [--module-backward]
-//                     [--no-tensor-roles] [--ops auto|dispatch|frames|off] -- CMD ARGS...
+//                     [--no-tensor-roles] [--ops auto|dispatch|frames|off]
+//                     [--apply POLICY [--from RUN]] -- CMD ARGS...
 // memscope-cli record --merge DIR
 // Two recorders are injected through the environment (record_env.h): the CUPTI
 // tracer into every process that initializes CUDA, and the Python startup hook
@@ -24,6 +25,7 @@
 #include "memscope/recording/recording_folder.h"
 #include "memscope_cupti/record_env.h"
 #include "process_watch.h"
+#include "record_apply.h"
 #include "record_child.h"
 #include "record_exit.h"
 #include "record_outcome.h"
@@ -50,6 +52,8 @@ struct RecordOptions {
     bool no_tensor_roles = false;  // categories inferred, not recorded
     std::string ops;               // MEMSCOPE_OPS; "": the hook's default (auto)
     bool idle = false;             // attachable, recording nothing until `attach`
+    std::string apply;             // --apply POLICY: measured with the policy applied
+    std::string from;              // --from RUN: the recording POLICY's layers refer to
     std::vector<std::string> command;
     std::string merge;  // --merge DIR: finish what a run left there, run nothing
     bool output_given = false;
@@ -144,7 +148,8 @@ struct Injection {
     bool cpu_capture = false;  // the CPU capture library was found
 };
 
-Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
+Result<Injection> plan(const RecordOptions& o, const fs::path& dir,
+                       const std::optional<fs::path>& apply_plan) {
     Injection in;
     in.set.emplace_back(env::kOutputDir, dir.string());
 
@@ -185,6 +190,12 @@ Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
     }
     if (hook) {
         if (auto inherited = checkInheritedHookVariables(); !inherited) return inherited.error();
+        // A plan named by the environment would change the job unasked.
+        if (const char* inherited = std::getenv(env::kApply); inherited && *inherited)
+            return makeError(std::string(env::kApply) + "=" + inherited +
+                             " is set in the environment: it would apply a checkpointing policy "
+                             "to the job; unset it (record --apply POLICY sets it)");
+        if (apply_plan) in.set.emplace_back(env::kApply, apply_plan->string());
         in.python_hook = true;
         in.hook_folder = *hook;
         std::string path = hook->string();
@@ -214,6 +225,10 @@ Result<Injection> plan(const RecordOptions& o, const fs::path& dir) {
         if (o.idle) in.set.emplace_back(env::kIdle, "1");
         if (const fs::path self = thisProgramsFolder() / "memscope-cli"; fs::exists(self))
             in.set.emplace_back(env::kCli, self.string());
+    } else if (apply_plan) {
+        return makeError(
+            "--apply needs the Python hook (it applies the policy inside the job); drop "
+            "--no-python-hook");
     } else if (o.idle) {
         return makeError(
             "--idle needs the Python hook (it serves attach's control socket); drop "
@@ -284,6 +299,19 @@ int run(const RecordOptions& o) {
                      "memscope-cli record: no command given (see memscope-cli record --help)\n");
         return kRecordNotRun;
     }
+    if (!o.apply.empty() && (o.idle || o.module_depth == 0)) {
+        std::fprintf(stderr,
+                     "memscope-cli record: --apply finds the policy's modules through the "
+                     "module hooks, which %s turns off\n",
+                     o.idle ? "--idle" : "--module-depth 0");
+        return kRecordNotRun;
+    }
+    if (!o.from.empty() && o.apply.empty()) {
+        std::fprintf(stderr,
+                     "memscope-cli record: --from RUN goes with --apply POLICY (the recording "
+                     "the policy's layers refer to)\n");
+        return kRecordNotRun;
+    }
     if (o.idle && (!o.steps.empty() || !o.capture_range.empty())) {
         std::fprintf(stderr,
                      "memscope-cli record: --idle records nothing until memscope-cli attach "
@@ -309,12 +337,26 @@ int run(const RecordOptions& o) {
         if (created_dir) fs::remove(dir, ec);
         return kRecordNotRun;
     }
-    const auto injection = plan(o, dir);
-    if (!injection) {
-        std::fprintf(stderr, "memscope-cli record: %s\n", injection.message().c_str());
+    // The policy resolved and its plan written before anything runs: a bad
+    // policy, an unknown layer or an unreadable RUN stops here.
+    std::optional<fs::path> apply_plan;
+    auto notRun = [&](const std::string& message) {
+        std::fprintf(stderr, "memscope-cli record: %s\n", message.c_str());
+        if (apply_plan) fs::remove(*apply_plan, ec);
         if (created_dir) fs::remove(dir, ec);
         return kRecordNotRun;
+    };
+    if (!o.apply.empty()) {
+        if (o.no_python_hook)
+            return notRun(
+                "--apply needs the Python hook (it applies the policy inside the job); drop "
+                "--no-python-hook");
+        auto written = writeApplyPlan(o.apply, o.from, dir);
+        if (!written) return notRun(written.message() + " (nothing was run)");
+        apply_plan = *written;
     }
+    const auto injection = plan(o, dir, apply_plan);
+    if (!injection) return notRun(injection.message());
     // The hook's folder, made here (a real folder of this user's, 0700)
     // before any process can write there: one planted in a shared output
     // folder (a symlink to elsewhere, another user's) is refused up front.
@@ -332,6 +374,7 @@ int run(const RecordOptions& o) {
     recorded.command = o.command;
     recorded.hook_folder = injection->python_hook ? injection->hook_folder.string() : "";
     recorded.cpu_capture = injection->cpu_capture;
+    recorded.apply_policy = o.apply;
     recorded.before = traceFilesIn(dir);
     recorded.started_wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
@@ -360,7 +403,8 @@ void splitRecordCommand(std::vector<std::string>& args, size_t first,
             return;
         }
         if (a == "-o" || a == "--output" || a == "--history-entries" || a == "--steps" ||
-            a == "--capture-range" || a == "--merge" || a == "--module-depth" || a == "--ops") {
+            a == "--capture-range" || a == "--merge" || a == "--module-depth" || a == "--ops" ||
+            a == "--apply" || a == "--from") {
             ++i;  // its value
             continue;
         }
@@ -420,6 +464,15 @@ Command addRecord(CLI::App& parent) {
                   "load the hook but record nothing: `memscope-cli attach DIR` records windows "
                   "of the running job (--steps N, --seconds S), `memscope-cli top DIR` shows it "
                   "live");
+    app->add_option("--apply", o->apply,
+                    "measure a checkpointing policy without editing the script: the hook runs "
+                    "the job with POLICY applied (whatif's names: layers:1-2, sequential:2, "
+                    "save:matmul, opt-in-bwd, ...); the trace is named \"(applied: POLICY)\"")
+        ->type_name("POLICY");
+    app->add_option("--from", o->from,
+                    "with --apply: the recording of this job (a trace or snapshot) that "
+                    "POLICY's layers refer to; not needed for opt-in-bwd alone")
+        ->type_name("RUN");
     app->add_flag("--tensor-level", o->tensor_level,
                   "programs without PyTorch: caching allocator off (changes the program)");
     app->add_flag("--stacks", o->stacks, "host stack at each cudaMalloc (CUPTI callbacks)");
@@ -458,11 +511,19 @@ Command addRecord(CLI::App& parent) {
             "The recorders are looked up next to this program (../lib, ../share/memscope/pyhook)\n"
             "unless MEMSCOPE_CUPTI_LIBRARY, MEMSCOPE_PYHOOK_DIR or MEMSCOPE_TORCH_CAPTURE_LIBRARY\n"
             "name them.\n\n"
+            "--apply POLICY [--from RUN]: the hook wraps the modules POLICY names (as resolved\n"
+            "on RUN) in torch.utils.checkpoint (save lists: PyTorch 2.4's selective checkpoint,\n"
+            "memscope's own rebuild of it before), runs sequential:K's container through\n"
+            "checkpoint_sequential, and fuses the optimizer step into backward for opt-in-bwd.\n"
+            "What cannot be applied exactly (a module missing, clip_grad_norm_ with opt-in-bwd,\n"
+            "LBFGS) is refused: the job runs on as written and record says why.\n\n"
             "Exit codes: CMD's own. When CMD exits 0: ") +
         std::to_string(kRecordingFailed) +
         " if the recording could not be finished\n"
-        "(its parts are kept: memscope-cli record --merge DIR finishes it), else 0 (also when\n"
-        "nothing was recorded: record says why). " +
+        "(its parts are kept: memscope-cli record --merge DIR finishes it), " +
+        std::to_string(kApplyRefused) +
+        " if --apply's policy\nwas refused, else 0 (also when nothing was recorded: record "
+        "says why). " +
         std::to_string(kRecordNotRun) +
         ": CMD was not run (bad usage, an output folder that\n"
         "cannot be written, no recorder found).\n"

@@ -14,5 +14,9 @@ inline constexpr int kMergeUsageError = 2;
 // are kept: `record --merge DIR`); also --merge when something could not be
 // merged. A command that failed returns its own code instead.
 inline constexpr int kRecordingFailed = 3;
+// The command exited 0 but the policy `record --apply` asked for was not
+// applied (the hook refused it, or no process ran the model): its trace is
+// the job as it is, never shown as the policy's.
+inline constexpr int kApplyRefused = 4;
 
 }  // namespace memscope::cli

@@ -14,6 +14,7 @@
 #include "memscope/base/text_escape.h"
 #include "memscope/recording/recording_folder.h"
 #include "memscope_cupti/record_env.h"
+#include "record_apply.h"
 #include "record_diagnosis.h"
 #include "record_exit.h"
 
@@ -119,6 +120,8 @@ void printNothingRecorded(const RecordedRun& run, const std::vector<Miss>& misse
 
 int finishRecordedRun(const RecordedRun& run, int command_exit) {
     std::fflush(stdout);
+    // Read before the merge removes the hook's files.
+    const bool applied = run.apply_policy.empty() || reportApplied(run.dir, run.apply_policy);
     const RecordingFinish done = finish(run.dir, run.started_wall_ns);
     const std::vector<fs::path> files = newTraceFiles(run.dir, run.before);
     const RecordingOutcome outcome = outcomeOf(run, done, files);
@@ -136,7 +139,8 @@ int finishRecordedRun(const RecordedRun& run, int command_exit) {
     if (!done.unfinished.empty()) printUnfinished(run.dir, done, files.size());
     // The command's own exit code comes first; a failed merge is ours.
     if (command_exit != 0) return command_exit;
-    return done.unfinished.empty() ? 0 : kRecordingFailed;
+    if (!done.unfinished.empty()) return kRecordingFailed;
+    return applied ? 0 : kApplyRefused;
 }
 
 int finishIdleRun(const RecordedRun& run, int command_exit) {

@@ -23,6 +23,7 @@ struct RecordedRun {
     std::vector<WatchedProcess> processes;  // what the process watch saw
     DirectoryState before;                  // the trace files before the run
     int64_t started_wall_ns = 0;            // when the run began (wall clock)
+    std::string apply_policy;               // record --apply POLICY ("": none)
 };
 
 // Finishes the recording and reports it; returns record's exit code: the

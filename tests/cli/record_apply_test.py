@@ -18,8 +18,9 @@ module scopes for exactly the checkpointed layers; and
               applied to the Sequential one) and clip_grad_norm_ with
               opt-in-bwd: refused with the reason, exit 4, the job's losses
               its own, the trace not named after the policy; bad policies,
-              a missing --from, an unreadable RUN, --no-python-hook: exit 1
-              before the job runs.
+              a missing --from, an unreadable RUN, --no-python-hook,
+              --module-depth 0, --from alone, MEMSCOPE_APPLY inherited from
+              the environment: exit 1 before the job runs.
 
 usage: record_apply_test.py MEMSCOPE_CLI FACTS CASE   (FACTS: memscope_record_apply_facts)
 Skips (77) without a python3 that imports torch.
@@ -43,7 +44,7 @@ class Ctx:
     def __init__(self, cli, facts, py, tmp):
         self.cli, self.facts, self.py, self.tmp = cli, facts, py, tmp
 
-    def record(self, name, apply=None, frm=None, script_args=(), expect=0, extra=()):
+    def record(self, name, apply=None, frm=None, script_args=(), expect=0, extra=(), env=None):
         out = os.path.join(self.tmp, name)
         cmd = [self.cli, "record", "-o", out] + list(extra)
         if apply is not None:
@@ -51,7 +52,8 @@ class Ctx:
         if frm is not None:
             cmd += ["--from", frm]
         cmd += ["--", self.py, SCRIPT] + list(script_args)
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=240,
+                           env=dict(os.environ, **(env or {})))
         if p.returncode != expect:
             fail("%s exited %d, expected %d\n%s\n%s" % (" ".join(cmd), p.returncode, expect,
                                                         p.stdout, p.stderr))
@@ -169,13 +171,18 @@ def check_refused(ctx, name, apply, frm, args, reason):
 def case_refused(ctx):
     plain = ctx.record("plain")
     # Bad usage: refused before the job runs (nothing printed by it).
-    for what, apply, frm, extra in (
-            ("a bad policy", "layers:x", plain[1], []),
-            ("layers without --from", "layers:1-2", None, []),
-            ("an unreadable RUN", "layers:1-2", os.path.join(ctx.tmp, "missing.memscope"), []),
-            ("a layer the run lacks", "layers:9", plain[1], []),
-            ("no Python hook", "opt-in-bwd", None, ["--no-python-hook"])):
-        p, _ = ctx.record("bad", apply, frm, extra=extra, expect=NOT_RUN)
+    plan = os.path.join(ctx.tmp, "planted.json")
+    for what, apply, frm, extra, env in (
+            ("a bad policy", "layers:x", plain[1], [], None),
+            ("layers without --from", "layers:1-2", None, [], None),
+            ("an unreadable RUN", "layers:1-2", os.path.join(ctx.tmp, "missing.memscope"), [],
+             None),
+            ("a layer the run lacks", "layers:9", plain[1], [], None),
+            ("no Python hook", "opt-in-bwd", None, ["--no-python-hook"], None),
+            ("no module hooks", "layers:1-2", plain[1], ["--module-depth", "0"], None),
+            ("--from without --apply", None, plain[1], [], None),
+            ("a plan in the environment", None, None, [], {"MEMSCOPE_APPLY": plan})):
+        p, _ = ctx.record("bad", apply, frm, extra=extra, expect=NOT_RUN, env=env)
         if "step 0" in p.stdout or "memscope-cli record: " not in p.stderr:
             fail("%s: the job ran, or record said nothing:\n%s\n%s" % (what, p.stdout,
                                                                         p.stderr))

@@ -21,7 +21,24 @@ SOURCE_HOOK = os.path.normpath(os.path.join(HERE, "..", "..", "profiler", "pyhoo
 HOOK = os.environ.get("MEMSCOPE_PYHOOK_DIR") or SOURCE_HOOK
 sys.path.insert(0, HOOK)
 
-from memscope_hook import apply, config  # noqa: E402
+from memscope_hook import apply, config, modules  # noqa: E402
+
+
+class FakeModule:
+    """What modules.py asks of a module: named_modules()."""
+
+    def __init__(self, children=()):
+        self.children = list(children)
+
+    def named_modules(self):
+        yield "", self
+        for i, c in enumerate(self.children):
+            for name, m in c.named_modules():
+                yield (str(i) + ("." + name if name else "")), m
+
+
+class Net(FakeModule):
+    pass
 
 
 def plan(**over):
@@ -159,6 +176,34 @@ class TheOutcome(unittest.TestCase):
         out = apply.Outcome("opt-in-bwd")
         out.child = True
         self.assertIsNone(out.document())
+
+
+class RootsAsModulesLabelsThem(unittest.TestCase):
+    def test_each_new_root_is_handed_over_once_with_its_label(self):
+        seen = []
+        rec = modules.ModuleRecorder(depth=4, clock=lambda: 1)
+        rec.on_new_root = lambda module, label: seen.append((module, label))
+        child = FakeModule()
+        a, b = Net([child]), Net()
+        rec.pre(a)
+        rec.pre(child)
+        rec.post(child)
+        rec.post(a)
+        rec.pre(a)          # a root seen before: not handed over again
+        rec.post(a)
+        rec.pre(child)      # a part of a known root called alone (a recompute)
+        rec.post(child)
+        rec.pre(b)          # a second Net alive at once: "Net#2", as the trace records it
+        rec.post(b)
+        self.assertEqual(seen, [(a, "Net"), (b, "Net#2")])
+
+    def test_a_failing_callback_does_not_stop_the_recording(self):
+        rec = modules.ModuleRecorder(depth=4, clock=lambda: 1)
+        rec.on_new_root = lambda module, label: 1 / 0
+        a = Net()
+        rec.pre(a)
+        rec.post(a)
+        self.assertEqual(rec.modules, 1)
 
 
 class TheVariable(unittest.TestCase):

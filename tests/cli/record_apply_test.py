@@ -8,6 +8,8 @@ plain, then with the policy applied by memscope's hook:
   save_list   --apply save:matmul --from PLAIN (every block, matmuls saved)
   opt_in_bwd  --apply opt-in-bwd (no RUN needed)
   sequential  --apply sequential:2 --from PLAIN on the nn.Sequential body
+  mix         --apply layers:0+save:matmul@2-3: blocks of one class each
+              with its own choice, held to whatif's prediction (5%)
 
 each checked for: the same printed losses as the plain run (bit for bit; the
 fused optimizer to 1e-6 relative), a lower peak (`summary --json`), the trace
@@ -148,6 +150,39 @@ def case_sequential(ctx):
     check_applied(ctx, plain, applied, "sequential:2", ["body.0", "body.1"])
 
 
+def predicted_peak(ctx, run, policy):
+    p = subprocess.run([ctx.cli, "whatif", "--json", run, "--policy", policy],
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        fail("whatif --policy %s exited %d\n%s" % (policy, p.returncode, p.stderr))
+    row = json.loads(p.stdout)["predictions"][0]
+    if "refused" in row:
+        fail("whatif refused %s: %s" % (policy, row["refused"]))
+    return row["peak_bytes"]
+
+
+def case_mix(ctx):
+    """Modules of one class taking different choices: block 0 whole, blocks
+    2 and 3 with the save list. Each keeps its own: the mix holds more than
+    checkpointing the three whole, and what whatif predicts for it."""
+    plain = ctx.record("plain")
+    mix = "layers:0+save:matmul@2-3"
+    applied = ctx.record("mix", mix, plain[1])
+    check_applied(ctx, plain, applied, mix, ["blocks.0", "blocks.2", "blocks.3"],
+                  save_lists="memscope-dispatch-cache")
+    whole = ctx.record("whole", "layers:0,2,3", plain[1])
+    check_applied(ctx, plain, whole, "layers:0,2,3", ["blocks.0", "blocks.2", "blocks.3"])
+    mix_peak, whole_peak = ctx.peak(applied[1]), ctx.peak(whole[1])
+    if not mix_peak > whole_peak:
+        fail("the save lists of %s kept nothing: peak %d, checkpointed whole %d"
+             % (mix, mix_peak, whole_peak))
+    for policy, peak in ((mix, mix_peak), ("layers:0,2,3", whole_peak)):
+        predicted = predicted_peak(ctx, plain[1], policy)
+        if abs(predicted - peak) > 0.05 * peak:
+            fail("%s: predicted %d, measured %d (more than 5%% apart)" % (policy, predicted,
+                                                                          peak))
+
+
 def check_refused(ctx, name, apply, frm, args, reason):
     plain_p, _ = ctx.record(name + "-plain", script_args=args)
     p, trace = ctx.record(name, apply, frm, script_args=args, expect=APPLY_REFUSED)
@@ -198,7 +233,7 @@ def case_refused(ctx):
     print("refused: a missing module, clip_grad_norm_ with opt-in-bwd")
 
 
-CASES = {"layers": case_layers, "save_list": case_save_list, "opt_in_bwd": case_opt_in_bwd,
+CASES = {"layers": case_layers, "save_list": case_save_list, "mix": case_mix, "opt_in_bwd": case_opt_in_bwd,
          "sequential": case_sequential, "refused": case_refused}
 
 

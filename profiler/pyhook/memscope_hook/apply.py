@@ -47,6 +47,10 @@ SAVE_LISTS_API = "selective-checkpoint-api"
 SAVE_LISTS_OURS = "memscope-dispatch-cache"
 
 
+# The instance attribute holding a wrapped module's own __call__.
+_CALL = "_memscope_apply_call"
+
+
 class PlanError(Exception):
     pass
 
@@ -338,19 +342,26 @@ class Applier:
             self.outcome.refuse("wrapping the modules failed (%s: %s)" % (type(exc).__name__, exc))
 
     def _swap_class(self, module, kind, call):
+        """`module`'s class becomes a subclass (one per class and kind) whose
+        __call__ is `call`, kept on the instance: modules of one class take
+        different choices in a mix (h.0 whole, h.2 with a save list)."""
         cls = type(module)
         key = (cls, kind)
         sub = self._classes.get(key)
         if sub is None:
-            sub = type(cls.__name__, (cls,), {"__call__": call, "__module__": cls.__module__,
+            def dispatch(self, *args, **kwargs):
+                return self.__dict__[_CALL](self, *args, **kwargs)
+            sub = type(cls.__name__, (cls,), {"__call__": dispatch, "__module__": cls.__module__,
                                               "__qualname__": cls.__qualname__,
                                               "_memscope_applied": cls})
             self._classes[key] = sub
+        module.__dict__[_CALL] = call
         module.__class__ = sub
 
         def undo():
             if type(module) is sub:
                 module.__class__ = cls
+            module.__dict__.pop(_CALL, None)
         self.outcome.add_undo(undo)
 
     def _training(self, module):

@@ -54,6 +54,9 @@ std::string adviceText(const Advice& a) {
         if (a.choice) {
             out += "    answer:        " + row(*a.choice, base) + "\n";
             if (a.best_uniform) out += "    best uniform:  " + row(*a.best_uniform, base) + "\n";
+            if (a.by_hand)
+                out += "    by hand:       " + row(*a.by_hand, base) + "\n      (" +
+                       a.by_hand_reason + ")\n";
             const std::string env =
                 a.choice->allocator_conf.empty()
                     ? std::string()
@@ -90,6 +93,12 @@ std::string adviceJson(const Advice& a) {
             advised(w, *a.best_uniform, base);
         else
             w.Null();
+        json::key(w, "by_hand");
+        if (a.by_hand)
+            advised(w, *a.by_hand, base);
+        else
+            w.Null();
+        json::field(w, "by_hand_reason", std::string_view(a.by_hand_reason));
         json::key(w, "closest");
         if (a.closest)
             advised(w, *a.closest, base);

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "memscope/base/units.h"
+#include "memscope/whatif/policy_modules.h"
 
 namespace memscope {
 namespace {
@@ -375,15 +376,19 @@ private:
         return {};
     }
 
+    // The fastest fitting policy that record --apply and --emit can apply
+    // by module; a faster one that only code of the user's own can apply (a
+    // chunk of several layers as one region) is said beside it.
     void decide(int64_t budget, Advice& advice) const {
         auto faster = [](const AdvisedPolicy& a, const AdvisedPolicy& b) {
             if (a.row.step_ms != b.row.step_ms) return a.row.step_ms < b.row.step_ms;
             if (a.judged_bytes != b.judged_bytes) return a.judged_bytes < b.judged_bytes;
             return simpler(a, b);
         };
+        std::vector<const AdvisedPolicy*> fitting;
         for (const AdvisedPolicy& a : pool_) {
             if (a.judged_bytes <= budget) {
-                if (!advice.choice || faster(a, *advice.choice)) advice.choice = a;
+                fitting.push_back(&a);
                 if (a.uniform && (!advice.best_uniform || faster(a, *advice.best_uniform)))
                     advice.best_uniform = a;
             } else if (!advice.closest || a.judged_bytes < advice.closest->judged_bytes ||
@@ -392,7 +397,21 @@ private:
                 advice.closest = a;
             }
         }
-        if (advice.choice)
+        std::stable_sort(
+            fitting.begin(), fitting.end(),
+            [&](const AdvisedPolicy* a, const AdvisedPolicy* b) { return faster(*a, *b); });
+        for (const AdvisedPolicy* a : fitting) {
+            auto modules = policyModules(a->policy, measured_, options_.whatif.checkpoint_style);
+            if (modules) {
+                advice.choice = *a;
+                break;
+            }
+            if (!advice.by_hand) {
+                advice.by_hand = *a;
+                advice.by_hand_reason = modules.message();
+            }
+        }
+        if (advice.choice || advice.by_hand)
             advice.closest.reset();
         else if (advice.closest)
             advice.short_by_bytes = advice.closest->judged_bytes - budget;
@@ -435,6 +454,10 @@ private:
                    "frontier, from " +
                    std::to_string(simulations_) + " simulated runs";
         const std::string budget = "budget " + formatBytes(*a.budget_bytes) + kind;
+        if (!a.choice && a.by_hand)
+            return budget + ": only " + a.by_hand->label() + " fits (peak " +
+                   formatBytes(a.by_hand->judged_bytes) + ", " + ms(a.by_hand->row.step_ms) +
+                   " per step), and it needs code of your own: " + a.by_hand_reason;
         if (!a.choice) {
             if (!a.closest) return budget + ": nothing could be predicted";
             return budget + ": nothing fits; the smallest peak found, " + a.closest->label() +
@@ -451,6 +474,9 @@ private:
                     formatBytes(a.best_uniform->judged_bytes) + ")";
         else if (!a.best_uniform)
             line += "; no uniform policy fits";
+        if (a.by_hand)
+            line += "; faster still, " + a.by_hand->label() + " (" + ms(a.by_hand->row.step_ms) +
+                    ") needs code of your own: " + a.by_hand_reason;
         return line;
     }
 };

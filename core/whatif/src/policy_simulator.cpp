@@ -523,7 +523,8 @@ private:
                 " of them were alive before the trace began, " + formatBytes(made) +
                 " made in backward): fusing the optimizer into backward cannot be predicted "
                 "from it; record from the first step");
-        const double ratio = temporaryRatio(temps, windows);
+        const TemporaryShare share = temporaryRatio(temps, windows);
+        const double ratio = share.ratio;
         for (uint32_t id : temps) rewrite_.drop(id);
 
         // Each gradient: its parameter's optimizer work right after it is made.
@@ -561,9 +562,12 @@ private:
             "optimizer step");
         if (ratio > 0)
             assumptions_.push_back(
-                "the optimizer step's temporaries (" + std::to_string(std::lround(ratio * 100)) +
-                "% of the gradients' bytes at most, measured) become "
-                "per-parameter ones of the same share, right after each gradient");
+                "the optimizer step's temporaries become per-parameter ones, right after each "
+                "gradient: " +
+                std::to_string(std::lround(ratio * 100)) +
+                "% of its bytes, the measured step's peak of them over " +
+                (share.one_at_a_time ? "the largest gradient (it updated one parameter at a time)"
+                                     : "the gradients it served (it updated them all at once)"));
         assumptions_.push_back(
             "the optimizer state is born in the first backward, with the first gradient of its "
             "size" +
@@ -575,12 +579,22 @@ private:
         return {};
     }
 
-    double temporaryRatio(const std::vector<uint32_t>& temps,
-                          const std::vector<std::pair<int64_t, int64_t>>& windows) const {
+    // How many bytes of temporaries the optimizer step makes per gradient
+    // byte: its live temporaries' peak over the gradients they served then.
+    // A step that updates one parameter at a time (a for-loop optimizer,
+    // 1.13's CPU default) holds one parameter's temporaries at its peak: the
+    // largest gradient's; one that updates all at once (foreach) holds all.
+    struct TemporaryShare {
+        double ratio = 0;
+        bool one_at_a_time = false;
+    };
+    TemporaryShare temporaryRatio(const std::vector<uint32_t>& temps,
+                                  const std::vector<std::pair<int64_t, int64_t>>& windows) const {
         const auto& iv = device_.intervals;
-        double best = 0;
+        TemporaryShare best;
         for (const auto& w : windows) {
-            // Live temporary bytes over the window (a sweep of births and deaths).
+            // Live temporary bytes (and how many) over the window: a sweep of
+            // births and deaths.
             std::vector<std::pair<int64_t, int64_t>> steps;
             for (uint32_t id : temps)
                 if (iv[id].start >= w.first && iv[id].start <= w.second) {
@@ -588,14 +602,25 @@ private:
                     steps.emplace_back(iv[id].end, -static_cast<int64_t>(iv[id].size));
                 }
             std::sort(steps.begin(), steps.end());
-            int64_t live = 0, peak = 0;
-            for (const auto& [t, d] : steps) peak = std::max(peak, live += d);
+            int64_t live = 0, peak = 0, count = 0, count_at_peak = 0;
+            for (const auto& [t, d] : steps) {
+                live += d;
+                count += d > 0 ? 1 : -1;
+                if (live > peak) peak = live, count_at_peak = count;
+            }
             // The gradients the step served: those alive at its start.
-            int64_t grads = 0;
+            int64_t grads = 0, largest = 0, n = 0;
             for (const auto& a : device_.liveAt(w.first))
-                if (iv[a].category == Category::Gradient) grads += static_cast<int64_t>(iv[a].size);
-            if (grads > 0)
-                best = std::max(best, static_cast<double>(peak) / static_cast<double>(grads));
+                if (iv[a].category == Category::Gradient) {
+                    grads += static_cast<int64_t>(iv[a].size);
+                    largest = std::max(largest, static_cast<int64_t>(iv[a].size));
+                    ++n;
+                }
+            if (grads == 0) continue;
+            const bool one = n > 2 && count_at_peak * 2 < n;
+            const double ratio =
+                static_cast<double>(peak) / static_cast<double>(one ? largest : grads);
+            if (ratio > best.ratio) best = {ratio, one};
         }
         return best;
     }

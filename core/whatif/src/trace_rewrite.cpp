@@ -235,7 +235,35 @@ std::vector<TraceRewrite::Pending> TraceRewrite::movedEvents(
         p.event.time = p.time;
         moved.push_back(p);
     }
+    // A free given to an allocation the measured run never freed (a gradient
+    // of the last step, alive when the trace ended, that the fused optimizer
+    // frees): made here, in id order so that equal places stay in one order.
+    for (uint32_t id : freedAtLast()) {
+        const AllocationInterval& a = device_.intervals[id];
+        const Edit& e = edits_.at(id);
+        Pending p;
+        p.event = events[a.alloc_event];
+        p.event.kind = EventKind::FreeCompleted;
+        p.inferred = inferredOf(measured_, a.alloc_event);
+        p.time = times.place(*e.free);
+        p.order = e.free->order;
+        if (auto it = moved_address.find(id); it != moved_address.end())
+            p.event.address = it->second;
+        p.event.time = p.time;
+        moved.push_back(p);
+    }
     return moved;
+}
+
+std::vector<uint32_t> TraceRewrite::freedAtLast() const {
+    std::vector<uint32_t> ids;
+    for (const auto& [id, e] : edits_) {
+        const AllocationInterval& a = device_.intervals[id];
+        if (!e.dropped && e.free && a.free_event == kNoEvent && a.alloc_event != kNoEvent)
+            ids.push_back(id);
+    }
+    std::sort(ids.begin(), ids.end());
+    return ids;
 }
 
 // Each copy's birth and free, at fresh addresses.
@@ -367,16 +395,20 @@ void TraceRewrite::copyEndState(const std::unordered_map<uint32_t, uint64_t>& mo
                                 Trace& t) const {
     t.allocator_state = measured_.allocator_state;
     t.inferred_block_categories = measured_.inferred_block_categories;
-    if (!t.allocator_state || moved_address.empty()) return;
+    const std::vector<uint32_t> freed = freedAtLast();
+    if (!t.allocator_state || (moved_address.empty() && freed.empty())) return;
     std::unordered_map<uint64_t, size_t> active;  // address -> block
     for (size_t i = 0; i < t.allocator_state->blocks.size(); ++i)
         if (t.allocator_state->blocks[i].state == BlockState::ActiveAllocated)
             active.emplace(t.allocator_state->blocks[i].address, i);
-    for (const auto& [id, address] : moved_address) {
+    auto release = [&](uint32_t id) {
         const AllocationInterval& a = device_.intervals[id];
         auto it = a.free_event == kNoEvent ? active.find(a.address) : active.end();
         if (it != active.end()) t.allocator_state->blocks[it->second].state = BlockState::Inactive;
-    }
+    };
+    for (const auto& [id, address] : moved_address) release(id);
+    // Freed by the prediction before the end: no longer active there.
+    for (uint32_t id : freed) release(id);
 }
 
 // The modules, their scopes in the predicted clock, and the recomputes' scopes.

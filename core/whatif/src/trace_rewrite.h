@@ -148,6 +148,8 @@ private:
     class GapTimes;
     struct Pending;
     std::vector<uint32_t> editedEvents() const;
+    // Allocations alive at the measured trace's end that an edit frees.
+    std::vector<uint32_t> freedAtLast() const;
     std::vector<Pending> movedEvents(const GapTimes& times, std::span<const uint32_t> edited_event,
                                      const std::unordered_map<uint32_t, uint64_t>& moved_address,
                                      std::vector<uint8_t>& stays) const;

@@ -1,5 +1,6 @@
 // The advisor (advisor.h) on hand-built transformer runs: its answer fits,
-// is never slower than a uniform policy that fits, is what its name
+// can be applied, is never slower than a uniform policy that fits and can
+// be (a faster one that cannot is named beside it), is what its name
 // predicts when simulated again, and says when nothing fits; the frontier
 // holds no dominated policy; the code it emits names the modules.
 #include "memscope/whatif/advisor.h"
@@ -58,10 +59,22 @@ TEST(Advisor, TheAnswerFitsAndNoUniformPolicyThatFitsIsFaster) {
             const Advice a = adviseOk(o, budget);
             ASSERT_TRUE(a.choice) << a.line;
             EXPECT_LE(a.choice->judged_bytes, budget);
-            for (const WhatIfRow& r : uniform.rows) {
+            // Every uniform policy that fits and record --apply can apply is
+            // no faster; one that only code of the user's own applies (a
+            // chunk of layers as one region) is named beside the answer.
+            for (size_t i = 1; i < uniform.rows.size(); ++i) {
+                const WhatIfRow& r = uniform.rows[i];
                 if (r.refused || r.peak_bytes > budget) continue;
-                EXPECT_LE(a.choice->row.step_ms, r.step_ms + 1e-9) << r.policy;
+                if (policyModules(*parseWhatIfPolicy(r.policy), *o.trace).ok()) {
+                    EXPECT_LE(a.choice->row.step_ms, r.step_ms + 1e-9) << r.policy;
+                } else if (r.step_ms < a.choice->row.step_ms) {
+                    ASSERT_TRUE(a.by_hand) << r.policy << " is faster and not named";
+                    EXPECT_LE(a.by_hand->row.step_ms, r.step_ms + 1e-9);
+                    EXPECT_FALSE(policyModules(a.by_hand->policy, *o.trace).ok());
+                    EXPECT_NE(a.line.find("needs code of your own"), std::string::npos);
+                }
             }
+            EXPECT_TRUE(policyModules(a.choice->policy, *o.trace).ok()) << a.choice->policy.name;
             // The name is the policy: simulated again whole, the same peak.
             const WhatIfReport again = predict(o, {a.choice->policy.name}, false);
             ASSERT_EQ(again.rows.size(), 2u);

@@ -62,9 +62,15 @@ struct Advice {
     std::optional<int64_t> budget_bytes;  // none: the frontier alone
     bool by_reserved = false;             // judged by the allocator model's reserved peak
     AdvisedPolicy measured;               // the measured run (full save)
-    // The fastest fitting answer (a mix, or a uniform policy where no mix is
-    // faster); none when nothing fits or there is no budget.
+    // The fastest fitting answer that record --apply can apply (a mix, or a
+    // uniform policy where no mix is faster); none when nothing fits or
+    // there is no budget.
     std::optional<AdvisedPolicy> choice;
+    // A fitting policy faster than `choice` that checkpoints several layers
+    // as one region (sqrt, segments:K over a ModuleList): no module's forward
+    // covers it, so only the user's own code applies it; why, in words.
+    std::optional<AdvisedPolicy> by_hand;
+    std::string by_hand_reason;
     std::optional<AdvisedPolicy> best_uniform;  // the fastest uniform policy that fits
     // When nothing fits: the smallest peak found, and by how much it misses.
     std::optional<AdvisedPolicy> closest;

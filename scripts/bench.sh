@@ -19,7 +19,7 @@ Runs the benchmarks and prints one table: what, memscope's figure, the peer
 (CPython) and its figure measured in the same run, the target, met or not.
   --quick      smaller sizes (snapshots of 30 and 100 MB, 1 M events, ...)
   --only NAME  one benchmark: snapshot kineto native gui hostile ranks trainer
-               whatif whatif-scripts inference roles ops allocator
+               whatif whatif-scripts advisor-loop inference roles ops allocator
   --keep       keep the generated data (printed at the end)
   --growth     also snapshot import, timeline build, layout index and frame
                time at three sizes (30 MB, 300 MB, 1 GB; steady and churn) and
@@ -43,7 +43,7 @@ while (($#)); do
             only=$2
             shift
             case "$only" in
-                snapshot | kineto | native | gui | hostile | ranks | trainer | whatif | whatif-scripts | inference | \
+                snapshot | kineto | native | gui | hostile | ranks | trainer | whatif | whatif-scripts | advisor-loop | inference | \
                     roles | ops | allocator) ;;
                 *) echo "bench.sh: --only: unknown benchmark '$only'" >&2; usage >&2; exit 2 ;;
             esac
@@ -301,8 +301,18 @@ if want whatif-scripts && [[ -x $bin/memscope-cli ]]; then
         "${args[@]}"
     n=$(log whatif-scripts | grep -E '^(transformer|cnn) ' | grep -vc 'predicted from')
     off=$(log whatif-scripts | grep -cE -- '<-- off|refused')
-    row "whatif on plain scripts: predictions off by > 5 %" "$(or_dash "${off:-}")" "-" \
+    row "whatif on plain scripts: predictions off by > 5 %" "$(or_dash "${off:-}")" "-" "-" \
         "0 of ${n:-?}" "$([[ ${off:-x} == 0 ]] && echo yes || echo NO)"
+fi
+if want advisor-loop && [[ -x $bin/memscope-cli ]]; then
+    # The advisor's answers at three budgets per plain script, applied by
+    # record --apply and measured (needs a python3 with torch).
+    target_exit=1 run advisor-loop "$python" "$root/tests/bench/whatif/bench_advisor_loop.py" \
+        --cli "$bin/memscope-cli"
+    n=$(log advisor-loop | grep -cE '^(transformer|cnn|tower|tower-wide) ')
+    off=$(log advisor-loop | grep -cE -- '<-- off|NOT APPLIED')
+    row "advisor: answers off by > 5 %, over budget or not applied" "$(or_dash "${off:-}")" "-" \
+        "-" "0 of ${n:-?}" "$([[ ${off:-x} == 0 ]] && echo yes || echo NO)"
 fi
 if want roles && [[ -x $bin/memscope-cli ]]; then
     # record's tensor roles on against off, alternating runs of a CPU

@@ -202,7 +202,7 @@ def main():
         print("SKIP: no python3 that imports torch")
         return 77
     out = args.out or tempfile.mkdtemp(prefix="memscope-advisor-loop-")
-    row_format = "%-12s %-10s %-36s %10s %10s %7s  %-4s  %-6s  %s"
+    row_format = "%-12s %-10s %-44s %10s %10s %7s  %-4s  %-6s  %s"
     print(row_format % ("script", "budget", "answer", "predicted", "measured", "diff", "fits",
                         "losses", ""))
     failures, faster, emitted = 0, [], []

@@ -181,6 +181,19 @@ def case_mix(ctx):
         if abs(predicted - peak) > 0.05 * peak:
             fail("%s: predicted %d, measured %d (more than 5%% apart)" % (policy, predicted,
                                                                           peak))
+    # compare lines the prediction up with the applied run of its policy.
+    out = os.path.join(ctx.tmp, "predicted")
+    p = subprocess.run([ctx.cli, "whatif", plain[1], "--policy", mix, "--out", out],
+                       capture_output=True, text=True, timeout=120)
+    predicted = [os.path.join(out, f) for f in os.listdir(out)] if p.returncode == 0 else []
+    if len(predicted) != 1:
+        fail("whatif --out wrote %r\n%s" % (predicted, p.stderr))
+    p = subprocess.run([ctx.cli, "compare", "--json", plain[1], predicted[0], applied[1]],
+                       capture_output=True, text=True, timeout=120)
+    runs = json.loads(p.stdout)["runs"] if p.returncode == 0 else []
+    if len(runs) != 3 or runs[1].get("vs_measured", {}).get("run") != applied[1]:
+        fail("compare does not check the prediction against the applied run:\n%s%s"
+             % (p.stdout, p.stderr))
 
 
 def check_refused(ctx, name, apply, frm, args, reason):

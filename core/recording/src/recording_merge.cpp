@@ -325,7 +325,15 @@ void takeHookMetadata(Trace& out, const HookSidecar& hook, const TaskContext& ct
         out.metadata.setProperty("allocator_history", "off: " + hook.history_reason);
     if (hook.exit == "SIGTERM" || hook.exit == "SIGINT")
         out.metadata.setProperty("ended_by", hook.exit);
-    if (hook.apply) takeHookApply(out.metadata, *hook.apply);
+    if (hook.apply) {
+        takeHookApply(out.metadata, *hook.apply);
+        // The run's checkpoint policy is known: the one applied. compare
+        // then holds whatif's prediction of it to this run (prediction_check.h).
+        if (out.metadata.property("applied_policy")) {
+            if (!out.metrics) out.metrics = RunMetrics{};
+            if (out.metrics->policy.empty()) out.metrics->policy = hook.apply->policy;
+        }
+    }
     if (!hook.complete) warnHookUnfinished(hook, ctx);
     for (const std::string& w : hook.warnings) warn(ctx, WarningKind::Other, "hook: " + w);
     if (!out.metadata.property("command") && !hook.orig_argv.empty()) {

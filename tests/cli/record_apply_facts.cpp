@@ -1,7 +1,8 @@
 // Prints what record_apply_test.py checks of a trace `record --apply` made,
 // through the core API, one JSON object on stdout: the run's name, the
 // properties the merge set from the hook's "apply" ("applied_policy",
-// "applied.*", "apply.*") and the paths of the modules with recompute scopes.
+// "applied.*", "apply.*"), the job's "argv" and "cwd", and the paths of the
+// modules with recompute scopes.
 //
 // usage: memscope_record_apply_facts TRACE
 #include <cstdio>
@@ -28,7 +29,8 @@ int main(int argc, char** argv) {
     out += ",\"properties\":{";
     bool first = true;
     for (const auto& [key, value] : trace.metadata.properties) {
-        if (key != "applied_policy" && !key.starts_with("applied.") && !key.starts_with("apply."))
+        if (key != "applied_policy" && !key.starts_with("applied.") && !key.starts_with("apply.") &&
+            key != "argv" && key != "cwd")
             continue;
         out += first ? "" : ",";
         first = false;

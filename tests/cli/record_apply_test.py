@@ -127,6 +127,13 @@ def case_layers(ctx):
     plain = ctx.record("plain")
     applied = ctx.record("layers", "layers:1-2", plain[1])
     check_applied(ctx, plain, applied, "layers:1-2", ["blocks.1", "blocks.2"])
+    # What running the job again takes (the GUI's "Record with this
+    # policy"): its arguments exactly, and where it ran.
+    props = ctx.trace_facts(plain[1])["properties"]
+    argv = json.loads(props.get("argv", "null") or "null")
+    if not argv or argv[-1] != SCRIPT or props.get("cwd") != os.getcwd():
+        fail("the plain run does not keep its command and folder: argv %r, cwd %r"
+             % (props.get("argv"), props.get("cwd")))
 
 
 def case_save_list(ctx):

@@ -34,4 +34,16 @@ void appendJsonString(std::string& out, std::string_view s) {
     out += '"';
 }
 
+std::string jsonStringList(const std::vector<std::string>& items, size_t max_bytes) {
+    std::string json = "[";
+    for (const std::string& a : items) {
+        std::string item;
+        appendJsonString(item, a);
+        if (json.size() + item.size() + 2 > max_bytes) break;
+        if (json.size() > 1) json += ",";
+        json += item;
+    }
+    return json + "]";
+}
+
 }  // namespace memscope

@@ -228,6 +228,7 @@ Result<HookSidecar> parseHookSidecar(std::string_view json, const std::string& p
     }
     s.python = text(doc, "python");
     s.torch = text(doc, "torch");
+    s.cwd = text(doc, "cwd");
     // A mistyped command line is not worth the recording: the run goes
     // unnamed by it, and the warning says why.
     if (auto command = parseCommandLine(doc, path, s); !command)

@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "memscope/base/json_text.h"
 #include "memscope/model/run_name.h"
 #include "memscope/recording/phase_assignment.h"
 #include "memscope/recording/recorded_modules.h"
@@ -340,7 +341,11 @@ void takeHookMetadata(Trace& out, const HookSidecar& hook, const TaskContext& ct
         std::string command;
         for (const std::string& a : hook.orig_argv) command += (command.empty() ? "" : " ") + a;
         out.metadata.setProperty("command", std::move(command));
+        // Exactly, as the tracer keeps it: an argument may hold a space.
+        out.metadata.setProperty("argv", jsonStringList(hook.orig_argv));
     }
+    if (!hook.cwd.empty() && !out.metadata.property("cwd"))
+        out.metadata.setProperty("cwd", hook.cwd);
 }
 
 // What people call the run: the script (or program) and its rank. The hook

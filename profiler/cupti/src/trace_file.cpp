@@ -59,15 +59,7 @@ std::string commandLine(const std::vector<std::string>& args) {
 
 // The arguments as a JSON list of strings, exactly (cut at whole arguments).
 std::string commandJson(const std::vector<std::string>& args) {
-    std::string json = "[";
-    for (const std::string& a : args) {
-        std::string item;
-        appendJsonString(item, a);
-        if (json.size() + item.size() + 2 > 16 * 1024) break;
-        if (json.size() > 1) json += ",";
-        json += item;
-    }
-    return json + "]";
+    return jsonStringList(args, 16 * 1024);
 }
 
 std::string hostName() {

@@ -23,6 +23,13 @@ from . import (apply, attach, capture, capture_range, control, history, log, mod
 FLUSH_INTERVAL_S = 1.0
 
 
+def _cwd():
+    try:
+        return os.getcwd()
+    except OSError:   # the folder was removed under the job
+        return ""
+
+
 class Session:
     def __init__(self, cfg, torch):
         self.cfg = cfg
@@ -436,6 +443,9 @@ class Session:
             # sees it, and the interpreter's own command line where Python has it.
             "argv": [str(a) for a in sys.argv],
             "orig_argv": [str(a) for a in getattr(sys, "orig_argv", sys.argv)],
+            # Where it ran, so that the job can be run again (the GUI's
+            # "Record with this policy").
+            "cwd": _cwd(),
             "clock": "CLOCK_REALTIME ns",
             "started_ns": self.started_ns, "ended_ns": now,
             "complete": complete, "exit": exit_reason,

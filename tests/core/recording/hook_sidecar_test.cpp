@@ -36,6 +36,7 @@ const char* const kValid = R"({
   "--lr",
   "0.1"
  ],
+ "cwd": "/work/runs",
  "clock": "CLOCK_REALTIME ns",
  "started_ns": 1733000000000000000,
  "ended_ns": 1733000009000000000,
@@ -97,6 +98,7 @@ TEST(HookSidecar, ReadsEveryFieldThePythonHookWrites) {
     EXPECT_EQ(s.argv, (std::vector<std::string>{"/work/train.py", "--lr", "0.1"}));
     EXPECT_EQ(s.orig_argv, (std::vector<std::string>{"/usr/bin/python3", "-u", "/work/train.py",
                                                      "--lr", "0.1"}));
+    EXPECT_EQ(s.cwd, "/work/runs");
     EXPECT_EQ(s.started_ns, 1733000000000000000);
     EXPECT_EQ(s.ended_ns, 1733000009000000000);
     EXPECT_TRUE(s.complete);

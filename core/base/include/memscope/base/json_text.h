@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace memscope {
 
@@ -11,5 +12,10 @@ namespace memscope {
 // characters escaped; valid UTF-8 copied as it is, each invalid byte
 // replaced by U+FFFD (validUtf8, text_escape.h).
 void appendJsonString(std::string& out, std::string_view s);
+
+// `items` as a JSON list of strings (a command line's arguments, kept
+// exactly), cut at whole items so that it stays within `max_bytes`.
+std::string jsonStringList(const std::vector<std::string>& items,
+                           size_t max_bytes = static_cast<size_t>(-1));
 
 }  // namespace memscope

@@ -108,6 +108,7 @@ struct HookSidecar {
     // hook did not write them.
     std::vector<std::string> argv;
     std::vector<std::string> orig_argv;
+    std::string cwd;  // the working directory; "" when not written
     int64_t started_ns = 0;
     int64_t ended_ns = 0;
     bool complete = false;

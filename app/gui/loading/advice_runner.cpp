@@ -1,7 +1,6 @@
 #include "loading/advice_runner.h"
 
 #include <QFileInfo>
-#include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
 
 #include "common/format.h"
@@ -39,51 +38,42 @@ AdviceRunner::AdviceRunner(QObject* parent) : QObject(parent) {
     qRegisterMetaType<AdviceOutcome>();
 }
 
-AdviceRunner::~AdviceRunner() {
-    cancel();
-    waitForFinished();
-}
+AdviceRunner::~AdviceRunner() = default;  // the task cancels and waits
 
-// Busy until the worker has emitted its last signal (as WhatIfRunner).
 bool AdviceRunner::isBusy() const {
-    return busy_->load();
+    return task_.isBusy();
 }
 
 void AdviceRunner::cancel() {
-    if (cancel_) cancel_->store(true);
+    task_.cancel();
 }
 
 void AdviceRunner::waitForFinished() {
-    future_.waitForFinished();
+    task_.wait();
 }
 
 bool AdviceRunner::start(RunPtr source, std::optional<int64_t> budget_bytes) {
-    if (isBusy() || !source) return false;
-    future_.waitForFinished();
-    cancel_ = std::make_shared<std::atomic<bool>>(false);
-    busy_->store(true);
-    auto cancel = cancel_;
-    auto busy = busy_;
-    future_ = QtConcurrent::run([this, source, budget_bytes, cancel, busy] {
-        TaskContext ctx;
-        ctx.cancel = cancel.get();
-        ctx.progress = [this](uint64_t done, uint64_t total) {
-            // Core's total is an estimate: the bar never runs past it.
-            const uint64_t t = std::max(done, total);
-            emit progress(int(std::min<uint64_t>(done, INT32_MAX)),
-                          int(std::min<uint64_t>(t, INT32_MAX)));
-        };
-        auto outcome = runAdvice(source, budget_bytes, ctx);
-        const bool cancelled = cancel->load();
-        busy->store(false);
-        if (cancelled)
-            emit failed(QStringLiteral("cancelled"), true);
-        else if (!outcome.ok())
-            emit failed(toQString(outcome.message()), false);
-        else
-            emit finished(std::move(*outcome));
-    });
-    return true;
+    if (!source) return false;
+    return task_.start(
+        [this, source, budget_bytes](const std::atomic<bool>* cancel) {
+            TaskContext ctx;
+            ctx.cancel = cancel;
+            ctx.progress = [this](uint64_t done, uint64_t total) {
+                // Core's total is an estimate: the bar never runs past it.
+                const uint64_t t = std::max(done, total);
+                emit progress(int(std::min<uint64_t>(done, INT32_MAX)),
+                              int(std::min<uint64_t>(t, INT32_MAX)));
+            };
+            return runAdvice(source, budget_bytes, ctx);
+        },
+        [this](Result<AdviceOutcome> outcome, bool cancelled) {
+            if (cancelled)
+                emit failed(QStringLiteral("cancelled"), true);
+            else if (!outcome.ok())
+                emit failed(toQString(outcome.message()), false);
+            else
+                emit finished(std::move(*outcome));
+        });
 }
 
 }  // namespace memscope::gui

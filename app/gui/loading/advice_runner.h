@@ -5,13 +5,13 @@
 // immutable Run, to be shown beside a measured run of the same policy.
 // Every figure is core's; this only carries them.
 
-#include <QFuture>
 #include <QMetaType>
 #include <QObject>
 #include <atomic>
 #include <memory>
 #include <optional>
 
+#include "loading/background_task.h"
 #include "loading/run.h"
 #include "memscope/base/result.h"
 #include "memscope/base/task_context.h"
@@ -55,9 +55,7 @@ signals:
     void failed(const QString& message, bool cancelled);
 
 private:
-    std::shared_ptr<std::atomic<bool>> cancel_;
-    std::shared_ptr<std::atomic<bool>> busy_ = std::make_shared<std::atomic<bool>>(false);
-    QFuture<void> future_;
+    BackgroundTask task_;
 };
 
 }  // namespace memscope::gui

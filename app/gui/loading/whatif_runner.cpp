@@ -1,7 +1,6 @@
 #include "loading/whatif_runner.h"
 
 #include <QFileInfo>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include "common/format.h"
 #include "loading/run_loader.h"
@@ -62,52 +61,43 @@ WhatIfRunner::WhatIfRunner(QObject* parent) : QObject(parent) {
     qRegisterMetaType<WhatIfOutcome>();
 }
 
-WhatIfRunner::~WhatIfRunner() {
-    cancel();
-    waitForFinished();
-}
+WhatIfRunner::~WhatIfRunner() = default;  // the task cancels and waits
 
-// Busy until the worker has emitted its last signal (as RunLoader).
 bool WhatIfRunner::isBusy() const {
-    return busy_->load();
+    return task_.isBusy();
 }
 
 void WhatIfRunner::cancel() {
-    if (cancel_) cancel_->store(true);
+    task_.cancel();
 }
 
 void WhatIfRunner::waitForFinished() {
-    future_.waitForFinished();
+    task_.wait();
 }
 
 bool WhatIfRunner::start(RunPtr source, std::vector<WhatIfPolicy> policies) {
     if (isBusy() || !source) return false;
-    future_.waitForFinished();
-    cancel_ = std::make_shared<std::atomic<bool>>(false);
-    busy_->store(true);
     // Core predicts its default sweep for an empty list; the count is then
     // known only from its progress.
     emit started(int(policies.size()));
-    auto cancel = cancel_;
-    auto busy = busy_;
-    future_ = QtConcurrent::run([this, source, policies = std::move(policies), cancel, busy] {
-        TaskContext ctx;
-        ctx.cancel = cancel.get();
-        ctx.progress = [this](uint64_t done, uint64_t total) {
-            emit progress(int(std::min<uint64_t>(done, INT32_MAX)),
-                          int(std::min<uint64_t>(total, INT32_MAX)));
-        };
-        auto outcome = runWhatIf(source, policies, ctx);
-        const bool cancelled = cancel->load();
-        busy->store(false);
-        if (cancelled)
-            emit failed(QStringLiteral("cancelled"), true);
-        else if (!outcome.ok())
-            emit failed(toQString(outcome.message()), false);
-        else
-            emit finished(std::move(*outcome));
-    });
-    return true;
+    return task_.start(
+        [this, source, policies = std::move(policies)](const std::atomic<bool>* cancel) {
+            TaskContext ctx;
+            ctx.cancel = cancel;
+            ctx.progress = [this](uint64_t done, uint64_t total) {
+                emit progress(int(std::min<uint64_t>(done, INT32_MAX)),
+                              int(std::min<uint64_t>(total, INT32_MAX)));
+            };
+            return runWhatIf(source, policies, ctx);
+        },
+        [this](Result<WhatIfOutcome> outcome, bool cancelled) {
+            if (cancelled)
+                emit failed(QStringLiteral("cancelled"), true);
+            else if (!outcome.ok())
+                emit failed(toQString(outcome.message()), false);
+            else
+                emit finished(std::move(*outcome));
+        });
 }
 
 }  // namespace memscope::gui

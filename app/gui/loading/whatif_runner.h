@@ -4,7 +4,6 @@
 // predicted runs handed over as immutable Runs that the compare view shows
 // beside measured ones. Every figure is core's; this only carries them.
 
-#include <QFuture>
 #include <QMetaType>
 #include <QObject>
 #include <atomic>
@@ -12,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "loading/background_task.h"
 #include "loading/run.h"
 #include "memscope/base/result.h"
 #include "memscope/base/task_context.h"
@@ -60,9 +60,7 @@ signals:
     void failed(const QString& message, bool cancelled);
 
 private:
-    std::shared_ptr<std::atomic<bool>> cancel_;
-    std::shared_ptr<std::atomic<bool>> busy_ = std::make_shared<std::atomic<bool>>(false);
-    QFuture<void> future_;
+    BackgroundTask task_;
 };
 
 }  // namespace memscope::gui

@@ -25,23 +25,18 @@ WHY` on stderr, once, hook.json's "apply" says so, what was put in place is
 undone where it can be, and the job goes on as it was written. A policy is
 never shown as applied when it was not.
 
-The plan's reading and the bookkeeping are pure Python (no torch import), so
-they are unit-tested on their own (tests/pyhook/test_apply.py).
+The plan's reading (apply_plan.py) and the bookkeeping are pure Python (no
+torch import), so they are unit-tested on their own (tests/pyhook/
+test_apply.py); the fused optimizer is apply_optimizer.py.
 """
 import functools
-import json
-import os
-import re
-import stat
 import sys
 import threading
 
-FORMAT = "memscope-apply/1"
-MAX_PLAN_BYTES = 1 << 20
-MAX_MODULES = 100000
-MAX_TEXT = 4096
-MAX_SEGMENTS = 100000
-_OP = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_.]*")
+from .apply_plan import (  # noqa: F401  (the plan API, as before)
+    FORMAT, MAX_MODULES, MAX_PLAN_BYTES, MAX_SEGMENTS, MAX_TEXT, Module, Plan, PlanError,
+    parse_plan, read_plan)
+from .apply_optimizer import OptimizerFusion
 
 SAVE_LISTS_API = "selective-checkpoint-api"
 SAVE_LISTS_OURS = "memscope-dispatch-cache"
@@ -49,139 +44,6 @@ SAVE_LISTS_OURS = "memscope-dispatch-cache"
 
 # The instance attribute holding a wrapped module's own __call__.
 _CALL = "_memscope_apply_call"
-
-
-class PlanError(Exception):
-    pass
-
-
-class Module:
-    __slots__ = ("root", "path", "type", "save")
-
-    def __init__(self, root, path, type_, save=()):
-        self.root, self.path, self.type, self.save = root, path, type_, tuple(save)
-
-    def name(self):
-        return "%s:%s" % (self.root, self.path)
-
-
-class Plan:
-    def __init__(self, policy, use_reentrant=False, optimizer_in_backward=False,
-                 checkpoint=(), sequential=None, segments=0):
-        self.policy = policy
-        self.use_reentrant = use_reentrant
-        self.optimizer_in_backward = optimizer_in_backward
-        self.checkpoint = list(checkpoint)   # [Module]
-        self.sequential = sequential         # Module or None
-        self.segments = segments
-
-    def roots(self):
-        out = {m.root for m in self.checkpoint}
-        if self.sequential is not None:
-            out.add(self.sequential.root)
-        return out
-
-    def modules_of(self, root):
-        return [m for m in self.checkpoint if m.root == root]
-
-
-def _text(obj, key, where, allow_empty=False):
-    value = obj.get(key)
-    if not isinstance(value, str):
-        raise PlanError("%s: \"%s\" is not a string" % (where, key))
-    if (not value and not allow_empty) or len(value) > MAX_TEXT or "\x00" in value:
-        raise PlanError("%s: \"%s\" is empty or longer than %d characters"
-                        % (where, key, MAX_TEXT))
-    return value
-
-
-def _flag(obj, key):
-    value = obj.get(key, False)
-    if not isinstance(value, bool):
-        raise PlanError("\"%s\" is not true or false" % key)
-    return value
-
-
-def _module(obj, where):
-    if not isinstance(obj, dict):
-        raise PlanError("%s is not an object" % where)
-    path = _text(obj, "path", where)
-    # The root itself cannot be swapped before its own first call runs.
-    if path.startswith(".") or path.endswith(".") or ".." in path:
-        raise PlanError("%s: path %r is not a module's qualified name" % (where, path))
-    return Module(_text(obj, "root", where), path, _text(obj, "type", where, allow_empty=True))
-
-
-def parse_plan(text):
-    """The plan in `text` (the JSON record wrote), or PlanError saying what
-    is wrong: everything is checked before anything is applied."""
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise PlanError("not valid JSON (%s)" % exc)
-    if not isinstance(doc, dict):
-        raise PlanError("not a JSON object")
-    if doc.get("format") != FORMAT:
-        raise PlanError("format %r is not %s" % (doc.get("format"), FORMAT))
-    policy = _text(doc, "policy", "the plan")
-    items = doc.get("checkpoint", [])
-    if not isinstance(items, list) or len(items) > MAX_MODULES:
-        raise PlanError("\"checkpoint\" is not a list of at most %d modules" % MAX_MODULES)
-    modules, seen = [], set()
-    for i, item in enumerate(items):
-        where = "checkpoint[%d]" % i
-        m = _module(item, where)
-        save = item.get("save", [])
-        if not isinstance(save, list) or len(save) > 1000:
-            raise PlanError("%s: \"save\" is not a list of ops" % where)
-        for op in save:
-            if not isinstance(op, str) or len(op) > 256 or not _OP.fullmatch(op):
-                raise PlanError("%s: %r is not an op as PyTorch names it (aten::mm)"
-                                % (where, op))
-        m.save = tuple(dict.fromkeys(save))
-        if (m.root, m.path) in seen:
-            raise PlanError("%s: %s is named twice" % (where, m.name()))
-        seen.add((m.root, m.path))
-        modules.append(m)
-    sequential, segments = None, 0
-    seq = doc.get("sequential")
-    if seq is not None:
-        sequential = _module(seq, "sequential")
-        segments = seq.get("segments")
-        if type(segments) is not int or not 1 <= segments <= MAX_SEGMENTS:
-            raise PlanError("sequential: \"segments\" is not a number from 1 to %d"
-                            % MAX_SEGMENTS)
-        if any(m.root == sequential.root and (m.path == sequential.path
-                                              or m.path.startswith(sequential.path + "."))
-               for m in modules):
-            raise PlanError("sequential: %s holds modules checkpointed on their own too"
-                            % sequential.name())
-    plan = Plan(policy, _flag(doc, "use_reentrant"), _flag(doc, "optimizer_in_backward"),
-                modules, sequential, segments)
-    if not modules and sequential is None and not plan.optimizer_in_backward:
-        raise PlanError("it applies nothing (no module, no sequential, no opt-in-bwd)")
-    return plan
-
-
-def read_plan(path):
-    """The plan at `path`: a regular file (never through a symlink) of at
-    most MAX_PLAN_BYTES; PlanError otherwise."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
-        raise PlanError("cannot open %s (%s)" % (path, exc.strerror or exc))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise PlanError("%s is not a regular file" % path)
-        data = os.read(fd, MAX_PLAN_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(data) > MAX_PLAN_BYTES:
-        raise PlanError("%s is larger than %d bytes" % (path, MAX_PLAN_BYTES))
-    try:
-        return parse_plan(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise PlanError("%s is not UTF-8" % path)
 
 
 class Outcome:
@@ -277,10 +139,8 @@ class Applier:
         self.outcome = outcome
         self.modules = modules       # modules.ModuleRecorder: labels roots
         self._classes = {}           # (original class, kind) -> swapped subclass
-        self._fused = {}             # id(param) -> (per-parameter optimizer, user's group)
-        self._fusing = False         # building the per-parameter optimizers
-        self._hooks = []             # AccumulateGrad nodes / hook handles kept alive
         self._done_roots = set()
+        self.optimizer = OptimizerFusion(torch, outcome)
 
     # ----------------------------------------------------------------- install
     def install(self):
@@ -297,8 +157,7 @@ class Applier:
                 return
             self.modules.on_new_root = self._root_seen
         if self.plan.optimizer_in_backward:
-            self._watch_optimizers()
-            self._watch_clipping()
+            self.optimizer.install()
 
     # ------------------------------------------------------------- checkpoint
     def _root_seen(self, module, label):
@@ -455,143 +314,6 @@ class Applier:
         module.forward = forward
         self.outcome.add_undo(lambda: module.__dict__.pop("forward", None))
         self.outcome.sequential = m.name()
-
-    # ------------------------------------------------------------ opt-in-bwd
-    def _watch_optimizers(self):
-        Optimizer = self.torch.optim.Optimizer
-        original_init = Optimizer.__init__
-        applier = self
-
-        @functools.wraps(original_init)
-        def __init__(opt, *args, **kwargs):
-            original_init(opt, *args, **kwargs)
-            if applier._fusing or applier.outcome.refused is not None:
-                return
-            try:
-                applier._fuse(opt)
-            except Exception as exc:
-                applier.outcome.refuse("fusing the optimizer step into backward failed (%s: %s)"
-                                       % (type(exc).__name__, exc))
-
-        Optimizer.__init__ = __init__
-        self.outcome.add_undo(lambda: setattr(Optimizer, "__init__", original_init))
-
-    def _fuse(self, opt):
-        torch = self.torch
-        cls = type(opt)
-        if cls.__name__ == "LBFGS" or getattr(cls, "_memscope_closure_only", False):
-            self.outcome.refuse("%s steps with a closure that re-evaluates the loss; its step "
-                                "cannot run per parameter in backward" % cls.__name__)
-            return
-        params = []
-        for group in opt.param_groups:
-            for p in group["params"]:
-                if not p.requires_grad:
-                    continue
-                if id(p) in self._fused:
-                    self.outcome.refuse("a parameter belongs to two optimizers")
-                    return
-                if p.is_sparse:
-                    self.outcome.refuse("sparse parameters are not supported")
-                    return
-                params.append((p, group))
-        if not params:
-            return
-        self._fusing = True
-        try:
-            per = []
-            for p, group in params:
-                hyper = {k: v for k, v in group.items() if k != "params"}
-                single = cls([p], **hyper)
-                single._memscope_fused = True   # torch_hooks: no optimizer phase of its own
-                per.append((p, single, group))
-        finally:
-            self._fusing = False
-        post_hook = hasattr(torch.Tensor, "register_post_accumulate_grad_hook")
-        for p, single, group in per:
-            self._fused[id(p)] = (single, group)
-            self._hook_param(p, single, group, post_hook)
-        self._silence(opt)
-        self.outcome.optimizer = ("Tensor.register_post_accumulate_grad_hook" if post_hook
-                                  else "AccumulateGrad node hooks")
-
-    def _hook_param(self, p, single, group, post_hook):
-        applier = self
-
-        def step_now():
-            if applier.outcome.refused is not None or p.grad is None:
-                return
-            # The job's schedulers change its optimizer's groups: copied in first.
-            target = single.param_groups[0]
-            for k, v in group.items():
-                if k != "params":
-                    target[k] = v
-            single.step()
-            p.grad = None
-
-        if post_hook:
-            self._hooks.append(p.register_post_accumulate_grad_hook(lambda _p: step_now()))
-            return
-        with self.torch.enable_grad():
-            node = p.expand_as(p).grad_fn.next_functions[0][0]
-        node.register_hook(lambda grad_inputs, grad_outputs: step_now())
-        self._hooks.append(node)   # the node lives only as long as a reference to it
-
-    def _silence(self, opt):
-        """The job's own step and zero_grad do nothing while the fused step
-        runs (its parameters are all fused); back to themselves if refused."""
-        applier = self
-        step, zero_grad = opt.step, opt.zero_grad
-
-        def fused_step(closure=None):
-            if applier.outcome.refused is not None:
-                return step(closure) if closure is not None else step()
-            if closure is not None:
-                applier.outcome.refuse("optimizer.step(closure) re-evaluates the loss; not "
-                                       "supported with the step in backward")
-                return step(closure)
-            return None
-
-        def fused_zero_grad(*args, **kwargs):
-            if applier.outcome.refused is not None:
-                return zero_grad(*args, **kwargs)
-            return None
-
-        opt.step, opt.zero_grad = fused_step, fused_zero_grad
-
-        def undo():
-            opt.__dict__.pop("step", None)
-            opt.__dict__.pop("zero_grad", None)
-        self.outcome.add_undo(undo)
-
-    def _watch_clipping(self):
-        """Clipping needs every gradient before any step: refused."""
-        utils = self.torch.nn.utils
-        clip = getattr(utils, "clip_grad", None)
-        applier = self
-        for name in ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"):
-            for owner in (utils, clip):
-                original = getattr(owner, name, None) if owner is not None else None
-                if original is None or getattr(original, "_memscope_apply", False):
-                    continue
-
-                def make(original=original, name=name):
-                    @functools.wraps(original)
-                    def clipped(parameters, *args, **kwargs):
-                        if applier.outcome.refused is None and applier._fused:
-                            if applier.torch.is_tensor(parameters):
-                                parameters = [parameters]
-                            parameters = list(parameters)
-                            if any(id(p) in applier._fused for p in parameters):
-                                applier.outcome.refuse(
-                                    "the job calls torch.nn.utils.%s, which needs every "
-                                    "gradient before any step: the step cannot be fused into "
-                                    "backward exactly" % name)
-                        return original(parameters, *args, **kwargs)
-                    clipped._memscope_apply = True
-                    return clipped
-                setattr(owner, name, make())
-
 
 def _dispatch_cache_modes(torch):
     """(cache mode, replay mode): memscope's rebuild of PyTorch 2.4's

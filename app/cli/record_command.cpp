@@ -20,6 +20,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "live_snapshots.h"
 #include "memscope/base/file_io.h"
 #include "memscope/recording/hook_env.h"
 #include "memscope/recording/recording_folder.h"
@@ -52,6 +53,7 @@ struct RecordOptions {
     bool no_tensor_roles = false;  // categories inferred, not recorded
     std::string ops;               // MEMSCOPE_OPS; "": the hook's default (auto)
     bool idle = false;             // attachable, recording nothing until `attach`
+    bool live = false;             // snapshots of the recording so far, for --follow
     std::string apply;             // --apply POLICY: measured with the policy applied
     std::string from;              // --from RUN: the recording POLICY's layers refer to
     std::vector<std::string> command;
@@ -312,6 +314,16 @@ int run(const RecordOptions& o) {
                      "the policy's layers refer to)\n");
         return kRecordNotRun;
     }
+    if (o.live && (o.idle || o.no_python_hook)) {
+        std::fprintf(stderr,
+                     "memscope-cli record: --live shows what the Python hook records as it "
+                     "goes; %s\n",
+                     o.idle ? "--idle records nothing until attach (whose windows are merged "
+                              "when they end)"
+                            : "--no-python-hook leaves only the CUPTI tracer's trace, which "
+                              "memscope --follow follows as it grows");
+        return kRecordNotRun;
+    }
     if (o.idle && (!o.steps.empty() || !o.capture_range.empty())) {
         std::fprintf(stderr,
                      "memscope-cli record: --idle records nothing until memscope-cli attach "
@@ -380,9 +392,13 @@ int run(const RecordOptions& o) {
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count();
     ProcessWatch watch;
-    const Result<int> exit_code =
-        runRecordedCommand(o.command, injection->set, [&watch](pid_t pid) { watch.start(pid); });
+    LiveSnapshots live;
+    const Result<int> exit_code = runRecordedCommand(o.command, injection->set, [&](pid_t pid) {
+        watch.start(pid);
+        if (o.live) live.start(dir, recorded.started_wall_ns);
+    });
     recorded.processes = watch.stop();
+    live.stop();  // before the final merge, which replaces the live files
     if (!exit_code) {
         std::fprintf(stderr, "memscope-cli record: %s\n", exit_code.message().c_str());
         return kRecordNotRun;
@@ -460,6 +476,10 @@ Command addRecord(CLI::App& parent) {
                     "costs is PyTorch's, not measured here), off (docs/PERFORMANCE.md)")
         ->type_name("MODE")
         ->check([](const std::string& v) { return hookValueProblem(env::kOps, v); });
+    app->add_flag("--live", o->live,
+                  "while the job runs, merge what it has recorded so far into "
+                  "DIR/memscope-PID.live.memscope about once a second (less often as it "
+                  "grows), for memscope --follow DIR; the final trace replaces it");
     app->add_flag("--idle", o->idle,
                   "load the hook but record nothing: `memscope-cli attach DIR` records windows "
                   "of the running job (--steps N, --seconds S), `memscope-cli top DIR` shows it "

@@ -131,9 +131,20 @@ Result<void> resolveLoggedPhases(const fs::path& folder, HookSidecar& hook,
     return {};
 }
 
+// How a process's parts are merged: for good at the end (the hook folder
+// goes afterwards, untimed dumps are kept beside the trace), or as a live
+// snapshot while the job runs (nothing moved, written to the live name).
+enum class MergeMode : uint8_t { Final, Live };
+
+// DIR/memscope-<pid>….live.memscope, the live snapshot of a trace's name.
+fs::path liveFile(const fs::path& trace) {
+    return trace.parent_path() / (trace.stem().string() + ".live.memscope");
+}
+
 Result<FinishedTrace> finishProcess(const fs::path& dir, const fs::path& folder, int64_t pid,
                                     const PluginRegistry& registry, const TaskContext& ctx,
-                                    int64_t not_before_ns, bool& nothing_recorded) {
+                                    int64_t not_before_ns, bool& nothing_recorded,
+                                    MergeMode mode = MergeMode::Final) {
     FinishedTrace done;
     done.pid = pid;
     TaskContext local = ctx;
@@ -147,6 +158,8 @@ Result<FinishedTrace> finishProcess(const fs::path& dir, const fs::path& folder,
     auto tracer = tracerFile(dir, pid, local);
     nothing_recorded = !hook->recordedAnything();
     if (nothing_recorded) return done;
+    // The tracer writes its own trace chunk by chunk: that one is followed.
+    if (mode == MergeMode::Live && tracer) return done;
 
     RecordingParts parts;
     std::vector<HookHistoryDump> read_dumps;  // parallel to parts.histories
@@ -203,10 +216,11 @@ Result<FinishedTrace> finishProcess(const fs::path& dir, const fs::path& folder,
         if (auto cut = applyRecordedRange(*merged, range, local); !cut)
             local.warn({WarningKind::Other, cut.message() + "; the trace holds the whole run", 1});
     }
-    const fs::path out = tracer ? *tracer : dir / recordedTraceName(pid, rank, local_rank);
+    const fs::path final_out = tracer ? *tracer : dir / recordedTraceName(pid, rank, local_rank);
+    const fs::path out = mode == MergeMode::Live ? liveFile(final_out) : final_out;
     // Kept as snapshots of their own, named after the trace, before the hook
     // folder goes.
-    for (size_t i = 0; i < untimed.size(); ++i) {
+    for (size_t i = 0; mode == MergeMode::Final && i < untimed.size(); ++i) {
         const fs::path kept =
             dir / (out.stem().string() + "-history-" + std::to_string(i + 1) + ".pickle");
         std::error_code ec;
@@ -219,6 +233,21 @@ Result<FinishedTrace> finishProcess(const fs::path& dir, const fs::path& folder,
     if (!written) return written.error();
     done.path = out.string();
     return done;
+}
+
+// Every live snapshot of process `pid` in dir (memscope-<pid>[-rank…].live.memscope):
+// gone once the process is finished, merged or not.
+void removeLiveFiles(const fs::path& dir, int64_t pid) {
+    const std::string prefix = "memscope-" + std::to_string(pid);
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        std::error_code ignored;
+        if (name.starts_with(prefix) && name.ends_with(".live.memscope") &&
+            (name[prefix.size()] == '-' || name[prefix.size()] == '.') &&
+            it->is_regular_file(ignored) && !it->is_symlink(ignored))
+            fs::remove(it->path(), ignored);
+    }
 }
 
 // The hook folder's per-process folders, by pid.
@@ -265,6 +294,33 @@ std::string recordedTraceName(int64_t pid, int32_t rank, int32_t local_rank) {
     return name + ".memscope";
 }
 
+std::string liveTraceName(const std::string& trace_name) {
+    return liveFile(fs::path(trace_name)).filename().string();
+}
+
+std::vector<std::string> snapshotRecording(const std::string& dir_text,
+                                           const PluginRegistry& registry, int64_t not_before_ns,
+                                           const TaskContext& ctx) {
+    std::vector<std::string> written;
+    const fs::path dir(dir_text);
+    const fs::path hooks = dir / kHookFolderName;
+    if (!checkOwnFolder(hooks.string())) return written;
+    for (const auto& [pid, folder] : processFolders(hooks)) {
+        if (ctx.cancelled() || !checkOwnFolder(folder.string())) continue;
+        // A process that has not written its hook.json yet (before its first
+        // step) has nothing to show.
+        std::error_code ec;
+        if (!fs::is_regular_file(folder / "hook.json", ec)) continue;
+        bool nothing = false;
+        TaskContext quiet;  // a snapshot's warnings (a log line cut mid-write) are expected
+        quiet.cancel = ctx.cancel;
+        auto done = finishProcess(dir, folder, pid, registry, quiet, not_before_ns, nothing,
+                                  MergeMode::Live);
+        if (done && !done->path.empty()) written.push_back(done->path);
+    }
+    return written;
+}
+
 RecordingFinish finishRecording(const std::string& dir_text, const PluginRegistry& registry,
                                 const TaskContext& ctx, int64_t not_before_ns) {
     RecordingFinish result;
@@ -295,6 +351,7 @@ RecordingFinish finishRecording(const std::string& dir_text, const PluginRegistr
         }
         bool nothing = false;
         auto done = finishProcess(dir, folder, pid, registry, ctx, not_before_ns, nothing);
+        removeLiveFiles(dir, pid);
         if (!done) {
             result.errors.push_back(done.message() + " (its parts are kept in " + folder.string() +
                                     ")");

@@ -90,5 +90,45 @@ TEST_F(FinishRecordingTest, AMissingHookFileIsAnErrorNamingIt) {
     EXPECT_TRUE(fs::exists(folder / "cpu-events.bin"));
 }
 
+TEST(LiveTraceName, IsTheTracesNameMarkedLive) {
+    EXPECT_EQ(liveTraceName("memscope-12.memscope"), "memscope-12.live.memscope");
+    EXPECT_EQ(liveTraceName("memscope-12-rank3-local1.memscope"),
+              "memscope-12-rank3-local1.live.memscope");
+}
+
+TEST_F(FinishRecordingTest, ASnapshotMovesNothingAndSkipsWhatHasNothingToShow) {
+    const fs::path before_first_step = hookFolder("41");  // no hook.json yet
+    write(before_first_step / "cpu-events.bin", "MSCPUEV1");
+    const fs::path idle = hookFolder("42");
+    write(idle / "hook.json",
+          R"({"format": "memscope-hook", "version": 1, "pid": 42, "phases": [],
+              "histories": [], "cpu_events": null})");
+    EXPECT_TRUE(snapshotRecording(dir_.string(), registry_).empty());
+    EXPECT_TRUE(fs::exists(before_first_step / "cpu-events.bin"));
+    EXPECT_TRUE(fs::exists(idle / "hook.json"));
+    for (const auto& entry : fs::directory_iterator(dir_))
+        EXPECT_EQ(entry.path().filename(), kHookFolderName) << entry.path();
+}
+
+TEST_F(FinishRecordingTest, TheFinishRemovesEveryLiveSnapshotOfItsProcesses) {
+    // Snapshots left by record --live: the finish replaces them by the
+    // traces, and removes them too where a process could not be merged.
+    const fs::path bad = hookFolder("88");
+    write(bad / "hook.json", R"({"format": "memscope-hook", "version": 1, "phases": [)");
+    const fs::path idle = hookFolder("77");
+    write(idle / "hook.json",
+          R"({"format": "memscope-hook", "version": 1, "pid": 77, "phases": [],
+              "histories": [], "cpu_events": null})");
+    for (const char* name : {"memscope-88.live.memscope", "memscope-88-rank1.live.memscope",
+                             "memscope-77.live.memscope", "memscope-880.live.memscope"})
+        write(dir_ / name, "partial");
+    auto done = finishRecording(dir_.string(), registry_);
+    EXPECT_EQ(done.errors.size(), 1u);
+    EXPECT_FALSE(fs::exists(dir_ / "memscope-88.live.memscope"));
+    EXPECT_FALSE(fs::exists(dir_ / "memscope-88-rank1.live.memscope"));
+    EXPECT_FALSE(fs::exists(dir_ / "memscope-77.live.memscope"));
+    EXPECT_TRUE(fs::exists(dir_ / "memscope-880.live.memscope"));  // another process's
+}
+
 }  // namespace
 }  // namespace memscope

@@ -6,6 +6,7 @@
 //   DIR/.memscope-hook/<pid>/hook.json                 the Python hook's phases
 //   DIR/.memscope-hook/<pid>/history-NNNN.pickle       allocator history dumps
 //   DIR/.memscope-hook/<pid>/cpu-events.bin            CPU allocation log
+//   DIR/memscope-<pid>….live.memscope                   record --live's snapshot so far
 //
 // Each process's parts are merged (recording_merge.h) into its .memscope file
 // (written beside, then renamed over the tracer's), and its hook folder is
@@ -69,5 +70,17 @@ Result<void> checkFolderWritable(const std::string& dir);
 // Any other is passed over with a warning.
 RecordingFinish finishRecording(const std::string& dir, const PluginRegistry& registry,
                                 const TaskContext& ctx = {}, int64_t not_before_ns = 0);
+
+// While the job runs (`record --live`): each process's parts merged as they
+// are so far, written beside as DIR/memscope-<pid>….live.memscope (replaced
+// each time, through a temporary file, so a reader sees a whole trace), for
+// `memscope --follow DIR`. Nothing is moved or removed; finishRecording
+// replaces each live file by the process's trace. A process whose CUPTI
+// tracer writes a trace of its own (followable as it grows) is left to it,
+// as is one that has not written its hook.json yet. The live files written.
+std::vector<std::string> snapshotRecording(const std::string& dir, const PluginRegistry& registry,
+                                           int64_t not_before_ns = 0, const TaskContext& ctx = {});
+// "memscope-12.live.memscope" for "memscope-12.memscope".
+std::string liveTraceName(const std::string& trace_name);
 
 }  // namespace memscope

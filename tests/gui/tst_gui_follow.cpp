@@ -2,7 +2,9 @@
 // trace written step by step, its bytes copied into the followed file in
 // growing prefixes, some cut in the middle of a chunk. The view sees later
 // steps appear without reopening, a half-written chunk is no damage, and the
-// x range stays where the user put it unless "Follow end" is on.
+// x range stays where the user put it unless "Follow end" is on; a folder
+// that record --live writes is followed through its live snapshot to the
+// final trace.
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -292,6 +294,40 @@ private slots:
         QTRY_COMPARE_WITH_TIMEOUT(updated.count(), 1, 5000);
         const RunPtr run = updated.front().front().value<RunPtr>();
         QCOMPARE(stepsOf(*run), kSteps);
+    }
+
+    // record --live: DIR/memscope-PID.live.memscope is replaced whole (a
+    // temporary file renamed over it) as the job records, then the final
+    // trace appears beside it and the live file goes.
+    void followsARecordLiveFolderAsItsSnapshotIsReplaced() {
+        QTemporaryDir folder;
+        QVERIFY(folder.isValid());
+        auto replace = [&](const QString& name, const QByteArray& bytes) {
+            const QString tmp = folder.filePath(name + QStringLiteral(".tmp"));
+            QFile f(tmp);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            QCOMPARE(f.write(bytes), qint64(bytes.size()));
+            f.close();
+            QCOMPARE(::rename(QFile::encodeName(tmp).constData(),
+                              QFile::encodeName(folder.filePath(name)).constData()),
+                     0);
+        };
+        const QString live = QStringLiteral("memscope-7.live.memscope");
+        replace(live, full_.left(sizes_[0]));
+        RunFollower follower(folder.path());
+        QSignalSpy updated(&follower, &RunFollower::runUpdated);
+        follower.start(50);
+        auto steps = [&] {
+            return updated.isEmpty() ? 0 : stepsOf(*updated.back().front().value<RunPtr>());
+        };
+        QTRY_COMPARE_WITH_TIMEOUT(steps(), 1, 5000);
+        replace(live, full_.left(sizes_[1]));
+        QTRY_COMPARE_WITH_TIMEOUT(steps(), 2, 5000);
+        replace(QStringLiteral("memscope-7.memscope"), full_);
+        QVERIFY(QFile::remove(folder.filePath(live)));
+        QTRY_COMPARE_WITH_TIMEOUT(follower.currentFile(),
+                                  folder.filePath(QStringLiteral("memscope-7.memscope")), 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(steps(), kSteps, 5000);
     }
 };
 

@@ -107,16 +107,22 @@ std::string pytorchCode(const PolicyModules& p, const PytorchCodeOptions& option
         out +=
             "\n\n# The ops whose outputs are saved; everything else the layer runs is "
             "recomputed.\n";
-        out += "SAVE_OPS" + n +
-               " = {getattr(getattr(torch.ops, name.split(\"::\")[0]), "
-               "name.split(\"::\")[1])\n" +
-               std::string(12 + n.size(), ' ') + "for name in " + pyList(lists[i], 12 + n.size()) +
-               "\n" + std::string(12 + n.size(), ' ') +
-               "if hasattr(getattr(torch.ops, name.split(\"::\")[0]), name.split(\"::\")[1])}\n";
-        out += "\n\ndef save_list" + n +
-               "(ctx, op, *args, **kwargs):\n"
-               "    return (CheckpointPolicy.MUST_SAVE if op.overloadpacket in SAVE_OPS" +
-               n + "\n            else CheckpointPolicy.PREFER_RECOMPUTE)\n";
+        const std::string indent(12 + n.size(), ' ');
+        out += "SAVE_OPS";
+        out += n;
+        out += " = {getattr(getattr(torch.ops, name.split(\"::\")[0]), name.split(\"::\")[1])\n";
+        out += indent;
+        out += "for name in ";
+        out += pyList(lists[i], indent.size());
+        out += "\n";
+        out += indent;
+        out += "if hasattr(getattr(torch.ops, name.split(\"::\")[0]), name.split(\"::\")[1])}\n";
+        out += "\n\ndef save_list";
+        out += n;
+        out += "(ctx, op, *args, **kwargs):\n";
+        out += "    return (CheckpointPolicy.MUST_SAVE if op.overloadpacket in SAVE_OPS";
+        out += n;
+        out += "\n            else CheckpointPolicy.PREFER_RECOMPUTE)\n";
     }
     auto paths = [&](bool saving, const std::vector<std::string>* list) {
         std::vector<std::string> out_paths;

@@ -206,6 +206,18 @@ TEST(PytorchCode, NamesTheModulesTheSaveListAndTheVersionNeeded) {
     EXPECT_EQ(plain.find("register_post_accumulate_grad_hook"), std::string::npos);
 }
 
+TEST(PytorchCode, CheckpointSequentialRunsOverTheContainer) {
+    PolicyModules p;
+    p.policy = "sequential:4";
+    p.sequential = SequentialCheckpoint{"ResNet", "body", "Sequential", 4};
+    p.reentrant = true;
+    const std::string code = pytorchCode(p);
+    EXPECT_NE(code.find("body = model.get_submodule(\"body\")"), std::string::npos) << code;
+    EXPECT_NE(code.find("return checkpoint_sequential(body, 4, x)"), std::string::npos) << code;
+    EXPECT_EQ(code.find("checkpoint_forward"), std::string::npos);
+    EXPECT_EQ(pytorchCodeNeeds(p), "1.11");
+}
+
 TEST(PytorchCode, AHostileModulePathStaysAString) {
     PolicyModules p;
     p.policy = "layers:0\nimport os";

@@ -61,10 +61,14 @@ std::string adviceText(const Advice& a) {
                 a.choice->allocator_conf.empty()
                     ? std::string()
                     : "PYTORCH_CUDA_ALLOC_CONF=" + a.choice->allocator_conf + " ";
-            out += "    apply it:      " + env + "memscope-cli record --apply " +
-                   a.choice->policy.name + " --from " + a.source + " -- CMD\n";
-            out += "    as code:       memscope-cli whatif " + a.source + " --emit pytorch " +
-                   a.choice->policy.name + "\n";
+            if (a.choice->changesNoCode()) {
+                if (!env.empty()) out += "    apply it:      " + env + "CMD\n";
+            } else {
+                out += "    apply it:      " + env + "memscope-cli record --apply " +
+                       a.choice->policy.name + " --from " + a.source + " -- CMD\n";
+                out += "    as code:       memscope-cli whatif " + a.source + " --emit pytorch " +
+                       a.choice->policy.name + "\n";
+            }
         }
     } else {
         out += "    the memory/time frontier (no other policy is both smaller and faster):\n";

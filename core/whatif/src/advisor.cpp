@@ -401,6 +401,10 @@ private:
             fitting.begin(), fitting.end(),
             [&](const AdvisedPolicy* a, const AdvisedPolicy* b) { return faster(*a, *b); });
         for (const AdvisedPolicy* a : fitting) {
+            if (a->changesNoCode()) {  // fits as it is: nothing to apply
+                advice.choice = *a;
+                break;
+            }
             auto modules = policyModules(a->policy, measured_, options_.whatif.checkpoint_style);
             if (modules) {
                 advice.choice = *a;
@@ -464,6 +468,12 @@ private:
                    "'s " + formatBytes(a.closest->judged_bytes) + ", is " +
                    formatBytes(a.short_by_bytes) + " over";
         }
+        if (a.choice->changesNoCode())
+            return budget + ": the run fits " +
+                   (a.choice->allocator_conf.empty()
+                        ? std::string("as it is")
+                        : "with PYTORCH_CUDA_ALLOC_CONF=" + a.choice->allocator_conf) +
+                   " (peak " + formatBytes(a.choice->judged_bytes) + "): no code to change";
         std::string line = budget + ": " + a.choice->label() + " (peak " +
                            formatBytes(a.choice->judged_bytes) + ", " + ms(a.choice->row.step_ms) +
                            " per step, " + ms(a.choice->row.step_ms - measured_ms_) +

@@ -108,6 +108,10 @@ Result<PolicyModules> policyModules(const WhatIfPolicy& policy, const Trace& mea
         detail::resolveCheckpointStyle(measured, policy, style) == CheckpointStyle::Reentrant;
     const bool recomputes =
         policy.policy.recompute != Recompute::None || policy.plan != RegionPlan::Chain;
+    if (!recomputes && !policy.policy.optimizer_in_backward)
+        return makeError("policy '" + policy.name +
+                         "' changes nothing (every activation kept, the optimizer after "
+                         "backward): there is nothing to apply");
     if (!recomputes) return out;  // opt-in-bwd alone
     if (policy.policy.recompute == Recompute::Selective)
         return makeError("policy '" + policy.name +

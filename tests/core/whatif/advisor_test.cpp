@@ -102,6 +102,19 @@ TEST(Advisor, AMixBeatsEveryUniformPolicyBetweenThem) {
         << a.line;
 }
 
+TEST(Advisor, ARunThatFitsAsItIsNeedsNoCode) {
+    const Opened o = hostRun({Ops::Recorded});
+    const Advice a = adviseOk(o, int64_t(1) << 40);
+    ASSERT_TRUE(a.choice);
+    EXPECT_TRUE(a.choice->changesNoCode());
+    EXPECT_EQ(a.choice->policy.name, "full");
+    EXPECT_NE(a.line.find("the run fits as it is"), std::string::npos) << a.line;
+    // Nothing to apply: record --apply and --emit say so.
+    auto modules = policyModules(a.choice->policy, *o.trace);
+    ASSERT_FALSE(modules.ok());
+    EXPECT_NE(modules.message().find("changes nothing"), std::string::npos);
+}
+
 TEST(Advisor, SaysHowFarTheSmallestPeakIsWhenNothingFits) {
     const Opened o = hostRun({Ops::Recorded});
     const Advice a = adviseOk(o, 1);

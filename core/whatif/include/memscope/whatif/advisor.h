@@ -49,6 +49,11 @@ struct AdvisedPolicy {
     // PYTORCH_CUDA_ALLOC_CONF to run it with ("expandable_segments:True");
     // "" = the settings the whatif options hold (as recorded, by default).
     std::string allocator_conf = {};
+    // The run as written ("full"): no code to change, at most the allocator's settings.
+    bool changesNoCode() const {
+        return policy.plan == RegionPlan::Chain && policy.policy.recompute == Recompute::None &&
+               !policy.policy.optimizer_in_backward;
+    }
     // "block", or "block with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True".
     std::string label() const {
         return allocator_conf.empty()

@@ -70,13 +70,16 @@ Result<std::vector<CheckpointedModule>> classModules(const WhatIfPolicy& policy,
                                                      const LayerChain& chain, const Trace& trace) {
     auto windows = checkpointWindows(policy, chain, trace);
     if (!windows) return windows.error();
+    // The windows by start: a scope is one of them when it starts there under its name.
+    std::multimap<int64_t, const CheckpointWindow*> by_start;
+    for (const CheckpointWindow& w : *windows) by_start.emplace(w.forward_start, &w);
     std::vector<CheckpointedModule> out;
     for (const ModuleScope& s : trace.modules.scopes) {
         if (s.kind != ModuleScopeKind::Forward) continue;
-        const bool checkpointed =
-            std::any_of(windows->begin(), windows->end(), [&](const CheckpointWindow& w) {
-                return w.forward_start == s.start && w.name == modulePath(trace, s.module);
-            });
+        const auto [first, last] = by_start.equal_range(s.start);
+        const bool checkpointed = std::any_of(first, last, [&](const auto& w) {
+            return w.second->name == modulePath(trace, s.module);
+        });
         if (!checkpointed) continue;
         CheckpointedModule m = moduleOf(trace, s.module);
         if (std::none_of(out.begin(), out.end(), [&](const CheckpointedModule& o) {
@@ -121,7 +124,8 @@ Result<PolicyModules> policyModules(const WhatIfPolicy& policy, const Trace& mea
     auto chain = findLayerChain(measured, busiestDevice(measured));
     if (!chain && policy.plan != RegionPlan::Module)
         return makeError("policy '" + policy.name + "': " + chain.message());
-    const LayerChain& layers = chain ? *chain : LayerChain{};
+    const LayerChain none;
+    const LayerChain& layers = chain ? *chain : none;
     if (policy.plan == RegionPlan::Module) {
         auto modules = classModules(policy, layers, measured);
         if (!modules) return modules.error();

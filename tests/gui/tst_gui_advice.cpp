@@ -102,6 +102,30 @@ private:
     }
 
 private slots:
+    void aFasterPolicyThatNeedsCodeOfYourOwnIsNamed() {
+        Advice a;
+        a.budget_bytes = 100 << 20;
+        AdvisedPolicy chunked;
+        chunked.policy = *parseWhatIfPolicy("segments:2");
+        chunked.judged_bytes = 90 << 20;
+        a.by_hand = chunked;
+        a.by_hand_reason = "it checkpoints h.0 to h.3 as one region";
+        QString html = adviceAnswerHtml(a);
+        QVERIFY2(html.contains(QStringLiteral("Only segments:2 fits")), qPrintable(html));
+        QVERIFY(html.contains(QStringLiteral("as one region")));
+        QVERIFY(!html.contains(QStringLiteral("Nothing fits")));
+        AdvisedPolicy mix;
+        mix.policy = *parseWhatIfPolicy("layers:0,1");
+        mix.judged_bytes = 95 << 20;
+        mix.allocator_conf = "expandable_segments:True";
+        a.choice = mix;
+        html = adviceAnswerHtml(a);
+        QVERIFY2(html.contains(QStringLiteral(
+                     "layers:0,1 with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")),
+                 qPrintable(html));
+        QVERIFY(html.contains(QStringLiteral("Faster still, with code of your own")));
+    }
+
     void initTestCase() {
         QStandardPaths::setTestModeEnabled(true);
         source_ =

@@ -39,10 +39,12 @@ QString figures(const AdvisedPolicy& a, bool byReserved) {
 }
 
 QString name(const AdvisedPolicy& a) {
-    return toQString(a.policy.name).toHtmlEscaped();
+    return toQString(a.label()).toHtmlEscaped();  // with the allocator's settings, where any
 }
 
-QString answerHtml(const Advice& advice) {
+}  // namespace
+
+QString adviceAnswerHtml(const Advice& advice) {
     QStringList parts;
     const bool reserved = advice.by_reserved;
     if (!advice.budget_bytes) {
@@ -72,6 +74,15 @@ QString answerHtml(const Advice& advice) {
         } else if (!advice.best_uniform) {
             parts << QStringLiteral("No uniform policy fits.");
         }
+        if (advice.by_hand)
+            parts << QStringLiteral("Faster still, with code of your own: <b>%1</b>, %2 (%3).")
+                         .arg(name(*advice.by_hand), figures(*advice.by_hand, reserved),
+                              toQString(advice.by_hand_reason).toHtmlEscaped());
+    } else if (advice.by_hand) {
+        parts << QStringLiteral("<b>Only %1 fits %2</b>, %3, and it needs code of your own (%4).")
+                     .arg(name(*advice.by_hand), formatBytes(double(*advice.budget_bytes)),
+                          figures(*advice.by_hand, reserved),
+                          toQString(advice.by_hand_reason).toHtmlEscaped());
     } else {
         parts << QStringLiteral("<b>Nothing fits %1</b>; the smallest is %2 over")
                      .arg(formatBytes(double(*advice.budget_bytes)),
@@ -88,8 +99,6 @@ QString answerHtml(const Advice& advice) {
                  .arg(advice.simulations);
     return parts.join(QStringLiteral("<br>"));
 }
-
-}  // namespace
 
 AdvicePanel::AdvicePanel(RunPtr run, QWidget* parent)
     : QWidget(parent), run_(std::move(run)), cli_(memscopeCliProgram()) {
@@ -274,7 +283,7 @@ void AdvicePanel::onAdvice(AdviceOutcome outcome) {
     progress_->setValue(1);
     const Advice& advice = *outcome.advice;
     outcome_ = std::move(outcome);
-    answer_->setText(answerHtml(advice));
+    answer_->setText(adviceAnswerHtml(advice));
     QStringList notes;
     for (const std::string& n : advice.notes) notes << toQString(n);
     answer_->setToolTip(notes.join(QLatin1Char('\n')));
@@ -282,6 +291,8 @@ void AdvicePanel::onAdvice(AdviceOutcome outcome) {
     showFrontier(advice);
     if (advice.choice)
         showPolicy(advice.choice->policy, outcome_->predicted);
+    else if (advice.by_hand)
+        showPolicy(advice.by_hand->policy);  // its code box says why it is not applied
     else if (advice.closest)
         showPolicy(advice.closest->policy);
     updateState();

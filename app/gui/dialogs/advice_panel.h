@@ -15,6 +15,7 @@
 #include "loading/advice_runner.h"
 #include "loading/apply_recorder.h"
 #include "loading/run.h"
+#include "memscope/whatif/advisor.h"
 #include "memscope/whatif/whatif.h"
 
 class QLabel;
@@ -25,6 +26,11 @@ class QProgressBar;
 class QPushButton;
 
 namespace memscope::gui {
+
+// The advisor's answer as the panel shows it (rich text): the choice and the
+// best uniform policy, a faster one that needs code of the user's own,
+// "nothing fits", or the frontier; every figure labelled predicted.
+QString adviceAnswerHtml(const Advice& advice);
 
 class AdvicePanel : public QWidget {
     Q_OBJECT

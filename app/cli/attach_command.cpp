@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -98,6 +99,18 @@ int runAttach(const AttachOptions& o) {
     const std::string id = windowId();
     std::string request = R"({"cmd":"start","window":")" + id + "\"";
     if (o.steps > 0) request += ",\"steps\":" + std::to_string(o.steps);
+    // The ranks of a job each open the window at their own next step, and
+    // they need not be in the same step when asked: every one gets the same
+    // first step, two past the furthest along, so that their windows hold
+    // the same steps.
+    std::optional<int64_t> from_step;
+    if (o.steps > 0 && job->size() > 1) {
+        int64_t furthest = 0;
+        for (const JobProcess& p : *job)
+            furthest = std::max(furthest, p.status.step.value_or(p.status.steps_done));
+        from_step = furthest + 2;
+        request += ",\"from_step\":" + std::to_string(*from_step);
+    }
     if (o.seconds > 0) {
         char text[64];
         std::snprintf(text, sizeof(text), ",\"seconds\":%.17g", o.seconds);
@@ -121,7 +134,9 @@ int runAttach(const AttachOptions& o) {
         return 1;
     }
     std::string what = o.steps > 0 ? "for " + std::to_string(o.steps) + " step" +
-                                         (o.steps == 1 ? "" : "s") + " from the next step's start"
+                                         (o.steps == 1 ? "" : "s") +
+                                         (from_step ? " from step " + std::to_string(*from_step)
+                                                    : std::string(" from the next step's start"))
                        : o.seconds > 0 ? "for " + secondsText(o.seconds)
                                        : "until memscope-cli detach or Ctrl-C";
     std::fprintf(stderr, "%s: recording %zu process%s of %s %s (window %s)\n", kTag, started.size(),

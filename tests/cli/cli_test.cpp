@@ -584,10 +584,26 @@ TEST_F(Cli, WhatIfAdvisesAMixWritesItAsCodeAndListsTheFrontier) {
     EXPECT_TRUE(advisor["best_uniform"].is_object());
     EXPECT_FALSE(advisor["frontier"].empty());
 
+    // 1 GiB holds the run as it is: nothing to apply.
     const CliRun text = run("whatif " + full + " --budget 1GiB");
     ASSERT_EQ(text.exit_code, 0) << text.err;
     EXPECT_NE(text.out.find("advisor (predicted;"), std::string::npos) << text.out;
-    EXPECT_NE(text.out.find("apply it:      memscope-cli record --apply"), std::string::npos);
+    EXPECT_NE(text.out.find("the run fits as it is"), std::string::npos) << text.out;
+    EXPECT_EQ(text.out.find("apply it:"), std::string::npos) << text.out;
+    // On the host (no allocator's 2 MiB segments to round to), block's peak
+    // needs checkpointing: the answer comes with the commands that apply it.
+    Trace host = testutil::layeredFullSaveRun();
+    for (Event& e : host.events) e.device = -1;
+    const std::string host_run = file("host-full.memscope");
+    ASSERT_TRUE(writeNativeTrace(host, host_run));
+    const auto block = nlohmann::json::parse(
+        run("whatif --json " + host_run + " --policy block").out)["predictions"][0];
+    const CliRun tight = run("whatif " + host_run + " --budget " +
+                             std::to_string(block["peak_bytes"].get<int64_t>()));
+    ASSERT_EQ(tight.exit_code, 0) << tight.err;
+    EXPECT_NE(tight.out.find("apply it:      memscope-cli record --apply"), std::string::npos)
+        << tight.out;
+    EXPECT_NE(tight.out.find("--emit pytorch"), std::string::npos);
 
     const CliRun frontier = run("whatif " + full + " --frontier");
     ASSERT_EQ(frontier.exit_code, 0) << frontier.err;

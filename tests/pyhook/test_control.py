@@ -43,6 +43,8 @@ class Parse(unittest.TestCase):
                          ("start", {"window": "w-1.a", "steps": 2}))
         self.assertEqual(self.ok(b'{"cmd":"start","window":"w","seconds":1}'),
                          ("start", {"window": "w", "seconds": 1.0}))
+        self.assertEqual(self.ok(b'{"cmd":"start","window":"w","steps":2,"from_step":30}'),
+                         ("start", {"window": "w", "steps": 2, "from_step": 30}))
 
     def test_refused(self):
         for line in (b"", b"x", b"[]", b'"status"', b"{}", b'{"cmd":1}', b'{"cmd":"exec"}',
@@ -57,6 +59,11 @@ class Parse(unittest.TestCase):
                      b'{"cmd":"start","window":"w","seconds":1e9}',
                      b'{"cmd":"start","window":"w","seconds":NaN}',
                      b'{"cmd":"start","window":"w","steps":1,"seconds":1}',
+                     b'{"cmd":"start","window":"w","steps":1,"from_step":-1}',
+                     b'{"cmd":"start","window":"w","steps":1,"from_step":true}',
+                     b'{"cmd":"start","window":"w","steps":1,"from_step":2.5}',
+                     b'{"cmd":"start","window":"w","steps":1,"from_step":2147483648}',
+                     b'{"cmd":"start","window":"w","from_step":3}',
                      b'{"cmd":"status","cmd":"stop"}', b"\xff\xfe",
                      b"[" * 5000 + b"]" * 5000, b'{"cmd":"status"' + b" " * 5000 + b"}"):
             self.refused(line)
@@ -181,6 +188,18 @@ class Windows(unittest.TestCase):
         self.assertFalse(w.recording)
         self.assertEqual(w.describe()["done"], [{"id": "a", "outcome": "steps"}])
         self.assertIsNotNone(w.start("a", "/out/a"))        # an id is used once
+
+    def test_steps_window_from_a_step_every_rank_shares(self):
+        s = FakeSession()
+        w = attach.Windows(s)
+        self.assertIsNone(w.start("a", "/out/a", steps=2, from_step=7))
+        w.step_opened(6)                                    # before it: still armed
+        self.assertFalse(w.recording)
+        self.assertEqual(w.describe()["window"]["state"], "armed")
+        w.step_closed(6)
+        w.step_opened(7)
+        self.assertTrue(w.recording)
+        self.assertEqual(w.capture_document(), {"steps": [7, 8]})
 
     def test_joined_loop_waits_one_more_step(self):
         s = FakeSession()

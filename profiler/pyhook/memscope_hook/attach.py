@@ -59,9 +59,12 @@ class Windows:
         return {"steps": [w["first_step"], w["last_step"]]}
 
     # ------------------------------------------------------------ control
-    def start(self, window_id, root, steps=None, seconds=None):
+    def start(self, window_id, root, steps=None, seconds=None, from_step=None):
         """Arm (steps) or open (otherwise) a window writing under `root`.
-        Returns None, or why it cannot."""
+        A steps window opens with the next step, or with the first step
+        numbered `from_step` or later (attach gives every rank of a job the
+        same one, so that their windows hold the same steps). Returns None,
+        or why it cannot."""
         s = self._s
         with s._lock:
             if self.window is not None:
@@ -71,7 +74,8 @@ class Windows:
             if any(d["id"] == window_id for d in self.done):
                 return "window %s was used already" % window_id
             self.window = {"id": window_id, "root": root, "state": "armed", "steps": steps,
-                           "seconds": seconds, "first_step": None, "last_step": None}
+                           "seconds": seconds, "first_step": None, "last_step": None,
+                           "from_step": from_step}
             if steps is None:
                 self._begin(None)
                 if seconds is not None:
@@ -113,6 +117,8 @@ class Windows:
             if w is None:
                 return
             if w["state"] == "armed" and w["steps"] is not None:
+                if w["from_step"] is not None and step < w["from_step"]:
+                    return
                 w["first_step"] = step
                 w["last_step"] = step + w["steps"] - 1
                 self._begin(step)

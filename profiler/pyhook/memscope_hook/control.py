@@ -42,6 +42,12 @@ def _steps(v):
     return v
 
 
+def _from_step(v):
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 2**31 - 1:
+        raise ValueError("from_step must be a step number from 0 to 2147483647")
+    return v
+
+
 def _seconds(v):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 7 * 86400:
         raise ValueError("seconds must be a number above 0, at most a week")
@@ -56,7 +62,8 @@ def _bool(v):
 
 COMMANDS = {
     "status": {"categories": _bool},
-    "start": {"window": _window_id, "steps": _steps, "seconds": _seconds},
+    "start": {"window": _window_id, "steps": _steps, "seconds": _seconds,
+              "from_step": _from_step},
     "stop": {},
 }
 REQUIRED = {"start": ("window",)}
@@ -96,6 +103,8 @@ def parse_request(line):
             raise ValueError("%s needs %r" % (cmd, key))
     if cmd == "start" and "steps" in args and "seconds" in args:
         raise ValueError("start takes steps or seconds, not both")
+    if cmd == "start" and "from_step" in args and "steps" not in args:
+        raise ValueError("from_step goes with steps (the first step of a steps window)")
     return cmd, args
 
 

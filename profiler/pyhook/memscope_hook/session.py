@@ -218,7 +218,8 @@ class Session:
         if cmd == "start":
             root = os.path.join(self.cfg.output_dir, attach.ATTACH_FOLDER, args["window"])
             why = self.windows.start(args["window"], root, steps=args.get("steps"),
-                                     seconds=args.get("seconds"))
+                                     seconds=args.get("seconds"),
+                                     from_step=args.get("from_step"))
             if why is not None:
                 return {"ok": False, "error": why}
             return dict(ok=True, **self.windows.describe())

@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "common/format.h"
-#include "loading/run_loader.h"
 #include "loading/whatif_runner.h"
 
 namespace memscope::gui {
@@ -23,13 +22,7 @@ Result<AdviceOutcome> runAdvice(RunPtr source, std::optional<int64_t> budget_byt
     if (!advice.ok()) return advice.error();
     AdviceOutcome out;
     out.source = source;
-    if (advice->choice && advice->choice->row.trace && advice->choice->row.timeline) {
-        const WhatIfRow& row = advice->choice->row;
-        const QString name =
-            toQString(row.trace->metadata.name.empty() ? row.policy + " (predicted)"
-                                                       : row.trace->metadata.name);
-        out.predicted = makeRun(row.trace, row.timeline, name, QStringLiteral("what-if"));
-    }
+    if (advice->choice) out.predicted = predictedRun(advice->choice->row);
     out.advice = std::make_shared<const Advice>(std::move(*advice));
     return out;
 }

@@ -14,6 +14,13 @@ const RunPart* whatIfPart(const Run& run) {
     return part.trace && part.timeline ? &part : nullptr;
 }
 
+RunPtr predictedRun(const WhatIfRow& row) {
+    if (!row.trace || !row.timeline) return {};
+    const QString name = toQString(row.trace->metadata.name.empty() ? row.policy + " (predicted)"
+                                                                    : row.trace->metadata.name);
+    return makeRun(row.trace, row.timeline, name, QStringLiteral("what-if"));
+}
+
 Result<WhatIfOutcome> runWhatIf(RunPtr source, std::span<const WhatIfPolicy> policies,
                                 const TaskContext& ctx) {
     if (!source) return makeError("no run to predict from");
@@ -47,11 +54,7 @@ Result<WhatIfOutcome> runWhatIf(RunPtr source, std::span<const WhatIfPolicy> pol
     for (const WhatIfRow& row : report->rows) {
         if (ctx.cancelled()) return cancelledError();
         if (!row.trace || !row.timeline) continue;
-        const QString name =
-            toQString(row.trace->metadata.name.empty() ? row.policy + " (predicted)"
-                                                       : row.trace->metadata.name);
-        if (RunPtr run = makeRun(row.trace, row.timeline, name, QStringLiteral("what-if")))
-            out.predicted.push_back(std::move(run));
+        if (RunPtr run = predictedRun(row)) out.predicted.push_back(std::move(run));
     }
     out.report = std::make_shared<const WhatIfReport>(std::move(*report));
     return out;

@@ -31,6 +31,10 @@ struct WhatIfOutcome {
 // device (a multi-rank run predicts one rank).
 const RunPart* whatIfPart(const Run& run);
 
+// A prediction's row as a Run of its own (null without a kept trace),
+// named as its trace says ("POLICY (predicted)").
+RunPtr predictedRun(const WhatIfRow& row);
+
 // Core's whatIf on the run's part, with the predicted traces kept, and a Run
 // made of each; `policies` empty: core's default sweep for the run's layers.
 // Progress counts policies done. Blocking; call it off the GUI thread (the

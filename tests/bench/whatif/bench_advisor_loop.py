@@ -32,12 +32,13 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "record"))
 from bench_util import torch_python  # noqa: E402
+# What the plain-script what-if check has already: running, peaks, sizes.
+from bench_whatif_scripts import host_peak, mib, run  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.join(HERE, "scripts")
@@ -51,10 +52,6 @@ CASES = [
     ("tower-wide", "policy_tower.py", ["--width", "512", "--tokens", "256"]),
 ]
 BUDGET_POINTS = (0.3, 0.6, 0.9)  # of the way from the full peak down to the smallest predicted
-
-
-def run(cmd):
-    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def losses_of(stdout):
@@ -87,23 +84,11 @@ def record(cli, python, folder, script, args, extra=()):
     return os.path.join(folder, traces[0]), losses_of(done.stdout), ""
 
 
-def host_peak(cli, trace):
-    done = run([cli, "summary", "--json", trace])
-    if done.returncode != 0:
-        raise SystemExit("summary failed on %s: %s" % (trace, done.stderr))
-    devices = json.loads(done.stdout)["files"][0]["devices"]
-    return max(d["peak_active_bytes"] for d in devices.values())
-
-
 def whatif_json(cli, *args):
     done = run([cli, "whatif", "--json"] + list(args))
     if done.returncode != 0:
         raise SystemExit("whatif failed: %s" % done.stderr)
     return json.loads(done.stdout)
-
-
-def mib(n):
-    return "%.1f MiB" % (n / 2**20)
 
 
 def torch_version(python):

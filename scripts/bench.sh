@@ -20,6 +20,8 @@ Runs the benchmarks and prints one table: what, memscope's figure, the peer
   --quick      smaller sizes (snapshots of 30 and 100 MB, 1 M events, ...)
   --only NAME  one benchmark: snapshot kineto native gui hostile ranks trainer
                whatif whatif-scripts advisor-loop inference roles ops allocator
+               shapes (every speed figure on three snapshot shapes at 1 GB and
+               3 GB, min-median-max of 3 alternating runs, and a 10 GB import)
   --keep       keep the generated data (printed at the end)
   --growth     also snapshot import, timeline build, layout index and frame
                time at three sizes (30 MB, 300 MB, 1 GB; steady and churn) and
@@ -44,7 +46,7 @@ while (($#)); do
             shift
             case "$only" in
                 snapshot | kineto | native | gui | hostile | ranks | trainer | whatif | whatif-scripts | advisor-loop | inference | \
-                    roles | ops | allocator) ;;
+                    roles | ops | allocator | shapes) ;;
                 *) echo "bench.sh: --only: unknown benchmark '$only'" >&2; usage >&2; exit 2 ;;
             esac
             ;;
@@ -75,7 +77,7 @@ cleanup() {
         echo "data kept in $work"
     else
         rm -rf "$work/snapshots" "$work/logs" "$work/native.memscope" "$work/ranks" \
-            "$work/whatif" "$work/hostile-corpus"
+            "$work/whatif" "$work/hostile-corpus" "$work/shapes"
         rmdir "$work" 2>/dev/null || true
     fi
 }
@@ -285,6 +287,20 @@ if want allocator && [[ -x $bin/memscope-bench-allocator ]]; then
         row "allocator model: replay / open, $big_mb MB ($shape)" "$(or_dash "${x:+${x}x}")" "-" "-" \
             "<= 1x" "$(met le "$x" 1)"
     done
+fi
+if want shapes && [[ -x $bin/memscope-bench-gui ]]; then
+    # Import, open, frames and native read on steady, churn and segmented, in
+    # alternating rounds; its own table (min-median-max), in the log.
+    shape_args=(--sizes 1024,3072 --huge-mb 10240 --peer)
+    ((quick)) && shape_args=(--sizes 100,300 --huge-mb 1024)
+    [[ ${MEMSCOPE_BENCH_TINY:-0} == 1 ]] && shape_args=(--sizes 8,12 --huge-mb 20 --runs 2)
+    mkdir -p "$work/shapes"
+    if run shapes "$python" "$root/tests/bench/shapes/bench_shapes.py" --bin "$bin" --work "$work/shapes" \
+        "${shape_args[@]}"; then
+        n=$(log shapes | grep -c '| NO |')
+        row "shapes: figures of the three shapes missing their target (table in logs/shapes.log)" \
+            "$n" "-" "-" "0" "$( ((n == 0)) && echo yes || echo NO)"
+    fi
 fi
 if want inference && [[ -x $bin/memscope-bench-inference ]]; then
     target_exit=1 run inference "$bin/memscope-bench-inference"

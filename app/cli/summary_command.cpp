@@ -3,12 +3,14 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli_common.h"
 #include "commands.h"
 #include "memscope/analysis/summary.h"
+#include "memscope/base/stage_times.h"
 #include "memscope/base/text_escape.h"
 #include "memscope/model/run_name.h"
 #include "memscope/report/report_json.h"
@@ -21,6 +23,7 @@ struct SummaryOptions {
     std::vector<std::string> paths;
     bool json = false;
     bool by_line = false;
+    bool timings = false;
 };
 
 int run(const SummaryOptions& o) {
@@ -28,6 +31,9 @@ int run(const SummaryOptions& o) {
     std::vector<OpenedRun> runs;  // keep the traces the reports point at
     std::vector<FileReport> reports;
     std::vector<RankRun> rank_runs;
+    StageTimes times;
+    OpenOptions open_options;
+    if (o.timings) open_options.stages = &times;
     runs.reserve(o.paths.size());
     for (const std::string& path : o.paths) {
         // Many ranks: one row each, read rank by rank in bounded memory.
@@ -43,7 +49,7 @@ int run(const SummaryOptions& o) {
             rank_runs.push_back(std::move(*ranks));
             continue;
         }
-        auto opened = openWithProgress(path);
+        auto opened = openWithProgress(path, open_options);
         if (!opened) {
             std::fprintf(stderr, "memscope-cli summary: %s\n",
                          terminalText(opened.message()).c_str());
@@ -60,6 +66,7 @@ int run(const SummaryOptions& o) {
     const std::vector<std::string> names = distinctRunNames(labels);
     for (const OpenedRun& r : runs)
         for (const OpenedTrace& part : r.parts) {
+            std::optional<StageClock> clock(std::in_place, open_options.stages, "summary");
             FileReport f{part.path,
                          part.format,
                          part.trace.get(),
@@ -68,7 +75,9 @@ int run(const SummaryOptions& o) {
                          part.warnings,
                          names[reports.size()]};
             if (o.by_line) f.by_line = 10;
+            clock.emplace(open_options.stages, "allocator model");
             addAllocatorModels(f.summary, *part.trace, *part.timeline);
+            clock.emplace(open_options.stages, "report");
             addOomAlternatives(f);
             if (!o.json) {
                 if (!reports.empty()) std::printf("\n");
@@ -81,7 +90,11 @@ int run(const SummaryOptions& o) {
         if (!reports.empty() || &r != &rank_runs.front()) std::printf("\n");
         std::fputs(rankRunText(r).c_str(), stdout);
     }
-    if (o.json) std::fputs(summaryToJson(reports, rank_runs).c_str(), stdout);
+    if (o.json) {
+        StageClock clock(open_options.stages, "report");
+        std::fputs(summaryToJson(reports, rank_runs).c_str(), stdout);
+    }
+    if (o.timings) std::fprintf(stderr, "timings: %s\n", times.text().c_str());
     return exit_code;
 }
 
@@ -115,6 +128,9 @@ Command addSummary(CLI::App& parent) {
         "summarized), 1 usage error.");
     app->add_option("files", o->paths, "trace files or folders of traces")->required();
     app->add_flag("--json", o->json, "print JSON instead of a table");
+    app->add_flag("--timings", o->timings,
+                  "print the wall time of each stage (import, inference, timeline, summary, "
+                  "allocator model, report) to stderr");
     app->add_flag("--by-line", o->by_line,
                   "the 10 source lines of yours (innermost user frame) holding the most at the "
                   "peak, with their layer");

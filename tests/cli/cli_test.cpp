@@ -142,6 +142,25 @@ TEST_F(Cli, SummaryJsonOfANativeTraceWrittenByTheTest) {
     EXPECT_EQ(d["categories_at_peak"]["gradient"], 0);
 }
 
+TEST_F(Cli, SummaryTimingsNameEveryStageOnStderrAndLeaveTheJsonAlone) {
+    const std::string path = writeSampleTrace();
+    const CliRun plain = run("summary --json " + path);
+    const CliRun timed = run("summary --json --timings " + path);
+    ASSERT_EQ(timed.exit_code, 0) << timed.err;
+    EXPECT_EQ(timed.out, plain.out);
+    EXPECT_EQ(plain.err.find("timings:"), std::string::npos) << plain.err;
+    const size_t at = timed.err.find("timings: ");
+    ASSERT_NE(at, std::string::npos) << timed.err;
+    size_t last = at;
+    for (const char* stage : {"import ", "inference ", "timeline ", "summary ", "allocator model ",
+                              "report ", "total "}) {
+        const size_t found = timed.err.find(stage, at);
+        ASSERT_NE(found, std::string::npos) << stage << " in " << timed.err;
+        EXPECT_GT(found, last) << stage << " out of order in " << timed.err;
+        last = found;
+    }
+}
+
 TEST_F(Cli, SummaryBadFileIsNamedAndTheOthersStillSummarized) {
     const std::string good = writeSampleTrace();
     const std::string bad = file("bad.bin");

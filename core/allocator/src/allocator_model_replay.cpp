@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <unordered_map>
 
+#include "memscope/base/address_map.h"
 #include "memscope/base/units.h"
 
 namespace memscope {
@@ -42,10 +43,19 @@ RecordedAllocatorFigures recordedFigures(const Trace& trace, const DeviceTimelin
     return out;
 }
 
-bool segmentIsSmall(const Trace& trace, int16_t device, const ReplaySegment& s) {
+// Which end-of-recording segments of `device` were in the large pool, by
+// address (looked up once per seeded segment: a scan each time was quadratic
+// in a trace's tens of thousands of segments).
+std::unordered_map<uint64_t, bool> endSegmentsLarge(const Trace& trace, int16_t device) {
+    std::unordered_map<uint64_t, bool> large;
     if (trace.allocator_state)
         for (const Segment& end : trace.allocator_state->segments)
-            if (end.device == device && end.address == s.address) return !end.large;
+            if (end.device == device) large.emplace(end.address, end.large);
+    return large;
+}
+
+bool segmentIsSmall(const std::unordered_map<uint64_t, bool>& end_large, const ReplaySegment& s) {
+    if (auto it = end_large.find(s.address); it != end_large.end()) return !it->second;
     // Small-pool segments are 2 MiB; a large-pool one never is (20 MiB, or
     // 10 MiB and more rounded to 2 MiB).
     return !s.expandable && s.size == kSmallSegment;
@@ -108,8 +118,7 @@ Result<AllocatorModelRun> replayAllocatorModel(const Trace& trace, const DeviceT
 
     CachingAllocatorModel model(run.settings, options.device_capacity);
     size_t current = 0;  // the device-local index of the event being replayed
-    std::unordered_map<uint64_t, CachingAllocatorModel::BlockId> live;  // recorded address -> block
-    live.reserve(std::min<size_t>(idx.size(), size_t(1) << 16));
+    AddressMap<CachingAllocatorModel::BlockId> live;  // recorded address -> block
     std::vector<const ReplayBlock*> seeds;
     std::vector<ReplayBlock> ghosts;  // a fresh cache's blocks live at the start
     if (options.start == AllocatorStart::FreshCache) {
@@ -130,7 +139,7 @@ Result<AllocatorModelRun> replayAllocatorModel(const Trace& trace, const DeviceT
             const auto id = model.allocate(g.size, stream, kSeedTag | seeds.size());
             seeds.push_back(&g);
             if (!id) continue;
-            live[g.address] = *id;
+            live.put(g.address, *id);
             if (options.on_start_placement)
                 options.on_start_placement(g.address, model.blockAddress(*id));
         }
@@ -139,6 +148,7 @@ Result<AllocatorModelRun> replayAllocatorModel(const Trace& trace, const DeviceT
     if (options.on_segment_event)
         model.setSegmentListener(
             [&](const ModelSegmentEvent& e) { options.on_segment_event(current, e); });
+    const auto end_large = endSegmentsLarge(trace, tl.device);
     for (const ReplaySegment& seg : start) {
         std::vector<SeedBlock> blocks;
         blocks.reserve(seg.blocks.size());
@@ -147,9 +157,9 @@ Result<AllocatorModelRun> replayAllocatorModel(const Trace& trace, const DeviceT
             seeds.push_back(&b);
         }
         const auto ids = model.seedSegment(seg.address, seg.size, seg.stream, seg.expandable,
-                                           segmentIsSmall(trace, tl.device, seg), blocks);
+                                           segmentIsSmall(end_large, seg), blocks);
         for (size_t i = 0; i < ids.size(); ++i)
-            if (ids[i]) live[blocks[i].address] = *ids[i];
+            if (ids[i]) live.put(blocks[i].address, *ids[i]);
     }
     run.start_reserved_bytes = model.reservedBytes();
     run.reserved_peak_bytes = model.reservedBytes();
@@ -172,10 +182,8 @@ Result<AllocatorModelRun> replayAllocatorModel(const Trace& trace, const DeviceT
             case EventKind::Alloc: {
                 if (e.size == 0) break;
                 ++run.requests;
-                if (auto old = live.find(e.address); old != live.end()) {
-                    model.free(old->second);  // allocated twice without a free: the trace's gap
-                    live.erase(old);
-                }
+                // Allocated twice without a free: the trace's gap.
+                if (CachingAllocatorModel::BlockId old; live.take(e.address, old)) model.free(old);
                 const auto id = model.allocate(e.size, rawStream(trace, e.stream), ev);
                 if (!id) {
                     run.failure = AllocatorModelFailure{int64_t(k),
@@ -187,7 +195,7 @@ Result<AllocatorModelRun> replayAllocatorModel(const Trace& trace, const DeviceT
                                                         model.largestFreeBlock()};
                     break;
                 }
-                live[e.address] = *id;
+                live.put(e.address, *id);
                 if (options.on_placement) options.on_placement(k, model.blockAddress(*id));
                 if (model.reservedBytes() > run.reserved_peak_bytes) {
                     run.reserved_peak_bytes = model.reservedBytes();
@@ -198,10 +206,7 @@ Result<AllocatorModelRun> replayAllocatorModel(const Trace& trace, const DeviceT
                 break;
             }
             case EventKind::FreeCompleted:
-                if (auto it = live.find(e.address); it != live.end()) {
-                    model.free(it->second);
-                    live.erase(it);
-                }
+                if (CachingAllocatorModel::BlockId id; live.take(e.address, id)) model.free(id);
                 break;
             case EventKind::SegmentFree:
             case EventKind::SegmentUnmap:

@@ -101,6 +101,7 @@ Result<OpenedTrace> openTrace(Trace trace, const std::string& path, const TaskCo
     if (options.infer && options.timeline) {
         // A digest's events have no phases to infer from: its source's
         // inferred categories travel with it.
+        StageClock clock(options.stages, "inference");
         if (trace.digest) {
             applyDigestInferences(trace);
         } else {
@@ -111,6 +112,7 @@ Result<OpenedTrace> openTrace(Trace trace, const std::string& path, const TaskCo
     if (ctx.cancelled()) return cancelledError();
     auto shared = std::make_shared<const Trace>(std::move(trace));
     if (options.timeline) {
+        StageClock clock(options.stages, "timeline");
         auto tl = order ? Timeline::build(*shared, std::move(*order), ctx, options.timeline_options)
                         : Timeline::build(*shared, ctx, options.timeline_options);
         if (!tl) return makeError(path + ": " + tl.message());
@@ -126,6 +128,7 @@ Result<OpenedTrace> openTrace(const std::string& path, const PluginRegistry& reg
     TaskContext local = ctx;
     local.warnings = &warnings;
     const Importer* used = nullptr;
+    std::optional<StageClock> clock(std::in_place, options.stages, "import");
     Result<Trace> trace = registry.load(path, local, &used);
     std::string format = used ? used->id() : std::string();
     // The native reader is part of core: a native trace opens even where no
@@ -136,6 +139,7 @@ Result<OpenedTrace> openTrace(const std::string& path, const PluginRegistry& reg
         if (!trace) trace = makeError(path + ": " + trace.message());
         format = "native";
     }
+    clock.reset();
     if (!trace) return trace.error();
     if (ctx.cancelled()) return cancelledError();
     auto opened = openTrace(std::move(*trace), path, ctx, options);

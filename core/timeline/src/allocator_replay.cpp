@@ -4,6 +4,8 @@
 #include <iterator>
 #include <map>
 
+#include "memscope/base/address_map.h"
+
 namespace memscope {
 
 uint64_t ReplaySegment::activeBytes() const {
@@ -114,6 +116,87 @@ void apply(State& st, const Event& e, Category category) {
     }
 }
 
+// What undoing an address's events from the end back to a moment leaves:
+// undo(Alloc) removes its block, undo(FreeCompleted) puts the freed block
+// back, undo(FreeRequested) marks a block that is there as allocated. Read
+// forwards, an address's first Alloc or FreeCompleted after the moment
+// decides it and nothing after that matters; a FreeRequested before it only
+// marks the end state's block allocated.
+struct BlockFate {
+    enum Kind : uint8_t { Requested, Allocated, Freed } kind = Requested;
+    uint64_t event = 0;  // Freed: the FreeCompleted's Trace::events index
+};
+
+// The end-of-recording state in `st` (segments and blocks) undone back to the
+// device-local event `last` (inclusive; -1 = before all), as undoing every
+// later event one by one from the end would leave it. The blocks are decided
+// in one forward pass with a flat table (a std::map insert or erase per
+// event was most of a 1 GB snapshot's summary); the segment events, few,
+// are undone one by one, backwards.
+Result<void> undoToMoment(State& st, const Trace& trace, const DeviceTimeline& tl, int64_t last,
+                          const TaskContext& ctx) {
+    const AllocatorState& end = *trace.allocator_state;
+    for (const Segment& s : end.segments)
+        if (s.device == tl.device) st.addRange(s.address, s.total_size, s.stream, s.expandable);
+    const auto& idx = tl.trace_events;
+    const size_t n = idx.size(), first = size_t(last + 1);
+    constexpr size_t kReportEvery = 1 << 20;
+    AddressMap<BlockFate> fates;
+    std::vector<uint64_t> segment_events;
+    for (size_t k = first; k < n; ++k) {
+        const uint64_t ev = idx[k];
+        const Event& e = trace.events[ev];
+        switch (e.kind) {
+            case EventKind::Alloc:
+            case EventKind::FreeCompleted:
+            case EventKind::FreeRequested: {
+                BlockFate* f = fates.find(e.address);
+                if (f && f->kind != BlockFate::Requested) break;  // decided earlier
+                if (e.kind == EventKind::Alloc)
+                    fates.put(e.address, {BlockFate::Allocated, ev});
+                else if (e.kind == EventKind::FreeCompleted)
+                    fates.put(e.address, {BlockFate::Freed, ev});
+                else if (!f)
+                    fates.put(e.address, {BlockFate::Requested, ev});
+                break;
+            }
+            case EventKind::SegmentAlloc:
+            case EventKind::SegmentFree:
+            case EventKind::SegmentMap:
+            case EventKind::SegmentUnmap:
+                segment_events.push_back(ev);
+                break;
+            default:
+                break;
+        }
+        if ((k + 1 - first) % kReportEvery == 0) {
+            if (ctx.cancelled()) return cancelledError();
+            ctx.report(k + 1 - first, n - first);
+        }
+    }
+    for (auto it = segment_events.rbegin(); it != segment_events.rend(); ++it)
+        undo(st, trace.events[*it], Category::Unknown);
+
+    for (const Segment& s : end.segments) {
+        if (s.device != tl.device) continue;
+        for (const Block& b : end.blocksOf(s)) {
+            if (b.state == BlockState::Inactive) continue;
+            const BlockFate* f = fates.find(b.address);
+            if (f && f->kind != BlockFate::Requested) continue;
+            st.blocks[b.address] =
+                ReplayBlock{b.address, b.size, f ? BlockState::ActiveAllocated : b.state, b.stack,
+                            Category::Unknown};
+        }
+    }
+    fates.forEach([&](uint64_t address, const BlockFate& f) {
+        if (f.kind != BlockFate::Freed) return;
+        const Event& e = trace.events[f.event];
+        st.blocks[address] = ReplayBlock{address, e.size, BlockState::ActiveAllocated, e.stack,
+                                         trace.categoryOf(f.event)};
+    });
+    return {};
+}
+
 // Device-local index of the last event with time <= t, or -1.
 int64_t lastIndexAtOrBefore(const Trace& trace, const DeviceTimeline& tl, int64_t t) {
     const auto& idx = tl.trace_events;
@@ -133,7 +216,6 @@ Result<AllocatorSnapshotAt> allocatorStateAt(const Trace& trace, const DeviceTim
     out.event_index = lastIndexAtOrBefore(trace, tl, time);
 
     State st;
-    const size_t n = idx.size();
     constexpr size_t kReportEvery = 1 << 20;
     const bool have_end =
         trace.allocator_state.has_value() &&
@@ -141,24 +223,8 @@ Result<AllocatorSnapshotAt> allocatorStateAt(const Trace& trace, const DeviceTim
                     [&](const Segment& s) { return s.device == tl.device; });
     out.backwards = have_end;
     if (have_end) {
-        const AllocatorState& end = *trace.allocator_state;
-        for (const Segment& s : end.segments) {
-            if (s.device != tl.device) continue;
-            st.addRange(s.address, s.total_size, s.stream, s.expandable);
-            for (const Block& b : end.blocksOf(s))
-                if (b.state != BlockState::Inactive)
-                    st.blocks[b.address] =
-                        ReplayBlock{b.address, b.size, b.state, b.stack, Category::Unknown};
-        }
-        const size_t todo = n - size_t(out.event_index + 1);
-        for (size_t k = n; k > size_t(out.event_index + 1); --k) {
-            undo(st, trace.events[idx[k - 1]], trace.categoryOf(idx[k - 1]));
-            const size_t done = n - k + 1;
-            if (done % kReportEvery == 0) {
-                if (ctx.cancelled()) return cancelledError();
-                ctx.report(done, todo);
-            }
-        }
+        if (auto undone = undoToMoment(st, trace, tl, out.event_index, ctx); !undone)
+            return undone.error();
     } else {
         for (int64_t k = 0; k <= out.event_index; ++k) {
             apply(st, trace.events[idx[size_t(k)]], trace.categoryOf(idx[size_t(k)]));

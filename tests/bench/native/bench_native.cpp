@@ -74,6 +74,25 @@ bool sameEvents(const std::vector<Event>& a, const std::vector<Event>& b) {
     return true;
 }
 
+// One read of an existing native trace (the shapes benchmark converts each
+// generated snapshot and reads it in alternating runs).
+int readOnce(const std::string& path) {
+    const auto start = Clock::now();
+    const double cpu_start = cpuSeconds();
+    Result<Trace> loaded = readNativeTrace(path);
+    const double s = secondsSince(start), cpu = cpuSeconds() - cpu_start;
+    if (!loaded) {
+        std::fprintf(stderr, "read failed: %s\n", loaded.message().c_str());
+        return 1;
+    }
+    const double n = double(loaded->events.size());
+    std::printf("events:                %zu\n", loaded->events.size());
+    std::printf("read:                  %.3f s, %.1f M events/s (%.2f s CPU, all threads)\n", s,
+                n / s / 1e6, cpu);
+    std::printf("peak RSS:              %.0f MiB\n", statusMiB("VmHWM:"));
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -84,9 +103,10 @@ int main(int argc, char** argv) {
                         ("memscope-bench-" + std::to_string(::getpid()) + ".memscope"))
                            .string();
     bool keep = false;
+    std::string read_only;
     static const char kUsage[] =
         "usage: memscope-bench-native [--events N] [--seed S] [--devices D] [--file PATH] "
-        "[--keep]";
+        "[--keep] | --read PATH";
     static const char kHelp[] =
         "Generates a trace (memscope_trace_generator), writes it in the native format, reads it\n"
         "back (best of 3) and through the background writer, and prints bytes per event, write\n"
@@ -96,6 +116,8 @@ int main(int argc, char** argv) {
         "  --devices D   devices, 1..64 (default 2)\n"
         "  --file PATH   where to write (default a temporary file, removed unless --keep)\n"
         "  --keep        keep the file\n"
+        "  --read PATH   only read the native trace PATH once (written by memscope-cli convert\n"
+        "                from any trace) and print its read time and events per second\n"
         "Targets (issue 29): read >= 60 M events/s, <= 8 bytes per event.\n";
     bench::Args args(argc, argv, kUsage, kHelp);
     while (args.more()) {
@@ -108,8 +130,10 @@ int main(int argc, char** argv) {
             keep = true;
             continue;
         }
+        if (args.option("--read", read_only)) continue;
         args.unknown();
     }
+    if (!read_only.empty()) return readOnce(read_only);
 
     auto start = Clock::now();
     const Trace trace = bench::generateTrace(options);

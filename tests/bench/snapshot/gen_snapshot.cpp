@@ -2,7 +2,7 @@
 // pickle.dump writes torch's: one dict per trace entry, a fresh frames list per
 // entry whose frame dicts are shared through the memo (deep stacks with common
 // prefixes), segments with blocks, allocator settings.
-//   memscope-gen-snapshot OUT [--mb SIZE_MB] [--seed N] [--shape steady|churn]
+//   memscope-gen-snapshot OUT [--mb SIZE_MB] [--seed N] [--shape steady|churn|segmented]
 // Shapes:
 //   steady (default): up to 20,000 live allocations of 512 B..16 MiB, 600
 //     stacks 30..110 deep, 4000 segments; the same bytes for the same seed as
@@ -11,6 +11,10 @@
 //     peak), 300 stacks 25..66 deep, 200 segments; at --mb 1024 about 1.5 M
 //     allocations (each freed: alloc, free_requested, free_completed), about
 //     4.6 M trace entries.
+//   segmented: a caching allocator's trace from a large model: 3000 stacks
+//     8..60 deep, a segment_alloc entry for every new segment (about 29,000
+//     at --mb 1024, all of them in the segments list written after the
+//     trace), a quarter of the allocations over 1 MiB.
 // Prints the entries, allocations, peak live and distinct stacks written.
 #include <algorithm>
 #include <cstdio>
@@ -142,6 +146,61 @@ struct Gen {
             w.setItems();
             w.boundary();
             addr += total;
+        }
+        segs.finish();
+    }
+
+    // The segments left at the end of a trace that released none: one
+    // inactive block each, no frames (written after the trace, as a dict may
+    // order its keys).
+    void finalSegments(const std::vector<std::pair<uint64_t, uint64_t>>& list) {
+        key("segments");
+        w.emptyList();
+        w.memoize();
+        Batcher segs(w, false);
+        for (const auto& [addr, total] : list) {
+            segs.item();
+            w.emptyDict();
+            w.memoize();
+            w.mark();
+            key("device");
+            w.integer(0);
+            key("address");
+            w.unsignedInteger(addr);
+            key("total_size");
+            w.unsignedInteger(total);
+            key("allocated_size");
+            w.integer(0);
+            key("active_size");
+            w.integer(0);
+            key("requested_size");
+            w.integer(0);
+            key("stream");
+            w.integer(0);
+            key("segment_type");
+            key(total > (2ull << 20) ? "large" : "small");
+            key("blocks");
+            w.emptyList();
+            w.memoize();
+            w.mark();
+            w.emptyDict();
+            w.memoize();
+            w.mark();
+            key("address");
+            w.unsignedInteger(addr);
+            key("size");
+            w.unsignedInteger(total);
+            key("requested_size");
+            w.integer(0);
+            key("state");
+            key("inactive");
+            key("frames");
+            w.emptyList();
+            w.memoize();
+            w.setItems();
+            w.appends();
+            w.setItems();
+            w.boundary();
         }
         segs.finish();
     }
@@ -289,11 +348,111 @@ Written churnTrace(Gen& g, Batcher& list, std::FILE* out, uint64_t target) {
     return n;
 }
 
+// A caching allocator's trace from a large model (the shape neither of the
+// above has, seen in other users' snapshots): deep stacks from many distinct
+// sites, a segment_alloc in the trace for each cudaMalloc (about 29,000 at
+// --mb 1024), a quarter of the allocations over 1 MiB, free_requested before
+// every free_completed. Small requests (512 B..1 MiB) are carved from 2 MiB
+// segments; a large one takes a segment of its own, rounded to 2 MiB, unless a
+// freed block of the same rounded size is cached. Iterations rise to 2,000..
+// 6,000 live allocations and drain, as in churn; the segments list at the end
+// holds every segment (nothing is released), each as one inactive block.
+Written segmentedTrace(Gen& g, Batcher& list, std::FILE* out, uint64_t target,
+                       std::vector<std::pair<uint64_t, uint64_t>>& segments) {
+    Written n;
+    struct Live {
+        uint64_t addr, size, rounded;
+        uint32_t stack;
+    };
+    std::vector<Live> live;
+    std::unordered_map<uint64_t, std::vector<uint64_t>> cached;  // rounded size -> freed addresses
+    uint64_t next_segment = 0x7f0000000000ull, time_us = 1754641328380304ull;
+    uint64_t small_top = 0, small_end = 0;  // the small segment being carved
+    const size_t sites = g.stacks.size();
+    auto site = [&]() -> uint32_t {
+        const uint64_t r = g.rng();
+        return uint32_t(r % 3 ? (r >> 8) % std::min<size_t>(sites, 300) : (r >> 8) % sites);
+    };
+    auto segment_alloc = [&](uint64_t size, uint32_t stack) {
+        const uint64_t a = next_segment;
+        next_segment += size;
+        segments.emplace_back(a, size);
+        time_us += 1 + g.rng() % 3;
+        g.entry(list, "segment_alloc", a, size, time_us, stack);
+        ++n.entries;
+        return a;
+    };
+    bool rising = true;
+    uint64_t iteration = 0, high = 4000;
+    auto free_one = [&](size_t i) {
+        const Live l = live[i];
+        live[i] = live.back();
+        live.pop_back();
+        time_us += 1 + g.rng() % 20;
+        g.entry(list, "free_requested", l.addr, l.size, time_us, l.stack);
+        time_us += 1 + g.rng() % 5;
+        g.entry(list, "free_completed", l.addr, l.size, time_us, l.stack);
+        cached[l.rounded].push_back(l.addr);
+        n.entries += 2;
+        ++n.freed;
+    };
+    while (true) {
+        if ((n.entries & 4095) < 4 && uint64_t(std::ftell(out)) >= target) break;
+        if (rising && live.size() >= high) rising = false;
+        if (!rising && live.size() <= 200) {
+            rising = true;
+            ++iteration;
+            high = 2000 + g.rng() % 4000;
+        }
+        const bool alloc = live.empty() || (g.rng() % 5 < (rising ? 3u : 2u));
+        if (!alloc) {
+            const size_t k = live.size();
+            free_one(g.rng() % 3 ? k - 1 - size_t(g.rng() % std::min<size_t>(k, 32))
+                                 : size_t(g.rng() % k));
+            continue;
+        }
+        const uint32_t stack = site();
+        const bool large = g.rng() % 4 == 0;
+        // Large: 1..16 MiB in 256 KiB steps, in segments rounded to 2 MiB.
+        const uint64_t size =
+            large ? (1ull << 20) + (g.rng() % 61 + 1) * (256ull << 10) : 512ull << (g.rng() % 12);
+        const uint64_t rounded = large ? (size + (2ull << 20) - 1) & ~((2ull << 20) - 1) : size;
+        // The cached block does not always fit (fragmentation, another stream):
+        // a sixth of small requests and one in a hundred large ones take new
+        // memory, about 29,000 new segments in 1 GB of trace.
+        const bool miss = large ? g.rng() % 100 == 0 : g.rng() % 6 == 0;
+        uint64_t a;
+        auto& reuse = cached[rounded];
+        if (!reuse.empty() && !miss) {
+            a = reuse.back();
+            reuse.pop_back();
+        } else if (large) {
+            a = segment_alloc(rounded, stack);
+        } else {
+            if (small_top + size > small_end) {
+                small_top = segment_alloc(2ull << 20, stack);
+                small_end = small_top + (2ull << 20);
+            }
+            a = small_top;
+            small_top += size;
+        }
+        time_us += 1 + g.rng() % 20;
+        g.entry(list, "alloc", a, size, time_us, stack);
+        live.push_back({a, size, rounded, stack});
+        ++n.entries;
+        ++n.allocations;
+        n.peak_live = std::max<uint64_t>(n.peak_live, live.size());
+    }
+    while (!live.empty()) free_one(live.size() - 1);
+    return n;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     static const char kUsage[] =
-        "usage: memscope-gen-snapshot OUT [--mb SIZE_MB] [--seed N] [--shape steady|churn]";
+        "usage: memscope-gen-snapshot OUT [--mb SIZE_MB] [--seed N] [--shape "
+        "steady|churn|segmented]";
     static const char kHelp[] =
         "Writes a PyTorch memory snapshot pickle of about SIZE_MB (default 1024) to OUT.\n"
         "  --mb SIZE_MB    target file size, 1..65536 (the trace grows until it is reached)\n"
@@ -301,6 +460,9 @@ int main(int argc, char** argv) {
         "  --shape steady  (default) up to 20,000 live allocations, 600 stacks, 4000 segments\n"
         "  --shape churn   many short-lived allocations, about 4000 live at the peak, 300\n"
         "                  stacks, 200 segments (at --mb 1024: about 1.5 M allocations)\n"
+        "  --shape segmented  a caching allocator's trace from a large model: 3000 stacks\n"
+        "                  8..60 deep, a segment_alloc per cudaMalloc (about 29,000 at\n"
+        "                  --mb 1024), a quarter of the allocations over 1 MiB\n"
         "Prints the trace entries, allocations, peak live allocations and distinct stacks.\n"
         "Note: steady puts about 4 MB of segments first; below --mb 5 it has no entries.\n";
     memscope::bench::Args args(argc, argv, kUsage, kHelp);
@@ -310,12 +472,12 @@ int main(int argc, char** argv) {
     while (args.more()) {
         if (args.option("--mb", target_mb, uint64_t(1), uint64_t(65536))) continue;
         if (args.option("--seed", seed, uint64_t(0), UINT64_MAX)) continue;
-        if (args.choice("--shape", shape, "steady|churn")) continue;
+        if (args.choice("--shape", shape, "steady|churn|segmented")) continue;
         if (path.empty() && args.positional(path)) continue;
         args.unknown();
     }
     if (path.empty()) args.fail("missing OUT (the file to write)");
-    const bool churn = shape == "churn";
+    const bool churn = shape == "churn", segmented = shape == "segmented";
     std::FILE* out = std::fopen(path.c_str(), "wb");
     if (!out) {
         std::perror(path.c_str());
@@ -327,17 +489,27 @@ int main(int argc, char** argv) {
 
     // Steady: 3000 distinct frames; 600 stacks 30..110 deep grown from shared
     // prefixes (a training loop: the outer frames are the same, the inner ones
-    // vary). Churn: 1500 frames, 300 stacks 25..66 deep.
-    const uint32_t kFrames = churn ? 1500 : 3000, kStacks = churn ? 300 : 600;
-    const int kSegments = churn ? 200 : 4000;
+    // vary). Churn: 1500 frames, 300 stacks 25..66 deep. Segmented: 6000
+    // frames, 3000 stacks 8..60 deep.
+    const uint32_t kFrames = segmented ? 6000
+                             : churn   ? 1500
+                                       : 3000,
+                   kStacks = segmented ? 3000
+                             : churn   ? 300
+                                       : 600;
+    const int kSegments = segmented ? 0 : churn ? 200 : 4000;
     g.frame_memo.assign(kFrames, UINT32_MAX);
     std::vector<uint32_t> outer(40);
     for (uint32_t i = 0; i < outer.size(); ++i) outer[i] = i;
     for (uint32_t s = 0; s < kStacks; ++s) {
         std::vector<uint32_t> st;
-        const uint32_t inner = churn ? 10 + uint32_t(g.rng() % 22) : 10 + uint32_t(g.rng() % 70);
+        const uint32_t inner = segmented ? 4 + uint32_t(g.rng() % 37)
+                               : churn   ? 10 + uint32_t(g.rng() % 22)
+                                         : 10 + uint32_t(g.rng() % 70);
         for (uint32_t i = 0; i < inner; ++i) st.push_back(40 + uint32_t(g.rng() % (kFrames - 40)));
-        const uint32_t keep = churn ? 15 + uint32_t(g.rng() % 21) : 20 + uint32_t(g.rng() % 21);
+        const uint32_t keep = segmented ? 4 + uint32_t(g.rng() % 17)
+                              : churn   ? 15 + uint32_t(g.rng() % 21)
+                                        : 20 + uint32_t(g.rng() % 21);
         st.insert(st.end(), outer.end() - keep, outer.end());
         g.stacks.push_back(std::move(st));
     }
@@ -348,8 +520,10 @@ int main(int argc, char** argv) {
     w.memoize();
     Batcher top(w, true);
 
-    top.item();
-    g.segments(kSegments);
+    if (!segmented) {
+        top.item();
+        g.segments(kSegments);
+    }
 
     // One device trace with entries until the file reaches the target size.
     top.item();
@@ -361,13 +535,19 @@ int main(int argc, char** argv) {
     w.emptyList();
     w.memoize();
     Written n;
+    std::vector<std::pair<uint64_t, uint64_t>> made;  // segmented: address, size
     {
         Batcher list(w, false);
-        n = churn ? churnTrace(g, list, out, target_mb << 20)
-                  : steadyTrace(g, list, out, target_mb << 20);
+        n = segmented ? segmentedTrace(g, list, out, target_mb << 20, made)
+            : churn   ? churnTrace(g, list, out, target_mb << 20)
+                      : steadyTrace(g, list, out, target_mb << 20);
         list.finish();
     }
     devices.finish();
+    if (segmented) {
+        top.item();
+        g.finalSegments(made);
+    }
 
     top.item();
     g.key("allocator_settings");
@@ -391,8 +571,9 @@ int main(int argc, char** argv) {
     }
     size_t used = 0;
     for (bool u : g.stack_used) used += u ? 1 : 0;
-    std::printf("wrote %s: %llu trace entries, %d segments, %u frames in %u stacks\n", path.c_str(),
-                (unsigned long long)n.entries, kSegments, kFrames, kStacks);
+    std::printf("wrote %s: %llu trace entries, %zu segments, %u frames in %u stacks\n",
+                path.c_str(), (unsigned long long)n.entries,
+                segmented ? made.size() : size_t(kSegments), kFrames, kStacks);
     std::printf("shape:        %s\n", shape.c_str());
     std::printf("entries:      %llu\n", (unsigned long long)n.entries);
     std::printf("allocations:  %llu (%llu freed)\n", (unsigned long long)n.allocations,

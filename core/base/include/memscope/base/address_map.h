@@ -57,6 +57,16 @@ public:
         return true;
     }
 
+    // The value stored under `address`, or null; valid until the next put.
+    Value* find(uint64_t address) {
+        if (address == kEmpty) return empty_key_.first ? &empty_key_.second : nullptr;
+        if (slots_.empty()) return nullptr;
+        for (size_t i = home(address);; i = (i + 1) & mask_) {
+            if (slots_[i].address == address) return &slots_[i].value;
+            if (slots_[i].address == kEmpty) return nullptr;
+        }
+    }
+
     bool contains(uint64_t address) const {
         if (address == kEmpty) return empty_key_.first;
         if (slots_.empty()) return false;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "memscope/base/stage_times.h"
 #include "memscope/base/task_context.h"
 #include "memscope/model/trace.h"
 #include "memscope/open/plugin_registry.h"
@@ -43,6 +44,8 @@ struct OpenOptions {
     // are never written to a file as recorded ones.
     bool infer = true;
     TimelineOptions timeline_options;
+    // When set, the wall time of each stage (import, inference, timeline).
+    StageTimes* stages = nullptr;
 };
 
 Result<OpenedRun> openRun(const std::string& path, const PluginRegistry& registry,

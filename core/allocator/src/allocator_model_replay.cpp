@@ -83,21 +83,35 @@ Result<std::vector<ReplaySegment>> allocatorStartState(const Trace& trace,
     return std::move(at->segments);
 }
 
-Result<AllocatorModelRun> replayAllocatorModel(const Trace& trace, const DeviceTimeline& tl,
-                                               const AllocatorModelOptions& options,
-                                               const TaskContext& ctx) {
-    const auto& idx = tl.trace_events;
+namespace {
+
+// What a replay reads of its device: the events in time order, and the
+// timeline where there is one. Without one (a replay beside inference) it
+// reads no category, starts only from the recorded cache, and
+// completeAllocatorModel adds the rest later.
+struct ReplaySource {
+    int16_t device = 0;
+    const EventIndexList& order;
+    const DeviceTimeline* timeline = nullptr;
+};
+
+Result<AllocatorModelRun> replay(const Trace& trace, const ReplaySource& src,
+                                 const ResolvedAllocatorSettings& resolved,
+                                 const AllocatorModelOptions& options, const TaskContext& ctx) {
+    const EventIndexList& idx = src.order;
     if (!idx.within(trace.events.size())) return makeError("timeline does not match its trace");
+    const DeviceTimeline* tl = src.timeline;
+    const bool categories = tl != nullptr;
+    if (options.start == AllocatorStart::FreshCache && !tl)
+        return makeError("a replay from a fresh cache needs the timeline");
 
     AllocatorModelRun run;
-    run.device = tl.device;
-    const ResolvedAllocatorSettings resolved = allocatorSettingsOf(trace);
+    run.device = src.device;
     run.settings = options.settings.value_or(resolved.settings);
     run.settings_source = resolved.source;
     run.settings_overridden =
         options.settings.has_value() && *options.settings != resolved.settings;
     run.device_capacity = options.device_capacity;
-    run.recorded = recordedFigures(trace, tl);
 
     run.start = options.start;
     std::vector<ReplaySegment> start;
@@ -105,16 +119,13 @@ Result<AllocatorModelRun> replayAllocatorModel(const Trace& trace, const DeviceT
         // Placed below, from the timeline's blocks live at the start.
     } else if (options.start_state) {
         start = *options.start_state;
-    } else {
-        auto s = allocatorStartState(trace, tl, ctx);
-        if (!s) return s.error();
-        start = std::move(*s);
+    } else if (trace.allocator_state) {
+        auto at = allocatorStateAfter(trace, src.device, idx, -1, categories, ctx);
+        if (!at) return at.error();
+        if (at->backwards) start = std::move(at->segments);
     }
     run.warm_start = !start.empty();
-    if (!run.warm_start && options.start == AllocatorStart::RecordedCache && tl.initial_live > 0)
-        run.notes.push_back(
-            "the cache before the first event is not known (no end-of-recording state): the "
-            "model starts empty, and blocks live before recording are not placed");
+    const int64_t first_time = idx.size() > 0 ? trace.events[idx[0]].time : 0;
 
     CachingAllocatorModel model(run.settings, options.device_capacity);
     size_t current = 0;  // the device-local index of the event being replayed
@@ -122,7 +133,7 @@ Result<AllocatorModelRun> replayAllocatorModel(const Trace& trace, const DeviceT
     std::vector<const ReplayBlock*> seeds;
     std::vector<ReplayBlock> ghosts;  // a fresh cache's blocks live at the start
     if (options.start == AllocatorStart::FreshCache) {
-        for (const AllocationInterval& iv : tl.intervals)
+        for (const AllocationInterval& iv : tl->intervals)
             if (iv.alloc_event == kNoEvent && iv.size > 0)
                 ghosts.push_back(ReplayBlock{iv.address, iv.size, BlockState::ActiveAllocated,
                                              iv.stack, iv.category});
@@ -148,7 +159,7 @@ Result<AllocatorModelRun> replayAllocatorModel(const Trace& trace, const DeviceT
     if (options.on_segment_event)
         model.setSegmentListener(
             [&](const ModelSegmentEvent& e) { options.on_segment_event(current, e); });
-    const auto end_large = endSegmentsLarge(trace, tl.device);
+    const auto end_large = endSegmentsLarge(trace, src.device);
     for (const ReplaySegment& seg : start) {
         std::vector<SeedBlock> blocks;
         blocks.reserve(seg.blocks.size());
@@ -163,7 +174,7 @@ Result<AllocatorModelRun> replayAllocatorModel(const Trace& trace, const DeviceT
     }
     run.start_reserved_bytes = model.reservedBytes();
     run.reserved_peak_bytes = model.reservedBytes();
-    run.reserved_peak_time = tl.start;
+    run.reserved_peak_time = first_time;
     run.allocated_at_peak_bytes = model.allocatedBytes();
     run.largest_free_block_at_peak_bytes = model.largestFreeBlock();
     run.reserved.initial = int64_t(model.reservedBytes());
@@ -248,7 +259,7 @@ Result<AllocatorModelRun> replayAllocatorModel(const Trace& trace, const DeviceT
 
     if (options.keep_end_state) {
         AllocatorSnapshotAt state;
-        state.time = stop > 0 ? trace.events[idx[stop - 1]].time : tl.start;
+        state.time = stop > 0 ? trace.events[idx[stop - 1]].time : first_time;
         state.event_index = int64_t(stop) - 1;
         for (const ModelSegmentView& v : model.segments()) {
             ReplaySegment seg{v.address, v.size, v.stream, v.expandable, {}};
@@ -263,7 +274,7 @@ Result<AllocatorModelRun> replayAllocatorModel(const Trace& trace, const DeviceT
                     }
                 } else if (b.tag < trace.events.size()) {
                     rb.stack = trace.events[b.tag].stack;
-                    rb.category = trace.categoryOf(b.tag);
+                    if (categories) rb.category = trace.categoryOf(b.tag);
                 }
                 seg.blocks.push_back(rb);
             }
@@ -276,8 +287,37 @@ Result<AllocatorModelRun> replayAllocatorModel(const Trace& trace, const DeviceT
         state.note = "predicted by the caching-allocator model, not recorded";
         run.end_state = std::move(state);
     }
+    if (tl) completeAllocatorModel(run, trace, *tl);
     ctx.report(1, 1);
     return run;
+}
+
+}  // namespace
+
+Result<AllocatorModelRun> replayAllocatorModel(const Trace& trace, const DeviceTimeline& tl,
+                                               const AllocatorModelOptions& options,
+                                               const TaskContext& ctx) {
+    return replay(trace, ReplaySource{tl.device, tl.trace_events, &tl}, allocatorSettingsOf(trace),
+                  options, ctx);
+}
+
+Result<AllocatorModelRun> replayAllocatorModelInOrder(const Trace& trace, int16_t device,
+                                                      const EventIndexList& order,
+                                                      const ResolvedAllocatorSettings& settings,
+                                                      const AllocatorModelOptions& options,
+                                                      const TaskContext& ctx) {
+    if (options.keep_end_state || options.start == AllocatorStart::FreshCache)
+        return makeError("a replay in order alone neither keeps its end state nor starts fresh");
+    return replay(trace, ReplaySource{device, order, nullptr}, settings, options, ctx);
+}
+
+void completeAllocatorModel(AllocatorModelRun& run, const Trace& trace,
+                            const DeviceTimeline& timeline) {
+    run.recorded = recordedFigures(trace, timeline);
+    if (!run.warm_start && run.start == AllocatorStart::RecordedCache && timeline.initial_live > 0)
+        run.notes.push_back(
+            "the cache before the first event is not known (no end-of-recording state): the "
+            "model starts empty, and blocks live before recording are not placed");
 }
 
 std::optional<double> relativeDifference(uint64_t model, uint64_t recorded) {

@@ -79,11 +79,38 @@ TraceSummary summarize(const Trace& trace, const Timeline& timeline) {
 
 void addAllocatorModels(TraceSummary& summary, const Trace& trace, const Timeline& timeline,
                         const TaskContext& ctx) {
+    EarlyAllocatorModels none;
+    addAllocatorModels(summary, trace, timeline, none, ctx);
+}
+
+std::function<void()> allocatorModelsBesideInference(const Trace& trace,
+                                                     const detail::DeviceOrder& order,
+                                                     EarlyAllocatorModels& out) {
+    std::vector<size_t> devices;
+    for (size_t i = 0; i < order.devices.size() && i < order.events.size(); ++i)
+        if (hasCachingAllocator(trace, order.devices[i])) devices.push_back(i);
+    if (devices.empty()) return {};
+    const ResolvedAllocatorSettings settings = allocatorSettingsOf(trace);
+    return [&trace, &order, &out, devices, settings] {
+        for (size_t i : devices)
+            out.runs.insert_or_assign(
+                order.devices[i],
+                replayAllocatorModelInOrder(trace, order.devices[i], order.events[i], settings));
+    };
+}
+
+void addAllocatorModels(TraceSummary& summary, const Trace& trace, const Timeline& timeline,
+                        EarlyAllocatorModels& early, const TaskContext& ctx) {
     for (const DeviceTimeline& tl : timeline.devices()) {
         auto it = summary.devices.find(tl.device);
         if (it == summary.devices.end() || it->second.alloc_count == 0 ||
             !hasCachingAllocator(trace, tl.device))
             continue;
+        if (auto done = early.runs.find(tl.device); done != early.runs.end() && done->second) {
+            completeAllocatorModel(*done->second, trace, tl);
+            it->second.allocator_model = std::move(*done->second);
+            continue;
+        }
         // Fails only on a cancel or a timeline that does not match its trace.
         if (auto model = replayAllocatorModel(trace, tl, {}, ctx))
             it->second.allocator_model = std::move(*model);

@@ -3,8 +3,13 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <exception>
 #include <filesystem>
+#include <functional>
 #include <optional>
+#include <system_error>
+#include <thread>
+#include <utility>
 
 #include "memscope/base/file_io.h"
 #include "memscope/format/native_format.h"
@@ -82,6 +87,46 @@ std::string stem(const std::string& path) {
     return fs::path(path).stem().string();
 }
 
+// Runs `work` on a thread of its own until join(); where no thread can
+// start, join() runs it. What the work throws, join() throws.
+class BesideTask {
+public:
+    explicit BesideTask(std::function<void()> work) : work_(std::move(work)) {
+        if (!work_) return;
+        try {
+            thread_ = std::thread([this] { runWork(); });
+        } catch (const std::system_error&) {
+            // No thread: join() runs it on this one.
+        }
+    }
+    ~BesideTask() {
+        if (thread_.joinable()) thread_.join();
+    }
+    BesideTask(const BesideTask&) = delete;
+    BesideTask& operator=(const BesideTask&) = delete;
+
+    void join() {
+        if (thread_.joinable())
+            thread_.join();
+        else if (work_)
+            runWork();
+        work_ = nullptr;
+        if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
+    }
+
+private:
+    void runWork() {
+        try {
+            work_();
+        } catch (...) {
+            failure_ = std::current_exception();
+        }
+    }
+    std::function<void()> work_;
+    std::exception_ptr failure_;
+    std::thread thread_;
+};
+
 }  // namespace
 
 std::vector<LoadWarning> OpenedRun::warnings() const {
@@ -106,7 +151,11 @@ Result<OpenedTrace> openTrace(Trace trace, const std::string& path, const TaskCo
             applyDigestInferences(trace);
         } else {
             order = detail::deviceOrder(trace);
+            BesideTask beside(options.beside_inference
+                                  ? options.beside_inference(path, trace, *order)
+                                  : std::function<void()>());
             inferMissingLabels(trace, *order, ctx);
+            beside.join();
         }
     }
     if (ctx.cancelled()) return cancelledError();

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "memscope/base/address_map.h"
+#include "memscope/base/units.h"
 
 namespace memscope {
 
@@ -133,12 +134,11 @@ struct BlockFate {
 // in one forward pass with a flat table (a std::map insert or erase per
 // event was most of a 1 GB snapshot's summary); the segment events, few,
 // are undone one by one, backwards.
-Result<void> undoToMoment(State& st, const Trace& trace, const DeviceTimeline& tl, int64_t last,
-                          const TaskContext& ctx) {
+Result<void> undoToMoment(State& st, const Trace& trace, int16_t device, const EventIndexList& idx,
+                          int64_t last, bool categories, const TaskContext& ctx) {
     const AllocatorState& end = *trace.allocator_state;
     for (const Segment& s : end.segments)
-        if (s.device == tl.device) st.addRange(s.address, s.total_size, s.stream, s.expandable);
-    const auto& idx = tl.trace_events;
+        if (s.device == device) st.addRange(s.address, s.total_size, s.stream, s.expandable);
     const size_t n = idx.size(), first = size_t(last + 1);
     constexpr size_t kReportEvery = 1 << 20;
     AddressMap<BlockFate> fates;
@@ -178,7 +178,7 @@ Result<void> undoToMoment(State& st, const Trace& trace, const DeviceTimeline& t
         undo(st, trace.events[*it], Category::Unknown);
 
     for (const Segment& s : end.segments) {
-        if (s.device != tl.device) continue;
+        if (s.device != device) continue;
         for (const Block& b : end.blocksOf(s)) {
             if (b.state == BlockState::Inactive) continue;
             const BlockFate* f = fates.find(b.address);
@@ -191,8 +191,9 @@ Result<void> undoToMoment(State& st, const Trace& trace, const DeviceTimeline& t
     fates.forEach([&](uint64_t address, const BlockFate& f) {
         if (f.kind != BlockFate::Freed) return;
         const Event& e = trace.events[f.event];
-        st.blocks[address] = ReplayBlock{address, e.size, BlockState::ActiveAllocated, e.stack,
-                                         trace.categoryOf(f.event)};
+        st.blocks[address] =
+            ReplayBlock{address, e.size, BlockState::ActiveAllocated, e.stack,
+                        categories ? trace.categoryOf(f.event) : Category::Unknown};
     });
     return {};
 }
@@ -209,34 +210,48 @@ int64_t lastIndexAtOrBefore(const Trace& trace, const DeviceTimeline& tl, int64_
 
 Result<AllocatorSnapshotAt> allocatorStateAt(const Trace& trace, const DeviceTimeline& tl,
                                              int64_t time, const TaskContext& ctx) {
+    if (!tl.trace_events.within(trace.events.size()))
+        return makeError("timeline does not match its trace");
+    auto out = allocatorStateAfter(trace, tl.device, tl.trace_events,
+                                   lastIndexAtOrBefore(trace, tl, time), true, ctx);
+    if (!out) return out;
+    out->time = time;
+    if (!out->backwards && tl.initial_live > 0)
+        out->note =
+            "blocks live before recording began are not known without an end-of-recording state";
+    return out;
+}
+
+Result<AllocatorSnapshotAt> allocatorStateAfter(const Trace& trace, int16_t device,
+                                                const EventIndexList& idx, int64_t last,
+                                                bool categories, const TaskContext& ctx) {
     AllocatorSnapshotAt out;
-    out.time = time;
-    const auto& idx = tl.trace_events;
-    if (!idx.within(trace.events.size())) return makeError("timeline does not match its trace");
-    out.event_index = lastIndexAtOrBefore(trace, tl, time);
+    if (!idx.within(trace.events.size())) return makeError("event order does not match its trace");
+    out.event_index = std::clamp<int64_t>(last, -1, int64_t(idx.size()) - 1);
+    out.time = out.event_index >= 0 ? trace.events[idx[size_t(out.event_index)]].time
+               : idx.size() > 0     ? addSaturating(trace.events[idx[0]].time, -1)
+                                    : 0;
 
     State st;
     constexpr size_t kReportEvery = 1 << 20;
     const bool have_end =
         trace.allocator_state.has_value() &&
         std::any_of(trace.allocator_state->segments.begin(), trace.allocator_state->segments.end(),
-                    [&](const Segment& s) { return s.device == tl.device; });
+                    [&](const Segment& s) { return s.device == device; });
     out.backwards = have_end;
     if (have_end) {
-        if (auto undone = undoToMoment(st, trace, tl, out.event_index, ctx); !undone)
+        if (auto undone = undoToMoment(st, trace, device, idx, out.event_index, categories, ctx);
+            !undone)
             return undone.error();
     } else {
         for (int64_t k = 0; k <= out.event_index; ++k) {
-            apply(st, trace.events[idx[size_t(k)]], trace.categoryOf(idx[size_t(k)]));
+            const uint64_t ev = idx[size_t(k)];
+            apply(st, trace.events[ev], categories ? trace.categoryOf(ev) : Category::Unknown);
             if (size_t(k + 1) % kReportEvery == 0) {
                 if (ctx.cancelled()) return cancelledError();
                 ctx.report(uint64_t(k + 1), uint64_t(out.event_index + 1));
             }
         }
-        if (tl.initial_live > 0)
-            out.note =
-                "blocks live before recording began are not known without an end-of-recording "
-                "state";
     }
 
     // Lay blocks into their segments by address.

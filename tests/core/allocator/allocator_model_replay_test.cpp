@@ -9,6 +9,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "../analysis_test_util.h"
 #include "memscope/allocator/modelled_trace.h"
@@ -118,9 +121,9 @@ TEST(AllocatorModelReplay, ColdTraceReproducesItsSegments) {
     EXPECT_EQ(capped->failure->event_index, 6);
 }
 
-TEST(AllocatorModelReplay, WarmTraceStartsFromTheCacheItBeganWith) {
-    // Recorded after warm-up: a 20 MiB segment already held a 4 MiB block
-    // (freed in the trace) and 16 MiB free; the trace's requests fit it.
+// Recorded after warm-up: a 20 MiB segment already held a 4 MiB block
+// (freed in the trace) and 16 MiB free; the trace's requests fit it.
+Trace warmTrace() {
     Trace t;
     const uint64_t s = 0x40000000;
     t.events = {ev(0, EventKind::FreeCompleted, s, 4 * MiB), ev(1, EventKind::Alloc, s, 8 * MiB),
@@ -135,6 +138,11 @@ TEST(AllocatorModelReplay, WarmTraceStartsFromTheCacheItBeganWith) {
                   Block{s + 8 * MiB, 8 * MiB, 8 * MiB, {}, BlockState::ActiveAllocated},
                   Block{s + 16 * MiB, 4 * MiB, 0, {}, BlockState::Inactive}};
     t.allocator_state = end;
+    return t;
+}
+
+TEST(AllocatorModelReplay, WarmTraceStartsFromTheCacheItBeganWith) {
+    const Trace t = warmTrace();
     auto tl = Timeline::build(t);
     ASSERT_TRUE(tl.ok());
     auto m = replayAllocatorModel(t, (*tl)->devices().at(0));
@@ -152,6 +160,90 @@ TEST(AllocatorModelReplay, WarmTraceStartsFromTheCacheItBeganWith) {
     EXPECT_EQ(f->start_reserved_bytes, 20 * MiB);
     EXPECT_EQ(f->segment_allocs, 0u);  // 4 freed, 8 + 8 fit the one 20 MiB segment
     EXPECT_EQ(f->reserved_peak_bytes, 20 * MiB);
+}
+
+void expectSameRun(const AllocatorModelRun& a, const AllocatorModelRun& b,
+                   const std::string& what) {
+    SCOPED_TRACE(what);
+    EXPECT_EQ(a.device, b.device);
+    EXPECT_TRUE(a.settings == b.settings);
+    EXPECT_EQ(a.settings_source, b.settings_source);
+    EXPECT_EQ(a.warm_start, b.warm_start);
+    EXPECT_EQ(a.start_reserved_bytes, b.start_reserved_bytes);
+    EXPECT_EQ(a.reserved_peak_bytes, b.reserved_peak_bytes);
+    EXPECT_EQ(a.reserved_peak_time, b.reserved_peak_time);
+    EXPECT_EQ(a.allocated_at_peak_bytes, b.allocated_at_peak_bytes);
+    EXPECT_EQ(a.largest_free_block_at_peak_bytes, b.largest_free_block_at_peak_bytes);
+    EXPECT_EQ(a.end_reserved_bytes, b.end_reserved_bytes);
+    EXPECT_EQ(a.segment_allocs, b.segment_allocs);
+    EXPECT_EQ(a.segment_frees, b.segment_frees);
+    EXPECT_EQ(a.segment_maps, b.segment_maps);
+    EXPECT_EQ(a.segment_unmaps, b.segment_unmaps);
+    EXPECT_EQ(a.cache_releases, b.cache_releases);
+    EXPECT_EQ(a.requests, b.requests);
+    EXPECT_EQ(a.failure.has_value(), b.failure.has_value());
+    EXPECT_EQ(a.recorded.has_segment_events, b.recorded.has_segment_events);
+    EXPECT_EQ(a.recorded.reserved_peak_bytes, b.recorded.reserved_peak_bytes);
+    EXPECT_EQ(a.recorded.segment_allocs, b.recorded.segment_allocs);
+    EXPECT_EQ(a.notes, b.notes);
+    EXPECT_EQ(describeAllocatorModel(a), describeAllocatorModel(b));
+}
+
+// The replay a summary makes beside inference, from the device's events in
+// order and then completed with the timeline, is the replay with it: on the
+// traces made here (cold; warm; blocks live before a trace without an end
+// state, which only the timeline notes) and on every shared snapshot's devices.
+TEST(AllocatorModelReplay, InOrderThenCompletedIsTheReplayWithItsTimeline) {
+    Trace ghost = coldTrace();
+    ghost.events.insert(ghost.events.begin(), ev(0, EventKind::FreeCompleted, 0x50000000, MiB));
+    std::vector<std::pair<std::string, Trace>> traces;
+    traces.emplace_back("cold", coldTrace());
+    traces.emplace_back("warm", warmTrace());
+    traces.emplace_back("live before, no end state", std::move(ghost));
+    std::vector<OpenedRun> runs;
+    const auto folder = std::filesystem::path(MEMSCOPE_FIXTURES_DIR) / "snapshots";
+    if (std::filesystem::is_directory(folder))
+        for (const auto& f : std::filesystem::directory_iterator(folder))
+            if (f.path().extension() == ".pickle")
+                if (auto run = openRun(f.path().string(), processRegistry()); run.ok())
+                    runs.push_back(std::move(*run));
+    for (auto& [name, t] : traces) {
+        auto tl = Timeline::build(t);
+        ASSERT_TRUE(tl.ok());
+        for (const DeviceTimeline& d : (*tl)->devices()) {
+            auto whole = replayAllocatorModel(t, d);
+            auto part =
+                replayAllocatorModelInOrder(t, d.device, d.trace_events, allocatorSettingsOf(t));
+            ASSERT_TRUE(whole.ok() && part.ok()) << name;
+            completeAllocatorModel(*part, t, d);
+            expectSameRun(*whole, *part, name);
+        }
+    }
+    size_t devices = 0;
+    for (const OpenedRun& run : runs)
+        for (const DeviceTimeline& d : run.parts.at(0).timeline->devices()) {
+            const Trace& t = *run.parts[0].trace;
+            auto whole = replayAllocatorModel(t, d);
+            auto part =
+                replayAllocatorModelInOrder(t, d.device, d.trace_events, allocatorSettingsOf(t));
+            ASSERT_TRUE(whole.ok() && part.ok()) << run.path;
+            completeAllocatorModel(*part, t, d);
+            expectSameRun(*whole, *part, run.path + " device " + std::to_string(d.device));
+            ++devices;
+        }
+    std::printf("%zu devices of %zu shared snapshots compared\n", devices, runs.size());
+
+    // What needs the timeline is refused rather than made up.
+    const Trace t = warmTrace();
+    auto tl = Timeline::build(t);
+    ASSERT_TRUE(tl.ok());
+    const DeviceTimeline& d = (*tl)->devices().at(0);
+    AllocatorModelOptions o;
+    o.keep_end_state = true;
+    EXPECT_FALSE(replayAllocatorModelInOrder(t, d.device, d.trace_events, {}, o).ok());
+    o = {};
+    o.start = AllocatorStart::FreshCache;
+    EXPECT_FALSE(replayAllocatorModelInOrder(t, d.device, d.trace_events, {}, o).ok());
 }
 
 TEST(AllocatorModelReplay, HostileRequestsFailWithoutHarm) {

@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <stdexcept>
 
 #include "../analysis_test_util.h"
 #include "../scratch_dir_test.h"
@@ -103,6 +106,54 @@ TEST_F(OpenRunTest, ErrorsNameWhatCannotBeOpened) {
     auto empty = openRun((dir_ / "empty").string(), processRegistry());
     ASSERT_FALSE(empty.ok());
     EXPECT_NE(empty.message().find("no trace"), std::string::npos);
+}
+
+TEST_F(OpenRunTest, WorkBesideInferenceRunsBeforeTheTimelineWithTheDeviceOrder) {
+    // Called once with the path, the trace and each device's events in time
+    // order; its work has run when the open returns, and what it throws the
+    // open throws.
+    Trace t = testutil::trainingRun("beside", "full", 5000);
+    const size_t events = t.events.size();
+    int calls = 0;
+    std::atomic<bool> ran{false};
+    size_t ordered = 0;
+    OpenOptions options;
+    options.beside_inference = [&](const std::string& path, const Trace& trace,
+                                   const detail::DeviceOrder& order) -> std::function<void()> {
+        ++calls;
+        EXPECT_EQ(path, "beside");
+        EXPECT_EQ(trace.events.size(), events);
+        return [&ran, &ordered, &order] {
+            for (const EventIndexList& list : order.events) ordered += list.size();
+            ran = true;
+        };
+    };
+    auto opened = openTrace(std::move(t), "beside", {}, options);
+    ASSERT_TRUE(opened.ok()) << opened.message();
+    EXPECT_EQ(calls, 1);
+    EXPECT_TRUE(ran);
+    EXPECT_EQ(ordered, events);
+    ASSERT_TRUE(opened->timeline);
+
+    // No work: nothing runs. No inference (convert): never called.
+    options.beside_inference = [&](const std::string&, const Trace&,
+                                   const detail::DeviceOrder&) -> std::function<void()> {
+        ++calls;
+        return {};
+    };
+    EXPECT_TRUE(openTrace(testutil::trainingRun("x", "full", 10), "x", {}, options).ok());
+    EXPECT_EQ(calls, 2);
+    options.infer = false;
+    EXPECT_TRUE(openTrace(testutil::trainingRun("x", "full", 10), "x", {}, options).ok());
+    EXPECT_EQ(calls, 2);
+
+    options.infer = true;
+    options.beside_inference = [](const std::string&, const Trace&,
+                                  const detail::DeviceOrder&) -> std::function<void()> {
+        return [] { throw std::runtime_error("beside failed"); };
+    };
+    EXPECT_THROW((void)openTrace(testutil::trainingRun("x", "full", 10), "x", {}, options),
+                 std::runtime_error);
 }
 
 TEST_F(OpenRunTest, RecordedGapsBecomeWarnings) {

@@ -187,6 +187,19 @@ TEST(AllocatorReplay, BackwardReplayLeavesWhatUndoingEachEventLeaves) {
                     EXPECT_EQ(g.category, b.category);
                 }
             }
+            // The same moment from the event order alone, reading no category
+            // (what runs beside inference): the same blocks, none labelled.
+            auto bare = allocatorStateAfter(t, d.device, d.trace_events, got->event_index, false);
+            ASSERT_TRUE(bare.ok()) << bare.message();
+            EXPECT_EQ(bare->event_index, got->event_index);
+            EXPECT_EQ(bare->reserved_bytes, got->reserved_bytes);
+            EXPECT_EQ(bare->active_bytes, got->active_bytes);
+            EXPECT_EQ(bare->largest_free_gap, got->largest_free_gap);
+            for (const ReplaySegment& s : bare->segments)
+                for (const ReplayBlock& b : s.blocks) {
+                    EXPECT_EQ(b.category, Category::Unknown);
+                    EXPECT_EQ(blocks.at(b.address).size, b.size);
+                }
         }
     }
 }

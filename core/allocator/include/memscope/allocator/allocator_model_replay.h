@@ -140,6 +140,22 @@ Result<AllocatorModelRun> replayAllocatorModel(const Trace& trace, const DeviceT
                                                const AllocatorModelOptions& options = {},
                                                const TaskContext& ctx = {});
 
+// The replay from the device's events in time order alone, without a
+// timeline: what the summary runs beside inference while a file opens
+// (OpenOptions::beside_inference). It reads the trace's events, streams and
+// end state, and no category or metadata (inference may be writing them on
+// another thread): the settings come resolved, the start is the recorded
+// cache, and no end state is kept. completeAllocatorModel then adds what
+// needs the timeline; together they equal replayAllocatorModel.
+Result<AllocatorModelRun> replayAllocatorModelInOrder(const Trace& trace, int16_t device,
+                                                      const EventIndexList& order,
+                                                      const ResolvedAllocatorSettings& settings,
+                                                      const AllocatorModelOptions& options = {},
+                                                      const TaskContext& ctx = {});
+// The recorded figures and the notes that need the device's timeline.
+void completeAllocatorModel(AllocatorModelRun& run, const Trace& trace,
+                            const DeviceTimeline& timeline);
+
 // The cache at the trace's first event on that device (empty without an end
 // state): what a predicted run of the same job starts from.
 Result<std::vector<ReplaySegment>> allocatorStartState(const Trace& trace,

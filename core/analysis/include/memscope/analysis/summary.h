@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include "memscope/analysis/oom_report.h"
 #include "memscope/base/task_context.h"
 #include "memscope/model/trace.h"
+#include "memscope/timeline/events_by_device.h"
 #include "memscope/timeline/timeline.h"
 
 namespace memscope {
@@ -55,5 +57,26 @@ TraceSummary summarize(const Trace& trace, const Timeline& timeline);
 // rank digests or record's own report).
 void addAllocatorModels(TraceSummary& summary, const Trace& trace, const Timeline& timeline,
                         const TaskContext& ctx = {});
+
+// Allocator-model replays made while the file opened, by device, to be
+// completed by addAllocatorModels (a device's failure falls back to a
+// replay then).
+struct EarlyAllocatorModels {
+    std::map<int16_t, Result<AllocatorModelRun>> runs;
+};
+
+// What a summary runs beside inference (OpenOptions::beside_inference): the
+// replay of each device whose memory went through a caching allocator, into
+// `out`, which must outlive the work. Reads the trace's settings and
+// metadata now, on the calling thread; the work reads only what
+// replayAllocatorModelInOrder does.
+std::function<void()> allocatorModelsBesideInference(const Trace& trace,
+                                                     const detail::DeviceOrder& order,
+                                                     EarlyAllocatorModels& out);
+
+// As addAllocatorModels, taking each device's replay from `early` where it
+// has one.
+void addAllocatorModels(TraceSummary& summary, const Trace& trace, const Timeline& timeline,
+                        EarlyAllocatorModels& early, const TaskContext& ctx = {});
 
 }  // namespace memscope

@@ -5,6 +5,7 @@
 // typed warnings, and the timeline, so that `memscope-cli summary`, `compare`,
 // `check`, `convert`, `record`'s report and the GUI read files the same way.
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "memscope/base/task_context.h"
 #include "memscope/model/trace.h"
 #include "memscope/open/plugin_registry.h"
+#include "memscope/timeline/events_by_device.h"
 #include "memscope/timeline/timeline.h"
 
 namespace memscope {
@@ -46,6 +48,17 @@ struct OpenOptions {
     TimelineOptions timeline_options;
     // When set, the wall time of each stage (import, inference, timeline).
     StageTimes* stages = nullptr;
+    // Called on the opening thread once each device's events are in time
+    // order, before inference; the work it returns (if any) runs on a thread
+    // of its own while inference runs, and the open waits for it before it
+    // builds the timeline. That work may read the trace's events, streams and
+    // end state, never its phases, categories or metadata, which inference
+    // writes meanwhile. Only where inference runs (infer and timeline, not a
+    // digest). The summary replays the allocator model so, on the core
+    // inference leaves idle much of the time.
+    std::function<std::function<void()>(const std::string& path, const Trace& trace,
+                                        const detail::DeviceOrder& order)>
+        beside_inference;
 };
 
 Result<OpenedRun> openRun(const std::string& path, const PluginRegistry& registry,

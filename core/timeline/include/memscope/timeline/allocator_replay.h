@@ -50,4 +50,14 @@ struct AllocatorSnapshotAt {
 Result<AllocatorSnapshotAt> allocatorStateAt(const Trace& trace, const DeviceTimeline& timeline,
                                              int64_t time, const TaskContext& ctx = {});
 
+// The state of `device` after the device-local event `last` (-1 = before
+// all) of `order`, its events in time order, without a timeline: what runs
+// beside inference while a file opens. With `categories` false no category
+// is read (inference may be writing them on another thread): the blocks are
+// Category::Unknown. `time` is the last event's (before the first: its time
+// less one); the note on blocks live before recording is allocatorStateAt's.
+Result<AllocatorSnapshotAt> allocatorStateAfter(const Trace& trace, int16_t device,
+                                                const EventIndexList& order, int64_t last,
+                                                bool categories, const TaskContext& ctx = {});
+
 }  // namespace memscope

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "loading/run_loader.h"
+#include "run_view/band_cache.h"
 #include "run_view/timeline_bands.h"
 
 using namespace memscope;
@@ -104,6 +105,51 @@ private slots:
         QCOMPARE(set.reserved_y, reservedY);
         QCOMPARE(set.y_max, std::max(*std::max_element(total.begin(), total.end()),
                                      *std::max_element(reservedY.begin(), reservedY.end())));
+    }
+
+    // The last four ranges' bands are remembered, the same as computed; a
+    // fifth range evicts the oldest, another mode is another range, and a
+    // new source forgets them all.
+    void theLastRangesBandsAreRememberedAsComputed() {
+        auto run = makeRun(makeLargeTrace(), QStringLiteral("large.memscope"));
+        QVERIFY2(run.ok(), run.ok() ? "" : run.message().c_str());
+        const DeviceTimeline* tl = (*run)->timeline((*run)->busiestDevice());
+        QVERIFY(tl);
+        const AxisMap map = AxisMap::linear(tl->start, 1.0);
+        auto request = [&](int k, ViewMode mode) {
+            BandRequest req;
+            req.mode = mode;
+            req.x0 = map.forward(tl->start + (tl->end - tl->start) * k / 20);
+            req.x1 = map.forward(tl->end - (tl->end - tl->start) * k / 20);
+            req.max_points = 1200;
+            return req;
+        };
+        BandCache cache;
+        const BandRequest whole = request(0, ViewMode::Category);
+        const BandSet first = cache.bands(*tl, map, whole, nullptr);
+        const BandSet again = cache.bands(*tl, map, whole, nullptr);
+        QCOMPARE(cache.computed(), size_t(1));
+        const BandSet direct = computeBands(*tl, map, whole);
+        QCOMPARE(again.xs, direct.xs);
+        QCOMPARE(again.total, direct.total);
+        QCOMPARE(again.reserved_y, direct.reserved_y);
+        QCOMPARE(again.bands.size(), direct.bands.size());
+        for (size_t j = 0; j < direct.bands.size(); ++j)
+            QCOMPARE(again.bands[j].ys, direct.bands[j].ys);
+        QCOMPARE(first.total, again.total);
+
+        (void)cache.bands(*tl, map, request(0, ViewMode::Allocation), nullptr);
+        QCOMPARE(cache.computed(), size_t(2));  // another mode
+        for (int k = 1; k <= 3; ++k)
+            (void)cache.bands(*tl, map, request(k, ViewMode::Category), nullptr);
+        QCOMPARE(cache.computed(), size_t(5));
+        (void)cache.bands(*tl, map, whole, nullptr);  // evicted by the fifth range
+        QCOMPARE(cache.computed(), size_t(6));
+        (void)cache.bands(*tl, map, request(3, ViewMode::Category), nullptr);
+        QCOMPARE(cache.computed(), size_t(6));  // still held
+        cache.clear();
+        (void)cache.bands(*tl, map, whole, nullptr);
+        QCOMPARE(cache.computed(), size_t(7));
     }
 };
 

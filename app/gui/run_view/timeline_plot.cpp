@@ -196,6 +196,7 @@ void TimelinePlot::setSource(RunPtr run, DeviceRef ref, const AxisMap& map, cons
     run_ = std::move(run);
     ref_ = ref;
     map_ = map;
+    bandCache_.clear();
     pinned_.reset();
     hovered_.reset();
     moduleStack_.reset();
@@ -461,7 +462,7 @@ void TimelinePlot::rebuild(bool replot) {
     timer.start();
     const int width = std::max(200, p_->main->width() > 0 ? p_->main->width() : plot_->width());
     const BandRequest req = bandRequest(width);
-    bands_ = computeBands(*tl, map_, req);
+    bands_ = bandCache_.bands(*tl, map_, req, moduleStack_);
     showNoModulesMessage(req);
     const double ymax = fixedYMax_ > 0 ? fixedYMax_ : std::max(1.0, bands_.y_max * 1.08);
     updateAllocationLayout(*tl, req, width, ymax);

@@ -14,6 +14,7 @@
 #include "loading/run.h"
 #include "memscope/analysis/compare.h"
 #include "memscope/view/allocation_layout.h"
+#include "run_view/band_cache.h"
 #include "run_view/phase_bands.h"
 #include "run_view/timeline_bands.h"
 
@@ -149,6 +150,7 @@ private:
     // Never null: the run's (built on the loader thread), or an empty one.
     std::shared_ptr<const PhaseBandData> phases_ = std::make_shared<const PhaseBandData>();
     BandSet bands_;
+    BandCache bandCache_;  // the last ranges' bands; cleared with the source
     ZoomState* zoom_ = nullptr;
     ViewMode mode_ = ViewMode::Category;
     ModuleGroupingSpec moduleSpec_;

@@ -176,6 +176,14 @@ Container* Machine::containerAt(size_t stack_index, Kind kind, const char* what)
     return c;
 }
 
+Limits Limits::forInput(uint64_t bytes) {
+    Limits limits;
+    limits.max_live_items =
+        std::max<uint64_t>(1u << 20, std::min<uint64_t>(limits.max_live_items, bytes));
+    limits.max_memo = std::max<uint64_t>(limits.max_memo, bytes / 16);
+    return limits;
+}
+
 bool Machine::memoPut(uint64_t index) {
     if (stack_.empty()) return fail("memo store with an empty stack");
     // The next slot (MEMOIZE, and how Python numbers BINPUTs): a fresh slot

@@ -47,6 +47,14 @@ struct Limits {
     uint64_t max_marks = 1ull << 16;            // nesting of MARKs (depth)
     uint64_t max_live_containers = 4ull << 20;  // lists/dicts/tuples alive at once
     uint64_t max_live_items = 32ull << 20;      // values held by live containers
+
+    // The limits for an input of `bytes`: a hostile file must not make us
+    // hold many times its size, and a real snapshot of any size must read.
+    // Live items are held to the input's size (real snapshots keep only the
+    // current entry alive). Memo slots (16 bytes each) grow with the input,
+    // one per 16 bytes of it at most: a 10 GB snapshot writes about 100
+    // million (ten per kilobyte), past the 64 Mi floor that stopped it.
+    static Limits forInput(uint64_t bytes);
 };
 
 class Machine;

@@ -22,12 +22,7 @@ Result<Trace> run(std::span<const std::byte> bytes, const TaskContext& ctx, std:
     trace.metadata.source_format = std::string(kId);
     trace.metadata.name = std::move(name);
     SnapshotMapper mapper(trace);
-    pickle::Limits limits;
-    // A hostile file must not make us hold many times its size; real snapshots
-    // keep only the current entry alive, far below these.
-    limits.max_live_items =
-        std::max<uint64_t>(1u << 20, std::min<uint64_t>(limits.max_live_items, bytes.size()));
-    pickle::Machine machine(bytes, mapper, limits);
+    pickle::Machine machine(bytes, mapper, pickle::Limits::forInput(bytes.size()));
     Result<pickle::Value> root = machine.run(ctx, consumed);
     if (!root) return root.error();
     if (auto ok = mapper.finish(machine, *root, ctx); !ok) return ok.error();

@@ -157,7 +157,7 @@ TEST_F(Cli, SummaryTimingsNameEveryStageOnStderrAndLeaveTheJsonAlone) {
         << timed.err;
     size_t last = at;
     for (const char* stage : {"import ", "inference ", "timeline ", "summary ", "allocator model ",
-                              "report ", "total "}) {
+                              "report ", "wall "}) {
         const size_t found = timed.err.find(stage, last);
         ASSERT_NE(found, std::string::npos) << stage << " in order in " << timed.err;
         last = found;

@@ -252,6 +252,35 @@ TEST(MemoReferenceRuns, ARunDeeperThanTheStackLimitStopsThere) {
         << r.message();
 }
 
+// The memo's limit: a slot past it fails with its index, whatever the size
+// of the input; the limits an input gets grow with it, so that a 10 GB
+// snapshot (about 100 million slots) reads, while a hostile file's memo
+// stays within its own size.
+TEST(MemoReferenceRuns, TheMemoLimitStopsASlotPastItAndGrowsWithTheInput) {
+    auto b = bytesOf({0x80, 4, ']'});
+    for (int i = 0; i < 6; ++i) b.push_back(std::byte{0x94});  // MEMOIZE: slots 0..5
+    b.push_back(std::byte{'.'});
+    pickle::Limits limits;
+    limits.max_memo = 5;
+    auto r = runMachine(b, limits);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.message().find("memo index 5 beyond the limit"), std::string::npos) << r.message();
+    limits.max_memo = 6;
+    EXPECT_TRUE(runMachine(b, limits).ok());
+
+    const pickle::Limits small = pickle::Limits::forInput(1000);
+    EXPECT_EQ(small.max_memo, 64ull << 20);
+    EXPECT_EQ(small.max_live_items, 1ull << 20);
+    const uint64_t ten_gb =
+        10'775'063'854ull;  // memscope-gen-snapshot --mb 10240 --shape segmented
+    const pickle::Limits big = pickle::Limits::forInput(ten_gb);
+    EXPECT_EQ(big.max_memo, ten_gb / 16);
+    EXPECT_GT(big.max_memo, 64ull << 20);
+    EXPECT_EQ(big.max_live_items, pickle::Limits{}.max_live_items);
+    // A slot is 16 bytes: the memo never outgrows the input.
+    EXPECT_LE(big.max_memo * sizeof(pickle::Value), ten_gb);
+}
+
 // The integers between an entry's memo references are read inside the run:
 // each must come out as the opcode alone would give it, including the LONG1
 // forms the run leaves to the ordinary path (no bytes, 9 bytes, the end of

@@ -4,8 +4,12 @@
 
 namespace memscope {
 
-void StageTimes::add(std::string_view stage, double seconds) {
+void StageTimes::add(std::string_view stage, Clock::time_point start, Clock::time_point end) {
+    const double seconds = std::chrono::duration<double>(end - start).count();
     std::lock_guard lock(mutex_);
+    if (!any_ || start < first_) first_ = start;
+    if (!any_ || end > last_) last_ = end;
+    any_ = true;
     for (auto& [name, total] : stages_)
         if (name == stage) {
             total += seconds;
@@ -19,17 +23,20 @@ std::vector<std::pair<std::string, double>> StageTimes::stages() const {
     return stages_;
 }
 
+double StageTimes::wallSeconds() const {
+    std::lock_guard lock(mutex_);
+    return any_ ? std::chrono::duration<double>(last_ - first_).count() : 0.0;
+}
+
 std::string StageTimes::text() const {
     std::string out;
-    double total = 0;
     char buf[64];
     for (const auto& [name, seconds] : stages()) {
         std::snprintf(buf, sizeof buf, " %.3f s", seconds);
         if (!out.empty()) out += ", ";
         out += name + buf;
-        total += seconds;
     }
-    std::snprintf(buf, sizeof buf, "total %.3f s", total);
+    std::snprintf(buf, sizeof buf, "wall %.3f s", wallSeconds());
     return out.empty() ? std::string(buf) : out + "; " + buf;
 }
 

@@ -109,8 +109,9 @@ class Bench:
         return path
 
     def summary(self, shape, mb, path):
+        timings = [] if self.args.no_timings else ["--timings"]
         out, wall, rss, rc = run_measured(
-            [self.tool("memscope-cli"), "summary", "--json", "--timings", path], self.env)
+            [self.tool("memscope-cli"), "summary", "--json", *timings, path], self.env)
         self.log(f"summary-{shape}-{mb}", out[-4000:])
         if rc != 0:
             self.failures.append(f"summary {path}: exit {rc}")
@@ -121,7 +122,7 @@ class Bench:
         self.add("open as the CLI does, peak RSS / file", shape, mb, rss * 2**20 / size)
         line = grab(r"timings: (.*)$", out, str) or ""
         for name, secs in re.findall(r"([a-z ]+?) ([0-9.]+) s", line):
-            if name.strip() != "total":
+            if name.strip() != "wall":
                 self.add(f"  stage: {name.strip()}, s", shape, mb, float(secs))
 
     def importer(self, shape, mb, path):
@@ -265,6 +266,8 @@ def main():
     p.add_argument("--python", default=os.environ.get("PYTHON", sys.executable))
     p.add_argument("--no-gui", action="store_true")
     p.add_argument("--no-native", action="store_true")
+    p.add_argument("--no-timings", action="store_true",
+                   help="no summary --timings (binaries from before it existed)")
     p.add_argument("--keep", action="store_true", help="keep the generated files")
     a = p.parse_args()
     try:

@@ -16,15 +16,21 @@ namespace memscope {
 
 class StageTimes {
 public:
-    void add(std::string_view stage, double seconds);
+    using Clock = std::chrono::steady_clock;
+    void add(std::string_view stage, Clock::time_point start, Clock::time_point end);
     // (stage, seconds), in the order each stage first ran.
     std::vector<std::pair<std::string, double>> stages() const;
-    // "import 1.13 s, inference 0.21 s, ...; total 2.01 s".
+    // From the first stage's start to the last one's end: stages that ran
+    // side by side (on two threads) count once.
+    double wallSeconds() const;
+    // "import 1.13 s, inference 0.21 s, ...; wall 2.01 s".
     std::string text() const;
 
 private:
     mutable std::mutex mutex_;
     std::vector<std::pair<std::string, double>> stages_;
+    Clock::time_point first_{}, last_{};
+    bool any_ = false;
 };
 
 // Adds the time from its construction to its destruction to `times` (none
@@ -34,10 +40,7 @@ public:
     StageClock(StageTimes* times, std::string_view stage)
         : times_(times), stage_(stage), start_(std::chrono::steady_clock::now()) {}
     ~StageClock() {
-        if (times_)
-            times_->add(
-                stage_,
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+        if (times_) times_->add(stage_, start_, std::chrono::steady_clock::now());
     }
     StageClock(const StageClock&) = delete;
     StageClock& operator=(const StageClock&) = delete;

@@ -205,6 +205,15 @@ struct Gen {
         segs.finish();
     }
 
+    // A free as the caching allocator records it: free_requested, then
+    // free_completed a little later.
+    void freed(Batcher& list, uint64_t a, uint64_t size, size_t stack, uint64_t& time_us) {
+        time_us += 1 + rng() % 20;
+        entry(list, "free_requested", a, size, time_us, stack);
+        time_us += 1 + rng() % 5;
+        entry(list, "free_completed", a, size, time_us, stack);
+    }
+
     // One trace entry; `stack` indexes `stacks`.
     void entry(Batcher& list, const char* action, uint64_t a, uint64_t size, uint64_t time_us,
                size_t stack) {
@@ -301,10 +310,7 @@ Written churnTrace(Gen& g, Batcher& list, std::FILE* out, uint64_t target) {
         const Live l = live[i];
         live[i] = live.back();
         live.pop_back();
-        time_us += 1 + g.rng() % 20;
-        g.entry(list, "free_requested", l.addr, l.size, time_us, l.stack);
-        time_us += 1 + g.rng() % 5;
-        g.entry(list, "free_completed", l.addr, l.size, time_us, l.stack);
+        g.freed(list, l.addr, l.size, l.stack, time_us);
         cached[l.size].push_back(l.addr);
         n.entries += 2;
         ++n.freed;
@@ -388,10 +394,7 @@ Written segmentedTrace(Gen& g, Batcher& list, std::FILE* out, uint64_t target,
         const Live l = live[i];
         live[i] = live.back();
         live.pop_back();
-        time_us += 1 + g.rng() % 20;
-        g.entry(list, "free_requested", l.addr, l.size, time_us, l.stack);
-        time_us += 1 + g.rng() % 5;
-        g.entry(list, "free_completed", l.addr, l.size, time_us, l.stack);
+        g.freed(list, l.addr, l.size, l.stack, time_us);
         cached[l.rounded].push_back(l.addr);
         n.entries += 2;
         ++n.freed;

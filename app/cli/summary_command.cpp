@@ -5,7 +5,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,8 +36,11 @@ int run(const SummaryOptions& o) {
     OpenOptions open_options;
     if (o.timings) open_options.stages = &times;
     // Each file's allocator model is replayed while inference runs (on the
-    // core it leaves idle much of the time), by path; completed below.
+    // core it leaves idle much of the time), by path, and completed as soon
+    // as its open returns: the same file named twice is opened twice, and
+    // each open's replays are its own.
     std::map<std::string, EarlyAllocatorModels> early;
+    std::vector<std::vector<TraceSummary>> summaries;  // per run, per part
     open_options.beside_inference = [&early, &times, &o](const std::string& path,
                                                          const Trace& trace,
                                                          const detail::DeviceOrder& order) {
@@ -64,12 +66,22 @@ int run(const SummaryOptions& o) {
             rank_runs.push_back(std::move(*ranks));
             continue;
         }
+        early.clear();
         auto opened = openWithProgress(path, open_options);
         if (!opened) {
             std::fprintf(stderr, "memscope-cli summary: %s\n",
                          terminalText(opened.message()).c_str());
             exit_code = 2;
             continue;
+        }
+        std::vector<TraceSummary>& parts = summaries.emplace_back();
+        for (const OpenedTrace& part : opened->parts) {
+            {
+                StageClock clock(open_options.stages, "summary");
+                parts.push_back(summarize(*part.trace, *part.timeline));
+            }
+            StageClock clock(open_options.stages, "allocator model");
+            addAllocatorModels(parts.back(), *part.trace, *part.timeline, early[part.path]);
         }
         runs.push_back(std::move(*opened));
     }
@@ -79,20 +91,18 @@ int run(const SummaryOptions& o) {
     for (const OpenedRun& r : runs)
         for (const OpenedTrace& part : r.parts) labels.push_back(runLabel(part));
     const std::vector<std::string> names = distinctRunNames(labels);
-    for (const OpenedRun& r : runs)
-        for (const OpenedTrace& part : r.parts) {
-            std::optional<StageClock> clock(std::in_place, open_options.stages, "summary");
+    for (size_t r = 0; r < runs.size(); ++r)
+        for (size_t k = 0; k < runs[r].parts.size(); ++k) {
+            const OpenedTrace& part = runs[r].parts[k];
+            StageClock clock(open_options.stages, "report");
             FileReport f{part.path,
                          part.format,
                          part.trace.get(),
                          part.timeline.get(),
-                         summarize(*part.trace, *part.timeline),
+                         std::move(summaries[r][k]),
                          part.warnings,
                          names[reports.size()]};
             if (o.by_line) f.by_line = 10;
-            clock.emplace(open_options.stages, "allocator model");
-            addAllocatorModels(f.summary, *part.trace, *part.timeline, early[part.path]);
-            clock.emplace(open_options.stages, "report");
             addOomAlternatives(f);
             if (!o.json) {
                 if (!reports.empty()) std::printf("\n");

@@ -164,6 +164,21 @@ TEST_F(Cli, SummaryTimingsNameEveryStageOnStderrAndLeaveTheJsonAlone) {
     }
 }
 
+TEST_F(Cli, SummaryOfTheSameFileTwiceGivesEachItsOwnAllocatorModel) {
+    // Each open replays its own allocator model beside inference: the same
+    // file named twice is two opens, and both reports carry the whole model.
+    const std::string path = writeSampleTrace();
+    const CliRun r = run("summary --json " + path + " " + path);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["files"].size(), 2u);
+    const auto& a = j["files"][0]["devices"]["0"];
+    const auto& b = j["files"][1]["devices"]["0"];
+    ASSERT_TRUE(a.contains("allocator_model")) << a.dump();
+    EXPECT_EQ(a["allocator_model"], b["allocator_model"]);
+    EXPECT_EQ(a["allocator_model"]["reserved_peak_bytes"], 2 << 20);  // one 2 MiB small segment
+}
+
 TEST_F(Cli, SummaryBadFileIsNamedAndTheOthersStillSummarized) {
     const std::string good = writeSampleTrace();
     const std::string bad = file("bad.bin");

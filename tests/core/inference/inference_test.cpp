@@ -14,6 +14,7 @@
 #include "memscope/analysis/summary.h"
 #include "memscope/open/open_run.h"
 #include "memscope/report/report_json.h"
+#include "memscope_test/wall_guard.h"
 
 namespace memscope {
 namespace {
@@ -154,7 +155,8 @@ TEST(Inference, FramesSharingLongStringsAreReadOncePerString) {
     }
     const auto start = std::chrono::steady_clock::now();
     inferMissingLabels(t);
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+    EXPECT_LT(std::chrono::steady_clock::now() - start,
+              memscope::test::wallGuard(std::chrono::seconds(20)));
     // Ten events of backward frames (at least 8 count) and no repetition.
     const std::string* phases = t.metadata.property("phases");
     ASSERT_NE(phases, nullptr);

@@ -16,11 +16,19 @@ generates a snapshot once, converts it to the native format once, then runs
 It prints each figure as min-median-max of the rounds, with its target and
 whether the median meets it. --huge-mb adds one shape's import at that size
 (default 10 GB of segmented, --huge-runs times) for the linear growth and the
-RSS bound; --peer times CPython's pickle.load once per shape at the first size.
+RSS bound, and prints how much slower per byte it was than the first size
+(1.00 is linear); --peer times CPython's pickle.load once per shape at the
+first size. At the start and at the end it measures the machine's cost of
+fresh memory (--machine-mb, --machine-pause): how fast fresh memory, memory
+freed a moment before and memory after a pause are filled. On a virtual
+machine whose host takes freed pages back the first and the last are many
+times slower, and that is what a load pays for every page its peak grows
+past what it freed a moment before.
 
   bench_shapes.py --bin build/bin [--work DIR] [--sizes 1024,3072]
                   [--shapes steady,churn,segmented] [--runs 3] [--huge-mb 10240]
                   [--huge-shape segmented] [--huge-runs 1] [--peer] [--keep]
+                  [--machine-mb 1024] [--machine-pause 5]
 """
 import argparse
 import os
@@ -33,6 +41,9 @@ import sys
 import tempfile
 import time
 
+MACHINE_ROWS = ("machine: filling fresh memory, GB/s",
+                "machine: filling memory freed a moment ago, GB/s",
+                "machine: filling memory after a pause, GB/s")
 FRAME_ROWS = [(s, m) for s in ("mixed", "zoomed out", "zoomed in") for m in ("category", "allocation")]
 
 
@@ -62,6 +73,39 @@ def spread(values, fmt="{:.2f}"):
 def frame_time(figure):
     """A frame row's median or worst time (not its page faults)."""
     return figure.startswith("frame") and figure.endswith(", ms")
+
+
+def first_touch(mb, pause):
+    """GB/s of filling `mb` MB of fresh anonymous memory, as every large load
+    does, three times: first, again at once (the kernel hands out the pages
+    just freed) and again after `pause` seconds idle. On a virtual machine
+    whose host takes freed pages back, the first and the last are many times
+    slower: what a load pays for every page its peak grows past what it
+    freed a moment before. Run in a child process (--first-touch-child): a
+    child inherits its parent's peak RSS, which would then be every later
+    child's."""
+    import ctypes
+    import mmap
+    n = mb << 20
+
+    def fill():
+        m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        try:
+            m.madvise(mmap.MADV_HUGEPAGE)  # as the loads' large buffers are
+        except (AttributeError, OSError):
+            pass
+        buf = (ctypes.c_char * n).from_buffer(m)
+        start = time.perf_counter()
+        ctypes.memset(buf, 1, n)
+        rate = n / (time.perf_counter() - start) / 1e9
+        del buf
+        m.close()
+        return rate
+
+    first = fill()
+    again = fill()
+    time.sleep(pause)
+    return first, again, fill()
 
 
 def median(values):
@@ -182,8 +226,21 @@ class Bench:
             self.add("peer: CPython pickle.load, s", shape, mb, secs)
             self.add("peer: CPython pickle.load, peak RSS GiB", shape, mb, rss / 1024)
 
+    def machine(self):
+        if not self.args.machine_mb:
+            return
+        out, _, _, rc = run_measured([sys.executable, os.path.abspath(__file__), "--first-touch-child",
+                                      str(self.args.machine_mb), str(self.args.machine_pause)])
+        rates = re.findall(r"[0-9.]+", out) if rc == 0 else []
+        if len(rates) != 3:
+            self.failures.append(f"the machine's fill rates: exit {rc}: {out.strip()}")
+            return
+        for fig, rate in zip(MACHINE_ROWS, rates):
+            self.add(fig, "-", "-", float(rate))
+
     def run(self):
         a = self.args
+        self.machine()
         files = {(s, mb): self.snapshot(s, mb) for mb in a.sizes for s in a.shapes}
         natives = {k: self.native(p) for k, p in files.items()} if not a.no_native else {}
         for r in range(a.runs):
@@ -207,6 +264,7 @@ class Bench:
                 self.summary(a.huge_shape, a.huge_mb, f)
             if not a.keep:
                 os.remove(f)
+        self.machine()
         self.table()
 
     def table(self):
@@ -220,8 +278,8 @@ class Bench:
             "native read, M events/s": (">= 60", lambda v: v >= 60),
         }
         figures = []
-        for (fig, _, _) in self.samples:
-            if fig not in figures:
+        for (fig, shape, _) in self.samples:
+            if fig not in figures and shape != "-":
                 figures.append(fig)
         print()
         print(f"min–median–max of {a.runs} alternating rounds"
@@ -251,12 +309,28 @@ class Bench:
                     tgt = targets[fig][0] if fig in targets else ""
                 met = "-" if not verdicts else ("NO" if "NO" in verdicts else "yes")
                 print(f"| {fig} | {s} | " + " | ".join(cells) + f" | {tgt} | {met} |")
+        if a.huge_mb:
+            # Linear growth means the same MB/s at every size.
+            key = "open as the CLI does, MB/s"
+            small = median(self.samples.get((key, a.huge_shape, sizes[0]), []))
+            big = median(self.samples.get((key, a.huge_shape, a.huge_mb), []))
+            if small and big:
+                print(f"growth: {a.huge_shape} at {a.huge_mb} MB took {small / big:.2f}x the time per byte "
+                      f"of {sizes[0]} MB (1.00 is linear; medians)")
+        for fig in MACHINE_ROWS:
+            vals = self.samples.get((fig, "-", "-"), [])
+            if vals:
+                print(f"{fig}: " + ", ".join(f"{v:.2f}" for v in vals)
+                      + f" ({a.machine_mb} MB, {a.machine_pause:g} s pause; at the start and at the end)")
         for f in self.failures:
             print(f"failed: {f}")
         print(f"logs: {self.logs}")
 
 
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--first-touch-child":
+        print(" ".join(f"{r:.3f}" for r in first_touch(int(sys.argv[2]), float(sys.argv[3]))))
+        return 0
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bin", default=os.environ.get("MEMSCOPE_BIN", "build/bin"))
     p.add_argument("--work", help="folder for the generated files (default: a temporary one)")
@@ -274,6 +348,11 @@ def main():
     p.add_argument("--no-timings", action="store_true",
                    help="no summary --timings (binaries from before it existed)")
     p.add_argument("--keep", action="store_true", help="keep the generated files")
+    p.add_argument("--machine-mb", type=int, default=1024,
+                   help="MB filled to measure the machine's cost of fresh memory, 0 for none "
+                        "(default 1024)")
+    p.add_argument("--machine-pause", type=float, default=5.0,
+                   help="seconds idle before the last fill (default 5)")
     a = p.parse_args()
     try:
         a.sizes = [int(x) for x in a.sizes.split(",") if x]
@@ -283,6 +362,8 @@ def main():
     for s in a.shapes:
         if s not in ("steady", "churn", "segmented"):
             p.error(f"--shapes: unknown shape '{s}' (steady, churn, segmented)")
+    if a.machine_mb < 0 or a.machine_pause < 0:
+        p.error("--machine-mb and --machine-pause must not be negative")
     if a.runs < 1 or not a.sizes or any(mb < 1 for mb in a.sizes):
         p.error("--runs and every size must be at least 1")
     for exe in ("memscope-gen-snapshot", "memscope-cli", "memscope-bench-snapshot"):

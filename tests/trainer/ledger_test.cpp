@@ -509,3 +509,54 @@ TEST(CaptureScope, CpuRunsWrapTheAllocatorOneAtATime) {
     }
     std::filesystem::remove(path);
 }
+
+// A tick/nanosecond pair read while the thread was preempted between its
+// reads is left out: of the tries, the one whose tick reads are closest
+// gives the pair, at their midpoint. Taking the first read here would put
+// the pair 50,000 ns late, and every record converted against it with it.
+TEST(TickPair, ThePreemptedReadIsLeftOut) {
+    // Ticks advance 10 per read; the first try is preempted for 50,000 ns
+    // between its tick reads, the others are not.
+    uint64_t ticks = 1000;
+    int64_t ns = 0;
+    int reads = 0;
+    auto tick = [&] {
+        const uint64_t t = ticks;
+        ticks += 10;
+        return t;
+    };
+    auto now = [&] {
+        ++reads;
+        const bool preempted = reads == 1;
+        if (preempted) ticks += 50'000;
+        ns = int64_t(ticks);  // 1 ns per tick, read after any preemption
+        return ns;
+    };
+    const TickPair p = readTickPair(tick, now, 4);
+    EXPECT_EQ(reads, 4);
+    // The chosen pair's ns is within its bracket of the true time of its ticks.
+    EXPECT_LE(std::llabs(p.ns - int64_t(p.ticks)), 10);
+    // A single try takes the preempted read: 25,000 ns off at its midpoint.
+    ticks = 1000;
+    reads = 0;
+    const TickPair first = readTickPair(tick, now, 1);
+    EXPECT_GT(std::llabs(first.ns - int64_t(first.ticks)), 20'000);
+}
+
+TEST(TickPair, ATickClockThatStepsBackIsNotTaken) {
+    // The counter steps back between two reads (another core's counter, after
+    // a migration): that try has no width to trust.
+    std::vector<uint64_t> seq{500, 400, 1000, 1004};
+    size_t at = 0;
+    auto tick = [&] { return seq[at++]; };
+    auto now = [&] { return int64_t(777); };
+    const TickPair p = readTickPair(tick, now, 2);
+    EXPECT_EQ(p.ticks, 1002u);
+    EXPECT_EQ(p.ns, 777);
+    // With no try that read forward, one plain read.
+    seq = {500, 400, 900};
+    at = 0;
+    const TickPair plain = readTickPair(tick, now, 1);
+    EXPECT_EQ(plain.ticks, 900u);
+    EXPECT_EQ(plain.ns, 777);
+}
